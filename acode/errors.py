@@ -1,0 +1,183 @@
+"""acode's error codes and the one exception type that carries them.
+
+Services raise :class:`AcodeError`; :func:`api_exception_handler` turns it (and DRF's own
+errors) into ``{"code", "message", "details"}`` with the HTTP status of the code. The table
+below is the single source of truth; ``docs/errors.md`` and the README are generated from
+it by ``manage.py errors_table`` and checked by the tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from rest_framework import exceptions as drf_exceptions
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+
+@dataclass(frozen=True)
+class ErrorCode:
+    """One documented error: its stable code, HTTP status, title and what to do about it."""
+
+    code: str
+    http_status: int
+    title: str
+    hint: str
+
+
+_CODES = [
+    ErrorCode(
+        "ACODE-ROL-001",
+        400,
+        "Unknown role",
+        "Use one of the roles listed in the error's details (`acode roles list`).",
+    ),
+    ErrorCode(
+        "ACODE-ROL-002",
+        409,
+        "Role transition not allowed",
+        "Follow one of the transitions listed as allowed now, or meet the precondition first.",
+    ),
+    ErrorCode(
+        "ACODE-ROL-003",
+        403,
+        "Tool not allowed in role",
+        "Transition to a role that has the tool (`acode tool list --role R`).",
+    ),
+    ErrorCode(
+        "ACODE-ROL-004",
+        400,
+        "Invalid role definition",
+        "Fix the named field: parent cycles, bad globs or patterns, bad colour, reserved slugs.",
+    ),
+    ErrorCode(
+        "ACODE-ROL-005",
+        409,
+        "Role is protected or in use",
+        "The Default role cannot be deleted or renamed; roles referenced by rules or children need those removed first.",
+    ),
+    ErrorCode(
+        "ACODE-ROL-006",
+        409,
+        "Expected role does not match",
+        "Another client changed the role; read the current role and decide again.",
+    ),
+    ErrorCode(
+        "ACODE-ROL-007",
+        400,
+        "Transition reason required",
+        "Give a non-blank reason for every role change.",
+    ),
+    ErrorCode(
+        "ACODE-PRM-001",
+        400,
+        "Dangerous prompt content",
+        "Remove the matched text from the prompt; prompts may not instruct shell downloads, secret reads or destructive commands.",
+    ),
+    ErrorCode(
+        "ACODE-PRM-002",
+        404,
+        "Unknown prompt pack",
+        "Use an existing pack name (`acode prompt-pack show`).",
+    ),
+    ErrorCode(
+        "ACODE-IMP-001", 400, "Invalid import file", "Fix the listed problems; nothing was written."
+    ),
+    ErrorCode("ACODE-API-400", 400, "Invalid request", "Fix the fields listed in details."),
+    ErrorCode(
+        "ACODE-API-401",
+        401,
+        "Authentication required",
+        "Log in or send `Authorization: Token <token>`.",
+    ),
+    ErrorCode(
+        "ACODE-API-403", 403, "Permission denied", "Ask an administrator for the needed permission."
+    ),
+    ErrorCode("ACODE-API-404", 404, "Not found", "Check the id or name."),
+    ErrorCode("ACODE-API-405", 405, "Method not allowed", "Use a method the endpoint supports."),
+    ErrorCode("ACODE-API-429", 429, "Too many requests", "Slow down and retry later."),
+    ErrorCode(
+        "ACODE-API-500",
+        500,
+        "Internal error",
+        "Retry; if it persists, report it with the request id.",
+    ),
+]
+
+ERROR_CODES: dict[str, ErrorCode] = {entry.code: entry for entry in _CODES}
+
+
+class AcodeError(Exception):
+    """A domain error with a stable ACODE code, a plain-words message and structured details."""
+
+    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None) -> None:
+        if code not in ERROR_CODES:
+            raise ValueError(f"undocumented error code {code}")
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details: dict[str, Any] = details or {}
+
+    @property
+    def http_status(self) -> int:
+        return ERROR_CODES[self.code].http_status
+
+    @property
+    def hint(self) -> str:
+        return ERROR_CODES[self.code].hint
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "details": self.details}
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+_DRF_STATUS_CODES = {
+    status.HTTP_400_BAD_REQUEST: "ACODE-API-400",
+    status.HTTP_401_UNAUTHORIZED: "ACODE-API-401",
+    status.HTTP_403_FORBIDDEN: "ACODE-API-403",
+    status.HTTP_404_NOT_FOUND: "ACODE-API-404",
+    status.HTTP_405_METHOD_NOT_ALLOWED: "ACODE-API-405",
+    status.HTTP_429_TOO_MANY_REQUESTS: "ACODE-API-429",
+}
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """Render every API error as ``{"code", "message", "details"}``."""
+    if isinstance(exc, AcodeError):
+        return Response(exc.as_dict(), status=exc.http_status)
+    if isinstance(exc, Http404):
+        exc = drf_exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = drf_exceptions.PermissionDenied()
+    response = exception_handler(exc, context)
+    if response is None:
+        return None
+    code = _DRF_STATUS_CODES.get(response.status_code, f"ACODE-API-{response.status_code}")
+    if isinstance(exc, drf_exceptions.ValidationError):
+        message = "The request has invalid fields."
+        details: Any = {"fields": response.data}
+    elif isinstance(exc, drf_exceptions.APIException):
+        message = str(exc.detail)
+        details = {}
+    else:  # pragma: no cover - DRF only handles APIException subclasses
+        message = ERROR_CODES.get(code, ERROR_CODES["ACODE-API-500"]).title
+        details = {}
+    response.data = {"code": code, "message": message, "details": details}
+    return response
+
+
+def error_table_markdown() -> str:
+    """The documented error table, as Markdown (README and docs)."""
+    lines = ["| Code | HTTP | Meaning | What to do |", "| --- | --- | --- | --- |"]
+    lines += [f"| `{e.code}` | {e.http_status} | {e.title} | {e.hint} |" for e in _CODES]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(error_table_markdown())

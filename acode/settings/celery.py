@@ -1,0 +1,16 @@
+"""Celery: the broker is Redis when ``REDIS_URL`` is set, else tasks run eagerly in-process."""
+
+from __future__ import annotations
+
+from acode.settings.env import env_bool, env_optional, env_str
+from acode.settings.redis import REDIS_URL
+
+CELERY_BROKER_URL = env_optional("CELERY_BROKER_URL") or REDIS_URL or "memory://"
+CELERY_RESULT_BACKEND = env_optional("CELERY_RESULT_BACKEND") or REDIS_URL or None
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", REDIS_URL is None)
+CELERY_TASK_DEFAULT_QUEUE = env_str("ACODE_DEFAULT_QUEUE", "agents")
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]

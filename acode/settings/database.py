@@ -1,0 +1,27 @@
+"""Database: ``DATABASE_URL``, SQLite under ``var/`` by default."""
+
+from __future__ import annotations
+
+import dj_database_url
+
+from acode.settings.base import VAR_DIR
+from acode.settings.env import env_int, env_str
+
+_default_url = f"sqlite:///{VAR_DIR / 'acode.sqlite3'}"
+DATABASE_URL = env_str("DATABASE_URL", _default_url)
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        DATABASE_URL, conn_max_age=env_int("ACODE_DB_CONN_MAX_AGE", 60), conn_health_checks=True
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL + a busy timeout let the web server, workers and tests share one file;
+    # the test database is a file so other processes can open it too.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-acode.sqlite3")}

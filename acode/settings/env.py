@@ -1,0 +1,64 @@
+"""Typed readers for environment variables that fail loudly with the variable's name."""
+
+from __future__ import annotations
+
+import os
+
+from django.core.exceptions import ImproperlyConfigured
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def env_str(name: str, default: str) -> str:
+    """Return the variable, or ``default`` when it is unset."""
+    return os.environ.get(name, default)
+
+
+def env_optional(name: str) -> str | None:
+    """Return the variable, or None when it is unset or blank."""
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def env_bool(name: str, default: bool) -> bool:
+    """Parse a boolean such as ``1``, ``true``, ``no``."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name} must be a boolean (1/0, true/false, yes/no), got {raw!r}")
+
+
+def env_int(name: str, default: int) -> int:
+    """Parse an integer."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from exc
+
+
+def env_float(name: str, default: float) -> float:
+    """Parse a float."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from exc
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    """Parse a comma-separated list, dropping blanks."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return list(default)
+    return [item.strip() for item in raw.split(",") if item.strip()]

@@ -1,0 +1,10 @@
+"""Model endpoints: any OpenAI-compatible server; the embedded llama.cpp server by default."""
+
+from __future__ import annotations
+
+from acode.settings.env import env_float, env_str
+
+ACODE_LLM_BASE_URL = env_str("ACODE_LLM_BASE_URL", "http://127.0.0.1:8011/v1")
+ACODE_LLM_API_KEY_ENV = env_str("ACODE_LLM_API_KEY_ENV", "ACODE_LLM_API_KEY")
+ACODE_LLM_DEFAULT_MODEL = env_str("ACODE_LLM_DEFAULT_MODEL", "smollm2-135m")
+ACODE_LLM_TIMEOUT = env_float("ACODE_LLM_TIMEOUT", 120.0)

@@ -1,0 +1,21 @@
+"""URL routes: admin, REST API with OpenAPI schema, dashboard pages."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from acode.views import health
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("api/", include("roles.urls")),
+    path("healthz", health, name="health"),
+]
+
+admin.site.site_header = "acode administration"
+admin.site.site_title = "acode admin"

@@ -1,0 +1,10 @@
+"""WSGI entry point (the ASGI one in ``acode.asgi`` is what daphne serves)."""
+
+from __future__ import annotations
+
+import os
+
+from django.core.wsgi import get_wsgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "acode.settings")
+application = get_wsgi_application()

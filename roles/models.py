@@ -1,0 +1,201 @@
+"""What a role is and may do: permissions, tools, roles, transition rules, prompt packs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.db import models
+
+DEFAULT_ROLE_SLUG = "default"
+
+
+class ContextStrategy(models.TextChoices):
+    ADAPTIVE = "adaptive", "Adaptive"
+    BROAD = "broad", "Broad"
+    FOCUSED = "focused", "Focused"
+    CHANGE_FOCUSED = "change_focused", "Change-focused"
+
+
+class Precondition(models.TextChoices):
+    NONE = "none", "none"
+    PLAN_EXISTS = "plan_exists", "the session has a plan"
+    CHANGES_EXIST = "changes_exist", "the session has pending changes"
+
+
+class Permission(models.Model):
+    """A capability a role may hold, such as ``write_files``; tools require permissions."""
+
+    code = models.SlugField(max_length=64, unique=True)
+    description = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        ordering = ["code"]
+
+    def __str__(self) -> str:
+        return self.code
+
+
+class Tool(models.Model):
+    """A tool the model can call; a role gets it only when it holds every required permission."""
+
+    name = models.SlugField(max_length=64, unique=True)
+    description = models.CharField(max_length=255, blank=True)
+    required_permissions = models.ManyToManyField(Permission, related_name="tools", blank=True)
+    argument_schema = models.JSONField(default=dict, blank=True)
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+_colour = RegexValidator(r"^#[0-9a-fA-F]{6}$", "Use a hex colour such as #2563eb.")
+
+
+class Role(models.Model):
+    """A role is data: its permissions, limits, prompt and routing are edited in admin."""
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    colour = models.CharField(max_length=7, default="#64748b", validators=[_colour])
+    permissions = models.ManyToManyField(Permission, related_name="roles", blank=True)
+    allowed_tools = models.ManyToManyField(
+        Tool,
+        related_name="allowing_roles",
+        blank=True,
+        help_text="Optional allow-list. Empty: every tool the permissions unlock.",
+    )
+    capabilities = models.JSONField(default=list, blank=True)
+    constraints = models.JSONField(default=list, blank=True)
+    prompt_key = models.CharField(
+        max_length=100, help_text="Prompt component is roles/<key>; 'system' means none."
+    )
+    context_strategy = models.CharField(
+        max_length=20, choices=ContextStrategy.choices, default=ContextStrategy.ADAPTIVE
+    )
+    preferred_model = models.CharField(max_length=200, blank=True)
+    fallback_model = models.CharField(max_length=200, blank=True)
+    queue = models.CharField(max_length=100, default="agents")
+    max_llm_calls = models.PositiveIntegerField(default=20)
+    max_tokens = models.PositiveIntegerField(default=50_000)
+    timeout_seconds = models.PositiveIntegerField(default=600)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="children"
+    )
+    write_paths = models.JSONField(
+        default=list, blank=True, help_text="Globs relative to the workspace; empty: anywhere."
+    )
+    command_patterns = models.JSONField(
+        default=list, blank=True, help_text="Command globs such as 'pytest *'; empty: any."
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_default(self) -> bool:
+        return self.slug == DEFAULT_ROLE_SLUG
+
+
+class RoleVersion(models.Model):
+    """An immutable snapshot of a role as saved; sessions and jobs pin to one."""
+
+    role = models.ForeignKey(Role, null=True, on_delete=models.SET_NULL, related_name="versions")
+    role_slug = models.SlugField(max_length=64)
+    number = models.PositiveIntegerField()
+    content_hash = models.CharField(max_length=64)
+    snapshot = models.JSONField()
+    actor = models.CharField(max_length=150)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["role_slug", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["role_slug", "number"], name="unique_role_version")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role_slug} v{self.number} ({self.content_hash[:12]})"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.pk is not None and not kwargs.get("force_insert"):
+            raise ValueError("Role versions are immutable.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        raise ValueError("Role versions are immutable.")
+
+
+class TransitionRule(models.Model):
+    """An allowed change of role, with the precondition the session must meet."""
+
+    from_role = models.ForeignKey(Role, on_delete=models.CASCADE, related_name="rules_out")
+    to_role = models.ForeignKey(Role, on_delete=models.CASCADE, related_name="rules_in")
+    precondition = models.CharField(
+        max_length=20, choices=Precondition.choices, default=Precondition.NONE
+    )
+    explanation = models.CharField(
+        max_length=255, blank=True, help_text="Said when the precondition is not met."
+    )
+
+    class Meta:
+        ordering = ["from_role_id", "to_role_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["from_role", "to_role"], name="unique_transition_rule")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.from_role} → {self.to_role}"
+
+
+class PromptPack(models.Model):
+    """A named set of prompt components; the active one (setting ACODE_PROMPT_PACK) is used."""
+
+    name = models.SlugField(max_length=100, unique=True)
+    version = models.CharField(max_length=40, default="1.0.0")
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PromptComponent(models.Model):
+    """One prompt text in a pack, keyed like ``system`` or ``roles/planner``."""
+
+    pack = models.ForeignKey(PromptPack, on_delete=models.CASCADE, related_name="components")
+    key = models.CharField(max_length=200)
+    content = models.TextField()
+
+    class Meta:
+        ordering = ["pack_id", "key"]
+        constraints = [
+            models.UniqueConstraint(fields=["pack", "key"], name="unique_prompt_component")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.pack.name}:{self.key}"
+
+
+class RegistryStamp(models.Model):
+    """One row whose counter moves on every change to role data; registries compare it."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    token = models.CharField(max_length=32, default="")
+
+    def __str__(self) -> str:
+        return f"registry stamp {self.token}"

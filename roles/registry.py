@@ -1,0 +1,335 @@
+"""The role registry: one fast, consistent, read-only view of role data for every process.
+
+Lookups are dictionary reads on an immutable in-process snapshot. Every change to role
+data moves a stamp in the database (``RegistryStamp``, written in the change's own
+transaction); :meth:`RoleRegistry.sync` compares it with one primary-key read and reloads
+when it moved. Requests (middleware), Celery tasks and the tool executor sync at their
+start, so a change made in any process is seen on the next read; a process that does none
+of those still syncs on its own when its snapshot is older than ``ACODE_REGISTRY_MAX_AGE``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+from acode.errors import AcodeError
+from roles.access import (
+    RoleAccess,
+    RoleSpec,
+    ToolSpec,
+    compute_access,
+    content_hash,
+    role_snapshot,
+)
+from roles.models import (
+    DEFAULT_ROLE_SLUG,
+    Precondition,
+    PromptComponent,
+    PromptPack,
+    RegistryStamp,
+    Role,
+    RoleVersion,
+    Tool,
+    TransitionRule,
+)
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RoleDef:
+    """A role with everything derived from it, as every reader sees it."""
+
+    id: int
+    spec: RoleSpec
+    access: RoleAccess
+    version: int | None
+    content_hash: str
+
+    # Shortcuts for the most read fields.
+    @property
+    def slug(self) -> str:
+        return self.spec.slug
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def is_default(self) -> bool:
+        return self.spec.slug == DEFAULT_ROLE_SLUG
+
+    @property
+    def prompt_component_key(self) -> str:
+        """The pack key of this role's prompt (``system`` for the Default role)."""
+        key = self.spec.prompt_key.strip()
+        if key in ("", "system", "system.md"):
+            return "system"
+        key = key.removesuffix(".md")
+        return key if key.startswith("roles/") else f"roles/{key}"
+
+
+@dataclass(frozen=True)
+class RuleDef:
+    """An allowed transition and its precondition."""
+
+    from_slug: str
+    to_slug: str
+    precondition: str
+    explanation: str
+    implicit: bool = False
+
+    @property
+    def condition_text(self) -> str:
+        if self.precondition == Precondition.NONE:
+            return "always"
+        return "when " + str(Precondition(self.precondition).label)
+
+
+@dataclass(frozen=True)
+class _State:
+    stamp: str
+    roles: Mapping[str, RoleDef]  # by slug, in admin order
+    keys: Mapping[str, str]  # lower-cased slug or name -> slug
+    tools: Mapping[str, ToolSpec]
+    rules: Mapping[str, tuple[RuleDef, ...]]  # by from-slug
+    prompts: Mapping[str, Mapping[str, str]]  # pack name -> key -> content
+
+
+def read_specs(using: str = "default") -> tuple[list[tuple[int, RoleSpec]], list[ToolSpec]]:
+    """Build role and tool specs from the database in a fixed number of queries."""
+    tools = [
+        ToolSpec(
+            name=t.name,
+            description=t.description,
+            required_permissions=tuple(sorted(p.code for p in t.required_permissions.all())),
+            argument_schema=t.argument_schema,
+            enabled=t.enabled,
+        )
+        for t in Tool.objects.using(using).prefetch_related("required_permissions")
+    ]
+    roles = []
+    for r in (
+        Role.objects.using(using)
+        .select_related("parent")
+        .prefetch_related("permissions", "allowed_tools")
+    ):
+        roles.append(
+            (
+                r.pk,
+                RoleSpec(
+                    slug=r.slug,
+                    name=r.name,
+                    description=r.description,
+                    colour=r.colour,
+                    permissions=tuple(sorted(p.code for p in r.permissions.all())),
+                    allowed_tools=tuple(sorted(t.name for t in r.allowed_tools.all())),
+                    capabilities=tuple(r.capabilities),
+                    constraints=tuple(r.constraints),
+                    prompt_key=r.prompt_key,
+                    context_strategy=r.context_strategy,
+                    preferred_model=r.preferred_model,
+                    fallback_model=r.fallback_model,
+                    queue=r.queue,
+                    max_llm_calls=r.max_llm_calls,
+                    max_tokens=r.max_tokens,
+                    timeout_seconds=r.timeout_seconds,
+                    parent=r.parent.slug if r.parent else None,
+                    write_paths=tuple(r.write_paths),
+                    command_patterns=tuple(r.command_patterns),
+                ),
+            )
+        )
+    return roles, tools
+
+
+def current_stamp(using: str = "default") -> str:
+    """The stamp now in the database ('' before the first change)."""
+    row = RegistryStamp.objects.using(using).filter(pk=1).values_list("token", flat=True).first()
+    return row or ""
+
+
+class RoleRegistry:
+    """Cached, process-wide access to roles, tools, rules and prompt texts."""
+
+    def __init__(self, using: str = "default", max_age: float | None = None) -> None:
+        self._using = using
+        self._max_age = (
+            max_age
+            if max_age is not None
+            else float(getattr(settings, "ACODE_REGISTRY_MAX_AGE", 1.0))
+        )
+        self._state: _State | None = None
+        self._checked_at = 0.0
+        self._lock = threading.Lock()
+
+    # -- freshness -----------------------------------------------------------------
+    def sync(self) -> bool:
+        """Reload if role data changed anywhere since the last load; True if it reloaded."""
+        stamp = current_stamp(self._using)
+        state = self._state
+        if state is not None and state.stamp == stamp:
+            self._checked_at = time.monotonic()
+            return False
+        with self._lock:
+            state = self._state
+            if state is not None and state.stamp == stamp:
+                return False
+            self._state = self._load(stamp)
+            self._checked_at = time.monotonic()
+        return True
+
+    def invalidate(self) -> None:
+        """Forget the snapshot; the next read loads again."""
+        self._state = None
+
+    def _current(self) -> _State:
+        state = self._state
+        if state is None or time.monotonic() - self._checked_at > self._max_age:
+            self.sync()
+            state = self._state
+            assert state is not None
+        return state
+
+    def _load(self, stamp: str) -> _State:
+        id_specs, tool_specs = read_specs(self._using)
+        specs = {spec.slug: spec for _, spec in id_specs}
+        latest: dict[str, tuple[int, str]] = {}
+        for slug, number, digest in (
+            RoleVersion.objects.using(self._using)
+            .order_by("role_slug", "-number")
+            .values_list("role_slug", "number", "content_hash")
+        ):
+            latest.setdefault(slug, (number, digest))
+        roles: dict[str, RoleDef] = {}
+        keys: dict[str, str] = {}
+        for pk, spec in id_specs:
+            access = compute_access(spec.slug, specs, tool_specs)
+            digest = content_hash(role_snapshot(spec, access))
+            number, stored = latest.get(spec.slug, (0, ""))
+            roles[spec.slug] = RoleDef(
+                id=pk,
+                spec=spec,
+                access=access,
+                version=number if number and stored == digest else None,
+                content_hash=digest,
+            )
+            keys[spec.slug.lower()] = spec.slug
+            keys[spec.name.lower()] = spec.slug
+        rules: dict[str, list[RuleDef]] = {slug: [] for slug in roles}
+        for from_slug, to_slug, pre, explanation in TransitionRule.objects.using(
+            self._using
+        ).values_list("from_role__slug", "to_role__slug", "precondition", "explanation"):
+            rules[from_slug].append(RuleDef(from_slug, to_slug, pre, explanation))
+        for from_slug, out in rules.items():
+            if (
+                from_slug != DEFAULT_ROLE_SLUG
+                and DEFAULT_ROLE_SLUG in roles
+                and not any(r.to_slug == DEFAULT_ROLE_SLUG for r in out)
+            ):
+                out.append(
+                    RuleDef(
+                        from_slug,
+                        DEFAULT_ROLE_SLUG,
+                        Precondition.NONE,
+                        "Returning to Default is always allowed.",
+                        implicit=True,
+                    )
+                )
+        prompts: dict[str, dict[str, str]] = {
+            name: {}
+            for name in PromptPack.objects.using(self._using).values_list("name", flat=True)
+        }
+        for pack, key, text in PromptComponent.objects.using(self._using).values_list(
+            "pack__name", "key", "content"
+        ):
+            prompts.setdefault(pack, {})[key] = text
+        return _State(
+            stamp=stamp,
+            roles=roles,
+            keys=keys,
+            tools={t.name: t for t in tool_specs},
+            rules={k: tuple(v) for k, v in rules.items()},
+            prompts=prompts,
+        )
+
+    # -- lookups -------------------------------------------------------------------
+    def get(self, name: str) -> RoleDef:
+        """A role by slug or name, case-insensitive; ACODE-ROL-001 if unknown."""
+        state = self._current()
+        slug = state.keys.get(name.strip().lower())
+        if slug is None:
+            known = [r.name for r in state.roles.values()]
+            raise AcodeError(
+                "ACODE-ROL-001",
+                f"Unknown role {name!r}. Known roles: {', '.join(known)}.",
+                {"role": name, "known_roles": known},
+            )
+        return state.roles[slug]
+
+    def resolve(self, stored: str) -> RoleDef:
+        """A stored role value; unknown values resolve to Default with a warning (FR-007)."""
+        state = self._current()
+        slug = state.keys.get((stored or "").strip().lower())
+        if slug is None:
+            logger.warning("Unknown stored role %r; resolving to Default", stored)
+            return self.default()
+        return state.roles[slug]
+
+    def default(self) -> RoleDef:
+        return self._current().roles[DEFAULT_ROLE_SLUG]
+
+    def list_roles(self) -> list[RoleDef]:
+        return list(self._current().roles.values())
+
+    def access(self, name: str) -> RoleAccess:
+        return self.get(name).access
+
+    def effective_tools(self, name: str) -> list[ToolSpec]:
+        """The tools the role may use, in name order."""
+        state = self._current()
+        return [state.tools[t] for t in self.get(name).access.tools]
+
+    def tools(self) -> list[ToolSpec]:
+        return list(self._current().tools.values())
+
+    def tool(self, name: str) -> ToolSpec | None:
+        return self._current().tools.get(name)
+
+    def rules_from(self, name: str) -> tuple[RuleDef, ...]:
+        """The transitions out of a role (explicit rules plus the implicit one to Default)."""
+        return self._current().rules.get(self.get(name).slug, ())
+
+    def rule(self, from_name: str, to_name: str) -> RuleDef | None:
+        to_slug = self.get(to_name).slug
+        for rule in self.rules_from(from_name):
+            if rule.to_slug == to_slug:
+                return rule
+        return None
+
+    def all_rules(self) -> list[RuleDef]:
+        return [rule for rules in self._current().rules.values() for rule in rules]
+
+    def prompt_texts(self, pack: str) -> Mapping[str, str] | None:
+        """Prompt components of a pack by key, or None if there is no such pack."""
+        return self._current().prompts.get(pack)
+
+    def prompt_packs(self) -> list[str]:
+        return sorted(self._current().prompts)
+
+    def stamp(self) -> str:
+        return self._current().stamp
+
+    def describe(self) -> dict[str, Any]:
+        state = self._current()
+        return {"stamp": state.stamp, "roles": len(state.roles), "tools": len(state.tools)}
+
+
+registry = RoleRegistry()

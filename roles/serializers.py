@@ -1,0 +1,147 @@
+"""Output shapes of role data for the REST API (built from registry snapshots)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from roles.registry import RoleDef, RuleDef, registry
+
+
+class ToolOutput(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField()
+    required_permissions = serializers.ListField(child=serializers.CharField())
+    argument_schema = serializers.DictField()
+    enabled = serializers.BooleanField()
+
+
+class WithheldToolOutput(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField()
+    reason = serializers.CharField()
+    missing_permissions = serializers.ListField(child=serializers.CharField())
+
+
+class RuleOutput(serializers.Serializer):
+    from_role = serializers.CharField(source="from_slug")
+    to_role = serializers.CharField(source="to_slug")
+    precondition = serializers.CharField()
+    condition = serializers.CharField(source="condition_text")
+    explanation = serializers.CharField()
+    implicit = serializers.BooleanField()
+
+
+class RoleOutput(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    colour = serializers.CharField()
+    capabilities = serializers.ListField(child=serializers.CharField())
+    constraints = serializers.ListField(child=serializers.CharField())
+    prompt_key = serializers.CharField()
+    prompt_component = serializers.CharField()
+    context_strategy = serializers.CharField()
+    permissions = serializers.ListField(child=serializers.CharField())
+    effective_permissions = serializers.ListField(child=serializers.CharField())
+    tools = serializers.ListField(child=serializers.CharField())
+    parent_role = serializers.CharField(allow_null=True)
+    version = serializers.IntegerField(allow_null=True)
+    content_hash = serializers.CharField()
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        role: RoleDef = instance
+        spec = role.spec
+        return {
+            "slug": spec.slug,
+            "name": spec.name,
+            "description": spec.description,
+            "colour": spec.colour,
+            "capabilities": list(spec.capabilities),
+            "constraints": list(spec.constraints),
+            "prompt_key": spec.prompt_key,
+            "prompt_component": role.prompt_component_key,
+            "context_strategy": spec.context_strategy,
+            "permissions": list(spec.permissions),
+            "effective_permissions": sorted(role.access.permissions),
+            "tools": list(role.access.tools),
+            "parent_role": spec.parent,
+            "version": role.version,
+            "content_hash": role.content_hash,
+        }
+
+
+class RoleDetailOutput(RoleOutput):
+    allowed_tools = serializers.ListField(child=serializers.CharField())
+    write_paths = serializers.ListField(child=serializers.CharField())
+    command_patterns = serializers.ListField(child=serializers.CharField())
+    preferred_model = serializers.CharField()
+    fallback_model = serializers.CharField()
+    queue = serializers.CharField()
+    max_llm_calls = serializers.IntegerField()
+    max_tokens = serializers.IntegerField()
+    timeout_seconds = serializers.IntegerField()
+    available_tools = ToolOutput(many=True)
+    withheld_tools = WithheldToolOutput(many=True)
+    transitions = RuleOutput(many=True)
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        role: RoleDef = instance
+        data = super().to_representation(role)
+        spec = role.spec
+        data.update(
+            {
+                "allowed_tools": list(spec.allowed_tools),
+                "write_paths": list(spec.write_paths),
+                "command_patterns": list(spec.command_patterns),
+                "preferred_model": spec.preferred_model,
+                "fallback_model": spec.fallback_model,
+                "queue": spec.queue,
+                "max_llm_calls": spec.max_llm_calls,
+                "max_tokens": spec.max_tokens,
+                "timeout_seconds": spec.timeout_seconds,
+                "available_tools": [tool_data(t) for t in registry.effective_tools(spec.slug)],
+                "withheld_tools": [
+                    {
+                        "name": w.name,
+                        "description": w.description,
+                        "reason": w.reason,
+                        "missing_permissions": list(w.missing_permissions),
+                    }
+                    for w in role.access.withheld
+                ],
+                "transitions": [rule_data(r) for r in registry.rules_from(spec.slug)],
+            }
+        )
+        return data
+
+
+def tool_data(tool: Any) -> dict[str, Any]:
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "required_permissions": list(tool.required_permissions),
+        "argument_schema": dict(tool.argument_schema),
+        "enabled": tool.enabled,
+    }
+
+
+def rule_data(rule: RuleDef) -> dict[str, Any]:
+    return {
+        "from_role": rule.from_slug,
+        "to_role": rule.to_slug,
+        "precondition": rule.precondition,
+        "condition": rule.condition_text,
+        "explanation": rule.explanation,
+        "implicit": rule.implicit,
+    }
+
+
+class ComposedPromptOutput(serializers.Serializer):
+    role = serializers.CharField()
+    pack = serializers.CharField()
+    text = serializers.CharField()
+    components = serializers.ListField(child=serializers.CharField())
+    fell_back = serializers.BooleanField()
+    notes = serializers.ListField(child=serializers.CharField())

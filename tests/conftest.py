@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connection
+from rest_framework.test import APIClient
+
+from roles.registry import registry
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _fresh_registry() -> None:
+    # Tests roll back their writes, which restores the stamp row too; forget the
+    # process-wide snapshot so no test reads another test's roles.
+    registry.invalidate()
+
+
+@pytest.fixture
+def admin_user(django_user_model: Any) -> Any:
+    return django_user_model.objects.create_superuser("boss", "boss@example.com", "pw-boss-123")
+
+
+@pytest.fixture
+def user(django_user_model: Any) -> Any:
+    return django_user_model.objects.create_user("dev", "dev@example.com", "pw-dev-123")
+
+
+@pytest.fixture
+def admin_client_logged_in(client: Any, admin_user: Any) -> Any:
+    client.force_login(admin_user)
+    return client
+
+
+@pytest.fixture
+def api(user: Any) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+def test_database_url() -> str:
+    """A DATABASE_URL for another process that points at this test run's database."""
+    s = connection.settings_dict
+    if s["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{s['NAME']}"
+    user = s.get("USER") or ""
+    password = f":{s['PASSWORD']}" if s.get("PASSWORD") else ""
+    auth = f"{user}{password}@" if user else ""
+    return f"postgres://{auth}{s.get('HOST') or '127.0.0.1'}:{s.get('PORT') or 5432}/{s['NAME']}"
+
+
+def spawn_python(code: str, **kwargs: Any) -> subprocess.Popen[str]:
+    """Start another Python process with Django set up against the test database."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": test_database_url(),
+        "DJANGO_SETTINGS_MODULE": "acode.settings",
+    }
+    prelude = "import django; django.setup()\n"
+    return subprocess.Popen(
+        [sys.executable, "-c", prelude + code],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
