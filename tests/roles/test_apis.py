@@ -26,7 +26,11 @@ def test_roles_list_shows_spec_fields(api: APIClient) -> None:
 @pytest.mark.django_db
 def test_role_detail_lists_available_and_withheld_tools(api: APIClient) -> None:
     body = api.get("/api/roles/planner/").json()
-    assert [t["name"] for t in body["available_tools"]] == ["grep_search", "list_directory", "read_file"]
+    assert [t["name"] for t in body["available_tools"]] == [
+        "grep_search",
+        "list_directory",
+        "read_file",
+    ]
     withheld = {t["name"]: t for t in body["withheld_tools"]}
     assert withheld["write_file"]["missing_permissions"] == ["write_files"]
     transitions = {t["to_role"]: t for t in body["transitions"]}
@@ -62,8 +66,8 @@ def test_tools_and_rules_lists(api: APIClient) -> None:
 
 @pytest.mark.django_db
 def test_openapi_schema_validates(api: APIClient) -> None:
-    from drf_spectacular.validation import validate_schema
     from drf_spectacular.generators import SchemaGenerator
+    from drf_spectacular.validation import validate_schema
 
     schema = SchemaGenerator().get_schema(request=None, public=True)
     validate_schema(schema)
