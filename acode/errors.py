@@ -73,6 +73,30 @@ _CODES = [
         "Give a non-blank reason for every role change.",
     ),
     ErrorCode(
+        "ACODE-SES-002",
+        400,
+        "Invalid workspace",
+        "Give an existing directory as an absolute path, or none to get a fresh git workspace.",
+    ),
+    ErrorCode(
+        "ACODE-SES-003",
+        400,
+        "Role changes only through a transition",
+        "Use POST /api/sessions/{id}/transition/ (or `acode role set`) with a reason.",
+    ),
+    ErrorCode(
+        "ACODE-SES-004",
+        400,
+        "Invalid plan",
+        "Give steps with non-blank titles and a known status; address steps by their number.",
+    ),
+    ErrorCode(
+        "ACODE-AUD-001",
+        409,
+        "Audit history is append-only",
+        "Audit events and transitions are never changed or deleted; record a new event instead.",
+    ),
+    ErrorCode(
         "ACODE-PRM-001",
         400,
         "Dangerous prompt content",
@@ -99,6 +123,20 @@ _CODES = [
     ),
     ErrorCode("ACODE-API-404", 404, "Not found", "Check the id or name."),
     ErrorCode("ACODE-API-405", 405, "Method not allowed", "Use a method the endpoint supports."),
+    ErrorCode("ACODE-API-409", 409, "Conflict", "Read the current state and retry."),
+    ErrorCode(
+        "ACODE-API-422",
+        422,
+        "Idempotency key reused",
+        "Use a new Idempotency-Key for a different request.",
+    ),
+    ErrorCode("ACODE-API-409", 409, "Conflict", "Read the current state and retry."),
+    ErrorCode(
+        "ACODE-API-422",
+        422,
+        "Idempotency key reused",
+        "Use a new Idempotency-Key for a different request.",
+    ),
     ErrorCode("ACODE-API-429", 429, "Too many requests", "Slow down and retry later."),
     ErrorCode(
         "ACODE-API-500",

@@ -14,6 +14,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/", include("roles.urls")),
+    path("api/", include("sessions_app.urls")),
     path("healthz", health, name="health"),
 ]
 

@@ -33,6 +33,7 @@ from roles.services import (
     role_text_findings,
     role_versions_record,
 )
+from roles.signals import prompt_rejected
 
 
 class LinesField(forms.CharField):
@@ -53,6 +54,7 @@ class LinesField(forms.CharField):
 
 
 class RoleAdminForm(forms.ModelForm):
+    actor = "admin"  # replaced per request by RoleAdmin.get_form
     capabilities = LinesField(required=False, help_text="One per line, in order.")
     constraints = LinesField(
         required=False, help_text="One per line, in order; shown to the model first."
@@ -103,7 +105,15 @@ class RoleAdminForm(forms.ModelForm):
         data = super().clean() or {}
         for problem in role_field_problems(data):
             self.add_error(None, f"ACODE-ROL-004: {problem}")
-        for finding in role_text_findings(data):
+        findings = role_text_findings(data)
+        if findings:
+            prompt_rejected.send(
+                sender=Role,
+                where=f"admin role {data.get('slug')}",
+                actor=self.actor,
+                findings=findings,
+            )
+        for finding in findings:
             self.add_error(
                 None,
                 f"ACODE-PRM-001: dangerous text in {finding['where']} ({finding['rule']}): {finding['match']!r}",
@@ -209,6 +219,12 @@ class RoleAdmin(admin.ModelAdmin):
             {"granted": registry.effective_tools(obj.slug), "withheld": role.access.withheld},
         )
 
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        form = super().get_form(request, obj, change, **kwargs)
+        return type("RoleAdminFormFor", (form,), {"actor": request.user.get_username()})
+
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         super().save_related(request, form, formsets, change)
         role_saved(role=form.instance, user=request.user)  # type: ignore[arg-type]
@@ -273,11 +289,21 @@ class PromptComponentForm(forms.ModelForm):
         model = PromptComponent
         fields = ("key", "content")
 
+    def __init__(self, *args: Any, actor: str = "admin", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.actor = actor
+
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         content = data.get("content") or ""
         findings = find_dangerous(content)
         if findings:
+            prompt_rejected.send(
+                sender=PromptComponent,
+                where=f"admin prompt {data.get('key')}",
+                actor=self.actor,
+                findings=[{"rule": f.rule, "match": f.match, "line": f.line} for f in findings],
+            )
             described = "; ".join(f"{f.rule}: {f.match!r} (line {f.line})" for f in findings)
             raise forms.ValidationError(
                 f"ACODE-PRM-001: dangerous prompt content refused. {described}"
@@ -295,6 +321,13 @@ class PromptComponentInline(admin.StackedInline):
 class PromptPackAdmin(admin.ModelAdmin):
     list_display = ("name", "version", "description")
     inlines = [PromptComponentInline]
+
+    def get_formset_kwargs(
+        self, request: HttpRequest, obj: Any, inline: Any, prefix: str
+    ) -> dict[str, Any]:
+        kwargs = super().get_formset_kwargs(request, obj, inline, prefix)
+        kwargs["form_kwargs"] = {"actor": request.user.get_username()}
+        return kwargs
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
         components = formset.save(commit=False)

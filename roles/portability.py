@@ -34,6 +34,7 @@ from roles.services import (
     role_text_findings,
     role_versions_record,
 )
+from roles.signals import prompt_rejected
 
 FORMAT = "acode-roles/1"
 ROLE_FIELDS = list(RoleSpec.__dataclass_fields__)
@@ -331,6 +332,9 @@ def import_definitions(
     """
     check = _validate(data)
     if check.findings:
+        prompt_rejected.send(
+            sender=PromptPack, where="import", actor=actor or "import", findings=check.findings
+        )
         described = "; ".join(f"{f['where']}: {f['rule']}: {f['match']!r}" for f in check.findings)
         raise AcodeError(
             "ACODE-PRM-001",

@@ -31,6 +31,7 @@ from roles.models import (
 )
 from roles.prompts import check_prompt_text, find_dangerous
 from roles.registry import read_specs, registry
+from roles.signals import prompt_rejected, role_version_created
 
 logger = logging.getLogger(__name__)
 
@@ -89,17 +90,17 @@ def role_versions_record(
         number, stored = latest.get(slug, (0, ""))
         if stored == digest:
             continue
-        created.append(
-            RoleVersion.objects.create(
-                role_id=ids[slug],
-                role_slug=slug,
-                number=number + 1,
-                content_hash=digest,
-                snapshot=snapshot,
-                actor=label,
-                user_id=user.pk if user is not None else None,
-            )
+        version = RoleVersion.objects.create(
+            role_id=ids[slug],
+            role_slug=slug,
+            number=number + 1,
+            content_hash=digest,
+            snapshot=snapshot,
+            actor=label,
+            user_id=user.pk if user is not None else None,
         )
+        role_version_created.send(sender=RoleVersion, version=version)
+        created.append(version)
     return created
 
 
@@ -208,7 +209,16 @@ def prompt_component_save(
     *, component: PromptComponent, actor: str | None = None
 ) -> PromptComponent:
     """Save a prompt component; dangerous text is refused with ACODE-PRM-001."""
-    check_prompt_text(component.key, component.content)
+    try:
+        check_prompt_text(component.key, component.content)
+    except AcodeError as exc:
+        prompt_rejected.send(
+            sender=PromptComponent,
+            where=f"prompt {component.key}",
+            actor=actor or "system",
+            findings=exc.details.get("findings", []),
+        )
+        raise
     component.save()
     logger.info("prompt %s saved by %s", component, actor or "system")
     return component

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models.signals import m2m_changed, post_delete, post_save
+from django.dispatch import Signal
 
 from roles.models import (
     Permission,
@@ -15,6 +16,11 @@ from roles.models import (
     Tool,
     TransitionRule,
 )
+
+# Sent with ``version`` (a RoleVersion) when a role's content changed and was versioned.
+role_version_created = Signal()
+# Sent with ``where``, ``actor`` and ``findings`` when dangerous prompt text was refused.
+prompt_rejected = Signal()
 
 _WATCHED = (Permission, Tool, Role, RoleVersion, TransitionRule, PromptPack, PromptComponent)
 _THROUGH = (Tool.required_permissions.through, Role.permissions.through, Role.allowed_tools.through)

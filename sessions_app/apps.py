@@ -10,3 +10,8 @@ class SessionsAppConfig(AppConfig):
     label = "sessions_app"
     verbose_name = "Agent sessions"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from sessions_app import receivers
+
+        receivers.connect()

@@ -16,6 +16,7 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
     # WAL + a busy timeout let the web server, workers and tests share one file;
     # the test database is a file so other processes can open it too.
     DATABASES["default"]["OPTIONS"] = {

@@ -139,7 +139,7 @@ def test_transition_rules_include_implicit_return_to_default() -> None:
     rules = {r.to_slug: r for r in registry.rules_from("planner")}
     assert rules["coder"].precondition == "plan_exists"
     assert rules["default"].implicit
-    assert registry.rule("coder", "reviewer").precondition == "changes_exist"  # type: ignore[union-attr]
+    assert registry.rule("coder", "reviewer").precondition == "changes_exist"
     assert registry.rule("planner", "reviewer") is None
 
 
@@ -158,11 +158,11 @@ def test_admin_change_is_seen_by_another_process(admin_user: object, client: obj
         assert proc.stdout is not None and proc.stdin is not None
         before = proc.stdout.readline().strip().split(",")
         assert "write_file" in before
-        client.force_login(admin_user)  # type: ignore[attr-defined]
+        client.force_login(admin_user)
         coder = Role.objects.get(slug="coder")
         form = _role_form_data(coder)
         form["permissions"] = [str(p.pk) for p in coder.permissions.exclude(code="write_files")]
-        response = client.post(f"/admin/roles/role/{coder.pk}/change/", form)  # type: ignore[attr-defined]
+        response = client.post(f"/admin/roles/role/{coder.pk}/change/", form)
         assert response.status_code == 302, response.content.decode()[:2000]
         proc.stdin.write("go\n")
         proc.stdin.flush()

@@ -1,0 +1,81 @@
+"""``Idempotency-Key`` for POST endpoints: a retried request gets the first result.
+
+The operation and the stored response commit in one transaction, so two identical
+requests racing each other cannot both write: the loser's transaction hits the unique
+key, rolls back, and replays the winner's stored response.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from acode.errors import AcodeError
+from sessions_app.models import IdempotencyRecord
+
+HEADER = "Idempotency-Key"
+
+
+def _fingerprint(request: Request) -> str:
+    body = json.dumps(request.data, sort_keys=True, default=str) if request.data else ""
+    raw = f"{request.method} {request.path}\n{body}"
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+def _replay(record: IdempotencyRecord, fingerprint: str) -> Response:
+    if record.fingerprint != fingerprint:
+        return Response(
+            AcodeError(
+                "ACODE-API-422",
+                f"{HEADER} {record.key!r} was already used for a different request.",
+                {"key": record.key},
+            ).as_dict(),
+            status=422,
+        )
+    response = Response(record.body, status=record.status_code)
+    response["Idempotent-Replay"] = "true"
+    return response
+
+
+def run_as_response(operation: Callable[[], Response]) -> Response:
+    """Run an operation, turning a domain error into its JSON response (no exception)."""
+    try:
+        return operation()
+    except AcodeError as exc:
+        return Response(exc.as_dict(), status=exc.http_status)
+
+
+def idempotent(request: Request, operation: Callable[[], Response]) -> Response:
+    """Run ``operation`` once per (user, Idempotency-Key); replay its response afterwards."""
+    key = request.headers.get(HEADER, "").strip()
+    if not key:
+        return run_as_response(operation)
+    if len(key) > 200:
+        raise AcodeError("ACODE-API-400", f"{HEADER} is longer than 200 characters.", {})
+    fingerprint = _fingerprint(request)
+    user: Any = request.user
+    existing = IdempotencyRecord.objects.filter(user=user, key=key).first()
+    if existing is not None:
+        return _replay(existing, fingerprint)
+    try:
+        with transaction.atomic():
+            response = run_as_response(operation)
+            IdempotencyRecord.objects.create(
+                user=user,
+                key=key,
+                fingerprint=fingerprint,
+                status_code=response.status_code,
+                body=json.loads(json.dumps(response.data, default=str)),
+            )
+    except IntegrityError:
+        existing = IdempotencyRecord.objects.filter(user=user, key=key).first()
+        if existing is None:
+            raise
+        return _replay(existing, fingerprint)
+    return response

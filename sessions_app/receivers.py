@@ -1,0 +1,38 @@
+"""Audit what the roles app reports: new role versions and refused prompt text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from roles.models import RoleVersion
+from roles.signals import prompt_rejected, role_version_created
+from sessions_app.audit import audit_record
+from sessions_app.models import AuditEventType
+
+
+def _role_versioned(sender: Any, version: RoleVersion, **kwargs: Any) -> None:
+    audit_record(
+        event_type=AuditEventType.ROLE_EDITED,
+        actor=version.actor,
+        role=version.role_slug,
+        target=f"{version.role_slug} v{version.number}",
+        result="versioned",
+        details={"number": version.number, "content_hash": version.content_hash},
+    )
+
+
+def _prompt_rejected(
+    sender: Any, where: str, actor: str, findings: list[Any], **kwargs: Any
+) -> None:
+    audit_record(
+        event_type=AuditEventType.PROMPT_REJECTED,
+        actor=actor,
+        target=where,
+        result="ACODE-PRM-001",
+        details={"findings": findings},
+    )
+
+
+def connect() -> None:
+    role_version_created.connect(_role_versioned, dispatch_uid="acode-audit-role-version")
+    prompt_rejected.connect(_prompt_rejected, dispatch_uid="acode-audit-prompt-rejected")
