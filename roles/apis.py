@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import Any
 
+from django.conf import settings
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.parsers import BaseParser
+from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from acode.errors import AcodeError
+from roles.models import PromptPack, Role
+from roles.portability import dump_yaml, export_definitions, import_definitions, load_yaml
 from roles.prompts import compose_prompt
 from roles.registry import registry
 from roles.serializers import (
@@ -20,6 +31,35 @@ from roles.serializers import (
     rule_data,
     tool_data,
 )
+from roles.services import role_delete, role_write
+
+
+class PlainTextParser(BaseParser):
+    """YAML (or any text) request bodies, passed through as a string."""
+
+    media_type = "*/*"
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> str:
+        return str(stream.read().decode("utf-8"))
+
+
+class PromptComponentOutput(serializers.Serializer):
+    key = serializers.CharField()
+    bytes = serializers.IntegerField()
+    content = serializers.CharField(required=False)
+
+
+class PromptPackOutput(serializers.Serializer):
+    name = serializers.CharField()
+    version = serializers.CharField()
+    description = serializers.CharField()
+    active = serializers.BooleanField()
+    components = PromptComponentOutput(many=True)
+
+
+class MeOutput(serializers.Serializer):
+    username = serializers.CharField()
+    is_staff = serializers.BooleanField()
 
 
 class RoleListApi(APIView):
@@ -57,3 +97,167 @@ class TransitionRuleListApi(APIView):
     @extend_schema(responses=RuleOutput(many=True), operation_id="transition_rules_list")
     def get(self, request: Request) -> Response:
         return Response([rule_data(r) for r in registry.all_rules()])
+
+
+class RoleWritePermission(BasePermission):
+    """Writes need Django's model permissions on Role (add/change/delete), as in admin."""
+
+    perms = {"POST": "roles.add_role", "PATCH": "roles.change_role", "DELETE": "roles.delete_role"}
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        needed = self.perms.get(request.method or "")
+        return needed is None or bool(request.user.has_perm(needed))
+
+
+class RoleInput(serializers.Serializer):
+    slug = serializers.SlugField(max_length=64, required=False)
+    name = serializers.CharField(max_length=100, required=False)
+    description = serializers.CharField(required=False, allow_blank=True)
+    colour = serializers.CharField(required=False)
+    permissions = serializers.ListField(child=serializers.CharField(), required=False)
+    allowed_tools = serializers.ListField(child=serializers.CharField(), required=False)
+    capabilities = serializers.ListField(child=serializers.CharField(), required=False)
+    constraints = serializers.ListField(child=serializers.CharField(), required=False)
+    prompt_key = serializers.CharField(required=False)
+    context_strategy = serializers.CharField(required=False)
+    preferred_model = serializers.CharField(required=False, allow_blank=True)
+    fallback_model = serializers.CharField(required=False, allow_blank=True)
+    queue = serializers.CharField(required=False)
+    max_llm_calls = serializers.IntegerField(required=False, min_value=1)
+    max_tokens = serializers.IntegerField(required=False, min_value=1)
+    timeout_seconds = serializers.IntegerField(required=False, min_value=1)
+    parent = serializers.CharField(required=False, allow_null=True)
+    write_paths = serializers.ListField(child=serializers.CharField(), required=False)
+    command_patterns = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class RoleCreateApi(APIView):
+    permission_classes = [IsAuthenticated, RoleWritePermission]
+
+    @extend_schema(
+        request=RoleInput, responses={201: RoleDetailOutput}, operation_id="roles_create"
+    )
+    def post(self, request: Request) -> Response:
+        data = RoleInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        if "slug" not in data.validated_data or "name" not in data.validated_data:
+            raise AcodeError(
+                "ACODE-API-400", "slug and name are required.", {"fields": ["slug", "name"]}
+            )
+        slug = role_write(data=dict(data.validated_data), user=request.user, create=True)
+        return Response(RoleDetailOutput(registry.get(slug)).data, status=201)
+
+
+class RoleWriteApi(APIView):
+    permission_classes = [IsAuthenticated, RoleWritePermission]
+
+    @extend_schema(request=RoleInput, responses=RoleDetailOutput, operation_id="roles_update")
+    def patch(self, request: Request, name: str) -> Response:
+        role = registry.get(name)
+        data = RoleInput(data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        role_write(data=dict(data.validated_data), user=request.user, create=False, slug=role.slug)
+        return Response(RoleDetailOutput(registry.get(role.slug)).data)
+
+    @extend_schema(responses={204: None}, operation_id="roles_destroy")
+    def delete(self, request: Request, name: str) -> Response:
+        role = Role.objects.get(slug=registry.get(name).slug)
+        role_delete(role=role, user=request.user)  # type: ignore[arg-type]
+        return Response(status=204)
+
+
+class RoleExportApi(APIView):
+    @extend_schema(
+        responses={(200, "application/yaml"): OpenApiTypes.STR}, operation_id="roles_export"
+    )
+    def get(self, request: Request) -> HttpResponse:
+        return HttpResponse(dump_yaml(export_definitions()), content_type="application/yaml")
+
+
+class ImportOutput(serializers.Serializer):
+    roles = serializers.IntegerField()
+    tools = serializers.IntegerField()
+    permissions = serializers.IntegerField()
+    rules = serializers.IntegerField()
+    prompt_components = serializers.IntegerField()
+    versions = serializers.ListField(child=serializers.CharField())
+    removed = serializers.ListField(child=serializers.CharField())
+
+
+class RoleImportApi(APIView):
+    permission_classes = [IsAuthenticated, RoleWritePermission]
+    parser_classes = [PlainTextParser]
+
+    @extend_schema(
+        request={"application/yaml": OpenApiTypes.STR},
+        parameters=[OpenApiParameter("replace", bool, description="Remove what the file lacks")],
+        responses=ImportOutput,
+        operation_id="roles_import",
+    )
+    def post(self, request: Request) -> Response:
+        if not request.user.has_perm("roles.add_role") or not request.user.has_perm(
+            "roles.change_role"
+        ):
+            raise PermissionDenied(
+                "Importing roles needs the add_role and change_role permissions."
+            )
+        summary = import_definitions(
+            load_yaml(str(request.data)),
+            user=request.user,  # type: ignore[arg-type]
+            replace=request.query_params.get("replace") in ("1", "true", "yes"),
+        )
+        return Response(asdict(summary))
+
+
+class PromptPackListApi(APIView):
+    @extend_schema(responses=PromptPackOutput(many=True), operation_id="prompt_packs_list")
+    def get(self, request: Request) -> Response:
+        return Response([_pack_data(name, with_content=False) for name in registry.prompt_packs()])
+
+
+class PromptPackDetailApi(APIView):
+    @extend_schema(responses=PromptPackOutput, operation_id="prompt_packs_retrieve")
+    def get(self, request: Request, name: str) -> Response:
+        return Response(_pack_data(name, with_content=True))
+
+
+def _pack_data(name: str, *, with_content: bool) -> dict[str, Any]:
+    texts = registry.prompt_texts(name)
+    if texts is None:
+        raise AcodeError(
+            "ACODE-PRM-002",
+            f"Unknown prompt pack {name!r}.",
+            {"pack": name, "known_packs": registry.prompt_packs()},
+        )
+    pack = PromptPack.objects.get(name=name)
+    return {
+        "name": name,
+        "version": pack.version,
+        "description": pack.description,
+        "active": name == settings.ACODE_PROMPT_PACK,
+        "components": [
+            {
+                "key": key,
+                "bytes": len(text.encode("utf-8")),
+                **({"content": text} if with_content else {}),
+            }
+            for key, text in sorted(texts.items())
+        ],
+    }
+
+
+class MeApi(APIView):
+    """Who the caller is; also the trivial authenticated endpoint benchmarks compare against."""
+
+    @extend_schema(responses=MeOutput, operation_id="me_retrieve")
+    def get(self, request: Request) -> Response:
+        user: Any = request.user
+        return Response({"username": user.get_username(), "is_staff": bool(user.is_staff)})
+
+
+class RoleCollectionApi(RoleCreateApi, RoleListApi):
+    """``GET`` lists roles; ``POST`` creates one (needs ``roles.add_role``)."""
+
+
+class RoleResourceApi(RoleWriteApi, RoleDetailApi):
+    """``GET`` shows a role; ``PATCH`` and ``DELETE`` need the change/delete permissions."""

@@ -233,3 +233,67 @@ def seed_defaults(*, using: str = "default") -> bool:
     import_definitions(load_yaml(SEED_FILE.read_text(encoding="utf-8")), actor="system")
     logger.info("seeded default roles from %s", SEED_FILE.name)
     return True
+
+
+RESERVED_SLUGS = ("export", "import")
+
+
+def role_write(
+    *,
+    data: dict[str, Any],
+    actor: str | None = None,
+    user: Any = None,
+    create: bool,
+    slug: str | None = None,
+) -> str:
+    """Create a role, or update one (partial data merged over its content), via import.
+
+    Going through the importer gives API writes the same validation, prompt checks and
+    versioning as admin and YAML imports. Returns the role's slug.
+    """
+    from roles.portability import FORMAT, import_definitions
+
+    id_specs, _ = read_specs()
+    current = {spec.slug: spec.content() for _, spec in id_specs}
+    if create:
+        new_slug = str(data.get("slug", ""))
+        if new_slug in current:
+            raise AcodeError(
+                "ACODE-API-409",
+                f"A role with slug {new_slug!r} already exists.",
+                {"slug": new_slug},
+            )
+        content = {
+            "slug": new_slug,
+            "description": "",
+            "colour": "#64748b",
+            "permissions": [],
+            "allowed_tools": [],
+            "capabilities": [],
+            "constraints": [],
+            "prompt_key": new_slug,
+            "context_strategy": ContextStrategy.ADAPTIVE,
+            "preferred_model": "",
+            "fallback_model": "",
+            "queue": "agents",
+            "max_llm_calls": 20,
+            "max_tokens": 50_000,
+            "timeout_seconds": 600,
+            "parent": None,
+            "write_paths": [],
+            "command_patterns": [],
+            **data,
+        }
+    else:
+        assert slug is not None
+        content = {**current[slug], **data}
+        if content.get("slug") != slug:
+            raise AcodeError(
+                "ACODE-ROL-004", "A role's slug cannot change.", {"field": "slug", "slug": slug}
+            )
+    if str(content.get("slug")) in RESERVED_SLUGS:
+        raise AcodeError(
+            "ACODE-ROL-004", f"{content.get('slug')!r} is a reserved slug.", {"field": "slug"}
+        )
+    import_definitions({"format": FORMAT, "roles": [content]}, actor=actor, user=user)
+    return str(content["slug"])

@@ -5,9 +5,14 @@ from django.urls import path
 from roles import apis
 
 urlpatterns = [
-    path("roles/", apis.RoleListApi.as_view(), name="api-roles"),
-    path("roles/<str:name>/", apis.RoleDetailApi.as_view(), name="api-role"),
+    path("me/", apis.MeApi.as_view(), name="api-me"),
+    path("roles/", apis.RoleCollectionApi.as_view(), name="api-roles"),
+    path("roles/export/", apis.RoleExportApi.as_view(), name="api-roles-export"),
+    path("roles/import/", apis.RoleImportApi.as_view(), name="api-roles-import"),
+    path("roles/<str:name>/", apis.RoleResourceApi.as_view(), name="api-role"),
     path("roles/<str:name>/prompt/", apis.RolePromptApi.as_view(), name="api-role-prompt"),
     path("tools/", apis.ToolListApi.as_view(), name="api-tools"),
     path("transition-rules/", apis.TransitionRuleListApi.as_view(), name="api-transition-rules"),
+    path("prompt-packs/", apis.PromptPackListApi.as_view(), name="api-prompt-packs"),
+    path("prompt-packs/<str:name>/", apis.PromptPackDetailApi.as_view(), name="api-prompt-pack"),
 ]

@@ -102,6 +102,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "SessionStatusEnum": "sessions_app.models.SessionStatus",
+        "StepStatusEnum": "sessions_app.models.StepStatus",
+    },
 }
 
 LOGGING = {

@@ -72,3 +72,124 @@ def test_openapi_schema_validates(api: APIClient) -> None:
     schema = SchemaGenerator().get_schema(request=None, public=True)
     validate_schema(schema)
     assert "/api/roles/{name}/" in schema["paths"]
+
+
+@pytest.fixture
+def boss_api(admin_user: Any) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(admin_user)
+    return client
+
+
+@pytest.mark.django_db
+def test_role_write_needs_model_permission(api: APIClient) -> None:
+    response = api.post("/api/roles/", {"slug": "docs", "name": "Docs"}, format="json")
+    assert response.status_code == 403
+    assert response.json()["code"] == "ACODE-API-403"
+    assert api.patch("/api/roles/coder/", {"max_llm_calls": 3}, format="json").status_code == 403
+
+
+@pytest.mark.django_db
+def test_role_create_update_delete_through_services(boss_api: APIClient) -> None:
+    created = boss_api.post(
+        "/api/roles/",
+        {
+            "slug": "docs-writer",
+            "name": "Docs Writer",
+            "permissions": ["read_files", "write_files"],
+            "write_paths": ["docs/**"],
+        },
+        format="json",
+    )
+    assert created.status_code == 201, created.json()
+    assert "write_file" in created.json()["tools"]
+    assert created.json()["version"] == 1
+    updated = boss_api.patch(
+        "/api/roles/Docs Writer/", {"permissions": ["read_files"]}, format="json"
+    )
+    assert "write_file" not in updated.json()["tools"]
+    assert updated.json()["version"] == 2
+    bad = boss_api.patch("/api/roles/docs-writer/", {"write_paths": ["../x"]}, format="json")
+    assert bad.status_code == 400 and bad.json()["code"] == "ACODE-IMP-001"
+    dangerous = boss_api.patch(
+        "/api/roles/docs-writer/", {"constraints": ["rm -rf / when done"]}, format="json"
+    )
+    assert dangerous.status_code == 400 and dangerous.json()["code"] == "ACODE-PRM-001"
+    dup = boss_api.post("/api/roles/", {"slug": "docs-writer", "name": "Other"}, format="json")
+    assert dup.status_code == 409
+    assert boss_api.delete("/api/roles/docs-writer/").status_code == 204
+    assert boss_api.get("/api/roles/docs-writer/").json()["code"] == "ACODE-ROL-001"
+    default = boss_api.delete("/api/roles/default/")
+    assert default.status_code == 409 and default.json()["code"] == "ACODE-ROL-005"
+
+
+@pytest.mark.django_db
+def test_role_edits_and_rejected_prompts_are_audited(boss_api: APIClient) -> None:
+    from sessions_app.models import AuditEvent
+
+    boss_api.patch("/api/roles/coder/", {"max_llm_calls": 3}, format="json")
+    edited = AuditEvent.objects.filter(event_type="RoleEdited", role="coder").last()
+    assert edited is not None and edited.actor == "boss" and edited.target == "coder v2"
+    boss_api.patch("/api/roles/coder/", {"constraints": ["chmod 777 everything"]}, format="json")
+    rejected = AuditEvent.objects.get(event_type="PromptRejected")
+    assert rejected.details["findings"][0]["match"] == "chmod 777"
+
+
+@pytest.mark.django_db
+def test_roles_export_import_over_api(boss_api: APIClient) -> None:
+    text = boss_api.get("/api/roles/export/").content.decode()
+    assert text.startswith("format: acode-roles/1")
+    changed = text.replace("max_llm_calls: 30", "max_llm_calls: 31")
+    response = boss_api.post("/api/roles/import/", changed, content_type="application/yaml")
+    assert response.status_code == 200, response.json()
+    assert response.json()["versions"] == [
+        "coder v2 (" + response.json()["versions"][0].split("(")[1]
+    ]
+    assert boss_api.get("/api/roles/coder/").json()["max_llm_calls"] == 31
+    broken = boss_api.post("/api/roles/import/", "format: nope\n", content_type="application/yaml")
+    assert broken.status_code == 400 and broken.json()["code"] == "ACODE-IMP-001"
+
+
+@pytest.mark.django_db
+def test_prompt_packs_and_me(api: APIClient) -> None:
+    packs = api.get("/api/prompt-packs/").json()
+    assert packs[0]["name"] == "acode-standard" and packs[0]["active"] is True
+    keys = [c["key"] for c in packs[0]["components"]]
+    assert "roles/planner" in keys and "content" not in packs[0]["components"][0]
+    detail = api.get("/api/prompt-packs/acode-standard/").json()
+    assert (
+        "You are the Planner agent"
+        in next(c for c in detail["components"] if c["key"] == "roles/planner")["content"]
+    )
+    assert api.get("/api/prompt-packs/nope/").json()["code"] == "ACODE-PRM-002"
+    assert api.get("/api/me/").json() == {"username": "dev", "is_staff": False}
+
+
+@pytest.mark.django_db
+def test_every_endpoint_is_in_the_schema(api: APIClient) -> None:
+    from django.urls import URLPattern, URLResolver, get_resolver
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+
+    def api_routes(patterns: Any, prefix: str = "") -> list[str]:
+        out: list[str] = []
+        for p in patterns:
+            if isinstance(p, URLResolver):
+                out += api_routes(p.url_patterns, prefix + str(p.pattern))
+            elif isinstance(p, URLPattern):
+                out.append(prefix + str(p.pattern))
+        return out
+
+    routes = [
+        r
+        for r in api_routes(get_resolver().url_patterns)
+        if r.startswith("api/") and "schema" not in r and "docs" not in r
+    ]
+    documented = {p.strip("/").replace("{", "<").replace("}", ">") for p in schema["paths"]}
+    for route in routes:
+        normalised = route.strip("/")
+        for conv in ("str:", "uuid:", "int:"):
+            normalised = normalised.replace("<" + conv, "<")
+        normalised = normalised.replace("<pk>", "<id>")
+        assert normalised in documented, route
