@@ -39,7 +39,7 @@ class PlainTextParser(BaseParser):
 
     media_type = "*/*"
 
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> str:
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> str:  # type: ignore[override]
         return str(stream.read().decode("utf-8"))
 
 
@@ -126,7 +126,7 @@ class RoleInput(serializers.Serializer):
     max_llm_calls = serializers.IntegerField(required=False, min_value=1)
     max_tokens = serializers.IntegerField(required=False, min_value=1)
     timeout_seconds = serializers.IntegerField(required=False, min_value=1)
-    parent = serializers.CharField(required=False, allow_null=True)
+    parent = serializers.CharField(required=False, allow_null=True)  # type: ignore[assignment]
     write_paths = serializers.ListField(child=serializers.CharField(), required=False)
     command_patterns = serializers.ListField(child=serializers.CharField(), required=False)
 
