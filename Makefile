@@ -30,7 +30,7 @@ pytest: install
 test: lint typecheck pytest
 
 bench: install
-	$(PY) -m acode.embedded $(PY) bench/registry.py
+	$(PY) -m acode.embedded sh -c 'for f in bench/[a-z]*.py; do echo "== $$f"; $(PY) $$f || exit 1; done'
 
 clean:
 	rm -rf $(VENV) var/*.sqlite3 .pytest_cache .mypy_cache .ruff_cache

@@ -16,6 +16,7 @@ urlpatterns = [
     path("api/", include("roles.urls")),
     path("api/", include("sessions_app.urls")),
     path("healthz", health, name="health"),
+    path("", include("sessions_app.dashboard_urls")),
 ]
 
 admin.site.site_header = "acode administration"
