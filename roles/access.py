@@ -49,6 +49,7 @@ class RoleSpec:
     parent: str | None
     write_paths: tuple[str, ...]
     command_patterns: tuple[str, ...]
+    answer_sets_plan: bool = False
 
     def content(self) -> dict[str, Any]:
         """The role's stored content as plain JSON-able data (import/export, snapshots)."""
@@ -72,6 +73,7 @@ class RoleSpec:
             "parent": self.parent,
             "write_paths": list(self.write_paths),
             "command_patterns": list(self.command_patterns),
+            "answer_sets_plan": self.answer_sets_plan,
         }
 
 

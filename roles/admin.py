@@ -14,6 +14,7 @@ from django.utils.safestring import SafeString
 from acode.errors import AcodeError
 from roles.models import (
     DEFAULT_ROLE_SLUG,
+    ModelEndpoint,
     Permission,
     PromptComponent,
     PromptPack,
@@ -89,6 +90,7 @@ class RoleAdminForm(forms.ModelForm):
             "max_llm_calls",
             "max_tokens",
             "timeout_seconds",
+            "answer_sets_plan",
         )
 
     def clean_slug(self) -> str:
@@ -175,7 +177,15 @@ class RoleAdmin(admin.ModelAdmin):
         ),
         (
             "Behaviour",
-            {"fields": ("capabilities", "constraints", "prompt_key", "context_strategy")},
+            {
+                "fields": (
+                    "capabilities",
+                    "constraints",
+                    "prompt_key",
+                    "context_strategy",
+                    "answer_sets_plan",
+                )
+            },
         ),
         (
             "Models and budgets",
@@ -361,3 +371,10 @@ class RoleVersionAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+@admin.register(ModelEndpoint)
+class ModelEndpointAdmin(admin.ModelAdmin):
+    list_display = ("name", "kind", "model", "base_url", "context_window", "enabled")
+    list_filter = ("kind", "enabled")
+    search_fields = ("name", "model", "base_url")

@@ -129,6 +129,7 @@ class RoleInput(serializers.Serializer):
     parent = serializers.CharField(required=False, allow_null=True)  # type: ignore[assignment]
     write_paths = serializers.ListField(child=serializers.CharField(), required=False)
     command_patterns = serializers.ListField(child=serializers.CharField(), required=False)
+    answer_sets_plan = serializers.BooleanField(required=False)
 
 
 class RoleCreateApi(APIView):

@@ -93,6 +93,9 @@ class Role(models.Model):
     command_patterns = models.JSONField(
         default=list, blank=True, help_text="Command globs such as 'pytest *'; empty: any."
     )
+    answer_sets_plan = models.BooleanField(
+        default=False, help_text="A job's final answer in this role becomes the session plan."
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -189,6 +192,45 @@ class PromptComponent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.pack.name}:{self.key}"
+
+
+class EndpointKind(models.TextChoices):
+    OPENAI = "openai", "OpenAI-compatible server"
+    SCRIPTED = "scripted", "Scripted (replays recorded responses; tests and demos)"
+
+
+class ModelEndpoint(models.Model):
+    """A model a role can route to: an OpenAI-compatible server, or a scripted replay."""
+
+    name = models.SlugField(
+        max_length=100, unique=True, help_text="What roles name as their model."
+    )
+    kind = models.CharField(
+        max_length=20, choices=EndpointKind.choices, default=EndpointKind.OPENAI
+    )
+    base_url = models.CharField(
+        max_length=500, blank=True, help_text="Empty: the ACODE_LLM_BASE_URL setting."
+    )
+    model = models.CharField(max_length=200, help_text="Model name sent to the server.")
+    api_key_env = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="Name of the environment variable holding the API key.",
+    )
+    context_window = models.PositiveIntegerField(default=8192)
+    supports_json_schema = models.BooleanField(
+        default=False, help_text="Constrain tool-call output with a JSON schema (response_format)."
+    )
+    script = models.JSONField(
+        default=list, blank=True, help_text="Scripted kind only: the responses to replay, in order."
+    )
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class RegistryStamp(models.Model):

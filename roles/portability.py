@@ -50,6 +50,7 @@ _ROLE_SCALARS = {
     "max_llm_calls": int,
     "max_tokens": int,
     "timeout_seconds": int,
+    "answer_sets_plan": bool,
 }
 _ROLE_LISTS = (
     "permissions",
@@ -248,6 +249,7 @@ def _validate(data: Mapping[str, Any]) -> _Check:
             **{
                 **{k: "" for k in _ROLE_SCALARS if _ROLE_SCALARS[k] is str},
                 **{k: 1 for k in _ROLE_SCALARS if _ROLE_SCALARS[k] is int},
+                "answer_sets_plan": bool(r.get("answer_sets_plan", False)),
                 **{k: tuple(v) for k, v in lists.items()},
                 "slug": slug,
                 "parent": parent,

@@ -144,6 +144,7 @@ def read_specs(using: str = "default") -> tuple[list[tuple[int, RoleSpec]], list
                     parent=r.parent.slug if r.parent else None,
                     write_paths=tuple(r.write_paths),
                     command_patterns=tuple(r.command_patterns),
+                    answer_sets_plan=r.answer_sets_plan,
                 ),
             )
         )

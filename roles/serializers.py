@@ -79,6 +79,7 @@ class RoleDetailOutput(RoleOutput):
     preferred_model = serializers.CharField()
     fallback_model = serializers.CharField()
     queue = serializers.CharField()
+    answer_sets_plan = serializers.BooleanField()
     max_llm_calls = serializers.IntegerField()
     max_tokens = serializers.IntegerField()
     timeout_seconds = serializers.IntegerField()
@@ -98,6 +99,7 @@ class RoleDetailOutput(RoleOutput):
                 "preferred_model": spec.preferred_model,
                 "fallback_model": spec.fallback_model,
                 "queue": spec.queue,
+                "answer_sets_plan": spec.answer_sets_plan,
                 "max_llm_calls": spec.max_llm_calls,
                 "max_tokens": spec.max_tokens,
                 "timeout_seconds": spec.timeout_seconds,

@@ -225,8 +225,14 @@ def prompt_component_save(
 
 
 def seed_defaults(*, using: str = "default") -> bool:
-    """Load the shipped role set when the database has no roles; True if it did."""
-    if using != "default" or Role.objects.exists():
+    """Load the shipped role set when the database has no roles; True if it did.
+
+    When roles exist, record versions for any whose content a migration changed.
+    """
+    if using != "default":
+        return False
+    if Role.objects.exists():
+        role_versions_record(actor="migration")
         return False
     from roles.portability import import_definitions, load_yaml
 
@@ -282,6 +288,7 @@ def role_write(
             "parent": None,
             "write_paths": [],
             "command_patterns": [],
+            "answer_sets_plan": False,
             **data,
         }
     else:

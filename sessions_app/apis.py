@@ -6,6 +6,7 @@ import csv
 import io
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, cast
 
 from django.contrib.auth.models import User
@@ -22,9 +23,13 @@ from rest_framework.views import APIView
 
 from acode.errors import AcodeError
 from acode.idempotency import idempotent
+from roles.registry import registry
+from roles.serializers import tool_data
 from sessions_app import services
 from sessions_app.audit import audit_verify
-from sessions_app.models import AgentSession
+from sessions_app.context import build_context
+from sessions_app.jobs import job_cancel, job_create
+from sessions_app.models import AgentSession, Job
 from sessions_app.selectors import (
     audit_visible_to,
     session_can_act,
@@ -39,12 +44,18 @@ from sessions_app.serializers import (
     AuditEventOutput,
     AuditFilterInput,
     ChainReportOutput,
+    ContextOutput,
+    JobCreateInput,
+    JobDetailOutput,
+    JobEventOutput,
+    JobOutput,
     PendingChangeInput,
     PendingChangeOutput,
     PlanInput,
     PlanStepOutput,
     SessionCreateInput,
     SessionOutput,
+    SessionToolsOutput,
     SessionUpdateInput,
     StepStatusInput,
     TransitionInput,
@@ -430,3 +441,123 @@ class AuditVerifyApi(APIView):
                 "Verifying the whole audit chain needs the view_auditevent permission."
             )
         return Response(audit_verify().as_dict())
+
+
+# -- jobs, context, tools ---------------------------------------------------------------
+def _job_for(request: Request, pk: Any, *, act: bool = False) -> Job:
+    job = get_object_or_404(
+        Job.objects.select_related("session", "role", "role_version").filter(
+            session__in=sessions_visible_to(_user(request))
+        ),
+        pk=pk,
+    )
+    if act and not session_can_act(_user(request), job.session):
+        raise PermissionDenied("You may view this job but not act on it.")
+    return job
+
+
+class SessionJobsApi(APIView):
+    @extend_schema(responses=JobOutput(many=True), operation_id="sessions_jobs_list")
+    def get(self, request: Request, pk: str) -> Response:
+        session = _session_for(request, pk)
+        jobs = session.jobs.select_related("role", "role_version").order_by("-created_at")[:200]
+        return Response(JobOutput(jobs, many=True).data)
+
+    @extend_schema(
+        request=JobCreateInput,
+        responses={201: JobOutput, **ERRORS},
+        parameters=[IDEMPOTENCY],
+        operation_id="sessions_jobs_create",
+        description="Queue an inference job in the session's current role; a worker on the role's queue runs it.",
+    )
+    def post(self, request: Request, pk: str) -> Response:
+        session = _session_for(request, pk, act=True)
+
+        def create() -> Response:
+            data = JobCreateInput(data=request.data)
+            data.is_valid(raise_exception=True)
+            job = job_create(
+                session=session, request=data.validated_data["request"], user=_user(request)
+            )
+            return Response(JobOutput(job).data, status=status.HTTP_201_CREATED)
+
+        return idempotent(request, create)
+
+
+class JobDetailApi(APIView):
+    @extend_schema(responses=JobDetailOutput, operation_id="jobs_retrieve")
+    def get(self, request: Request, pk: str) -> Response:
+        job = _job_for(request, pk)
+        data = JobOutput(job).data
+        data["events"] = JobEventOutput(job.events.order_by("seq"), many=True).data
+        return Response(data)
+
+
+class JobEventsApi(APIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("after", int, description="Only events with a higher seq")],
+        responses=JobEventOutput(many=True),
+        operation_id="jobs_events",
+    )
+    def get(self, request: Request, pk: str) -> Response:
+        job = _job_for(request, pk)
+        after = int(request.query_params.get("after", 0) or 0)
+        return Response(
+            JobEventOutput(job.events.filter(seq__gt=after).order_by("seq"), many=True).data
+        )
+
+
+class JobCancelApi(APIView):
+    @extend_schema(request=None, responses={200: JobOutput, **ERRORS}, operation_id="jobs_cancel")
+    def post(self, request: Request, pk: str) -> Response:
+        job = _job_for(request, pk, act=True)
+        return Response(JobOutput(job_cancel(job=job, user=_user(request))).data)
+
+
+class SessionContextApi(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "role", str, description="Role to build for (default: the current role)"
+            ),
+            OpenApiParameter("task", str, description="Request text (default: the session task)"),
+        ],
+        responses=ContextOutput,
+        operation_id="sessions_context",
+        description="What a job would see: strategy, token count and files with their share.",
+    )
+    def get(self, request: Request, pk: str) -> Response:
+        session = _session_for(request, pk)
+        role = registry.get(request.query_params.get("role") or session.current_role.slug)
+        bundle = build_context(
+            workspace=Path(session.workspace),
+            role_name=role.name,
+            strategy=role.spec.context_strategy,
+            request=request.query_params.get("task") or session.task or session.title,
+            task=session.task,
+            plan=session.plan,
+            pending=dict(session.pending_changes.values_list("path", "diff")),
+        )
+        return Response(bundle.as_dict())
+
+
+class SessionToolsApi(APIView):
+    @extend_schema(responses=SessionToolsOutput, operation_id="sessions_tools")
+    def get(self, request: Request, pk: str) -> Response:
+        session = _session_for(request, pk)
+        role = registry.resolve(session.current_role.slug)
+        return Response(
+            {
+                "role": role.name,
+                "available": [tool_data(t) for t in registry.effective_tools(role.slug)],
+                "restricted": [
+                    {
+                        "name": w.name,
+                        "description": w.description,
+                        "reason": w.reason,
+                        "missing_permissions": list(w.missing_permissions),
+                    }
+                    for w in role.access.withheld
+                ],
+            }
+        )

@@ -40,3 +40,28 @@ def publish_session_event(
         async_to_sync(layer.group_send)(BOARD_GROUP, message)
     except Exception:  # the change is committed; a push failure must not undo or hide it
         logger.exception("could not publish %s for session %s", kind, session_id)
+
+
+def publish_job_event(
+    session_id: uuid.UUID | str, job_id: uuid.UUID | str, seq: int, kind: str, data: dict[str, Any]
+) -> None:
+    """Push one job event to the session's group (the session page's live job stream)."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    message = {
+        "type": "job.event",
+        "session": str(session_id),
+        "job": str(job_id),
+        "seq": seq,
+        "kind": kind,
+        "data": data,
+    }
+    try:
+        async_to_sync(layer.group_send)(session_group(session_id), message)
+        if kind == "status":
+            async_to_sync(layer.group_send)(
+                BOARD_GROUP, {**message, "type": "session.event", "kind": "job.status"}
+            )
+    except Exception:
+        logger.exception("could not publish job event for %s", job_id)

@@ -11,6 +11,7 @@ from sessions_app.models import (
     AuditEvent,
     AuditEventType,
     ChangeKind,
+    Job,
     PendingChange,
     RiskTier,
     RoleTransition,
@@ -231,3 +232,79 @@ def session_stats(session: AgentSession) -> dict[str, Any]:
             for slug, value in sorted(seconds.items(), key=lambda kv: -kv[1])
         ],
     }
+
+
+class JobEventOutput(serializers.Serializer):
+    seq = serializers.IntegerField()
+    kind = serializers.CharField()
+    data = serializers.JSONField()  # type: ignore[assignment]
+    created_at = serializers.DateTimeField()
+
+
+class JobOutput(serializers.ModelSerializer):
+    session = serializers.UUIDField(source="session_id")
+    role = serializers.CharField(source="role.slug")
+    role_version = serializers.IntegerField(
+        source="role_version.number", allow_null=True, default=None
+    )
+
+    class Meta:
+        model = Job
+        fields = [
+            "id",
+            "session",
+            "role",
+            "role_version",
+            "request",
+            "status",
+            "provider",
+            "model",
+            "endpoint",
+            "fallback_used",
+            "llm_calls",
+            "tokens_in",
+            "tokens_out",
+            "result",
+            "error_code",
+            "error_message",
+            "attempts",
+            "cancel_requested",
+            "created_by",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+
+
+class JobDetailOutput(JobOutput):
+    events = JobEventOutput(many=True)
+
+    class Meta(JobOutput.Meta):
+        fields = [*JobOutput.Meta.fields, "events"]
+
+
+class JobCreateInput(serializers.Serializer):
+    request = serializers.CharField()
+
+
+class ContextFileOutput(serializers.Serializer):
+    path = serializers.CharField()
+    tokens = serializers.IntegerField()
+    mode = serializers.CharField()
+    share = serializers.FloatField()
+
+
+class ContextOutput(serializers.Serializer):
+    role = serializers.CharField()
+    strategy = serializers.CharField()
+    requested_strategy = serializers.CharField()
+    budget = serializers.IntegerField()
+    token_count = serializers.IntegerField()
+    files = ContextFileOutput(many=True)
+    notes = serializers.ListField(child=serializers.CharField())
+
+
+class SessionToolsOutput(serializers.Serializer):
+    role = serializers.CharField()
+    available = serializers.ListField(child=serializers.DictField())
+    restricted = serializers.ListField(child=serializers.DictField())

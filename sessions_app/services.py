@@ -480,6 +480,64 @@ def change_record(
 
 
 @transaction.atomic
+def change_track(
+    *,
+    session: AgentSession,
+    path: str,
+    before: str | None,
+    after: str | None,
+    actor: str | None = None,
+) -> PendingChange | None:
+    """Record a file change made by a tool, cumulatively since the last approved review.
+
+    The diff is always against the file as it was before this review cycle, so a file
+    created and then edited stays "created", and one created then deleted leaves nothing.
+    """
+    from sessions_app.tools import unified_diff
+
+    locked = (
+        AgentSession.objects.select_for_update().select_related("current_role").get(pk=session.pk)
+    )
+    existing = PendingChange.objects.filter(session=locked, path=path).first()
+    baseline = existing.baseline if existing is not None else before
+    if baseline is None and after is None:
+        if existing is not None:
+            existing.delete()
+        kind, change = "discarded", None
+    elif baseline == after:
+        if existing is not None:
+            existing.delete()
+        kind, change = "reverted", None
+    else:
+        kind = (
+            ChangeKind.CREATED
+            if baseline is None
+            else (ChangeKind.DELETED if after is None else ChangeKind.MODIFIED)
+        )
+        change, _ = PendingChange.objects.update_or_create(
+            session=locked,
+            path=path,
+            defaults={
+                "kind": kind,
+                "diff": unified_diff(path, baseline or "", after or ""),
+                "baseline": baseline,
+                "role": locked.current_role,
+            },
+        )
+    audit_record(
+        event_type=AuditEventType.CHANGE_RECORDED,
+        actor=actor_name(None, actor),
+        session=locked,
+        role=locked.current_role.slug,
+        target=path,
+        result=str(kind),
+        details={"cumulative": True},
+    )
+    transaction.on_commit(lambda: publish_session_event(locked.pk, "changes.updated"))
+    return change
+
+
+@transaction.atomic
 def changes_approve(
     *,
     session: AgentSession,

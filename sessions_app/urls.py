@@ -35,6 +35,14 @@ urlpatterns = [
         name="api-session-approve",
     ),
     path("sessions/<uuid:pk>/stats/", apis.SessionStatsApi.as_view(), name="api-session-stats"),
+    path("sessions/<uuid:pk>/jobs/", apis.SessionJobsApi.as_view(), name="api-session-jobs"),
+    path(
+        "sessions/<uuid:pk>/context/", apis.SessionContextApi.as_view(), name="api-session-context"
+    ),
+    path("sessions/<uuid:pk>/tools/", apis.SessionToolsApi.as_view(), name="api-session-tools"),
+    path("jobs/<uuid:pk>/", apis.JobDetailApi.as_view(), name="api-job"),
+    path("jobs/<uuid:pk>/events/", apis.JobEventsApi.as_view(), name="api-job-events"),
+    path("jobs/<uuid:pk>/cancel/", apis.JobCancelApi.as_view(), name="api-job-cancel"),
     path("usage/", apis.UsageApi.as_view(), name="api-usage"),
     path("audit/", apis.AuditListApi.as_view(), name="api-audit"),
     path("audit/export/", apis.AuditExportApi.as_view(), name="api-audit-export"),

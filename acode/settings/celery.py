@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from acode.settings.env import env_bool, env_optional, env_str
+from acode.settings.env import env_bool, env_float, env_optional, env_str
 from acode.settings.redis import REDIS_URL
 
 CELERY_BROKER_URL = env_optional("CELERY_BROKER_URL") or REDIS_URL or "memory://"
@@ -14,3 +14,7 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# A job whose worker stops sending heartbeats for this long is requeued (once) or failed.
+ACODE_JOB_HEARTBEAT_SECONDS = env_float("ACODE_JOB_HEARTBEAT_SECONDS", 10.0)
+ACODE_JOB_STALE_SECONDS = env_float("ACODE_JOB_STALE_SECONDS", 60.0)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from acode.settings.env import env_float, env_str
+from acode.settings.env import env_bool, env_float, env_int, env_str
 
 ACODE_LLM_BASE_URL = env_str("ACODE_LLM_BASE_URL", "http://127.0.0.1:8011/v1")
 ACODE_LLM_API_KEY_ENV = env_str("ACODE_LLM_API_KEY_ENV", "ACODE_LLM_API_KEY")
 ACODE_LLM_DEFAULT_MODEL = env_str("ACODE_LLM_DEFAULT_MODEL", "smollm2-135m")
 ACODE_LLM_TIMEOUT = env_float("ACODE_LLM_TIMEOUT", 120.0)
+ACODE_LLM_CONTEXT_WINDOW = env_int("ACODE_LLM_CONTEXT_WINDOW", 8192)
+# Constrain answers with a JSON schema (llama.cpp grammars) so tool calls always parse.
+ACODE_LLM_JSON_SCHEMA = env_bool("ACODE_LLM_JSON_SCHEMA", True)
+ACODE_LLM_MAX_ANSWER_TOKENS = env_int("ACODE_LLM_MAX_ANSWER_TOKENS", 512)
+ACODE_TOOL_TIMEOUT = env_float("ACODE_TOOL_TIMEOUT", 120.0)

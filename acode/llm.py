@@ -1,0 +1,297 @@
+"""One LLM client for every OpenAI-compatible server, plus a scripted provider for tests.
+
+``endpoint_for(name)`` turns a role's model name into an :class:`Endpoint` (admin's model
+table, or the settings default when the name is empty). ``complete_with_fallback`` tries
+the preferred endpoint, then the fallback on connection errors, timeouts and 5xx.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from django.conf import settings
+
+from acode.errors import AcodeError
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where and how to ask a model."""
+
+    name: str
+    kind: str  # openai | scripted
+    base_url: str
+    model: str
+    api_key_env: str = ""
+    context_window: int = 8192
+    supports_json_schema: bool = False
+    script: tuple[Any, ...] = ()
+
+
+@dataclass
+class ToolCall:
+    """A tool call the model asked for; ``arguments`` is None when they did not parse."""
+
+    id: str
+    name: str
+    raw_arguments: str
+    arguments: Any
+    parse_error: str = ""
+
+
+@dataclass
+class Completion:
+    """One model answer."""
+
+    content: str
+    tool_calls: list[ToolCall]
+    tokens_in: int
+    tokens_out: int
+    model: str
+    endpoint: str
+    provider: str
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+class EndpointUnavailable(Exception):
+    """Connection error, timeout or 5xx: worth trying the fallback."""
+
+
+class Provider(Protocol):
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        call_index: int,
+        max_tokens: int,
+    ) -> Completion: ...
+
+
+def endpoint_for(name: str) -> Endpoint:
+    """The endpoint a role's model name routes to (empty: the settings default)."""
+    from roles.models import ModelEndpoint
+
+    if not name:
+        return Endpoint(
+            name="default",
+            kind="openai",
+            base_url=settings.ACODE_LLM_BASE_URL,
+            model=settings.ACODE_LLM_DEFAULT_MODEL,
+            api_key_env=settings.ACODE_LLM_API_KEY_ENV,
+            context_window=settings.ACODE_LLM_CONTEXT_WINDOW,
+            supports_json_schema=settings.ACODE_LLM_JSON_SCHEMA,
+        )
+    row = ModelEndpoint.objects.filter(name=name, enabled=True).first()
+    if row is None:
+        raise AcodeError(
+            "ACODE-LLM-001",
+            f"Unknown or disabled model endpoint {name!r}.",
+            {"model": name, "known": list(ModelEndpoint.objects.values_list("name", flat=True))},
+        )
+    return Endpoint(
+        name=row.name,
+        kind=row.kind,
+        base_url=row.base_url or settings.ACODE_LLM_BASE_URL,
+        model=row.model,
+        api_key_env=row.api_key_env,
+        context_window=row.context_window,
+        supports_json_schema=row.supports_json_schema,
+        script=tuple(row.script or ()),
+    )
+
+
+def _parse_arguments(raw: Any) -> tuple[Any, str]:
+    if isinstance(raw, dict):
+        return raw, ""
+    try:
+        return json.loads(raw or "{}"), ""
+    except (TypeError, ValueError) as exc:
+        return None, f"arguments are not valid JSON: {exc}"
+
+
+# A JSON-schema protocol for servers that can constrain output (llama.cpp grammars):
+# every answer is either one tool call or a final answer, so it always parses.
+def action_schema(tool_names: Sequence[str]) -> dict[str, Any]:
+    names = list(tool_names) or ["none"]
+    return {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": ["call_tool", "final_answer"]},
+            "tool": {"type": "string", "enum": names},
+            "arguments": {"type": "object"},
+            "answer": {"type": "string"},
+        },
+        "required": ["action"],
+    }
+
+
+def json_protocol_instructions(tools: list[dict[str, Any]]) -> str:
+    lines = [
+        "Answer with one JSON object only.",
+        'To call a tool: {"action": "call_tool", "tool": "<name>", "arguments": {...}}.',
+        'To finish: {"action": "final_answer", "answer": "<text>"}.',
+        "Tools:",
+    ]
+    for t in tools:
+        fn = t["function"]
+        lines.append(
+            f"- {fn['name']}: {fn['description']} arguments schema {json.dumps(fn['parameters'])}"
+        )
+    return "\n".join(lines)
+
+
+def _from_action(text: str) -> tuple[str, list[ToolCall]]:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text, []
+    if not isinstance(data, dict):
+        return text, []
+    if data.get("action") == "call_tool" and data.get("tool"):
+        args = data.get("arguments", {})
+        return "", [
+            ToolCall(f"call_{uuid.uuid4().hex[:8]}", str(data["tool"]), json.dumps(args), args)
+        ]
+    return str(data.get("answer", text)), []
+
+
+class OpenAIProvider:
+    """Any OpenAI-compatible server (vLLM, llama.cpp, Ollama, OpenAI) via the ``openai`` package."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        import openai
+
+        self.endpoint = endpoint
+        self._openai = openai
+        self.client = openai.OpenAI(
+            base_url=endpoint.base_url,
+            api_key=os.environ.get(endpoint.api_key_env or "", "") or "not-needed",
+            timeout=settings.ACODE_LLM_TIMEOUT,
+            max_retries=0,
+        )
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        call_index: int,
+        max_tokens: int,
+    ) -> Completion:
+        openai = self._openai
+        kwargs: dict[str, Any] = {
+            "model": self.endpoint.model,
+            "messages": messages,
+            "max_tokens": max_tokens,
+        }
+        if self.endpoint.supports_json_schema:
+            names = [t["function"]["name"] for t in tools]
+            kwargs["messages"] = [
+                *messages[:1],
+                {"role": "system", "content": json_protocol_instructions(tools)},
+                *messages[1:],
+            ]
+            kwargs["response_format"] = {
+                "type": "json_object",
+                "schema": action_schema(names),
+            }
+        elif tools:
+            kwargs["tools"] = tools
+        try:
+            response = self.client.chat.completions.create(**kwargs)
+        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+            raise EndpointUnavailable(f"{self.endpoint.name}: {exc}") from exc
+        except openai.APIStatusError as exc:
+            if exc.status_code >= 500:
+                raise EndpointUnavailable(f"{self.endpoint.name}: HTTP {exc.status_code}") from exc
+            raise
+        choice = response.choices[0].message
+        content = choice.content or ""
+        calls: list[ToolCall] = []
+        for call in choice.tool_calls or []:
+            fn = getattr(call, "function", None)
+            if fn is None:
+                continue
+            parsed, error = _parse_arguments(fn.arguments)
+            calls.append(ToolCall(call.id, fn.name, fn.arguments or "", parsed, error))
+        if self.endpoint.supports_json_schema and not calls:
+            content, calls = _from_action(content)
+        usage = response.usage
+        return Completion(
+            content=content,
+            tool_calls=calls,
+            tokens_in=usage.prompt_tokens if usage else 0,
+            tokens_out=usage.completion_tokens if usage else 0,
+            model=response.model or self.endpoint.model,
+            endpoint=self.endpoint.base_url,
+            provider="openai",
+            raw=response.model_dump(mode="json"),
+        )
+
+
+class ScriptedProvider:
+    """Replays recorded responses in order (tests and demos); records every request it got.
+
+    Each script step is ``{"content": str, "tool_calls": [{"name", "arguments"}], "usage":
+    {"prompt_tokens", "completion_tokens"}, "delay": seconds, "error": "connection" |
+    "timeout" | "server"}``; all keys optional. Past the end it answers "(script ended)".
+    """
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self.requests: list[dict[str, Any]] = []
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        call_index: int,
+        max_tokens: int,
+    ) -> Completion:
+        self.requests.append({"messages": messages, "tools": tools})
+        script = self.endpoint.script
+        step: dict[str, Any] = (
+            dict(script[call_index]) if call_index < len(script) else {"content": "(script ended)"}
+        )
+        if step.get("delay"):
+            time.sleep(float(step["delay"]))
+        if step.get("error"):
+            raise EndpointUnavailable(f"{self.endpoint.name}: scripted {step['error']} failure")
+        calls = []
+        for i, call in enumerate(step.get("tool_calls") or []):
+            raw = call.get("arguments", {})
+            raw_text = raw if isinstance(raw, str) else json.dumps(raw)
+            parsed, error = _parse_arguments(raw)
+            calls.append(
+                ToolCall(
+                    f"call_{call_index}_{i}", str(call.get("name", "")), raw_text, parsed, error
+                )
+            )
+        usage = step.get("usage") or {}
+        prompt_chars = sum(len(str(m.get("content") or "")) for m in messages)
+        return Completion(
+            content=str(step.get("content") or ""),
+            tool_calls=calls,
+            tokens_in=int(usage.get("prompt_tokens", prompt_chars // 4)),
+            tokens_out=int(
+                usage.get("completion_tokens", len(str(step.get("content") or "")) // 4 + 1)
+            ),
+            model=self.endpoint.model or "scripted",
+            endpoint=f"scripted:{self.endpoint.name}",
+            provider="scripted",
+            raw=step,
+        )
+
+
+def provider_for(endpoint: Endpoint) -> Provider:
+    if endpoint.kind == "scripted":
+        return ScriptedProvider(endpoint)
+    return OpenAIProvider(endpoint)

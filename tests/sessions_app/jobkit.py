@@ -1,0 +1,75 @@
+"""Helpers for job tests: scripted model endpoints and sessions put into a role."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth.models import User
+
+from roles.models import EndpointKind, ModelEndpoint
+from roles.services import role_write
+from sessions_app import services
+from sessions_app.agent import run_job
+from sessions_app.jobs import job_create
+from sessions_app.models import AgentSession, Job
+
+
+def scripted_model(
+    role: str, steps: list[dict[str, Any]], *, name: str | None = None, fallback: bool = False
+) -> ModelEndpoint:
+    """Route ``role`` to a scripted endpoint replaying ``steps``."""
+    endpoint = ModelEndpoint.objects.create(
+        name=name or f"scripted-{role}",
+        kind=EndpointKind.SCRIPTED,
+        model="scripted-test",
+        script=steps,
+    )
+    field = "fallback_model" if fallback else "preferred_model"
+    role_write(data={field: endpoint.name}, create=False, slug=role, actor="test")
+    return endpoint
+
+
+def session_in(
+    role: str,
+    owner: User,
+    *,
+    workspace: Path | None = None,
+    plan: bool = True,
+    change: bool = False,
+) -> AgentSession:
+    """A session moved into ``role`` through the real transition rules."""
+    session = services.session_create(
+        owner=owner,
+        title="t",
+        task="Add JWT authentication",
+        workspace=str(workspace) if workspace else None,
+    )
+    if role == "default":
+        return session
+    if plan:
+        services.plan_set(session=session, steps=["Create AuthService"], actor="test")
+    if change:
+        services.change_record(
+            session=session,
+            path="src/app.py",
+            kind="modified",
+            diff="--- a/src/app.py\n+++ b/src/app.py\n@@\n+x = 1\n",
+            actor="test",
+        )
+    path = {
+        "planner": ["planner"],
+        "coder": ["planner", "coder"],
+        "reviewer": ["planner", "coder", "reviewer"],
+        "tester": ["tester"],
+        "explorer": ["explorer"],
+    }[role]
+    for step in path:
+        services.session_transition(session=session, to_role=step, reason="test", actor="test")
+    session.refresh_from_db()
+    return session
+
+
+def run(session: AgentSession, request: str, owner: User) -> Job:
+    job = job_create(session=session, request=request, user=owner)
+    return run_job(job.pk)
