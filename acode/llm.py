@@ -147,6 +147,23 @@ def json_protocol_instructions(tools: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def as_plain_chat(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool-call turns as plain chat, for servers driven by the JSON protocol."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.get("role") == "assistant" and m.get("tool_calls"):
+            for call in m["tool_calls"]:
+                fn = call["function"]
+                args, _ = _parse_arguments(fn.get("arguments"))
+                action = {"action": "call_tool", "tool": fn["name"], "arguments": args or {}}
+                out.append({"role": "assistant", "content": json.dumps(action)})
+        elif m.get("role") == "tool":
+            out.append({"role": "user", "content": f"Tool result:\n{m.get('content', '')}"})
+        else:
+            out.append(m)
+    return out
+
+
 def _from_action(text: str) -> tuple[str, list[ToolCall]]:
     try:
         data = json.loads(text)
@@ -196,7 +213,7 @@ class OpenAIProvider:
             kwargs["messages"] = [
                 *messages[:1],
                 {"role": "system", "content": json_protocol_instructions(tools)},
-                *messages[1:],
+                *as_plain_chat(messages[1:]),
             ]
             kwargs["response_format"] = {
                 "type": "json_object",

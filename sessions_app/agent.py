@@ -190,6 +190,9 @@ def _loop(job: Job, provider_override: Provider | None) -> None:
             "chars": len(prompt.text),
         },
     )
+    endpoints = [endpoint_for(role.spec.preferred_model)]
+    if role.spec.fallback_model:
+        endpoints.append(endpoint_for(role.spec.fallback_model))
     context = build_context(
         workspace=Path(session.workspace),
         role_name=role.name,
@@ -198,6 +201,7 @@ def _loop(job: Job, provider_override: Provider | None) -> None:
         task=session.task,
         plan=session.plan,
         pending=pending,
+        budget_cap=min(e.context_window for e in endpoints) // 2,
     )
     job_event(job, JobEventKind.CONTEXT, context.as_dict())
     tools = tool_definitions(role)
@@ -205,9 +209,6 @@ def _loop(job: Job, provider_override: Provider | None) -> None:
         {"role": "system", "content": prompt.text},
         {"role": "user", "content": f"{context.text}\n\n## Your task\n{job.request}"},
     ]
-    endpoints = [endpoint_for(role.spec.preferred_model)]
-    if role.spec.fallback_model:
-        endpoints.append(endpoint_for(role.spec.fallback_model))
     deadline = time.monotonic() + role.spec.timeout_seconds
     seen: Counter[str] = Counter()
     sent = 0

@@ -342,8 +342,12 @@ def build_context(
     task: str = "",
     plan: list[dict[str, Any]] | None = None,
     pending: dict[str, str] | None = None,
+    budget_cap: int | None = None,
 ) -> ContextBundle:
-    """Assemble context for one job in one role, within the strategy's token budget."""
+    """Assemble context for one job in one role, within the strategy's token budget.
+
+    ``budget_cap`` keeps the context inside what the model can take (its context window).
+    """
     pending = pending or {}
     plan = plan or []
     files = candidate_files(workspace)
@@ -367,6 +371,9 @@ def build_context(
         if requested != "adaptive" or strategy != "broad"
         else ADAPTIVE_BROAD_BUDGET
     )
+    if budget_cap is not None and budget_cap < budget:
+        notes.append(f"budget capped at {budget_cap} tokens by the model's context window")
+        budget = budget_cap
     builder = _Builder(ContextBundle(role_name, strategy, requested, budget, notes=notes))
     request_text = redact_text(
         request if not task or task == request else f"{request}\n\nSession task: {task}"

@@ -45,7 +45,7 @@ def api(user: Any) -> APIClient:
     return client
 
 
-def test_database_url() -> str:
+def shared_database_url() -> str:
     """A DATABASE_URL for another process that points at this test run's database."""
     s = connection.settings_dict
     if s["ENGINE"].endswith("sqlite3"):
@@ -60,7 +60,7 @@ def spawn_python(code: str, **kwargs: Any) -> subprocess.Popen[str]:
     """Start another Python process with Django set up against the test database."""
     env = {
         **os.environ,
-        "DATABASE_URL": test_database_url(),
+        "DATABASE_URL": shared_database_url(),
         "DJANGO_SETTINGS_MODULE": "acode.settings",
     }
     prelude = "import django; django.setup()\n"
