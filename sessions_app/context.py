@@ -285,9 +285,11 @@ def _rank(root: Path, files: list[str], terms: list[str], limit: int = 60) -> li
         text = (_read(root, f) or "")[:50_000].lower()
         content = sum(min(text.count(t), 10) for t in terms)
         scored.append((path_score(f) + content * 0.5, f))
-    return [f for score, f in sorted(scored, key=lambda s: (-s[0], s[1]))[:limit] if score > 0] or [
-        f for _, f in sorted(scored, key=lambda s: (-s[0], s[1]))[:limit]
-    ]
+    relevant = [f for score, f in sorted(scored, key=lambda s: (-s[0], s[1])) if score > 0]
+    # Then the rest of the project, shallow files first, so a broad context stays broad.
+    chosen = set(relevant)
+    rest = sorted((f for f in files if f not in chosen), key=lambda f: (f.count("/"), f))
+    return (relevant + rest)[:limit]
 
 
 def _named_files(files: list[str], text: str) -> list[str]:

@@ -30,6 +30,20 @@ _TOKENS = re.compile(
 )
 
 
+# Values that are code, not secrets: type annotations and obvious placeholders.
+_NOT_SECRET = re.compile(
+    r"^(?:str|int|bool|float|bytes|None|Any|Optional|list|dict|set|tuple|SecretStr|models\.\w+|"
+    r"forms\.\w+|serializers\.\w+|os\.environ.*|getenv\(.*|env\w*\(.*|self\.\w+|\w+\(|\{|\[|\(|\*+|<[^>]*>|\$\{?\w+\}?|\[REDACTED\])",
+)
+
+
+def _mask_assignment(match: re.Match[str]) -> str:
+    value = match.group("value").strip("\"'")
+    if _NOT_SECRET.match(value) or not value:
+        return match.group(0)
+    return f"{match.group('key')}{match.group('sep')}{REDACTED}"
+
+
 def is_secret_file(path: str) -> bool:
     """Files whose whole content is a secret (``.env``, keys, credential files)."""
     return bool(_SECRET_FILES.match(PurePosixPath(path).name))
@@ -38,7 +52,7 @@ def is_secret_file(path: str) -> bool:
 def redact_text(text: str) -> str:
     """Mask private keys, ``password=...``-style assignments and well-known token formats."""
     text = _PRIVATE_KEY.sub("[REDACTED PRIVATE KEY]", text)
-    text = _ASSIGNMENT.sub(lambda m: f"{m.group('key')}{m.group('sep')}{REDACTED}", text)
+    text = _ASSIGNMENT.sub(_mask_assignment, text)
     return _TOKENS.sub(REDACTED, text)
 
 
