@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from types import FrameType
 
 from acode.embedded import embedded_redis
@@ -60,10 +61,25 @@ def _run(env: dict[str, str]) -> int:
                 flush=True,
             )
         else:
-            procs.append(("model", subprocess.Popen(server_command(MODEL_PORT, model), env=env)))
+            log_dir = Path(env.get("ACODE_VAR_DIR", "var")) / "logs"
+            log_dir.mkdir(parents=True, exist_ok=True)
+            # llama.cpp is chatty; its log goes to a file so the console stays readable.
+            model_log = open(log_dir / "model-server.log", "ab")  # noqa: SIM115 - lives as long as the process
+            procs.append(
+                (
+                    "model",
+                    subprocess.Popen(
+                        server_command(MODEL_PORT, model),
+                        env=env,
+                        stdout=model_log,
+                        stderr=subprocess.STDOUT,
+                    ),
+                )
+            )
             env["ACODE_LLM_BASE_URL"] = f"http://127.0.0.1:{MODEL_PORT}/v1"
             print(
-                f"acode: embedded model server on 127.0.0.1:{MODEL_PORT} ({model.name})", flush=True
+                f"acode: embedded model server on 127.0.0.1:{MODEL_PORT} ({model.name}); log in {log_dir}",
+                flush=True,
             )
     procs.append(
         (
