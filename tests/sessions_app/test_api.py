@@ -144,16 +144,37 @@ def test_approving_in_a_role_without_permission_is_refused(api: APIClient) -> No
     assert response.json()["code"] == "ACODE-ROL-003"
 
 
-def test_scenario_9_transitions_are_in_the_audit_trail(api: APIClient) -> None:
-    sid = new_session(api)["id"]
-    transition(api, sid, "Planner", "Test audit")
-    api.put(f"/api/sessions/{sid}/plan/", {"steps": ["Write a test file"]}, format="json")
-    transition(api, sid, "Coder", "Test implementation")
-    api.post(
-        f"/api/sessions/{sid}/changes/",
-        {"path": "test.txt", "kind": "created", "diff": "+hello\n"},
-        format="json",
+def test_scenario_9_transitions_and_actions_are_in_the_audit_trail(api: APIClient) -> None:
+    from sessions_app.agent import run_job
+    from tests.sessions_app.jobkit import scripted_model
+
+    scripted_model("planner", [{"content": '{"steps": [{"title": "Write a test file"}]}'}])
+    scripted_model(
+        "coder",
+        [
+            {
+                "tool_calls": [
+                    {"name": "create_file", "arguments": {"path": "test.txt", "content": ""}}
+                ]
+            },
+            {
+                "tool_calls": [
+                    {"name": "write_file", "arguments": {"path": "test.txt", "content": "x" * 45}}
+                ]
+            },
+            {"content": "done"},
+        ],
     )
+    sid = new_session(api)["id"]
+
+    def agent(request: str) -> None:
+        job = api.post(f"/api/sessions/{sid}/jobs/", {"request": request}, format="json").json()
+        run_job(job["id"])  # what the worker does with the queued job
+
+    transition(api, sid, "Planner", "Test audit")
+    agent("Plan a simple feature")
+    transition(api, sid, "Coder", "Test implementation")
+    agent("Write a test file")
     transition(api, sid, "Reviewer", "Test review")
     events = api.get("/api/audit/", {"event_type": "RoleTransition"}).json()["results"]
     assert [
@@ -165,6 +186,12 @@ def test_scenario_9_transitions_are_in_the_audit_trail(api: APIClient) -> None:
         ("coder", "reviewer", "Test review"),
     ]
     assert all(e["session"] == sid and e["actor"] == "dev" for e in events)
+    actions = list(reversed(api.get("/api/audit/", {"event_type": "RoleAction"}).json()["results"]))
+    assert [(a["role"], a["details"]["tool"], a["target"], a["result"]) for a in actions] == [
+        ("coder", "create_file", "test.txt", "Success (0 bytes created)"),
+        ("coder", "write_file", "test.txt", "Success (45 bytes written)"),
+    ]
+    assert all(a["session"] == sid for a in actions)
     last_two = api.get("/api/audit/", {"event_type": "RoleTransition", "last": 2}).json()["results"]
     assert len(last_two) == 2
 
