@@ -52,6 +52,7 @@ class RoleDef:
     access: RoleAccess
     version: int | None
     content_hash: str
+    version_id: int | None = None  # the RoleVersion row of ``version``
 
     # Shortcuts for the most read fields.
     @property
@@ -97,6 +98,7 @@ class RuleDef:
 class _State:
     stamp: str
     roles: Mapping[str, RoleDef]  # by slug, in admin order
+    by_id: Mapping[int, RoleDef]
     keys: Mapping[str, str]  # lower-cased slug or name -> slug
     tools: Mapping[str, ToolSpec]
     rules: Mapping[str, tuple[RuleDef, ...]]  # by from-slug
@@ -202,25 +204,27 @@ class RoleRegistry:
     def _load(self, stamp: str) -> _State:
         id_specs, tool_specs = read_specs(self._using)
         specs = {spec.slug: spec for _, spec in id_specs}
-        latest: dict[str, tuple[int, str]] = {}
-        for slug, number, digest in (
+        latest: dict[str, tuple[int, str, int]] = {}
+        for slug, number, digest, version_pk in (
             RoleVersion.objects.using(self._using)
             .order_by("role_slug", "-number")
-            .values_list("role_slug", "number", "content_hash")
+            .values_list("role_slug", "number", "content_hash", "pk")
         ):
-            latest.setdefault(slug, (number, digest))
+            latest.setdefault(slug, (number, digest, version_pk))
         roles: dict[str, RoleDef] = {}
         keys: dict[str, str] = {}
         for pk, spec in id_specs:
             access = compute_access(spec.slug, specs, tool_specs)
             digest = content_hash(role_snapshot(spec, access))
-            number, stored = latest.get(spec.slug, (0, ""))
+            number, stored, version_pk = latest.get(spec.slug, (0, "", 0))
+            current = bool(number) and stored == digest
             roles[spec.slug] = RoleDef(
                 id=pk,
                 spec=spec,
                 access=access,
-                version=number if number and stored == digest else None,
+                version=number if current else None,
                 content_hash=digest,
+                version_id=version_pk if current else None,
             )
             keys[spec.slug.lower()] = spec.slug
             keys[spec.name.lower()] = spec.slug
@@ -255,6 +259,7 @@ class RoleRegistry:
         return _State(
             stamp=stamp,
             roles=roles,
+            by_id={r.id: r for r in roles.values()},
             keys=keys,
             tools={t.name: t for t in tool_specs},
             rules={k: tuple(v) for k, v in rules.items()},
@@ -283,6 +288,17 @@ class RoleRegistry:
             logger.warning("Unknown stored role %r; resolving to Default", stored)
             return self.default()
         return state.roles[slug]
+
+    def by_id(self, role_id: int) -> RoleDef:
+        """A role by primary key (what sessions store); unknown ids resolve to Default."""
+        role = self._current().by_id.get(role_id)
+        if role is None:
+            self.sync()
+            role = self._current().by_id.get(role_id)
+        if role is None:
+            logger.warning("Unknown stored role id %r; resolving to Default", role_id)
+            return self.default()
+        return role
 
     def default(self) -> RoleDef:
         return self._current().roles[DEFAULT_ROLE_SLUG]

@@ -122,7 +122,8 @@ class _Heartbeat:
 
 def _start(job_id: Any) -> Job | None:
     with transaction.atomic():
-        job = Job.objects.select_for_update().select_related("session", "role").get(pk=job_id)
+        # No joins under FOR UPDATE (see services._lock); relations load lazily after.
+        job = Job.objects.select_for_update().get(pk=job_id)
         if job.is_final:
             return None
         if job.cancel_requested:

@@ -15,7 +15,7 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.pagination import CursorPagination, LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -32,6 +32,7 @@ from sessions_app.jobs import job_cancel, job_create
 from sessions_app.models import AgentSession, Job
 from sessions_app.selectors import (
     audit_visible_to,
+    can_view_all,
     session_can_act,
     session_list,
     sessions_visible_to,
@@ -94,8 +95,12 @@ def _user(request: Request) -> User:
 
 
 def _session_for(request: Request, pk: Any, *, act: bool = False) -> AgentSession:
-    session = get_object_or_404(sessions_visible_to(_user(request)), pk=pk)
-    if act and not session_can_act(_user(request), session):
+    user = _user(request)
+    session = AgentSession.objects.select_related("owner").filter(pk=pk).first()
+    # Owners need no permission lookup (two queries) to see their own session.
+    if session is None or not (session.owner_id == user.pk or can_view_all(user)):
+        raise NotFound("No session with that id is visible to you.")
+    if act and not session_can_act(user, session):
         raise PermissionDenied("You may view this session but not act on it.")
     return session
 

@@ -77,7 +77,6 @@ def _locked_head() -> AuditHead:
     return AuditHead.objects.select_for_update().get(pk=1)
 
 
-@transaction.atomic
 def audit_record(
     *,
     event_type: AuditEventType | str,
@@ -93,6 +92,19 @@ def audit_record(
     The chain head is locked for the append, so events get consecutive sequence numbers
     and each one's ``prev_hash`` is the hash of the one before it.
     """
+    with transaction.atomic(savepoint=False):  # joins the caller's transaction, no savepoint
+        return _append(event_type, actor, session, role, target, result, details)
+
+
+def _append(
+    event_type: AuditEventType | str,
+    actor: str,
+    session: AgentSession | None,
+    role: str,
+    target: str,
+    result: str,
+    details: dict[str, Any] | None,
+) -> AuditEvent:
     head = _locked_head()
     normalised = json.loads(json.dumps(details or {}, default=str))
     event = AuditEvent(

@@ -1,13 +1,22 @@
-"""Live events: published to Channels groups after the change that caused them commits."""
+"""Live events: published to Channels groups after the change that caused them commits.
+
+With a Redis channel layer, messages go out from one long-lived event loop on a
+background thread: requests don't wait for Redis, channels-redis keeps its connections
+(it pools per event loop), and events leave in the order they were published. The
+in-memory layer (single-process development and tests without Redis) is sent inline.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 import uuid
+from concurrent.futures import Future
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 logger = logging.getLogger(__name__)
 
@@ -18,6 +27,70 @@ def session_group(session_id: uuid.UUID | str) -> str:
     return f"acode-session-{session_id}"
 
 
+class _Publisher:
+    """One event loop thread per process, sending group messages in order."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+        self._last: Future[None] | None = None
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or not self._loop.is_running():
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+
+                def run() -> None:
+                    asyncio.set_event_loop(loop)
+                    loop.call_soon(ready.set)
+                    loop.run_forever()
+
+                threading.Thread(target=run, name="acode-publisher", daemon=True).start()
+                ready.wait(5)
+                self._loop = loop
+            return self._loop
+
+    def submit(self, layer: Any, sends: list[tuple[str, dict[str, Any]]]) -> None:
+        loop = self._ensure_loop()
+        previous = self._last
+
+        async def send_all() -> None:
+            if previous is not None:  # keep publication order across submissions
+                await asyncio.wrap_future(previous)
+            for group, message in sends:
+                try:
+                    await layer.group_send(group, message)
+                except Exception:  # a push failure must not undo or hide the change
+                    logger.exception("could not publish %s to %s", message.get("type"), group)
+
+        with self._lock:
+            self._last = asyncio.run_coroutine_threadsafe(send_all(), loop)
+
+    def flush(self, timeout: float = 5.0) -> None:
+        """Wait until everything submitted so far was sent (tests, shutdown)."""
+        last = self._last
+        if last is not None:
+            last.result(timeout=timeout)
+
+
+publisher = _Publisher()
+
+
+def _publish(sends: list[tuple[str, dict[str, Any]]]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    if isinstance(layer, InMemoryChannelLayer):
+        try:
+            for group, message in sends:
+                async_to_sync(layer.group_send)(group, message)
+        except Exception:
+            logger.exception("could not publish live events")
+        return
+    publisher.submit(layer, sends)
+
+
 def publish_session_event(
     session_id: uuid.UUID | str, kind: str, data: dict[str, Any] | None = None
 ) -> None:
@@ -26,29 +99,19 @@ def publish_session_event(
     Consumers re-render from the database, so the message carries only what changed;
     a lost message is repaired by the page's resync on reconnect.
     """
-    layer = get_channel_layer()
-    if layer is None:
-        return
     message = {
         "type": "session.event",
         "kind": kind,
         "session": str(session_id),
         "data": data or {},
     }
-    try:
-        async_to_sync(layer.group_send)(session_group(session_id), message)
-        async_to_sync(layer.group_send)(BOARD_GROUP, message)
-    except Exception:  # the change is committed; a push failure must not undo or hide it
-        logger.exception("could not publish %s for session %s", kind, session_id)
+    _publish([(session_group(session_id), message), (BOARD_GROUP, message)])
 
 
 def publish_job_event(
     session_id: uuid.UUID | str, job_id: uuid.UUID | str, seq: int, kind: str, data: dict[str, Any]
 ) -> None:
     """Push one job event to the session's group (the session page's live job stream)."""
-    layer = get_channel_layer()
-    if layer is None:
-        return
     message = {
         "type": "job.event",
         "session": str(session_id),
@@ -57,11 +120,7 @@ def publish_job_event(
         "kind": kind,
         "data": data,
     }
-    try:
-        async_to_sync(layer.group_send)(session_group(session_id), message)
-        if kind == "status":
-            async_to_sync(layer.group_send)(
-                BOARD_GROUP, {**message, "type": "session.event", "kind": "job.status"}
-            )
-    except Exception:
-        logger.exception("could not publish job event for %s", job_id)
+    sends = [(session_group(session_id), message)]
+    if kind == "status":
+        sends.append((BOARD_GROUP, {**message, "type": "session.event", "kind": "job.status"}))
+    _publish(sends)

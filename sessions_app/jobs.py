@@ -14,7 +14,6 @@ from django.db.models import Max
 from django.utils import timezone
 
 from acode.errors import AcodeError
-from roles.models import RoleVersion
 from roles.registry import registry
 from sessions_app.audit import audit_record
 from sessions_app.events import publish_job_event
@@ -42,19 +41,13 @@ def job_create(
     """Queue a job in the session's current role, pinned to that role's version."""
     if not request or not request.strip():
         raise AcodeError("ACODE-API-400", "A job needs a non-blank request.", {"field": "request"})
-    registry.sync()
-    role = registry.resolve(session.current_role.slug)
-    version = (
-        RoleVersion.objects.filter(role_slug=role.slug, number=role.version).first()
-        if role.version
-        else None
-    )
+    role = registry.by_id(session.current_role_id)
     who = actor_name(user, actor)
     with transaction.atomic():
         job = Job.objects.create(
             session=session,
             role_id=role.id,
-            role_version=version,
+            role_version_id=role.version_id,
             request=request.strip(),
             created_by=who,
         )

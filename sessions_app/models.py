@@ -84,6 +84,10 @@ class AgentSession(models.Model):
     )
     role_since = models.DateTimeField()
     last_reason = models.TextField(blank=True)
+    transition_count = models.PositiveIntegerField(
+        default=0,
+        help_text="Entries in the history; the next transition's sequence number minus one.",
+    )
     plan = models.JSONField(default=list, blank=True)
     risk_tier = models.CharField(max_length=10, choices=RiskTier.choices, default=RiskTier.LOW)
     status = models.CharField(

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from roles.models import RoleVersion
+from roles.registry import registry
 from sessions_app.models import (
     AgentSession,
     AuditEvent,
@@ -36,11 +40,29 @@ class PlanStepOutput(serializers.Serializer):
     status = serializers.ChoiceField(choices=StepStatus.choices)
 
 
+def role_ref(role_id: int) -> dict[str, str]:
+    """A role as shown on sessions: from the registry, no query."""
+    role = registry.by_id(role_id)
+    return {"slug": role.slug, "name": role.name, "colour": role.spec.colour}
+
+
+def version_number(obj: Any, role_id: int | None, version_id: int | None) -> int | None:
+    """The role version number an object pins; the registry knows the current ones."""
+    if version_id is None or role_id is None:
+        return None
+    role = registry.by_id(role_id)
+    if role.version_id == version_id:
+        return role.version
+    cached = obj._state.fields_cache.get("role_version")
+    if cached is not None:
+        return int(cached.number)
+    number = RoleVersion.objects.filter(pk=version_id).values_list("number", flat=True).first()
+    return int(number) if number is not None else None
+
+
 class SessionOutput(serializers.ModelSerializer):
-    current_role = RoleRefOutput()
-    role_version = serializers.IntegerField(
-        source="role_version.number", allow_null=True, default=None
-    )
+    current_role = serializers.SerializerMethodField()
+    role_version = serializers.SerializerMethodField()
     owner = serializers.CharField(source="owner.username")
     plan = PlanStepOutput(many=True)
     plan_progress = serializers.SerializerMethodField()
@@ -65,6 +87,14 @@ class SessionOutput(serializers.ModelSerializer):
             "created_at",
             "updated_at",
         ]
+
+    @extend_schema_field(RoleRefOutput)
+    def get_current_role(self, obj: AgentSession) -> dict[str, str]:
+        return role_ref(obj.current_role_id)
+
+    @extend_schema_field(OpenApiTypes.INT)
+    def get_role_version(self, obj: AgentSession) -> int | None:
+        return version_number(obj, obj.current_role_id, obj.role_version_id)
 
     def get_plan_progress(self, obj: AgentSession) -> dict[str, int]:
         done = sum(1 for s in obj.plan if s.get("status") in (StepStatus.DONE, StepStatus.SKIPPED))
@@ -96,11 +126,21 @@ class TransitionInput(serializers.Serializer):
 
 
 class TransitionOutput(serializers.ModelSerializer):
-    from_role = serializers.CharField(source="from_role.slug", allow_null=True, default=None)
-    to_role = serializers.CharField(source="to_role.slug")
-    role_version = serializers.IntegerField(
-        source="role_version.number", allow_null=True, default=None
-    )
+    from_role = serializers.SerializerMethodField()
+    to_role = serializers.SerializerMethodField()
+    role_version = serializers.SerializerMethodField()
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def get_from_role(self, obj: RoleTransition) -> str | None:
+        return registry.by_id(obj.from_role_id).slug if obj.from_role_id else None
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def get_to_role(self, obj: RoleTransition) -> str:
+        return registry.by_id(obj.to_role_id).slug
+
+    @extend_schema_field(OpenApiTypes.INT)
+    def get_role_version(self, obj: RoleTransition) -> int | None:
+        return version_number(obj, obj.to_role_id, obj.role_version_id)
 
     class Meta:
         model = RoleTransition
@@ -243,10 +283,16 @@ class JobEventOutput(serializers.Serializer):
 
 class JobOutput(serializers.ModelSerializer):
     session = serializers.UUIDField(source="session_id")
-    role = serializers.CharField(source="role.slug")
-    role_version = serializers.IntegerField(
-        source="role_version.number", allow_null=True, default=None
-    )
+    role = serializers.SerializerMethodField()
+    role_version = serializers.SerializerMethodField()
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def get_role(self, obj: Job) -> str:
+        return registry.by_id(obj.role_id).slug
+
+    @extend_schema_field(OpenApiTypes.INT)
+    def get_role_version(self, obj: Job) -> int | None:
+        return version_number(obj, obj.role_id, obj.role_version_id)
 
     class Meta:
         model = Job

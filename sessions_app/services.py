@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from acode.errors import AcodeError
-from roles.models import Precondition, RoleVersion
+from roles.models import Precondition
 from roles.registry import RoleDef, RuleDef, registry
 from sessions_app.audit import audit_record
 from sessions_app.events import publish_session_event
@@ -45,11 +45,16 @@ def actor_name(user: User | None, actor: str | None = None) -> str:
     return "system"
 
 
-def _version_of(role: RoleDef) -> RoleVersion | None:
-    """The stored version row a role is in force at (sessions pin to it)."""
-    if not role.version:
-        return None
-    return RoleVersion.objects.filter(role_slug=role.slug, number=role.version).first()
+def _lock(session_id: Any) -> AgentSession:
+    """Lock one session row. No joins: on PostgreSQL ``FOR UPDATE`` would lock the joined
+    role rows too (deadlocks between sessions) and re-check the join after waiting (a
+    session whose role just changed would seem to vanish)."""
+    return AgentSession.objects.select_for_update().get(pk=session_id)
+
+
+def current_role_of(session: AgentSession) -> RoleDef:
+    """The session's current role as the registry knows it (no query)."""
+    return registry.by_id(session.current_role_id)
 
 
 # -- creation -------------------------------------------------------------------------
@@ -88,9 +93,7 @@ def session_create(
                 {"workspace": workspace},
             )
         path = path.resolve()
-    registry.sync()
     default = registry.default()
-    version = _version_of(default)
     now = timezone.now()
     with transaction.atomic():
         if managed:
@@ -103,8 +106,9 @@ def session_create(
             workspace=str(path),
             workspace_managed=managed,
             current_role_id=default.id,
-            role_version=version,
+            role_version_id=default.version_id,
             role_since=now,
+            transition_count=1,
             last_reason="Initial state",
             risk_tier=risk_tier,
         )
@@ -114,7 +118,7 @@ def session_create(
             seq=1,
             from_role=None,
             to_role_id=default.id,
-            role_version=version,
+            role_version_id=default.version_id,
             reason="Initial state",
             actor=actor,
             user_id=owner.pk,
@@ -165,7 +169,7 @@ def _unmet(session: AgentSession, precondition: str) -> str:
 
 def transitions_from(session: AgentSession) -> list[AllowedTransition]:
     """Every rule out of the session's current role, with whether it can be taken now."""
-    current = registry.resolve(session.current_role.slug)
+    current = current_role_of(session)
     out = []
     for rule in registry.rules_from(current.slug):
         unmet = _unmet(session, rule.precondition)
@@ -203,7 +207,6 @@ def session_transition(
         raise AcodeError(
             "ACODE-ROL-007", "A reason is required for every role change.", {"field": "reason"}
         )
-    registry.sync()
     target = registry.get(to_role)  # ACODE-ROL-001 for unknown roles
     expected = registry.get(expected_role) if expected_role else None
     who = actor_name(user, actor)
@@ -211,12 +214,10 @@ def session_transition(
     refusal: AcodeError | None = None
     result: TransitionResult
     with transaction.atomic():
-        locked = (
-            AgentSession.objects.select_for_update()
-            .select_related("current_role")
-            .get(pk=session_id)
-        )
-        current = registry.resolve(locked.current_role.slug)
+        locked = _lock(session_id)
+        if isinstance(session, AgentSession) and "owner" in session._state.fields_cache:
+            locked.owner = session.owner  # already loaded by the caller; saves a query
+        current = current_role_of(locked)
         if expected is not None and expected.slug != current.slug:
             refusal = AcodeError(
                 "ACODE-ROL-006",
@@ -289,34 +290,36 @@ def _apply(
     request_id: str,
 ) -> TransitionResult:
     now = timezone.now()
-    version = _version_of(target)
-    last_seq = (
-        RoleTransition.objects.filter(session=session)
-        .order_by("-seq")
-        .values_list("seq", flat=True)
-        .first()
-        or 0
-    )
+    seq = session.transition_count + 1
     transition = RoleTransition.objects.create(
         session=session,
-        seq=last_seq + 1,
+        seq=seq,
         from_role_id=current.id,
         to_role_id=target.id,
-        role_version=version,
+        role_version_id=target.version_id,
         reason=reason.strip(),
         actor=who,
         user_id=user.pk if user is not None and user.is_authenticated else None,
         request_id=request_id,
         created_at=now,
     )
-    AgentSession.objects.filter(pk=session.pk).update(
-        current_role_id=target.id,
-        role_version=version,
-        role_since=now,
-        last_reason=reason.strip(),
-        updated_at=now,
+    # The session row is locked: update it in memory and save, no re-read needed.
+    session.current_role_id = target.id
+    session.role_version_id = target.version_id
+    session.role_since = now
+    session.last_reason = reason.strip()
+    session.transition_count = seq
+    session.updated_at = now
+    session.save(
+        update_fields=[
+            "current_role",
+            "role_version",
+            "role_since",
+            "last_reason",
+            "transition_count",
+            "updated_at",
+        ]
     )
-    session.refresh_from_db()
     audit_record(
         event_type=AuditEventType.ROLE_TRANSITION,
         actor=who,
@@ -385,14 +388,14 @@ def plan_set(
     user: User | None = None,
 ) -> AgentSession:
     """Set or replace the session plan (ordered steps; an empty list clears it)."""
-    locked = AgentSession.objects.select_for_update().get(pk=session.pk)
+    locked = _lock(session.pk)
     locked.plan = _normalise_plan(steps)
     locked.save(update_fields=["plan", "updated_at"])
     audit_record(
         event_type=AuditEventType.PLAN_UPDATED,
         actor=actor_name(user, actor),
         session=locked,
-        role=locked.current_role.slug,
+        role=current_role_of(locked).slug,
         target="plan",
         result=f"{len(locked.plan)} steps",
         details={"steps": [s["title"] for s in locked.plan]},
@@ -411,7 +414,7 @@ def plan_step_update(
     user: User | None = None,
 ) -> AgentSession:
     """Change one plan step's status."""
-    locked = AgentSession.objects.select_for_update().get(pk=session.pk)
+    locked = _lock(session.pk)
     if status not in StepStatus.values:
         raise AcodeError(
             "ACODE-SES-004",
@@ -434,7 +437,7 @@ def plan_step_update(
         event_type=AuditEventType.PLAN_UPDATED,
         actor=actor_name(user, actor),
         session=locked,
-        role=locked.current_role.slug,
+        role=current_role_of(locked).slug,
         target=f"plan step {number}",
         result=status,
         details={"step": number, "from": previous, "to": status},
@@ -458,19 +461,17 @@ def change_record(
         raise AcodeError(
             "ACODE-API-400", f"Unknown change kind {kind!r}.", {"allowed": list(ChangeKind.values)}
         )
-    locked = (
-        AgentSession.objects.select_for_update().select_related("current_role").get(pk=session.pk)
-    )
+    locked = _lock(session.pk)
     change, _ = PendingChange.objects.update_or_create(
         session=locked,
         path=path,
-        defaults={"kind": kind, "diff": diff, "role": locked.current_role},
+        defaults={"kind": kind, "diff": diff, "role_id": locked.current_role_id},
     )
     audit_record(
         event_type=AuditEventType.CHANGE_RECORDED,
         actor=actor_name(user, actor),
         session=locked,
-        role=locked.current_role.slug,
+        role=current_role_of(locked).slug,
         target=path,
         result=kind,
         details={"lines": diff.count("\n")},
@@ -495,9 +496,7 @@ def change_track(
     """
     from sessions_app.tools import unified_diff
 
-    locked = (
-        AgentSession.objects.select_for_update().select_related("current_role").get(pk=session.pk)
-    )
+    locked = _lock(session.pk)
     existing = PendingChange.objects.filter(session=locked, path=path).first()
     baseline = existing.baseline if existing is not None else before
     if baseline is None and after is None:
@@ -521,14 +520,14 @@ def change_track(
                 "kind": kind,
                 "diff": unified_diff(path, baseline or "", after or ""),
                 "baseline": baseline,
-                "role": locked.current_role,
+                "role_id": locked.current_role_id,
             },
         )
     audit_record(
         event_type=AuditEventType.CHANGE_RECORDED,
         actor=actor_name(None, actor),
         session=locked,
-        role=locked.current_role.slug,
+        role=current_role_of(locked).slug,
         target=path,
         result=str(kind),
         details={"cumulative": True},
@@ -546,10 +545,8 @@ def changes_approve(
     user: User | None = None,
 ) -> int:
     """A review approved the pending changes: clear them. Needs ``approve_changes`` in the role."""
-    locked = (
-        AgentSession.objects.select_for_update().select_related("current_role").get(pk=session.pk)
-    )
-    role = registry.resolve(locked.current_role.slug)
+    locked = _lock(session.pk)
+    role = current_role_of(locked)
     if "approve_changes" not in role.access.permissions:
         raise AcodeError(
             "ACODE-ROL-003",
@@ -587,7 +584,7 @@ def session_update(
             "The role changes only through a transition (POST /api/sessions/{id}/transition/).",
             {"field": "current_role"},
         )
-    locked = AgentSession.objects.select_for_update().get(pk=session.pk)
+    locked = _lock(session.pk)
     changed = {}
     for key, value in data.items():
         if key in allowed and getattr(locked, key) != value:
@@ -599,7 +596,7 @@ def session_update(
             event_type=AuditEventType.SESSION_UPDATED,
             actor=actor_name(user, actor),
             session=locked,
-            role=locked.current_role.slug,
+            role=current_role_of(locked).slug,
             target=", ".join(changed),
             result="updated",
             details=changed,

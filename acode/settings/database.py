@@ -5,7 +5,7 @@ from __future__ import annotations
 import dj_database_url
 
 from acode.settings.base import VAR_DIR
-from acode.settings.env import env_int, env_str
+from acode.settings.env import env_bool, env_int, env_str
 
 _default_url = f"sqlite:///{VAR_DIR / 'acode.sqlite3'}"
 DATABASE_URL = env_str("DATABASE_URL", _default_url)
@@ -15,6 +15,15 @@ DATABASES = {
         DATABASE_URL, conn_max_age=env_int("ACODE_DB_CONN_MAX_AGE", 60), conn_health_checks=True
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("ACODE_DB_POOL", True):
+    # A connection pool: under ASGI every request runs in its own thread, so persistent
+    # connections would be opened and closed per request.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": env_int("ACODE_DB_POOL_MAX", 20),
+        "timeout": 30,
+    }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     # WAL + a busy timeout let the web server, workers and tests share one file;
