@@ -292,46 +292,62 @@ def _rank(root: Path, files: list[str], terms: list[str], limit: int = 60) -> li
     return (relevant + rest)[:limit]
 
 
+def _name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def _stem(path: str) -> str:
+    name = _name(path)
+    return name.rsplit(".", 1)[0] if "." in name[1:] else name
+
+
 def _named_files(files: list[str], text: str) -> list[str]:
-    """Files a task or plan step names: by path, by file name, or by a matching identifier."""
-    named: list[str] = []
+    """Files a task or plan step names: by path, by file name, or by a matching identifier.
+
+    Words of the text are looked up in dictionaries built once per call, so the cost is
+    one pass over the file list whatever the text says.
+    """
     lowered = text.lower()
+    words = set(re.findall(r"[a-z0-9_./-]+", lowered))
+    by_name: dict[str, list[str]] = {}
     by_stem: dict[str, list[str]] = {}
     for f in files:
-        stem = PurePosixPath(f).stem.lower()
+        name = _name(f).lower()
+        by_name.setdefault(name, []).append(f)
+        stem = _stem(f).lower()
         by_stem.setdefault(stem, []).append(f)
         by_stem.setdefault(stem.replace("_", ""), []).append(f)
-    for f in files:
-        if f.lower() in lowered or (
-            len(PurePosixPath(f).name) > 4
-            and re.search(rf"\b{re.escape(PurePosixPath(f).name.lower())}\b", lowered)
-        ):
-            named.append(f)
+    # Tiers: paths and file names; code identifiers (CamelCase, snake_case); plain words
+    # only when nothing more specific was named.
+    tiers: list[list[str]] = [[], [], []]
+    for word in words:
+        if "/" in word:
+            for f in by_name.get(_name(word), []):
+                if f.lower().endswith(word) or word.endswith(f.lower()):
+                    tiers[0].append(f)
+        elif len(word) > 4 and "." in word:
+            tiers[0].extend(by_name.get(word, []))
     for ident in re.findall(r"[A-Za-z_][A-Za-z0-9_]{3,}", text):
         key = re.sub(r"(?<!^)(?=[A-Z])", "_", ident).lower()
+        tier = 1 if (ident != ident.lower() or "_" in ident) else 2
         for candidate in (ident.lower(), key, key.replace("_", "")):
-            for f in by_stem.get(candidate, []):
-                if not _is_test(f):
-                    named.append(f)
-    return list(dict.fromkeys(named))
+            tiers[tier].extend(f for f in by_stem.get(candidate, []) if not _is_test(f))
+    order = {f: i for i, f in enumerate(files)}
+    named = tiers[0] + tiers[1] or tiers[2]
+    return sorted(dict.fromkeys(named), key=lambda f: order[f])
 
 
 def _is_test(path: str) -> bool:
-    name = PurePosixPath(path).name
-    return (
-        name.startswith("test_")
-        or PurePosixPath(path).stem.endswith("_test")
-        or "/tests/" in f"/{path}"
-    )
+    name = _name(path)
+    return name.startswith("test_") or _stem(path).endswith("_test") or "/tests/" in f"/{path}"
 
 
 def _tests_for(files: list[str], targets: Iterable[str]) -> list[str]:
+    tests = [(f, _stem(f).lower()) for f in files if _is_test(f)]
     out: list[str] = []
     for target in targets:
-        stem = PurePosixPath(target).stem.lower()
-        for f in files:
-            if _is_test(f) and f != target and stem and stem in PurePosixPath(f).stem.lower():
-                out.append(f)
+        stem = _stem(target).lower()
+        out.extend(f for f, test_stem in tests if f != target and stem and stem in test_stem)
     return list(dict.fromkeys(out))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 import uuid
 from concurrent.futures import Future
@@ -31,11 +32,16 @@ class _Publisher:
     """One event loop thread per process, sending group messages in order."""
 
     def __init__(self) -> None:
+        self._pid = os.getpid()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
         self._last: Future[None] | None = None
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        if (
+            self._pid != os.getpid()
+        ):  # forked (e.g. a prefork worker child): the thread stayed behind
+            self.__init__()  # type: ignore[misc]
         with self._lock:
             if self._loop is None or not self._loop.is_running():
                 loop = asyncio.new_event_loop()

@@ -13,14 +13,13 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from roles.access import command_allowed, path_allowed
+from roles.access import ToolSpec, command_allowed, path_allowed
 from roles.registry import RoleDef, registry
 from sessions_app.audit import audit_record
 from sessions_app.models import AgentSession, AuditEventType, Job
@@ -46,9 +45,18 @@ class Decision:
     target: str = ""
 
 
-@lru_cache(maxsize=256)
-def _validator(schema_json: str) -> Draft202012Validator:
-    return Draft202012Validator(json.loads(schema_json))
+_VALIDATORS: dict[int, tuple[ToolSpec, Draft202012Validator]] = {}
+
+
+def _validator(spec: ToolSpec) -> Draft202012Validator:
+    """One compiled validator per tool spec; specs are immutable and replaced on reload."""
+    cached = _VALIDATORS.get(id(spec))
+    if cached is None or cached[0] is not spec:
+        if len(_VALIDATORS) > 512:
+            _VALIDATORS.clear()
+        cached = (spec, Draft202012Validator(dict(spec.argument_schema)))
+        _VALIDATORS[id(spec)] = cached
+    return cached[1]
 
 
 def _deny(reason: str, code: str = DENIED, target: str = "") -> Decision:
@@ -74,9 +82,7 @@ def tool_check(role: RoleDef, tool: str, arguments: Any, workspace: Path) -> Dec
         return _deny("Tool arguments must be a JSON object.", BAD_ARGUMENTS)
     try:
         errors = sorted(
-            _validator(json.dumps(dict(spec.argument_schema), sort_keys=True)).iter_errors(
-                arguments
-            ),
+            _validator(spec).iter_errors(arguments),
             key=lambda e: list(e.path),
         )
     except SchemaError as exc:

@@ -135,12 +135,20 @@ def workspace_files(root: Path) -> list[str]:
             names = [n for n in proc.stdout.decode("utf-8", "replace").split("\0") if n]
             return sorted(n for n in names if not (set(PurePosixPath(n).parts[:-1]) & SKIP_DIRS))
     out: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".git"))
-        for name in filenames:
-            full = Path(dirpath) / name
-            if full.is_file() and not full.is_symlink():
-                out.append(full.relative_to(root).as_posix())
+    stack = [""]
+    while stack:  # os.scandir: one stat per entry, no Path objects per file
+        prefix = stack.pop()
+        try:
+            entries = list(os.scandir(root / prefix if prefix else root))
+        except OSError:
+            continue
+        for entry in entries:
+            rel = f"{prefix}{entry.name}"
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in SKIP_DIRS and not entry.name.startswith(".git"):
+                    stack.append(rel + "/")
+            elif entry.is_file(follow_symlinks=False):
+                out.append(rel)
     return sorted(out)
 
 

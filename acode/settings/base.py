@@ -18,8 +18,9 @@ SECRET_KEY = _secret
 ALLOWED_HOSTS = env_list("ACODE_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("ACODE_CSRF_TRUSTED_ORIGINS", [])
 
+# daphne is started directly (make run, production), so it is not an app here: keeping
+# it out spares every worker process its import cost.
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
