@@ -1,7 +1,5 @@
-"""acode: run AI coding agents under explicit, enforced roles."""
+"""acode: run AI coding agents under explicit, enforced roles.
 
-from __future__ import annotations
-
-from acode.celery import app as celery_app
-
-__all__ = ["celery_app"]
+The Celery app lives in ``acode.celery`` and is loaded by ``sessions_app``'s app config,
+so importing ``acode`` (the CLI does) stays light and Django-free.
+"""

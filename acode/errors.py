@@ -2,13 +2,13 @@
 
 Services raise :class:`AcodeError`; :func:`api_exception_handler` turns it (and DRF's own
 errors) into ``{"code", "message", "details"}`` with the HTTP status of the code. The table
-below is the single source of truth; ``docs/errors.md`` and the README are generated from
-it by ``manage.py errors_table`` and checked by the tests.
+of codes lives in ``acode.error_codes`` (the single source of truth, free of Django so the
+CLI can use it); the README's table is generated from it (``python -m acode.error_codes``) and a
+test keeps the two equal.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
@@ -18,195 +18,15 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
+from acode.error_codes import ERROR_CODES, ErrorCode, error_table_markdown
 
-@dataclass(frozen=True)
-class ErrorCode:
-    """One documented error: its stable code, HTTP status, title and what to do about it."""
-
-    code: str
-    http_status: int
-    title: str
-    hint: str
-
-
-_CODES = [
-    ErrorCode(
-        "ACODE-ROL-001",
-        400,
-        "Unknown role",
-        "Use one of the roles listed in the error's details (`acode roles list`).",
-    ),
-    ErrorCode(
-        "ACODE-ROL-002",
-        409,
-        "Role transition not allowed",
-        "Follow one of the transitions listed as allowed now, or meet the precondition first.",
-    ),
-    ErrorCode(
-        "ACODE-ROL-003",
-        403,
-        "Tool not allowed in role",
-        "Transition to a role that has the tool (`acode tool list --role R`).",
-    ),
-    ErrorCode(
-        "ACODE-ROL-004",
-        400,
-        "Invalid role definition",
-        "Fix the named field: parent cycles, bad globs or patterns, bad colour, reserved slugs.",
-    ),
-    ErrorCode(
-        "ACODE-ROL-005",
-        409,
-        "Role is protected or in use",
-        "The Default role cannot be deleted or renamed; roles referenced by rules or children need those removed first.",
-    ),
-    ErrorCode(
-        "ACODE-ROL-006",
-        409,
-        "Expected role does not match",
-        "Another client changed the role; read the current role and decide again.",
-    ),
-    ErrorCode(
-        "ACODE-ROL-007",
-        400,
-        "Transition reason required",
-        "Give a non-blank reason for every role change.",
-    ),
-    ErrorCode(
-        "ACODE-SES-002",
-        400,
-        "Invalid workspace",
-        "Give an existing directory as an absolute path, or none to get a fresh git workspace.",
-    ),
-    ErrorCode(
-        "ACODE-SES-003",
-        400,
-        "Role changes only through a transition",
-        "Use POST /api/sessions/{id}/transition/ (or `acode role set`) with a reason.",
-    ),
-    ErrorCode(
-        "ACODE-SES-004",
-        400,
-        "Invalid plan",
-        "Give steps with non-blank titles and a known status; address steps by their number.",
-    ),
-    ErrorCode(
-        "ACODE-AUD-001",
-        409,
-        "Audit history is append-only",
-        "Audit events and transitions are never changed or deleted; record a new event instead.",
-    ),
-    ErrorCode(
-        "ACODE-TOL-001",
-        400,
-        "Invalid tool arguments",
-        "Call the tool with arguments that match its schema (`acode tool list`).",
-    ),
-    ErrorCode(
-        "ACODE-TOL-002",
-        500,
-        "Tool failed",
-        "The tool ran but the operating system refused it; read the message.",
-    ),
-    ErrorCode(
-        "ACODE-JOB-001",
-        409,
-        "Job budget exceeded",
-        "Raise the role's max LLM calls, tokens or timeout, or split the request.",
-    ),
-    ErrorCode(
-        "ACODE-JOB-002",
-        409,
-        "Job stopped in a loop",
-        "The model repeated the same tool call three times; rephrase the request.",
-    ),
-    ErrorCode(
-        "ACODE-JOB-003",
-        503,
-        "No model endpoint answered",
-        "Check the role's preferred and fallback models and that their servers are up.",
-    ),
-    ErrorCode(
-        "ACODE-JOB-004",
-        409,
-        "Nothing to review",
-        "Make changes in Coder role first, then run Reviewer.",
-    ),
-    ErrorCode(
-        "ACODE-JOB-005",
-        500,
-        "Worker lost",
-        "The worker died twice while running the job; check worker logs and resubmit.",
-    ),
-    ErrorCode(
-        "ACODE-JOB-006",
-        409,
-        "Job already finished",
-        "Only queued or running jobs can be cancelled.",
-    ),
-    ErrorCode(
-        "ACODE-JOB-007",
-        409,
-        "Role changed during the job",
-        "The session left the job's role; start a new job in the current role.",
-    ),
-    ErrorCode(
-        "ACODE-LLM-001",
-        400,
-        "Unknown model endpoint",
-        "Name a model endpoint defined in admin (Model endpoints) or leave it empty.",
-    ),
-    ErrorCode(
-        "ACODE-PRM-001",
-        400,
-        "Dangerous prompt content",
-        "Remove the matched text from the prompt; prompts may not instruct shell downloads, secret reads or destructive commands.",
-    ),
-    ErrorCode(
-        "ACODE-PRM-002",
-        404,
-        "Unknown prompt pack",
-        "Use an existing pack name (`acode prompt-pack show`).",
-    ),
-    ErrorCode(
-        "ACODE-IMP-001", 400, "Invalid import file", "Fix the listed problems; nothing was written."
-    ),
-    ErrorCode("ACODE-API-400", 400, "Invalid request", "Fix the fields listed in details."),
-    ErrorCode(
-        "ACODE-API-401",
-        401,
-        "Authentication required",
-        "Log in or send `Authorization: Token <token>`.",
-    ),
-    ErrorCode(
-        "ACODE-API-403", 403, "Permission denied", "Ask an administrator for the needed permission."
-    ),
-    ErrorCode("ACODE-API-404", 404, "Not found", "Check the id or name."),
-    ErrorCode("ACODE-API-405", 405, "Method not allowed", "Use a method the endpoint supports."),
-    ErrorCode("ACODE-API-409", 409, "Conflict", "Read the current state and retry."),
-    ErrorCode(
-        "ACODE-API-422",
-        422,
-        "Idempotency key reused",
-        "Use a new Idempotency-Key for a different request.",
-    ),
-    ErrorCode("ACODE-API-409", 409, "Conflict", "Read the current state and retry."),
-    ErrorCode(
-        "ACODE-API-422",
-        422,
-        "Idempotency key reused",
-        "Use a new Idempotency-Key for a different request.",
-    ),
-    ErrorCode("ACODE-API-429", 429, "Too many requests", "Slow down and retry later."),
-    ErrorCode(
-        "ACODE-API-500",
-        500,
-        "Internal error",
-        "Retry; if it persists, report it with the request id.",
-    ),
+__all__ = [
+    "ERROR_CODES",
+    "AcodeError",
+    "ErrorCode",
+    "api_exception_handler",
+    "error_table_markdown",
 ]
-
-ERROR_CODES: dict[str, ErrorCode] = {entry.code: entry for entry in _CODES}
 
 
 class AcodeError(Exception):
@@ -268,14 +88,3 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         details = {}
     response.data = {"code": code, "message": message, "details": details}
     return response
-
-
-def error_table_markdown() -> str:
-    """The documented error table, as Markdown (README and docs)."""
-    lines = ["| Code | HTTP | Meaning | What to do |", "| --- | --- | --- | --- |"]
-    lines += [f"| `{e.code}` | {e.http_status} | {e.title} | {e.hint} |" for e in _CODES]
-    return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    print(error_table_markdown())

@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from acode.auth_api import TokenApi
 from acode.views import health
 
 urlpatterns = [
@@ -13,6 +14,7 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("api/auth/token/", TokenApi.as_view(), name="api-auth-token"),
     path("api/", include("roles.urls")),
     path("api/", include("sessions_app.urls")),
     path("healthz", health, name="health"),

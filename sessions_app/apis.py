@@ -462,10 +462,21 @@ def _job_for(request: Request, pk: Any, *, act: bool = False) -> Job:
 
 
 class SessionJobsApi(APIView):
-    @extend_schema(responses=JobOutput(many=True), operation_id="sessions_jobs_list")
+    @extend_schema(
+        responses=JobOutput(many=True),
+        parameters=[
+            OpenApiParameter(
+                "status", str, description="Comma-separated statuses, e.g. queued,running"
+            )
+        ],
+        operation_id="sessions_jobs_list",
+    )
     def get(self, request: Request, pk: str) -> Response:
         session = _session_for(request, pk)
-        jobs = session.jobs.select_related("role", "role_version").order_by("-created_at")[:200]
+        jobs = session.jobs.order_by("-created_at")
+        if request.query_params.get("status"):
+            jobs = jobs.filter(status__in=request.query_params["status"].split(","))
+        jobs = jobs[:200]
         return Response(JobOutput(jobs, many=True).data)
 
     @extend_schema(

@@ -12,6 +12,7 @@ class SessionsAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        import acode.celery  # noqa: F401 - binds shared tasks to acode's Celery app
         from sessions_app import receivers
 
         receivers.connect()

@@ -255,7 +255,19 @@ def _check_rule(session: AgentSession, current: RoleDef, target: RoleDef) -> Aco
         return None
     options = transitions_from(session)
     if rule is None:
-        explanation = f"There is no rule from {current.name} to {target.name}."
+        into = [r for r in registry.all_rules() if r.to_slug == target.slug and not r.implicit]
+        sources = ", ".join(f"{registry.get(r.from_slug).name} ({r.condition_text})" for r in into)
+        why = next((r.explanation for r in into if r.explanation), "")
+        explanation = " ".join(
+            part
+            for part in (
+                why,
+                f"{target.name} is entered from: {sources}."
+                if into
+                else f"No rule leads to {target.name}.",
+            )
+            if part
+        )
         headline = f"Cannot transition from {current.name} to {target.name}. This transition is not allowed."
     else:
         explanation = (

@@ -95,6 +95,7 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     # ?format= is ours (audit export as jsonl or csv), not DRF's renderer override.
     "URL_FORMAT_OVERRIDE": None,
+    "DEFAULT_THROTTLE_RATES": {"login": env_str("ACODE_LOGIN_RATE", "20/min")},
 }
 
 SPECTACULAR_SETTINGS = {

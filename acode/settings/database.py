@@ -15,7 +15,9 @@ DATABASES = {
         DATABASE_URL, conn_max_age=env_int("ACODE_DB_CONN_MAX_AGE", 60), conn_health_checks=True
     )
 }
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("ACODE_DB_POOL", True):
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool(
+    "ACODE_DB_POOL", True
+):
     # A connection pool: under ASGI every request runs in its own thread, so persistent
     # connections would be opened and closed per request.
     DATABASES["default"]["CONN_MAX_AGE"] = 0

@@ -193,3 +193,27 @@ def test_every_endpoint_is_in_the_schema(api: APIClient) -> None:
             normalised = normalised.replace("<" + conv, "<")
         normalised = normalised.replace("<pk>", "<id>")
         assert normalised in documented, route
+
+
+@pytest.mark.django_db
+def test_token_login_and_logout(user: Any) -> None:
+    client = APIClient()
+    bad = client.post("/api/auth/token/", {"username": "dev", "password": "nope"}, format="json")
+    assert bad.status_code == 401 and bad.json()["code"] == "ACODE-API-401"
+    missing = client.post("/api/auth/token/", {"username": "dev"}, format="json")
+    assert missing.status_code == 400 and "password" in missing.json()["details"]["fields"]
+    ok = client.post(
+        "/api/auth/token/", {"username": "dev", "password": "pw-dev-123"}, format="json"
+    )
+    assert ok.status_code == 200 and ok.json()["username"] == "dev"
+    token = ok.json()["token"]
+    assert (
+        client.post(
+            "/api/auth/token/", {"username": "dev", "password": "pw-dev-123"}, format="json"
+        ).json()["token"]
+        == token
+    )
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    assert client.get("/api/me/").json()["username"] == "dev"
+    assert client.delete("/api/auth/token/").status_code == 204
+    assert client.get("/api/me/").status_code == 401

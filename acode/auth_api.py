@@ -1,0 +1,75 @@
+"""Token login for API clients and the CLI: exchange a username and password for a token."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from django.contrib.auth import authenticate
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.authtoken.models import Token
+from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.views import APIView
+
+from acode.errors import AcodeError
+
+
+class TokenInput(serializers.Serializer):
+    username = serializers.CharField()
+    password = serializers.CharField(trim_whitespace=False, style={"input_type": "password"})
+
+
+class TokenOutput(serializers.Serializer):
+    token = serializers.CharField()
+    username = serializers.CharField()
+
+
+class TokenApi(APIView):
+    """``POST`` logs in (no authentication needed; rate-limited); ``DELETE`` revokes the token."""
+
+    throttle_scope = "login"
+
+    def get_permissions(self) -> list[Any]:
+        return [AllowAny()] if self.request.method == "POST" else [IsAuthenticated()]
+
+    def get_authenticators(self) -> list[Any]:
+        if self.request is not None and self.request.method == "POST":
+            return []  # a stale token in the header must not block logging in again
+        return super().get_authenticators()
+
+    def get_throttles(self) -> list[Any]:
+        return [ScopedRateThrottle()] if self.request.method == "POST" else []
+
+    @extend_schema(
+        request=TokenInput,
+        responses={
+            200: TokenOutput,
+            400: OpenApiResponse(description="ACODE-API-400"),
+            401: OpenApiResponse(description="ACODE-API-401"),
+            429: OpenApiResponse(description="ACODE-API-429"),
+        },
+        auth=[],
+        operation_id="auth_token_create",
+    )
+    def post(self, request: Request) -> Response:
+        data = TokenInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        user = authenticate(
+            request._request,
+            username=data.validated_data["username"],
+            password=data.validated_data["password"],
+        )
+        if user is None or not user.is_active:
+            raise AcodeError(
+                "ACODE-API-401", "Unable to log in with the given username and password.", {}
+            )
+        token, _ = Token.objects.get_or_create(user=user)
+        return Response({"token": token.key, "username": user.get_username()})
+
+    @extend_schema(request=None, responses={204: None}, operation_id="auth_token_destroy")
+    def delete(self, request: Request) -> Response:
+        Token.objects.filter(user_id=cast(int, request.user.pk)).delete()
+        return Response(status=204)

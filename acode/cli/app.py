@@ -1,0 +1,81 @@
+"""The ``acode`` command: a client of the acode REST API (local or remote server)."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated
+
+import typer
+
+from acode.cli.commands import (
+    agent,
+    audit,
+    auth,
+    context,
+    prompt_packs,
+    role,
+    roles,
+    sessions,
+    status,
+    tools,
+)
+from acode.cli.runtime import Runtime
+
+app = typer.Typer(
+    name="acode",
+    help="Run AI coding agents under explicit, enforced roles. Talks to an acode server "
+    "(ACODE_URL, default http://127.0.0.1:8000) with a token (ACODE_TOKEN or `acode login`).",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        try:
+            typer.echo(f"acode {version('acode')}")
+        except PackageNotFoundError:  # pragma: no cover - running from a source tree
+            typer.echo("acode (not installed)")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url",
+            help="Server URL for this command (default: ACODE_URL, then the URL saved by "
+            "`acode login`, then http://127.0.0.1:8000).",
+            show_default=False,
+        ),
+    ] = None,
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Run AI coding agents under explicit, enforced roles."""
+    ctx.obj = Runtime(url_option=url)
+
+
+app.command("login")(auth.login)
+app.command("logout")(auth.logout)
+app.command("whoami")(auth.whoami)
+app.command("status")(status.status)
+app.command("agent")(agent.agent)
+app.add_typer(sessions.app, name="session")
+app.add_typer(roles.app, name="roles")
+app.add_typer(role.app, name="role")
+app.add_typer(tools.app, name="tool")
+app.add_typer(audit.app, name="audit")
+app.add_typer(prompt_packs.app, name="prompt-pack")
+app.add_typer(context.app, name="context")
+
+
+def main() -> None:
+    """Entry point of the ``acode`` console script."""
+    app()

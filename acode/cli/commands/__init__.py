@@ -1,0 +1,1 @@
+"""The CLI's command groups, one module per group."""

@@ -1,0 +1,166 @@
+"""``acode role current|set|history|transitions``: the role of the current session."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from acode.cli.client import ApiClient
+from acode.cli.commands import roles as roles_commands
+from acode.cli.output import emit_json, esc, fmt_time, out
+from acode.cli.runtime import (
+    JsonOption,
+    SessionOption,
+    handles_errors,
+    role_names,
+    runtime,
+    selected_session_id,
+)
+
+app = typer.Typer(
+    help="The current session's role: show it, change it, its history and options.",
+    no_args_is_help=True,
+)
+
+
+@app.command("current")
+@handles_errors
+def current(ctx: typer.Context, session: SessionOption = None, as_json: JsonOption = False) -> None:
+    """Show the session's current role, since when and why."""
+    with runtime(ctx).client(session) as client:
+        data = client.get(f"/api/sessions/{selected_session_id(client)}/")
+    if as_json:
+        emit_json(
+            {
+                "session": data["id"],
+                "role": data["current_role"],
+                "role_version": data["role_version"],
+                "since": data["role_since"],
+                "reason": data["last_reason"],
+            }
+        )
+        return
+    console = out()
+    console.print(f"Current Role: [bold]{esc(data['current_role']['name'])}[/]")
+    console.print(f"Since: {fmt_time(data['role_since'])}")
+    console.print(f"Reason: {esc(data['last_reason'])}")
+
+
+def transition(
+    client: ApiClient, session_id: str, role: str, reason: str, expect: str | None = None
+) -> dict[str, Any]:
+    """POST a transition; the server checks the rules and answers 409 when refused."""
+    body: dict[str, Any] = {"to_role": role, "reason": reason}
+    if expect:
+        body["expected_role"] = expect
+    result: dict[str, Any] = client.post(f"/api/sessions/{session_id}/transition/", body)
+    return result
+
+
+@app.command("set")
+@handles_errors
+def set_(
+    ctx: typer.Context,
+    role: Annotated[str, typer.Argument(help="Role to change to (slug or name, any case).")],
+    reason: Annotated[
+        str, typer.Option("--reason", "-r", help="Why the role changes (recorded and audited).")
+    ],
+    expect: Annotated[
+        str | None,
+        typer.Option(
+            "--expect",
+            help="Only change if the session is still in this role (guards against races).",
+        ),
+    ] = None,
+    session: SessionOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Change the session's role. Refused transitions exit 4 and list the valid ones."""
+    with runtime(ctx).client(session) as client:
+        result = transition(client, selected_session_id(client), role, reason, expect)
+    if as_json:
+        emit_json(result)
+        return
+    console = out()
+    if not result["changed"]:
+        console.print(esc(result["message"]))
+        return
+    step = result["transition"]
+    console.print(f"[bold green][SUCCESS][/] {esc(result['message'])}")
+    console.print(f"Reason: {esc(step['reason'])}")
+    console.print(f"Timestamp: {fmt_time(step['created_at'])}")
+
+
+@app.command("history")
+@handles_errors
+def history(ctx: typer.Context, session: SessionOption = None, as_json: JsonOption = False) -> None:
+    """List every role the session has been in, with reasons, oldest first."""
+    with runtime(ctx).client(session) as client:
+        rows = client.get(f"/api/sessions/{selected_session_id(client)}/history/")
+        names = role_names(client) if not as_json else {}
+    if as_json:
+        emit_json(rows)
+        return
+    console = out()
+    console.print("Role Transition History:")
+    for index, row in enumerate(rows, start=1):
+        target = names.get(row["to_role"], row["to_role"])
+        step = target
+        if row.get("from_role"):
+            step = f"{names.get(row['from_role'], row['from_role'])} → {target}"
+        console.print()
+        console.print(esc(f"{index}. [{fmt_time(row['created_at'])}] {step}"))
+        console.print(f"   Reason: {esc(row['reason'])}")
+        console.print(f"   By: {esc(row['actor'])}")
+
+
+@app.command("transitions")
+@handles_errors
+def transitions(
+    ctx: typer.Context, session: SessionOption = None, as_json: JsonOption = False
+) -> None:
+    """List the transitions out of the current role and whether each is allowed now."""
+    with runtime(ctx).client(session) as client:
+        sid = selected_session_id(client)
+        options = client.get(f"/api/sessions/{sid}/transitions/")
+        current_name = client.get(f"/api/sessions/{sid}/")["current_role"]["name"]
+    if as_json:
+        emit_json(options)
+        return
+    console = out()
+    console.print(f"Valid transitions from {esc(current_name)}:")
+    for t in options:
+        line = f"{current_name} → {t['to_role_name']} ({t['condition']})"
+        if t["allowed_now"]:
+            console.print(f"  [green]✓[/] {esc(line)}")
+        else:
+            console.print(f"  [red]✗[/] {esc(line)} — not now: {esc(t['unmet'])}")
+
+
+@app.command("list")
+@handles_errors
+def list_roles(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    """Same as `acode roles list` (the spec's spelling)."""
+    with runtime(ctx).client() as client:
+        data = client.get("/api/roles/")
+    if as_json:
+        emit_json(data)
+        return
+    roles_commands.print_roles_table(data)
+
+
+@app.command("show")
+@handles_errors
+def show(
+    ctx: typer.Context,
+    role: roles_commands.RoleArgument,
+    include_prompt: roles_commands.IncludePromptOption = False,
+    pack: roles_commands.PackOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Same as `acode roles show` (the spec's spelling)."""
+    with runtime(ctx).client() as client:
+        roles_commands.print_role(
+            client, role, include_prompt=include_prompt, pack=pack, as_json=as_json
+        )
