@@ -53,7 +53,8 @@ def test_scenario_6_refused_transition_exits_4_and_lists_valid_ones(
     assert "[ERROR] ACODE-ROL-002 Role transition not allowed" in err
     assert "Cannot transition from Planner to Reviewer." in err
     assert "Attempted: Planner → Reviewer" in err
-    assert "Explanation: There is no rule from Planner to Reviewer." in err
+    assert "Explanation: Reviewer role requires completed implementation to review." in err
+    assert "Reviewer is entered from: Default (when the session has pending changes)" in err
     assert "Valid transitions from Planner:" in err
     assert (
         "  - Planner → Coder (when the session has a plan) — not now: the session has no plan yet"
