@@ -21,7 +21,13 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "prefix": "acode"},
+            "CONFIG": {
+                # redis-py 8 times reads out after 5 s, as long as channels-redis blocks on
+                # a receive, which closed idle websockets; and it refuses a 101st pooled
+                # connection instead of waiting, which 200 dashboards reach.
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 30, "max_connections": 1000}],
+                "prefix": "acode",
+            },
         }
     }
 else:
