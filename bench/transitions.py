@@ -105,8 +105,12 @@ def prepare(clients: int) -> tuple[str, list[tuple[str, str]]]:
 
 
 @contextmanager
-def daphne(log: Path) -> Iterator[str]:
-    """Run daphne on a free local port as production would; yield its base URL."""
+def daphne(log: Path, server: str = "daphne", workers: int = 1) -> Iterator[str]:
+    """Run the ASGI server on a free local port as production would; yield its base URL.
+
+    ``daphne`` (one process, what ``make run`` starts) or ``uvicorn`` with ``workers``
+    processes (uvloop and httptools), the usual multi-process production setup.
+    """
     from acode.embedded import free_port, wait_for_port
 
     port = free_port()
@@ -128,6 +132,24 @@ def daphne(log: Path) -> Iterator[str]:
                 "-p",
                 str(port),
                 "acode.asgi:application",
+            ]
+            if server == "daphne"
+            else [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "acode.asgi:application",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--workers",
+                str(workers),
+                "--no-access-log",
+                "--log-level",
+                "warning",
+                "--lifespan",
+                "off",
             ],
             cwd=ROOT,
             env=env,
@@ -249,6 +271,10 @@ def report(m: Measurement) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=4, help="concurrent client threads")
+    parser.add_argument(
+        "--server", choices=["daphne", "uvicorn"], default="daphne", help="ASGI server"
+    )
+    parser.add_argument("--workers", type=int, default=2, help="uvicorn worker processes")
     parser.add_argument("--requests", type=int, default=2000, help="requests per endpoint")
     parser.add_argument("--seconds", type=float, default=10.0, help="time cap per endpoint")
     parser.add_argument("--warmup", type=int, default=50, help="warm-up calls per thread")
@@ -269,7 +295,7 @@ def main() -> int:
         token, sessions = prepare(args.clients)
         # The server owns the database from here; keep no idle connection open on it.
         connection.close()
-        with daphne(log) as base_url:
+        with daphne(log, args.server, args.workers) as base_url:
             headers = {"Authorization": f"Token {token}"}
             clients = [
                 httpx.Client(base_url=base_url, headers=headers, timeout=30.0)
@@ -296,7 +322,9 @@ def main() -> int:
                 for client in clients:
                     client.close()
         print(
-            f"server: daphne (1 process), database {connection.vendor}, "
+            f"server: {args.server} ("
+            f"{1 if args.server == 'daphne' else args.workers} process"
+            f"{'' if args.server == 'daphne' or args.workers == 1 else 'es'}), database {connection.vendor}, "
             f"redis {'yes' if os.environ.get('REDIS_URL') else 'no (in-process layers)'}; "
             f"{args.clients} keep-alive client threads"
         )

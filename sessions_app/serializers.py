@@ -40,6 +40,14 @@ class PlanStepOutput(serializers.Serializer):
     status = serializers.ChoiceField(choices=StepStatus.choices)
 
 
+def _iso(moment: Any) -> str | None:
+    """Datetimes as DRF renders them (ISO 8601, ``Z`` for UTC)."""
+    if moment is None:
+        return None
+    text = moment.isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
 def role_ref(role_id: int) -> dict[str, str]:
     """A role as shown on sessions: from the registry, no query."""
     role = registry.by_id(role_id)
@@ -100,6 +108,29 @@ class SessionOutput(serializers.ModelSerializer):
         done = sum(1 for s in obj.plan if s.get("status") in (StepStatus.DONE, StepStatus.SKIPPED))
         return {"done": done, "total": len(obj.plan)}
 
+    def to_representation(self, instance: AgentSession) -> dict[str, Any]:
+        # Hot path (every transition answers with the session): build the dict directly
+        # instead of instantiating a ModelSerializer's fields per call. The declared
+        # fields above still describe it in the OpenAPI schema; a test keeps them equal.
+        return {
+            "id": str(instance.id),
+            "title": instance.title,
+            "task": instance.task,
+            "owner": instance.owner.username,
+            "workspace": instance.workspace,
+            "workspace_managed": instance.workspace_managed,
+            "current_role": self.get_current_role(instance),
+            "role_version": self.get_role_version(instance),
+            "role_since": _iso(instance.role_since),
+            "last_reason": instance.last_reason,
+            "plan": list(instance.plan or []),
+            "plan_progress": self.get_plan_progress(instance),
+            "risk_tier": instance.risk_tier,
+            "status": instance.status,
+            "created_at": _iso(instance.created_at),
+            "updated_at": _iso(instance.updated_at),
+        }
+
 
 class SessionCreateInput(serializers.Serializer):
     title = serializers.CharField(max_length=200)
@@ -141,6 +172,18 @@ class TransitionOutput(serializers.ModelSerializer):
     @extend_schema_field(OpenApiTypes.INT)
     def get_role_version(self, obj: RoleTransition) -> int | None:
         return version_number(obj, obj.to_role_id, obj.role_version_id)
+
+    def to_representation(self, instance: RoleTransition) -> dict[str, Any]:
+        return {
+            "seq": instance.seq,
+            "from_role": self.get_from_role(instance),
+            "to_role": self.get_to_role(instance),
+            "role_version": self.get_role_version(instance),
+            "reason": instance.reason,
+            "actor": instance.actor,
+            "request_id": instance.request_id,
+            "created_at": _iso(instance.created_at),
+        }
 
     class Meta:
         model = RoleTransition

@@ -424,3 +424,13 @@ def test_audit_rows_refuse_update_and_delete(api: APIClient) -> None:
         AuditEvent.objects.all().delete()
     with pytest.raises(AppendOnlyError):
         RoleTransition.objects.update(reason="rewritten")
+
+
+def test_fast_serializers_match_their_declared_fields(api: APIClient) -> None:
+    from sessions_app.serializers import SessionOutput, TransitionOutput
+
+    sid = new_session(api)["id"]
+    body = transition(api, sid, "planner", "go").json()
+    assert set(body["session"]) == set(SessionOutput().fields)
+    assert set(body["transition"]) == set(TransitionOutput().fields)
+    assert body["session"]["role_since"].endswith("Z")
