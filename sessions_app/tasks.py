@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from typing import Any
 
 from celery import shared_task
 from celery.signals import task_prerun, worker_ready
+from django.conf import settings
+from django.db import close_old_connections
 
 from roles.registry import registry
 
@@ -27,8 +31,7 @@ def _sync_registry(**kwargs: Any) -> None:
     registry.sync()
 
 
-@worker_ready.connect
-def _recover_lost_jobs(**kwargs: Any) -> None:
+def _recover_once() -> None:
     from sessions_app.jobs import jobs_recover_stale
 
     recovered = jobs_recover_stale()
@@ -36,3 +39,21 @@ def _recover_lost_jobs(**kwargs: Any) -> None:
         logger.warning(
             "recovered %d job(s) left running by a lost worker: %s", len(recovered), recovered
         )
+
+
+def _recover_forever() -> None:
+    # Another host's worker may die while this one keeps running: look again regularly.
+    while True:
+        time.sleep(settings.ACODE_JOB_STALE_SECONDS)
+        try:
+            _recover_once()
+        except Exception:
+            logger.exception("recovering lost jobs failed")
+        finally:
+            close_old_connections()
+
+
+@worker_ready.connect
+def _recover_lost_jobs(**kwargs: Any) -> None:
+    _recover_once()
+    threading.Thread(target=_recover_forever, name="acode-job-recovery", daemon=True).start()

@@ -253,3 +253,20 @@ def test_real_job_against_embedded_llama_cpp(
         details__tool__in=["write_file", "create_file", "delete_file", "execute_command"],
     ).exists()
     assert sorted(p.name for p in ws.rglob("*") if p.is_file()) == ["README.md", "users.py"]
+
+
+def test_running_worker_recovers_a_job_another_worker_lost(
+    user: Any, queue: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    scripted_model("explorer", [{"delay": 4, "content": "recovered"}])
+    session = session_in("explorer", user)
+    doomed = Worker(queue, tmp_path / "doomed.log")
+    workers.append(doomed)
+    job = wait_for(
+        job_create(session=session, request="survive", user=user), (JobStatus.RUNNING,), 30
+    )
+    workers.append(Worker(queue, tmp_path / "survivor.log"))  # up before the loss
+    doomed.kill()
+    job = wait_for(job, FINAL_JOB_STATUSES, 60)
+    assert job.status == JobStatus.SUCCEEDED and job.result == "recovered"
+    assert job.attempts == 2
