@@ -12,6 +12,7 @@ from acode.cli.commands import (
     audit,
     auth,
     context,
+    jobs,
     prompt_packs,
     role,
     roles,
@@ -74,6 +75,7 @@ app.add_typer(tools.app, name="tool")
 app.add_typer(audit.app, name="audit")
 app.add_typer(prompt_packs.app, name="prompt-pack")
 app.add_typer(context.app, name="context")
+app.add_typer(jobs.app, name="job")
 
 
 def main() -> None:

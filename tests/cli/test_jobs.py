@@ -1,0 +1,58 @@
+"""``acode job list|show|follow|cancel`` against the jobs API."""
+
+from __future__ import annotations
+
+import pytest
+
+from sessions_app.agent import run_job
+from tests.cli.conftest import RunCli
+from tests.sessions_app.jobkit import scripted_model
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def queue_job(cli: RunCli, request: str = "Look around") -> str:
+    result = cli("agent", request, "--no-wait", "--json")
+    assert result.exit_code == 0, result.output
+    import json
+
+    return str(json.loads(result.stdout)["id"])
+
+
+def test_job_list_show_follow_after_no_wait(cli: RunCli, session_id: str) -> None:
+    scripted_model(
+        "explorer",
+        [
+            {
+                "tool_calls": [
+                    {"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}
+                ]
+            },
+            {"content": "Nothing to change here."},
+        ],
+    )
+    cli("role", "set", "explorer", "--reason", "look")
+    job_id = queue_job(cli)
+    listed = cli("job", "list")
+    assert listed.exit_code == 0 and job_id[:8] in listed.stdout and "queued" in listed.stdout
+    run_job(job_id)  # what a worker does
+    shown = cli("job", "show", job_id[:8])
+    assert shown.exit_code == 0, shown.output
+    assert "Status: succeeded" in shown.stdout
+    assert "[DENIED] Tool 'write_file' is not available in role Explorer" in shown.stdout
+    assert "Nothing to change here." in shown.stdout
+    followed = cli("job", "follow", job_id, "--interval", "0.05")
+    assert followed.exit_code == 0 and "succeeded in role explorer" in followed.stdout
+    assert cli("job", "list", "--status", "running").stdout.startswith("No jobs")
+
+
+def test_job_cancel_and_unknown_job(cli: RunCli, session_id: str) -> None:
+    scripted_model("explorer", [{"content": "x"}])
+    cli("role", "set", "explorer", "--reason", "look")
+    job_id = queue_job(cli)
+    cancelled = cli("job", "cancel", job_id[:8])
+    assert cancelled.exit_code == 0 and "cancelled" in cancelled.stdout
+    again = cli("job", "cancel", job_id)
+    assert again.exit_code == 4 and "ACODE-JOB-006" in again.stderr
+    unknown = cli("job", "show", "zzzz")
+    assert unknown.exit_code == 3 and "Unknown job" in unknown.stderr
