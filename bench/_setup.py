@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,3 +54,60 @@ def fmt_time(seconds: float) -> str:
 
 def verdict(value: float, target: float) -> str:
     return "OK  " if value <= target else "MISS"
+
+
+@dataclass
+class WebServer:
+    """A running ASGI server process and where it listens."""
+
+    proc: subprocess.Popen[bytes]
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+@contextlib.contextmanager
+def web_server(log: Path, *, server: str = "daphne", workers: int = 1) -> Iterator[WebServer]:
+    """The web process as production runs it, on a free port of 127.0.0.1.
+
+    ``daphne`` (one process, what ``make run`` starts) or ``uvicorn`` with ``workers``
+    processes. It gets its own session, so Ctrl-C reaches only the benchmark, which then
+    stops it; its output goes to ``log``.
+    """
+    from acode.embedded import free_port, wait_for_port
+
+    port = free_port()
+    env = {
+        **os.environ,
+        "ACODE_DEBUG": "0",
+        "ACODE_LOG_LEVEL": "WARNING",
+        "ACODE_SERVE_STATIC": "0",
+        "DJANGO_SETTINGS_MODULE": "acode.settings",
+    }
+    if server == "daphne":
+        argv = [sys.executable, "-m", "daphne", "-v", "0", "-b", "127.0.0.1", "-p", str(port)]
+        argv.append("acode.asgi:application")
+    else:
+        argv = [sys.executable, "-m", "uvicorn", "acode.asgi:application", "--host", "127.0.0.1"]
+        argv += ["--port", str(port), "--workers", str(workers), "--no-access-log"]
+        argv += ["--log-level", "warning", "--lifespan", "off"]
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            try:
+                wait_for_port(port, timeout=30)
+            except RuntimeError:
+                print(log.read_text(errors="replace")[-3000:], file=sys.stderr)
+                raise
+            yield WebServer(proc, port)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

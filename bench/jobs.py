@@ -37,7 +37,6 @@ import logging
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -53,7 +52,7 @@ from typing import Any, TypeVar
 from unittest import mock
 
 import httpx
-from _setup import ROOT, django_setup, fmt_time, verdict
+from _setup import ROOT, django_setup, fmt_time, verdict, web_server
 
 TOOL_CHECK_TARGET = 100e-6
 BROAD_TARGET = 0.5
@@ -391,24 +390,6 @@ def started(
                 os.killpg(proc.pid, signal.SIGKILL)
 
 
-def daphne(stack: ExitStack, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """The web process, as production runs it, on a free port of 127.0.0.1."""
-    from acode.embedded import free_port
-
-    port = free_port()
-
-    def listening() -> bool:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return True
-        except OSError:
-            return False
-
-    argv = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
-    proc = stack.enter_context(started([*argv, "acode.asgi:application"], log, listening))
-    return proc, f"http://127.0.0.1:{port}"
-
-
 def celery_worker(stack: ExitStack, queue: str, log: Path) -> subprocess.Popen[bytes]:
     """One ``celery worker`` (threads pool, concurrency 4, as `make run` starts it) on ``queue``; ready at " ready." in its log."""
     argv = [sys.executable, "-m", "celery", "-A", "acode", "worker", "-Q", queue]
@@ -636,7 +617,8 @@ def run_through_worker(
     """Start daphne and one worker; warm up, run jobs one at a time, then all at once."""
     out = WorkerRun()
     with ExitStack() as stack:
-        web, base_url = daphne(stack, scratch / "daphne.log")
+        server = stack.enter_context(web_server(scratch / "daphne.log"))
+        web, base_url = server.proc, server.url
         worker = celery_worker(stack, queue, scratch / "worker.log")
         out.idle_rss = {
             "web": rss(web.pid),

@@ -41,23 +41,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from _setup import ROOT, django_setup, fmt_time, verdict
+from _setup import ROOT, django_setup, fmt_time, verdict, web_server
 
 P95_TARGET = 50e-3
 P99_TARGET = 100e-3
 OTHER_ROLE = {"default": "planner", "planner": "default"}
 ROUND_TIMEOUT = 10.0
 MAX_HISTORY = 150  # transitions of the bench session before a fresh one is opened
-FRAGMENT_SIZE = 6000
-DAPHNE = [
-    sys.executable,
-    "-m",
-    "daphne",
-    "-v",
-    "0",
-    "-b",
-    "127.0.0.1",
-]  # about the size of what a role change pushes to a session page
+FRAGMENT_SIZE = 6000  # about the size of what a role change pushes to a session page
 
 
 def now() -> float:
@@ -288,45 +279,6 @@ def redis_url() -> Iterator[str]:
             del os.environ["REDIS_URL"]
 
 
-@contextlib.contextmanager
-def daphne(log: Path) -> Iterator[int]:
-    """daphne on a free local port, as production runs it; yields the port."""
-    from acode.embedded import free_port, wait_for_port
-
-    port = free_port()
-    env = {
-        **os.environ,
-        "ACODE_DEBUG": "0",
-        "ACODE_LOG_LEVEL": "WARNING",
-        "ACODE_SERVE_STATIC": "0",
-        "DJANGO_SETTINGS_MODULE": "acode.settings",
-    }
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [*DAPHNE, "-p", str(port), "acode.asgi:application"],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            # Its own session: Ctrl-C reaches only this script, which then stops daphne.
-            start_new_session=True,
-        )
-        try:
-            try:
-                wait_for_port(port, timeout=30)
-            except RuntimeError:
-                print(log.read_text(errors="replace")[-3000:], file=sys.stderr)
-                raise
-            yield port
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
 class ClientProcess:
     """The client process, driven one JSON line at a time."""
 
@@ -425,7 +377,8 @@ def measure(args: argparse.Namespace) -> int:
 
             session_id, role, cookie = prepare()
             vendor = connection.vendor
-            with daphne(scratch / "daphne.log") as port:
+            with web_server(scratch / "daphne.log") as web:
+                port = web.port
                 clients = ClientProcess(args, port, cookie, session_id)
                 try:
                     clients.read()  # ready: every client connected and got its first push

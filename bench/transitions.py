@@ -19,18 +19,16 @@ import argparse
 import logging
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-from _setup import ROOT, django_setup, fmt_time, verdict
+from _setup import django_setup, fmt_time, verdict, web_server
 
 P50_TARGET = 5e-3
 P99_TARGET = 20e-3
@@ -102,76 +100,6 @@ def prepare(clients: int) -> tuple[str, list[tuple[str, str]]]:
             ).session
         sessions.append((str(session.pk), session.current_role.slug))
     return token.key, sessions
-
-
-@contextmanager
-def daphne(log: Path, server: str = "daphne", workers: int = 1) -> Iterator[str]:
-    """Run the ASGI server on a free local port as production would; yield its base URL.
-
-    ``daphne`` (one process, what ``make run`` starts) or ``uvicorn`` with ``workers``
-    processes (uvloop and httptools), the usual multi-process production setup.
-    """
-    from acode.embedded import free_port, wait_for_port
-
-    port = free_port()
-    env = {
-        **os.environ,
-        "ACODE_DEBUG": "0",
-        "ACODE_LOG_LEVEL": "WARNING",
-        "ACODE_SERVE_STATIC": "0",
-        "DJANGO_SETTINGS_MODULE": "acode.settings",
-    }
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "acode.asgi:application",
-            ]
-            if server == "daphne"
-            else [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "acode.asgi:application",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--workers",
-                str(workers),
-                "--no-access-log",
-                "--log-level",
-                "warning",
-                "--lifespan",
-                "off",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            # Its own session: Ctrl-C reaches only this script, which then stops daphne.
-            start_new_session=True,
-        )
-        try:
-            try:
-                wait_for_port(port, timeout=30)
-            except RuntimeError:
-                print(log.read_text(errors="replace")[-3000:], file=sys.stderr)
-                raise
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 def run_load(
@@ -295,7 +223,8 @@ def main() -> int:
         token, sessions = prepare(args.clients)
         # The server owns the database from here; keep no idle connection open on it.
         connection.close()
-        with daphne(log, args.server, args.workers) as base_url:
+        with web_server(log, server=args.server, workers=args.workers) as web:
+            base_url = web.url
             headers = {"Authorization": f"Token {token}"}
             clients = [
                 httpx.Client(base_url=base_url, headers=headers, timeout=30.0)
