@@ -57,6 +57,29 @@ def current_role_of(session: AgentSession) -> RoleDef:
     return registry.by_id(session.current_role_id)
 
 
+def _record_and_publish(
+    session: AgentSession,
+    kind: str,
+    *,
+    event_type: AuditEventType,
+    actor: str,
+    target: str,
+    result: str,
+    details: dict[str, Any],
+) -> None:
+    """Audit a change to a locked session (in its current role) and publish it after commit."""
+    audit_record(
+        event_type=event_type,
+        actor=actor,
+        session=session,
+        role=current_role_of(session).slug,
+        target=target,
+        result=result,
+        details=details,
+    )
+    transaction.on_commit(lambda: publish_session_event(session.pk, kind))
+
+
 # -- creation -------------------------------------------------------------------------
 def _make_workspace(session_id: uuid.UUID) -> Path:
     root = Path(settings.ACODE_WORKSPACES_ROOT)
@@ -403,16 +426,15 @@ def plan_set(
     locked = _lock(session.pk)
     locked.plan = _normalise_plan(steps)
     locked.save(update_fields=["plan", "updated_at"])
-    audit_record(
+    _record_and_publish(
+        locked,
+        "plan.updated",
         event_type=AuditEventType.PLAN_UPDATED,
         actor=actor_name(user, actor),
-        session=locked,
-        role=current_role_of(locked).slug,
         target="plan",
         result=f"{len(locked.plan)} steps",
         details={"steps": [s["title"] for s in locked.plan]},
     )
-    transaction.on_commit(lambda: publish_session_event(locked.pk, "plan.updated"))
     return locked
 
 
@@ -445,16 +467,15 @@ def plan_step_update(
             {"step": number, "steps": len(locked.plan)},
         )
     locked.save(update_fields=["plan", "updated_at"])
-    audit_record(
+    _record_and_publish(
+        locked,
+        "plan.updated",
         event_type=AuditEventType.PLAN_UPDATED,
         actor=actor_name(user, actor),
-        session=locked,
-        role=current_role_of(locked).slug,
         target=f"plan step {number}",
         result=status,
         details={"step": number, "from": previous, "to": status},
     )
-    transaction.on_commit(lambda: publish_session_event(locked.pk, "plan.updated"))
     return locked
 
 
@@ -479,16 +500,15 @@ def change_record(
         path=path,
         defaults={"kind": kind, "diff": diff, "role_id": locked.current_role_id},
     )
-    audit_record(
+    _record_and_publish(
+        locked,
+        "changes.updated",
         event_type=AuditEventType.CHANGE_RECORDED,
         actor=actor_name(user, actor),
-        session=locked,
-        role=current_role_of(locked).slug,
         target=path,
         result=kind,
         details={"lines": diff.count("\n")},
     )
-    transaction.on_commit(lambda: publish_session_event(locked.pk, "changes.updated"))
     return change
 
 
@@ -535,16 +555,15 @@ def change_track(
                 "role_id": locked.current_role_id,
             },
         )
-    audit_record(
+    _record_and_publish(
+        locked,
+        "changes.updated",
         event_type=AuditEventType.CHANGE_RECORDED,
         actor=actor_name(None, actor),
-        session=locked,
-        role=current_role_of(locked).slug,
         target=path,
         result=str(kind),
         details={"cumulative": True},
     )
-    transaction.on_commit(lambda: publish_session_event(locked.pk, "changes.updated"))
     return change
 
 
@@ -567,16 +586,15 @@ def changes_approve(
         )
     paths = list(locked.pending_changes.values_list("path", flat=True))
     locked.pending_changes.all().delete()
-    audit_record(
+    _record_and_publish(
+        locked,
+        "changes.updated",
         event_type=AuditEventType.CHANGES_APPROVED,
         actor=actor_name(user, actor),
-        session=locked,
-        role=role.slug,
         target=", ".join(paths)[:1000],
         result=f"{len(paths)} approved",
         details={"paths": paths, "summary": summary},
     )
-    transaction.on_commit(lambda: publish_session_event(locked.pk, "changes.updated"))
     return len(paths)
 
 
@@ -604,16 +622,15 @@ def session_update(
             setattr(locked, key, value)
     if changed:
         locked.save()
-        audit_record(
+        _record_and_publish(
+            locked,
+            "session.updated",
             event_type=AuditEventType.SESSION_UPDATED,
             actor=actor_name(user, actor),
-            session=locked,
-            role=current_role_of(locked).slug,
             target=", ".join(changed),
             result="updated",
             details=changed,
         )
-        transaction.on_commit(lambda: publish_session_event(locked.pk, "session.updated"))
     return locked
 
 
