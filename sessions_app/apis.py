@@ -94,15 +94,18 @@ def _user(request: Request) -> User:
     return cast(User, request.user)
 
 
-def _session_for(request: Request, pk: Any, *, act: bool = False) -> AgentSession:
-    user = _user(request)
-    session = AgentSession.objects.select_related("owner").filter(pk=pk).first()
+def _check_access(user: Any, session: AgentSession | None, *, act: bool = False) -> AgentSession:
     # Owners need no permission lookup (two queries) to see their own session.
     if session is None or not (session.owner_id == user.pk or can_view_all(user)):
         raise NotFound("No session with that id is visible to you.")
     if act and not session_can_act(user, session):
         raise PermissionDenied("You may view this session but not act on it.")
     return session
+
+
+def _session_for(request: Request, pk: Any, *, act: bool = False) -> AgentSession:
+    session = AgentSession.objects.select_related("owner").filter(pk=pk).first()
+    return _check_access(_user(request), session, act=act)
 
 
 class SessionPagination(LimitOffsetPagination):
@@ -185,19 +188,25 @@ class SessionTransitionApi(APIView):
         "transitions answer 409 ACODE-ROL-002 with the transitions allowed now.",
     )
     def post(self, request: Request, pk: str) -> Response:
-        session = _session_for(request, pk, act=True)
+        user = _user(request)
 
         def transition() -> Response:
             data = TransitionInput(data=request.data)
             data.is_valid(raise_exception=True)
-            result = services.session_transition(
-                session=session,
-                to_role=data.validated_data["to_role"],
-                reason=data.validated_data["reason"],
-                user=_user(request),
-                expected_role=data.validated_data.get("expected_role") or None,
-                request_id=request.headers.get("X-Request-ID") or None,
-            )
+            try:
+                # Access is checked on the locked row, so the lock is the only read.
+                result = services.session_transition(
+                    session=pk,
+                    to_role=data.validated_data["to_role"],
+                    reason=data.validated_data["reason"],
+                    user=user,
+                    expected_role=data.validated_data.get("expected_role") or None,
+                    request_id=request.headers.get("X-Request-ID") or None,
+                    authorize=lambda locked: _check_access(user, locked, act=True),
+                )
+            except AgentSession.DoesNotExist:
+                _check_access(user, None)
+                raise  # not reached: _check_access refuses a missing session
             return Response(
                 {
                     "changed": result.changed,

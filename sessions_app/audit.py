@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from acode.db import PendingRow, execute_insert, execute_update
 from sessions_app.models import AgentSession, AuditEvent, AuditEventType, AuditHead
 
 GENESIS_HASH = "0" * 64
@@ -65,8 +66,14 @@ def event_hash(event: AuditEvent) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _locked_head() -> AuditHead:
-    head = AuditHead.objects.select_for_update().filter(pk=1).first()
+def head_request(cursor: Any) -> PendingRow[AuditHead]:
+    """Send the query that locks the chain head; read it with ``head_from``."""
+    return PendingRow(cursor, AuditHead, 1, for_update=True)
+
+
+def head_from(pending: PendingRow[AuditHead]) -> AuditHead:
+    """The locked chain head, created on first use."""
+    head = pending.get()
     if head is not None:
         return head
     try:
@@ -75,6 +82,49 @@ def _locked_head() -> AuditHead:
     except IntegrityError:
         pass  # another writer created it first
     return AuditHead.objects.select_for_update().get(pk=1)
+
+
+def audit_append(
+    cursor: Any,
+    head: AuditHead,
+    *,
+    event_type: AuditEventType | str,
+    actor: str,
+    session: AgentSession | None = None,
+    role: str = "",
+    target: str = "",
+    result: str = "",
+    details: dict[str, Any] | None = None,
+) -> AuditEvent:
+    """Send the INSERT of the event that follows ``head`` and move ``head`` past it.
+
+    The caller holds the head's lock (``head_from``) and sends ``head_store`` after its
+    last append, all in one transaction. Nothing is waited for here.
+    """
+    normalised = json.loads(json.dumps(details or {}, default=str))
+    event = AuditEvent(
+        seq=head.last_seq + 1,
+        event_type=str(event_type),
+        session=session,
+        role=role,
+        actor=actor[:150],
+        target=target[:1000],
+        result=result[:200],
+        details=normalised,
+        created_at=timezone.now(),
+        prev_hash=head.last_hash,
+    )
+    event.hash = event_hash(event)
+    execute_insert(cursor, event)
+    head.last_seq, head.last_hash = event.seq, event.hash
+    return event
+
+
+def head_store(cursor: Any, head: AuditHead) -> None:
+    """Send the update that records ``head`` as the end of the chain."""
+    execute_update(
+        cursor, AuditHead, head.pk, {"last_seq": head.last_seq, "last_hash": head.last_hash}
+    )
 
 
 def audit_record(
@@ -92,36 +142,20 @@ def audit_record(
     The chain head is locked for the append, so events get consecutive sequence numbers
     and each one's ``prev_hash`` is the hash of the one before it.
     """
-    with transaction.atomic(savepoint=False):  # joins the caller's transaction, no savepoint
-        return _append(event_type, actor, session, role, target, result, details)
-
-
-def _append(
-    event_type: AuditEventType | str,
-    actor: str,
-    session: AgentSession | None,
-    role: str,
-    target: str,
-    result: str,
-    details: dict[str, Any] | None,
-) -> AuditEvent:
-    head = _locked_head()
-    normalised = json.loads(json.dumps(details or {}, default=str))
-    event = AuditEvent(
-        seq=head.last_seq + 1,
-        event_type=str(event_type),
-        session=session,
-        role=role,
-        actor=actor[:150],
-        target=target[:1000],
-        result=result[:200],
-        details=normalised,
-        created_at=timezone.now(),
-        prev_hash=head.last_hash,
-    )
-    event.hash = event_hash(event)
-    event.save(force_insert=True)
-    AuditHead.objects.filter(pk=1).update(last_seq=event.seq, last_hash=event.hash)
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        head = head_from(head_request(cursor))
+        event = audit_append(
+            cursor,
+            head,
+            event_type=event_type,
+            actor=actor,
+            session=session,
+            role=role,
+            target=target,
+            result=result,
+            details=details,
+        )
+        head_store(cursor, head)
     return event
 
 

@@ -6,19 +6,21 @@ import logging
 import shutil
 import subprocess
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
+from acode.db import PendingRow, execute_insert, execute_update, pipelined
 from acode.errors import AcodeError
 from roles.models import Precondition
 from roles.registry import RoleDef, RuleDef, registry
-from sessions_app.audit import audit_record
+from sessions_app.audit import audit_append, audit_record, head_from, head_request, head_store
 from sessions_app.events import publish_session_event
 from sessions_app.models import (
     AgentSession,
@@ -219,12 +221,19 @@ def session_transition(
     user: User | None = None,
     expected_role: str | None = None,
     request_id: str | None = None,
+    authorize: Callable[[AgentSession], object] | None = None,
 ) -> TransitionResult:
     """Change a session's role if the rules allow it now; the only way the role changes.
 
     Locks the session row, checks the rule and its precondition, then writes the
     transition and its audit event in one transaction and publishes after commit.
     A refusal is audited as ``TransitionDenied`` (and committed) before it is raised.
+    ``authorize``, when given, sees the locked row first and raises to refuse the caller
+    (nothing is written then). Raises ``AgentSession.DoesNotExist`` for an unknown id.
+
+    This is the hottest write path (bench/transitions.py), so its statements are sent
+    pipelined: the session and audit-head locks in one round trip, every write and the
+    commit in another.
     """
     if not reason or not reason.strip():
         raise AcodeError(
@@ -236,36 +245,72 @@ def session_transition(
     session_id = session.pk if isinstance(session, AgentSession) else session
     refusal: AcodeError | None = None
     result: TransitionResult
-    with transaction.atomic():
-        locked = _lock(session_id)
-        if isinstance(session, AgentSession) and "owner" in session._state.fields_cache:
-            locked.owner = session.owner  # already loaded by the caller; saves a query
-        current = current_role_of(locked)
-        if expected is not None and expected.slug != current.slug:
-            refusal = AcodeError(
-                "ACODE-ROL-006",
-                f"Expected the session to be in {expected.name}, but it is in {current.name}; "
-                "nothing was changed.",
-                {"expected_role": expected.slug, "current_role": current.slug},
-            )
-        elif target.slug == current.slug:
-            return TransitionResult(
-                locked, False, None, f"Session is already in {current.name}; nothing was written."
-            )
-        else:
-            refusal = _check_rule(locked, current, target)
-        if refusal is not None:
-            audit_record(
-                event_type=AuditEventType.TRANSITION_DENIED,
-                actor=who,
-                session=locked,
-                role=current.slug,
-                target=target.slug,
-                result=refusal.code,
-                details={"reason": reason, "message": refusal.message, **refusal.details},
-            )
-        else:
-            result = _apply(locked, current, target, reason, who, user, request_id or "")
+    with transaction.atomic(), pipelined(), connection.cursor() as locks:
+        # Session first, then the chain head: the order every writer locks them in.
+        pending = PendingRow(locks, AgentSession, session_id, for_update=True)
+        with connection.cursor() as cursor:
+            pending_head = head_request(cursor)
+            locked = pending.get()
+            if locked is None:
+                raise AgentSession.DoesNotExist(f"No session {session_id}.")
+            if authorize is not None:
+                authorize(locked)
+            head = head_from(pending_head)
+            if isinstance(session, AgentSession) and "owner" in session._state.fields_cache:
+                locked.owner = session.owner  # already loaded by the caller; saves a query
+            elif user is not None and locked.owner_id == user.pk:
+                locked.owner = user
+            current = current_role_of(locked)
+            if expected is not None and expected.slug != current.slug:
+                refusal = AcodeError(
+                    "ACODE-ROL-006",
+                    f"Expected the session to be in {expected.name}, but it is in "
+                    f"{current.name}; nothing was changed.",
+                    {"expected_role": expected.slug, "current_role": current.slug},
+                )
+            elif target.slug == current.slug:
+                return TransitionResult(
+                    locked,
+                    False,
+                    None,
+                    f"Session is already in {current.name}; nothing was written.",
+                )
+            else:
+                refusal = _check_rule(locked, current, target)
+            if refusal is not None:
+                audit_append(
+                    cursor,
+                    head,
+                    event_type=AuditEventType.TRANSITION_DENIED,
+                    actor=who,
+                    session=locked,
+                    role=current.slug,
+                    target=target.slug,
+                    result=refusal.code,
+                    details={"reason": reason, "message": refusal.message, **refusal.details},
+                )
+            else:
+                result = _apply(
+                    cursor, locked, current, target, reason, who, user, request_id or ""
+                )
+                audit_append(
+                    cursor,
+                    head,
+                    event_type=AuditEventType.ROLE_TRANSITION,
+                    actor=who,
+                    session=locked,
+                    role=target.slug,
+                    target=f"{current.slug}->{target.slug}",
+                    result="ok",
+                    details={
+                        "from_role": current.slug,
+                        "to_role": target.slug,
+                        "reason": reason.strip(),
+                        "role_version": target.version,
+                        "request_id": request_id or "",
+                    },
+                )
+            head_store(cursor, head)
     if refusal is not None:
         raise refusal
     return result
@@ -316,6 +361,7 @@ def _check_rule(session: AgentSession, current: RoleDef, target: RoleDef) -> Aco
 
 
 def _apply(
+    cursor: Any,
     session: AgentSession,
     current: RoleDef,
     target: RoleDef,
@@ -324,9 +370,10 @@ def _apply(
     user: User | None,
     request_id: str,
 ) -> TransitionResult:
+    """Send the transition row and the session's new role (the caller audits and commits)."""
     now = timezone.now()
     seq = session.transition_count + 1
-    transition = RoleTransition.objects.create(
+    transition = RoleTransition(
         session=session,
         seq=seq,
         from_role_id=current.id,
@@ -338,38 +385,19 @@ def _apply(
         request_id=request_id,
         created_at=now,
     )
-    # The session row is locked: update it in memory and save, no re-read needed.
-    session.current_role_id = target.id
-    session.role_version_id = target.version_id
-    session.role_since = now
-    session.last_reason = reason.strip()
-    session.transition_count = seq
-    session.updated_at = now
-    session.save(
-        update_fields=[
-            "current_role",
-            "role_version",
-            "role_since",
-            "last_reason",
-            "transition_count",
-            "updated_at",
-        ]
-    )
-    audit_record(
-        event_type=AuditEventType.ROLE_TRANSITION,
-        actor=who,
-        session=session,
-        role=target.slug,
-        target=f"{current.slug}->{target.slug}",
-        result="ok",
-        details={
-            "from_role": current.slug,
-            "to_role": target.slug,
-            "reason": reason.strip(),
-            "role_version": target.version,
-            "request_id": request_id,
-        },
-    )
+    execute_insert(cursor, transition)
+    # The session row is locked: update it in memory and send the new values, no re-read.
+    changes = {
+        "current_role_id": target.id,
+        "role_version_id": target.version_id,
+        "role_since": now,
+        "last_reason": reason.strip(),
+        "transition_count": seq,
+        "updated_at": now,
+    }
+    for name, value in changes.items():
+        setattr(session, name, value)
+    execute_update(cursor, AgentSession, session.pk, changes)
     transaction.on_commit(
         lambda: publish_session_event(
             session.pk,

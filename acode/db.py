@@ -1,0 +1,179 @@
+"""Fewer and cheaper database round trips on hot write paths, inside Django's transactions.
+
+The role-transition path (bench/transitions.py) issues six statements. Through the ORM
+each one is compiled on every call and then waited for. Here each statement shape is
+compiled once per process, values are prepared with the fields' own ``get_db_prep_save``
+and rows converted with the fields' own converters (so they are exactly what ``save()``
+writes and the ORM reads, on every backend), and on PostgreSQL the statements are sent in
+psycopg's pipeline mode: a result is waited for only when it is read, and whatever was
+queued is flushed at the end of the block. Elsewhere statements run one after another.
+
+Plain columns only: no expressions, no generated fields, no custom placeholders.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from django.db import connections
+from django.db.models import Field, Model
+
+M = TypeVar("M", bound=Model)
+
+
+@contextlib.contextmanager
+def pipelined(using: str = "default") -> Iterator[None]:
+    """Batch the statements issued inside into as few round trips as the driver allows."""
+    connection = connections[using]
+    connection.ensure_connection()
+    raw: Any = connection.connection
+    if connection.vendor != "postgresql" or not hasattr(raw, "pipeline"):
+        yield
+        return
+    # Errors of queued statements surface when the pipeline syncs; map them to Django's
+    # exceptions (IntegrityError, ...) as a normal execute would.
+    with connection.wrap_database_errors, raw.pipeline():
+        yield
+
+
+def _qn(using: str, name: str) -> str:
+    return str(connections[using].ops.quote_name(name))
+
+
+def _insert_fields(model: type[Model]) -> list[Field[Any, Any]]:
+    meta = model._meta
+    return [f for f in meta.local_concrete_fields if not f.generated and f is not meta.auto_field]
+
+
+@functools.cache
+def _insert_sql(model: type[Model], using: str) -> str:
+    fields = _insert_fields(model)
+    columns = ", ".join(_qn(using, f.column) for f in fields)
+    marks = ", ".join(["%s"] * len(fields))
+    return f"INSERT INTO {_qn(using, model._meta.db_table)} ({columns}) VALUES ({marks})"
+
+
+def execute_insert(cursor: Any, instance: Model, using: str = "default") -> None:
+    """Send an INSERT of ``instance`` without fetching anything back.
+
+    Unlike ``save()`` there is no ``RETURNING``, so nothing waits for the server here;
+    an auto primary key stays unset on the instance. No signals are sent.
+    """
+    connection = connections[using]
+    params = [
+        f.get_db_prep_save(f.pre_save(instance, True), connection)
+        for f in _insert_fields(type(instance))
+    ]
+    cursor.execute(_insert_sql(type(instance), using), params)
+
+
+@functools.cache
+def _update_sql(model: type[Model], names: tuple[str, ...], using: str) -> str:
+    meta: Any = model._meta
+    sets = ", ".join(f"{_qn(using, meta.get_field(n).column)} = %s" for n in names)
+    return f"UPDATE {_qn(using, meta.db_table)} SET {sets} WHERE {_qn(using, meta.pk.column)} = %s"
+
+
+def execute_update(
+    cursor: Any, model: type[Model], pk: Any, values: Mapping[str, Any], using: str = "default"
+) -> None:
+    """Send ``UPDATE model SET values WHERE pk = pk`` without waiting for the row count."""
+    connection = connections[using]
+    meta: Any = model._meta
+    names = tuple(values)
+    params = [meta.get_field(n).get_db_prep_save(values[n], connection) for n in names]
+    params.append(meta.pk.get_db_prep_value(pk, connection))
+    cursor.execute(_update_sql(model, names, using), params)
+
+
+@dataclass(frozen=True)
+class _Select:
+    sql: str
+    key: Any  # the field the parameter is compared with; prepares each call's value
+    names: list[str]
+    converters: Sequence[tuple[int, list[Any], Any]]
+
+
+_compiled: dict[tuple[type[Model], str, bool, str], _Select] = {}
+
+
+def _select(model: type[Model], lookup: str, for_update: bool, using: str, value: Any) -> _Select:
+    """``SELECT <model's columns> WHERE <lookup> = %s``, compiled on first use."""
+    cache_key = (model, lookup, for_update, using)
+    found = _compiled.get(cache_key)
+    if found is not None:
+        return found
+    queryset = model._default_manager.using(using).filter(**{lookup: value})
+    if for_update:
+        queryset = queryset.select_for_update()
+    compiler: Any = queryset.query.get_compiler(using=using)
+    sql, params = compiler.as_sql()
+    condition: Any
+    (condition,) = queryset.query.where.children  # one equality, one parameter
+    if len(params) != 1 or getattr(condition, "lookup_name", "") != "exact":
+        raise ValueError(f"PendingRow needs one equality lookup, got {sql!r}")
+    columns = [column for column, _, _ in compiler.select]
+    converters = compiler.get_converters(columns)
+    found = _Select(
+        sql,
+        condition.lhs.target,
+        [column.target.attname for column in columns],
+        [(pos, convs, expression) for pos, (convs, expression) in converters.items()],
+    )
+    _compiled[cache_key] = found
+    return found
+
+
+class PendingRow(Generic[M]):
+    """The one row whose ``lookup`` (a field path, primary key by default) equals ``value``,
+    sent now and read later.
+
+    Sending several before reading the first puts them in one round trip on PostgreSQL
+    (inside ``pipelined``). The statement is compiled once per process; only the value
+    changes. ``for_update`` locks the row (``SELECT ... FOR UPDATE``; use it without
+    joins, so that only that row is locked).
+    """
+
+    def __init__(
+        self,
+        cursor: Any,
+        model: type[M],
+        value: Any,
+        *,
+        lookup: str = "pk",
+        for_update: bool = False,
+        using: str = "default",
+    ) -> None:
+        self.cursor = cursor
+        self.model = model
+        self.using = using
+        self.select = _select(model, lookup, for_update, using, value)
+        cursor.execute(
+            self.select.sql, [self.select.key.get_db_prep_value(value, connections[using])]
+        )
+
+    def get(self) -> M | None:
+        """The row as a model instance (waits for the server if needed), or None."""
+        row = self.cursor.fetchone()
+        if row is None:
+            return None
+        values = list(row)
+        connection = connections[self.using]
+        for pos, convs, expression in self.select.converters:
+            value = values[pos]
+            for converter in convs:
+                value = converter(value, expression, connection)
+            values[pos] = value
+        return self.model.from_db(self.using, self.select.names, values)
+
+
+def fetch_one(
+    model: type[M], value: Any, *, lookup: str = "pk", using: str = "default"
+) -> M | None:
+    """The one row whose ``lookup`` equals ``value``, read now, without compiling a query."""
+    with connections[using].cursor() as cursor:
+        return PendingRow(cursor, model, value, lookup=lookup, using=using).get()
