@@ -19,6 +19,7 @@ from typing import Any
 
 from django.conf import settings
 
+from acode.db import fetch_one
 from acode.errors import AcodeError
 from roles.access import (
     RoleAccess,
@@ -155,8 +156,8 @@ def read_specs(using: str = "default") -> tuple[list[tuple[int, RoleSpec]], list
 
 def current_stamp(using: str = "default") -> str:
     """The stamp now in the database ('' before the first change)."""
-    row = RegistryStamp.objects.using(using).filter(pk=1).values_list("token", flat=True).first()
-    return row or ""
+    row = fetch_one(RegistryStamp, 1, using=using)  # every request asks: precompiled
+    return row.token if row is not None else ""
 
 
 class RoleRegistry:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acode.settings.env import env_bool, env_float, env_list, env_optional, env_str
+from acode.settings.env import env_bool, env_float, env_int, env_list, env_optional, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(env_str("ACODE_VAR_DIR", str(BASE_DIR / "var")))
@@ -86,7 +86,7 @@ LOGIN_REDIRECT_URL = "/"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "acode.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -123,4 +123,6 @@ LOGGING = {
 ACODE_WORKSPACES_ROOT = Path(env_str("ACODE_WORKSPACES_ROOT", str(VAR_DIR / "workspaces")))
 ACODE_PROMPT_PACK = env_str("ACODE_PROMPT_PACK", "acode-standard")
 ACODE_SERVE_STATIC = env_bool("ACODE_SERVE_STATIC", True)
+# Threads per web process that run Django's (synchronous) request handling; see acode/asgi.py.
+ACODE_HTTP_THREADS = env_int("ACODE_HTTP_THREADS", 16)
 ACODE_REGISTRY_MAX_AGE = env_float("ACODE_REGISTRY_MAX_AGE", 1.0)
