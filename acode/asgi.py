@@ -1,21 +1,30 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels."""
+"""ASGI entry point: HTTP through Django, websockets through Channels.
+
+Every HTTP view in acode is synchronous (DRF, admin, dashboard), so HTTP requests go to
+Django's WSGI handler on a fixed pool of threads (a2wsgi): one hand-off from the event
+loop per request. Django's own ASGI handler would start a thread per request and hop
+between the loop and threads around each synchronous middleware and the view, which
+cost about 3 ms per request here (bench/transitions.py). Websockets stay on Channels.
+"""
 
 from __future__ import annotations
 
 import gc
 import os
 
-from django.core.asgi import get_asgi_application
+from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "acode.settings")
-django_asgi_app = get_asgi_application()
+django_wsgi_app = get_wsgi_application()
 
+from a2wsgi import WSGIMiddleware  # noqa: E402
 from django.conf import settings  # noqa: E402
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+from django.contrib.staticfiles.handlers import StaticFilesHandler  # noqa: E402
 
 if settings.ACODE_SERVE_STATIC:
     # Embedded mode serves static/ itself; production puts a proxy or CDN in front.
-    django_asgi_app = ASGIStaticFilesHandler(django_asgi_app)
+    django_wsgi_app = StaticFilesHandler(django_wsgi_app)
+django_http_app = WSGIMiddleware(django_wsgi_app, workers=settings.ACODE_HTTP_THREADS)
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
@@ -25,7 +34,7 @@ from acode.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": django_http_app,
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),
