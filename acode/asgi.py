@@ -24,7 +24,10 @@ from django.contrib.staticfiles.handlers import StaticFilesHandler  # noqa: E402
 if settings.ACODE_SERVE_STATIC:
     # Embedded mode serves static/ itself; production puts a proxy or CDN in front.
     django_wsgi_app = StaticFilesHandler(django_wsgi_app)
-django_http_app = WSGIMiddleware(django_wsgi_app, workers=settings.ACODE_HTTP_THREADS)
+django_http_app = WSGIMiddleware(
+    django_wsgi_app,  # type: ignore[arg-type]  # returns an iterable response
+    workers=settings.ACODE_HTTP_THREADS,
+)
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

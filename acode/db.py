@@ -140,7 +140,6 @@ class PendingRow(Generic[M]):
 
     def __init__(
         self,
-        cursor: Any,
         model: type[M],
         value: Any,
         *,
@@ -148,17 +147,22 @@ class PendingRow(Generic[M]):
         for_update: bool = False,
         using: str = "default",
     ) -> None:
-        self.cursor = cursor
         self.model = model
         self.using = using
         self.select = _select(model, lookup, for_update, using, value)
-        cursor.execute(
+        # A cursor of its own: a second statement on a shared cursor would replace this
+        # one's result before it is read.
+        self.cursor = connections[using].cursor()
+        self.cursor.execute(
             self.select.sql, [self.select.key.get_db_prep_value(value, connections[using])]
         )
 
     def get(self) -> M | None:
         """The row as a model instance (waits for the server if needed), or None."""
-        row = self.cursor.fetchone()
+        try:
+            row = self.cursor.fetchone()
+        finally:
+            self.cursor.close()
         if row is None:
             return None
         values = list(row)
@@ -175,5 +179,4 @@ def fetch_one(
     model: type[M], value: Any, *, lookup: str = "pk", using: str = "default"
 ) -> M | None:
     """The one row whose ``lookup`` equals ``value``, read now, without compiling a query."""
-    with connections[using].cursor() as cursor:
-        return PendingRow(cursor, model, value, lookup=lookup, using=using).get()
+    return PendingRow(model, value, lookup=lookup, using=using).get()

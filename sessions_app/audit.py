@@ -66,9 +66,9 @@ def event_hash(event: AuditEvent) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def head_request(cursor: Any) -> PendingRow[AuditHead]:
+def head_request() -> PendingRow[AuditHead]:
     """Send the query that locks the chain head; read it with ``head_from``."""
-    return PendingRow(cursor, AuditHead, 1, for_update=True)
+    return PendingRow(AuditHead, 1, for_update=True)
 
 
 def head_from(pending: PendingRow[AuditHead]) -> AuditHead:
@@ -143,7 +143,7 @@ def audit_record(
     and each one's ``prev_hash`` is the hash of the one before it.
     """
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
-        head = head_from(head_request(cursor))
+        head = head_from(head_request())
         event = audit_append(
             cursor,
             head,

@@ -245,72 +245,69 @@ def session_transition(
     session_id = session.pk if isinstance(session, AgentSession) else session
     refusal: AcodeError | None = None
     result: TransitionResult
-    with transaction.atomic(), pipelined(), connection.cursor() as locks:
+    with transaction.atomic(), pipelined(), connection.cursor() as cursor:
         # Session first, then the chain head: the order every writer locks them in.
-        pending = PendingRow(locks, AgentSession, session_id, for_update=True)
-        with connection.cursor() as cursor:
-            pending_head = head_request(cursor)
-            locked = pending.get()
-            if locked is None:
-                raise AgentSession.DoesNotExist(f"No session {session_id}.")
-            if authorize is not None:
-                authorize(locked)
-            head = head_from(pending_head)
-            if isinstance(session, AgentSession) and "owner" in session._state.fields_cache:
-                locked.owner = session.owner  # already loaded by the caller; saves a query
-            elif user is not None and locked.owner_id == user.pk:
-                locked.owner = user
-            current = current_role_of(locked)
-            if expected is not None and expected.slug != current.slug:
-                refusal = AcodeError(
-                    "ACODE-ROL-006",
-                    f"Expected the session to be in {expected.name}, but it is in "
-                    f"{current.name}; nothing was changed.",
-                    {"expected_role": expected.slug, "current_role": current.slug},
-                )
-            elif target.slug == current.slug:
-                return TransitionResult(
-                    locked,
-                    False,
-                    None,
-                    f"Session is already in {current.name}; nothing was written.",
-                )
-            else:
-                refusal = _check_rule(locked, current, target)
-            if refusal is not None:
-                audit_append(
-                    cursor,
-                    head,
-                    event_type=AuditEventType.TRANSITION_DENIED,
-                    actor=who,
-                    session=locked,
-                    role=current.slug,
-                    target=target.slug,
-                    result=refusal.code,
-                    details={"reason": reason, "message": refusal.message, **refusal.details},
-                )
-            else:
-                result = _apply(
-                    cursor, locked, current, target, reason, who, user, request_id or ""
-                )
-                audit_append(
-                    cursor,
-                    head,
-                    event_type=AuditEventType.ROLE_TRANSITION,
-                    actor=who,
-                    session=locked,
-                    role=target.slug,
-                    target=f"{current.slug}->{target.slug}",
-                    result="ok",
-                    details={
-                        "from_role": current.slug,
-                        "to_role": target.slug,
-                        "reason": reason.strip(),
-                        "role_version": target.version,
-                        "request_id": request_id or "",
-                    },
-                )
-            head_store(cursor, head)
+        pending = PendingRow(AgentSession, session_id, for_update=True)
+        pending_head = head_request()
+        locked = pending.get()
+        if locked is None:
+            raise AgentSession.DoesNotExist(f"No session {session_id}.")
+        if authorize is not None:
+            authorize(locked)
+        head = head_from(pending_head)
+        if isinstance(session, AgentSession) and "owner" in session._state.fields_cache:
+            locked.owner = session.owner  # already loaded by the caller; saves a query
+        elif user is not None and locked.owner_id == user.pk:
+            locked.owner = user
+        current = current_role_of(locked)
+        if expected is not None and expected.slug != current.slug:
+            refusal = AcodeError(
+                "ACODE-ROL-006",
+                f"Expected the session to be in {expected.name}, but it is in "
+                f"{current.name}; nothing was changed.",
+                {"expected_role": expected.slug, "current_role": current.slug},
+            )
+        elif target.slug == current.slug:
+            return TransitionResult(
+                locked,
+                False,
+                None,
+                f"Session is already in {current.name}; nothing was written.",
+            )
+        else:
+            refusal = _check_rule(locked, current, target)
+        if refusal is not None:
+            audit_append(
+                cursor,
+                head,
+                event_type=AuditEventType.TRANSITION_DENIED,
+                actor=who,
+                session=locked,
+                role=current.slug,
+                target=target.slug,
+                result=refusal.code,
+                details={"reason": reason, "message": refusal.message, **refusal.details},
+            )
+        else:
+            result = _apply(cursor, locked, current, target, reason, who, user, request_id or "")
+            audit_append(
+                cursor,
+                head,
+                event_type=AuditEventType.ROLE_TRANSITION,
+                actor=who,
+                session=locked,
+                role=target.slug,
+                target=f"{current.slug}->{target.slug}",
+                result="ok",
+                details={
+                    "from_role": current.slug,
+                    "to_role": target.slug,
+                    "reason": reason.strip(),
+                    "role_version": target.version,
+                    "request_id": request_id or "",
+                },
+            )
+        head_store(cursor, head)
     if refusal is not None:
         raise refusal
     return result
