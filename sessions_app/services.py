@@ -232,8 +232,9 @@ def session_transition(
     (nothing is written then). Raises ``AgentSession.DoesNotExist`` for an unknown id.
 
     This is the hottest write path (bench/transitions.py), so its statements are sent
-    pipelined: the session and audit-head locks in one round trip, every write and the
-    commit in another.
+    pipelined: BEGIN and the session and audit-head locks in one round trip, every write
+    in a second, then COMMIT. (Every outcome but the no-op writes an audit event, so the
+    head is locked up front; the no-op holds it only until its empty commit.)
     """
     if not reason or not reason.strip():
         raise AcodeError(
