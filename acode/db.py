@@ -44,6 +44,7 @@ def _qn(using: str, name: str) -> str:
     return str(connections[using].ops.quote_name(name))
 
 
+@functools.cache
 def _insert_fields(model: type[Model]) -> list[Field[Any, Any]]:
     meta = model._meta
     return [f for f in meta.local_concrete_fields if not f.generated and f is not meta.auto_field]

@@ -94,10 +94,13 @@ def _user(request: Request) -> User:
     return cast(User, request.user)
 
 
+NOT_VISIBLE = "No session with that id is visible to you."
+
+
 def _check_access(user: Any, session: AgentSession | None, *, act: bool = False) -> AgentSession:
     # Owners need no permission lookup (two queries) to see their own session.
     if session is None or not (session.owner_id == user.pk or can_view_all(user)):
-        raise NotFound("No session with that id is visible to you.")
+        raise NotFound(NOT_VISIBLE)
     if act and not session_can_act(user, session):
         raise PermissionDenied("You may view this session but not act on it.")
     return session
@@ -205,8 +208,7 @@ class SessionTransitionApi(APIView):
                     authorize=lambda locked: _check_access(user, locked, act=True),
                 )
             except AgentSession.DoesNotExist:
-                _check_access(user, None)
-                raise  # not reached: _check_access refuses a missing session
+                raise NotFound(NOT_VISIBLE) from None
             return Response(
                 {
                     "changed": result.changed,
