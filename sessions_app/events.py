@@ -1,9 +1,12 @@
 """Live events: published to Channels groups after the change that caused them commits.
 
-With a Redis channel layer, messages go out from one long-lived event loop on a
-background thread: requests don't wait for Redis, channels-redis keeps its connections
-(it pools per event loop), and events leave in the order they were published. The
+With channels-redis's ``RedisChannelLayer`` (production), messages are written inline by
+``acode.fanout.GroupSender``: synchronous and pipelined, one Redis round trip for all the
+groups of an event when nobody is listening and two when someone is. Other Redis layers
+go through the layer's own coroutines on one long-lived event loop on a background
+thread (channels-redis pools connections per event loop), in publication order. The
 in-memory layer (single-process development and tests without Redis) is sent inline.
+A failure to publish is logged and never undoes or hides the change.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
+
+from acode.fanout import sender_for
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +99,14 @@ def _publish(sends: list[tuple[str, dict[str, Any]]]) -> None:
         except Exception:
             logger.exception("could not publish live events")
         return
-    publisher.submit(layer, sends)
+    sender = sender_for(layer)
+    if sender is None:
+        publisher.submit(layer, sends)
+        return
+    try:
+        sender.send(sends)
+    except Exception:
+        logger.exception("could not publish live events")
 
 
 def publish_session_event(
