@@ -148,10 +148,21 @@ def test_every_command_has_help_and_reports_errors_the_documented_way(tmp_path: 
         assert group in top.stdout
 
 
-def test_shell_completion_is_available(tmp_path: Path) -> None:
-    result = make_runner("", "", tmp_path)("--show-completion", "bash")
-    assert result.exit_code == 0, result.output
-    assert "_ACODE_COMPLETE" in result.stdout
+def test_shell_completion_is_available(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shellingham
+
+    # typer finds the user's shell by walking the process tree; under CI that tree is
+    # make and pytest, so say it is bash.
+    monkeypatch.setattr(shellingham, "detect_shell", lambda: ("bash", "/bin/bash"))
+    run = make_runner("", "", tmp_path)
+    script = run("--show-completion")
+    assert script.exit_code == 0, script.output
+    assert "_ACODE_COMPLETE=complete_bash" in script.stdout
+    # What the installed script asks for when the user presses Tab after `acode sess`.
+    completed = run(
+        env={"_ACODE_COMPLETE": "complete_bash", "COMP_WORDS": "acode sess", "COMP_CWORD": "1"}
+    )
+    assert completed.stdout.split() == ["session"]
 
 
 def test_config_dir_is_redirectable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
