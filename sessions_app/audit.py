@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from acode.db import PendingRow, execute_insert, execute_update
+from acode.db import PendingRow, execute_insert, execute_update, statement_cursor
 from sessions_app.models import AgentSession, AuditEvent, AuditEventType, AuditHead
 
 GENESIS_HASH = "0" * 64
@@ -142,7 +142,7 @@ def audit_record(
     The chain head is locked for the append, so events get consecutive sequence numbers
     and each one's ``prev_hash`` is the hash of the one before it.
     """
-    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+    with transaction.atomic(savepoint=False), statement_cursor() as cursor:
         head = head_from(head_request())
         event = audit_append(
             cursor,

@@ -13,10 +13,10 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
-from acode.db import PendingRow, execute_insert, execute_update, pipelined
+from acode.db import PendingRow, execute_insert, execute_update, pipelined, statement_cursor
 from acode.errors import AcodeError
 from roles.models import Precondition
 from roles.registry import RoleDef, RuleDef, registry
@@ -246,7 +246,7 @@ def session_transition(
     session_id = session.pk if isinstance(session, AgentSession) else session
     refusal: AcodeError | None = None
     result: TransitionResult
-    with transaction.atomic(), pipelined(), connection.cursor() as cursor:
+    with transaction.atomic(), pipelined(), statement_cursor() as cursor:
         # Session first, then the chain head: the order every writer locks them in.
         pending = PendingRow(AgentSession, session_id, for_update=True)
         pending_head = head_request()

@@ -10,11 +10,23 @@ from django.contrib.auth.models import User
 from django.db import connection, transaction
 from rest_framework.authtoken.models import Token
 
-from acode.db import PendingRow, execute_insert, execute_update, fetch_one, pipelined
+from acode.db import (
+    PendingRow,
+    execute_insert,
+    execute_update,
+    fetch_one,
+    pipelined,
+    statement_cursor,
+)
 from sessions_app.models import AgentSession, AuditEvent, RoleTransition
 from sessions_app.services import session_create, session_transition
 
 pytestmark = pytest.mark.django_db
+
+# Writes go through either cursor: the ORM's, or the one that prepares on PostgreSQL.
+CURSORS = pytest.mark.parametrize(
+    "open_cursor", [connection.cursor, statement_cursor], ids=["orm-cursor", "statement-cursor"]
+)
 
 
 @pytest.fixture
@@ -54,7 +66,8 @@ def test_only_single_equality_lookups_are_accepted() -> None:
         fetch_one(User, "ad", lookup="username__startswith")
 
 
-def test_inserts_and_updates_write_what_save_would(session: AgentSession) -> None:
+@CURSORS
+def test_inserts_and_updates_write_what_save_would(session: AgentSession, open_cursor: Any) -> None:
     before = session.transition_count
     row = RoleTransition(
         session=session,
@@ -66,7 +79,7 @@ def test_inserts_and_updates_write_what_save_would(session: AgentSession) -> Non
         actor="test",
         created_at=session.role_since,
     )
-    with transaction.atomic(), pipelined(), connection.cursor() as cursor:
+    with transaction.atomic(), pipelined(), open_cursor() as cursor:
         execute_insert(cursor, row)
         execute_update(
             cursor, AgentSession, session.pk, {"transition_count": before + 1, "last_reason": "x"}
@@ -81,8 +94,9 @@ def test_inserts_and_updates_write_what_save_would(session: AgentSession) -> Non
     assert (session.transition_count, session.last_reason) == (before + 1, "x")
 
 
+@CURSORS
 def test_a_failed_pipelined_write_raises_djangos_error_and_writes_nothing(
-    session: AgentSession,
+    session: AgentSession, open_cursor: Any
 ) -> None:
     from django.db import IntegrityError
 
@@ -99,7 +113,7 @@ def test_a_failed_pipelined_write_raises_djangos_error_and_writes_nothing(
         pytest.raises(IntegrityError),
         transaction.atomic(),
         pipelined(),
-        connection.cursor() as cursor,
+        open_cursor() as cursor,
     ):
         execute_update(cursor, AgentSession, session.pk, {"last_reason": "lost"})
         execute_insert(cursor, duplicate)
@@ -122,3 +136,38 @@ def test_a_caller_refused_on_the_locked_row_writes_nothing(session: AgentSession
     assert AgentSession.objects.get(pk=session.pk).current_role_id == session.current_role_id
     with pytest.raises(AgentSession.DoesNotExist):
         session_transition(session=uuid.uuid4(), to_role="planner", reason="r")
+
+
+def prepared_statements() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return [row[0] for row in cursor.fetchall()]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements: PostgreSQL")
+def test_hot_statements_are_prepared_once_per_connection(session: AgentSession) -> None:
+    def by_title() -> list[str]:
+        return [sql for sql in prepared_statements() if '"title" = $1' in sql]
+
+    assert by_title() == []
+    for _ in range(3):
+        assert fetch_one(AgentSession, session.title, lookup="title") is not None
+    assert len(by_title()) == 1  # prepared on first use, reused afterwards
+    with statement_cursor() as cursor:  # errors are still Django's
+        from django.db import DatabaseError
+
+        with pytest.raises(DatabaseError), transaction.atomic():
+            cursor.execute("SELECT no_such_column FROM sessions_app_agentsession")
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements: PostgreSQL")
+def test_acode_db_prepared_off_prepares_nothing(session: AgentSession) -> None:
+    options = connection.settings_dict["OPTIONS"]
+    saved = options.pop("prepare_threshold", None)
+    try:
+        before = prepared_statements()
+        assert fetch_one(AgentSession, session.task, lookup="task") is not None
+        assert prepared_statements() == before
+    finally:
+        if saved is not None:
+            options["prepare_threshold"] = saved
