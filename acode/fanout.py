@@ -116,14 +116,13 @@ class GroupSender:
                     )
 
 
-_senders: dict[int, GroupSender] = {}
-
-
 def sender_for(layer: Any) -> GroupSender | None:
     """A ``GroupSender`` for this layer if it is a plain ``RedisChannelLayer``, else None."""
     if type(layer) is not RedisChannelLayer or any("address" not in h for h in layer.hosts):
         return None
-    sender = _senders.get(id(layer))
-    if sender is None or sender.layer is not layer:
-        sender = _senders[id(layer)] = GroupSender(layer)
+    # Kept on the layer, so it lives and dies with it (channels keeps one layer per alias
+    # and replaces it when the settings change).
+    sender: GroupSender | None = getattr(layer, "_acode_group_sender", None)
+    if sender is None:
+        sender = layer._acode_group_sender = GroupSender(layer)
     return sender
