@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from acode.embedded import free_port, wait_for_port
+from acode.embedded import free_port, stop_process, wait_for_port
 
 MODEL_ALIAS = "smollm2-135m"
 
@@ -71,10 +71,6 @@ def embedded_model_server(port: int | None = None, *, log: Path | None = None) -
         wait_for_port(port, timeout=120)
         yield f"http://127.0.0.1:{port}/v1"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc, timeout=15)
         if log:
             out.close()  # type: ignore[union-attr]

@@ -76,7 +76,7 @@ def web_server(log: Path, *, server: str = "daphne", workers: int = 1) -> Iterat
     processes. It gets its own session, so Ctrl-C reaches only the benchmark, which then
     stops it; its output goes to ``log``.
     """
-    from acode.embedded import free_port, wait_for_port
+    from acode.embedded import free_port, stop_process, wait_for_port
 
     port = free_port()
     env = {
@@ -105,9 +105,4 @@ def web_server(log: Path, *, server: str = "daphne", workers: int = 1) -> Iterat
                 raise
             yield WebServer(proc, port)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from django.db import connections
 
-from acode.embedded import embedded_redis, free_port, wait_for_port
+from acode.embedded import embedded_redis, free_port, stop_process, wait_for_port
 from tests.conftest import ROOT, shared_database_url
 
 CHROMIUM = "/usr/bin/chromium"
@@ -77,12 +77,7 @@ def live_server_url(transactional_db: None, redis_url: str, tmp_path: Path) -> I
             wait_for_port(port, timeout=30)
             yield f"http://127.0.0.1:{port}"
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc)
     if ARTIFACTS.is_dir():
         shutil.copy(log_path, ARTIFACTS / "daphne.log")
 
