@@ -134,11 +134,39 @@ def execute_update(
 
 
 @dataclass(frozen=True)
+class _Reader:
+    """How a compiled query's rows become model instances."""
+
+    columns: list[str]  # the select list, compiled ("table"."column")
+    names: list[str]
+    converters: Sequence[tuple[int, list[Any], Any]]
+
+    def instance(self, model: type[M], row: Sequence[Any], using: str) -> M:
+        values = list(row)
+        connection = connections[using]
+        for pos, convs, expression in self.converters:
+            value = values[pos]
+            for converter in convs:
+                value = converter(value, expression, connection)
+            values[pos] = value
+        return model.from_db(using, self.names, values)
+
+
+def _reader(compiler: Any) -> _Reader:
+    columns = [column for column, _, _ in compiler.select]
+    converters = compiler.get_converters(columns)
+    return _Reader(
+        [compiler.compile(column)[0] for column in columns],
+        [column.target.attname for column in columns],
+        [(pos, convs, expression) for pos, (convs, expression) in converters.items()],
+    )
+
+
+@dataclass(frozen=True)
 class _Select:
     sql: str
     key: Any  # the field the parameter is compared with; prepares each call's value
-    names: list[str]
-    converters: Sequence[tuple[int, list[Any], Any]]
+    reader: _Reader
 
 
 _compiled: dict[tuple[type[Model], str, bool, str], _Select] = {}
@@ -159,16 +187,26 @@ def _select(model: type[Model], lookup: str, for_update: bool, using: str, value
     (condition,) = queryset.query.where.children  # one equality, one parameter
     if len(params) != 1 or getattr(condition, "lookup_name", "") != "exact":
         raise ValueError(f"PendingRow needs one equality lookup, got {sql!r}")
-    columns = [column for column, _, _ in compiler.select]
-    converters = compiler.get_converters(columns)
-    found = _Select(
-        sql,
-        condition.lhs.target,
-        [column.target.attname for column in columns],
-        [(pos, convs, expression) for pos, (convs, expression) in converters.items()],
-    )
+    found = _Select(sql, condition.lhs.target, _reader(compiler))
     _compiled[cache_key] = found
     return found
+
+
+@functools.cache
+def _row_reader(model: type[Model], using: str) -> _Reader:
+    compiler: Any = model._default_manager.using(using).all().query.get_compiler(using=using)
+    compiler.setup_query()
+    return _reader(compiler)
+
+
+def returning_columns(model: type[Model], using: str = "default") -> str:
+    """Every column of ``model`` for a ``RETURNING`` clause, as ``instance_from_row`` reads them."""
+    return ", ".join(_row_reader(model, using).columns)
+
+
+def instance_from_row(model: type[M], row: Sequence[Any], using: str = "default") -> M:
+    """A model instance from a row of ``returning_columns``, converted as the ORM does."""
+    return _row_reader(model, using).instance(model, row, using)
 
 
 class PendingRow(Generic[M]):
@@ -208,14 +246,7 @@ class PendingRow(Generic[M]):
             self.cursor.close()
         if row is None:
             return None
-        values = list(row)
-        connection = connections[self.using]
-        for pos, convs, expression in self.select.converters:
-            value = values[pos]
-            for converter in convs:
-                value = converter(value, expression, connection)
-            values[pos] = value
-        return self.model.from_db(self.using, self.select.names, values)
+        return self.select.reader.instance(self.model, row, self.using)
 
 
 def fetch_one(

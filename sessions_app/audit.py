@@ -17,6 +17,10 @@ from sessions_app.models import AgentSession, AuditEvent, AuditEventType, AuditH
 GENESIS_HASH = "0" * 64
 
 
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def _canonical(
     *,
     seq: int,
@@ -30,7 +34,7 @@ def _canonical(
     created_at: datetime,
     prev_hash: str,
 ) -> str:
-    return json.dumps(
+    return _json(
         {
             "seq": seq,
             "event_type": event_type,
@@ -42,11 +46,35 @@ def _canonical(
             "details": details,
             "created_at": created_at.isoformat(),
             "prev_hash": prev_hash,
-        },
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
+        }
     )
+
+
+def canonical_parts(
+    *,
+    event_type: str,
+    session_id: Any,
+    role: str,
+    actor: str,
+    target: str,
+    result: str,
+    details: Any,
+    created_at: datetime,
+) -> tuple[str, str, str]:
+    """An event's canonical text around the two values only the locked chain head gives.
+
+    ``before + prev_hash + between + str(seq) + after`` is exactly ``_canonical`` (keys in
+    sorted order: ..., event_type, prev_hash, result, role, seq, session, target), so the
+    database can hash an event whose sequence number and predecessor it reads itself.
+    """
+    before = (
+        f'{{"actor":{_json(actor)},"created_at":{_json(created_at.isoformat())},'
+        f'"details":{_json(details)},"event_type":{_json(event_type)},"prev_hash":"'
+    )
+    between = f'","result":{_json(result)},"role":{_json(role)},"seq":'
+    session = str(session_id) if session_id else None
+    after = f',"session":{_json(session)},"target":{_json(target)}}}'
+    return before, between, after
 
 
 def event_hash(event: AuditEvent) -> str:

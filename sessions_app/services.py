@@ -32,6 +32,7 @@ from sessions_app.models import (
     SessionStatus,
     StepStatus,
 )
+from sessions_app.transition_sql import applicable, transition_in_one_statement
 
 logger = logging.getLogger(__name__)
 
@@ -229,7 +230,13 @@ def session_transition(
     transition and its audit event in one transaction and publishes after commit.
     A refusal is audited as ``TransitionDenied`` (and committed) before it is raised.
     ``authorize``, when given, sees the locked row first and raises to refuse the caller
-    (nothing is written then). Raises ``AgentSession.DoesNotExist`` for an unknown id.
+    (nothing is written then); it is not asked about the session's owner (``user``),
+    who may always act on their own session. Raises ``AgentSession.DoesNotExist`` for
+    an unknown id.
+
+    An owner's transition that states ``expected_role`` is first tried as one statement
+    on PostgreSQL (``sessions_app.transition_sql``); when that writes nothing, for
+    whatever reason, the general path below decides.
 
     This is the hottest write path (bench/transitions.py), so its statements are sent
     pipelined: BEGIN and the session and audit-head locks in one round trip, every write
@@ -244,6 +251,10 @@ def session_transition(
     expected = registry.get(expected_role) if expected_role else None
     who = actor_name(user, actor)
     session_id = session.pk if isinstance(session, AgentSession) else session
+    if expected is not None and expected.slug != target.slug and user is not None:
+        done = _try_one_statement(session_id, user, expected, target, reason, who, request_id)
+        if done is not None:
+            return done
     refusal: AcodeError | None = None
     result: TransitionResult
     with transaction.atomic(), pipelined(), statement_cursor() as cursor:
@@ -253,7 +264,7 @@ def session_transition(
         locked = pending.get()
         if locked is None:
             raise AgentSession.DoesNotExist(f"No session {session_id}.")
-        if authorize is not None:
+        if authorize is not None and (user is None or locked.owner_id != user.pk):
             authorize(locked)
         head = head_from(pending_head)
         if isinstance(session, AgentSession) and "owner" in session._state.fields_cache:
@@ -312,6 +323,49 @@ def session_transition(
     if refusal is not None:
         raise refusal
     return result
+
+
+def _try_one_statement(
+    session_id: Any,
+    user: User,
+    current: RoleDef,
+    target: RoleDef,
+    reason: str,
+    who: str,
+    request_id: str | None,
+) -> TransitionResult | None:
+    rule = registry.rule(current.slug, target.slug)
+    if rule is None or not user.is_authenticated or not applicable("default", rule.precondition):
+        return None
+    done = transition_in_one_statement(
+        session_id=session_id,
+        user=user,
+        current=current,
+        target=target,
+        precondition=rule.precondition,
+        reason=reason,
+        actor=who,
+        request_id=request_id or "",
+    )
+    if done is None:
+        return None
+    session, transition = done
+    _publish_role_change(session, current, target, reason)
+    return TransitionResult(
+        session, True, transition, f"Role transition: {current.name} → {target.name}"
+    )
+
+
+def _publish_role_change(
+    session: AgentSession, current: RoleDef, target: RoleDef, reason: str
+) -> None:
+    transaction.on_commit(
+        lambda: publish_session_event(
+            session.pk,
+            "role.changed",
+            {"from_role": current.slug, "to_role": target.slug, "reason": reason.strip()},
+        )
+    )
 
 
 def _check_rule(session: AgentSession, current: RoleDef, target: RoleDef) -> AcodeError | None:
@@ -396,13 +450,7 @@ def _apply(
     for name, value in changes.items():
         setattr(session, name, value)
     execute_update(cursor, AgentSession, session.pk, changes)
-    transaction.on_commit(
-        lambda: publish_session_event(
-            session.pk,
-            "role.changed",
-            {"from_role": current.slug, "to_role": target.slug, "reason": reason.strip()},
-        )
-    )
+    _publish_role_change(session, current, target, reason)
     return TransitionResult(
         session, True, transition, f"Role transition: {current.name} → {target.name}"
     )
