@@ -68,8 +68,9 @@ def _statement(using: str, precondition: str) -> str:
     plan = col(AgentSession, "plan")
     guard = ""
     if precondition == Precondition.PLAN_EXISTS:
-        # Stricter than "the plan is not empty" in Python: an array with a step.
-        guard = f" AND jsonb_typeof({plan}) = 'array' AND jsonb_array_length({plan}) > 0"
+        # Stricter than "the plan is not empty" in Python: a non-empty array. (Both tests
+        # are safe on any JSON value: PostgreSQL may evaluate them in either order.)
+        guard = f" AND jsonb_typeof({plan}) = 'array' AND {plan} <> '[]'::jsonb"
     transition_columns = ", ".join(
         col(RoleTransition, n)
         for n in (

@@ -127,6 +127,20 @@ def test_plan_precondition_is_checked_in_the_statement(user: Any) -> None:
     assert audit_verify().ok
 
 
+@postgresql_only
+@pytest.mark.parametrize("plan", [{"steps": 1}, "a plan", 0, ""])
+def test_a_plan_that_is_not_a_list_does_not_break_the_statement(user: Any, plan: Any) -> None:
+    session = _session(user)
+    _move(session, "planner", user, expected_role="default")
+    AgentSession.objects.filter(pk=session.pk).update(plan=plan)  # written by hand
+    if plan:  # the general path decides as it always did: a truthy plan is a plan
+        assert _move(session, "coder", user, expected_role="planner").changed
+    else:
+        with pytest.raises(AcodeError, match="no plan"):
+            _move(session, "coder", user, expected_role="planner")
+    assert audit_verify().ok
+
+
 def test_stale_expected_role_and_noop_still_answer_as_before(user: Any) -> None:
     session = _session(user)
     with pytest.raises(AcodeError) as stale:
