@@ -164,6 +164,11 @@ def transition_in_one_statement(
     (and meets ``precondition``); the new session row and the transition, or None when
     nothing was written (the caller then takes the general path)."""
     connection = connections[using]
+    try:
+        # As the database stores it: the audit hash covers the id's canonical spelling.
+        session_id = uuid.UUID(str(session_id))
+    except ValueError:
+        return None  # not an id at all: the general path says so
     now = timezone.now()
     reason = reason.strip()
     details = json.loads(

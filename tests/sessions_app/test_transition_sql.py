@@ -90,6 +90,19 @@ def _written(session: AgentSession) -> tuple[dict[str, Any], dict[str, Any], dic
     )
 
 
+def test_an_id_spelled_in_capitals_is_hashed_as_stored(user: Any) -> None:
+    session = _session(user)
+    result = services.session_transition(
+        session=str(session.pk).upper(),
+        to_role="planner",
+        reason="shouting",
+        user=user,
+        expected_role="default",
+    )
+    assert result.changed
+    assert audit_verify().ok
+
+
 def test_both_paths_write_the_same_rows(user: Any) -> None:
     general, single = _session(user, "general"), _session(user, "single")
     for to, expected in (("planner", "default"), ("default", "planner")):
