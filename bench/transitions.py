@@ -4,10 +4,13 @@ Starts the ASGI server (uvicorn by default, or daphne) on 127.0.0.1 with the con
 database (PostgreSQL in production) and Redis, then measures, in the same run and with
 the same keep-alive client threads, ``GET /api/me/`` (the trivial authenticated JSON
 endpoint) and ``POST /api/sessions/{id}/transition/`` alternating Planner and Default with
-``expected_role``. Each client thread toggles its own session, so the figures are for
-transitions that succeed, not for lock waits between clients.
+``expected_role`` (on PostgreSQL the one-statement path, ``sessions_app/transition_sql.py``).
+For comparison it also measures the same transition without ``expected_role``, which
+takes the general path (lock, then writes, then commit); the targets apply to the first.
+Each client thread toggles its own sessions, so the figures are for transitions that
+succeed, not for lock waits between clients.
 
-The two endpoints are measured in alternating rounds, so a machine that speeds up or
+The endpoints are measured in alternating rounds, so a machine that speeds up or
 slows down during the run (shared CPUs) affects both alike. Clients are the standard
 library's ``http.client`` on kept-alive connections: the client's own cost per request
 is about 0.15 ms, against about 0.4 ms for httpx, and it shares the machine's CPUs.
@@ -201,22 +204,22 @@ def measure_alternating(
     ]
 
 
-def transition_call(session_id: str, current: str) -> Call:
-    """A call that moves one session to the other role, stating the role it expects."""
+def transition_call(session_id: str, current: str, *, state_expected: bool = True) -> Call:
+    """A call that moves one session to the other role, stating the role it expects
+    (``expected_role``, as automation does) unless ``state_expected`` is False."""
     believed = [current]
 
     def call(client: Client) -> int:
         target = OTHER_ROLE[believed[0]]
-        status, body = client.request(
-            "POST",
-            f"/api/sessions/{session_id}/transition/",
-            {"to_role": target, "reason": "bench", "expected_role": believed[0]},
-        )
+        body: dict[str, object] = {"to_role": target, "reason": "bench"}
+        if state_expected:
+            body["expected_role"] = believed[0]
+        status, answer = client.request("POST", f"/api/sessions/{session_id}/transition/", body)
         if status == 200:
             believed[0] = target
         elif status == 409:
             # Someone else moved this session (not expected: one thread per session).
-            actual = json.loads(body).get("details", {}).get("current_role")
+            actual = json.loads(answer).get("details", {}).get("current_role")
             if actual in OTHER_ROLE:
                 believed[0] = actual
         return status
@@ -279,20 +282,26 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="acode-bench-"))
     log = scratch / "server.log"
     try:
-        token, sessions = prepare(args.clients)
+        # One session per client thread for each kind of transition call.
+        token, sessions = prepare(2 * args.clients)
+        stating, plain = sessions[: args.clients], sessions[args.clients :]
         commit = Measurement("database INSERT + COMMIT", durable_commit_latencies(), 0.0, [])
         # The server owns the database from here; keep no idle connection open on it.
         connection.close()
         with web_server(log, server=args.server, workers=args.workers) as web:
             clients = [Client(web.port, token) for _ in range(args.clients)]
             try:
-                trivial, moves = measure_alternating(
+                trivial, moves, general = measure_alternating(
                     clients,
                     [
                         ("GET  /api/me/", [me_call] * len(clients)),
                         (
                             "POST /api/sessions/{id}/transition/",
-                            [transition_call(sid, role) for sid, role in sessions],
+                            [transition_call(sid, role) for sid, role in stating],
+                        ),
+                        (
+                            "POST ... without expected_role",
+                            [transition_call(s, r, state_expected=False) for s, r in plain],
                         ),
                     ],
                     requests=args.requests,
@@ -312,6 +321,7 @@ def main() -> int:
         )
         print(f"baseline {report(trivial)}")
         print(f"measured {report(moves)}")
+        print(f"also     {report(general)}  (the general path: three round trips, not one)")
         print(
             f"floor    {commit.label:<34} {'':>14}  p50 {fmt_time(commit.percentile(50))}"
             f"  p95 {fmt_time(commit.percentile(95))}  p99 {fmt_time(commit.percentile(99))}"
@@ -331,7 +341,7 @@ def main() -> int:
             f"{'OK  ' if ratio >= RATIO_TARGET else 'MISS'} throughput ratio "
             f"transitions/trivial {ratio:.2f}  target at least {RATIO_TARGET}"
         )
-        errors = trivial.errors + moves.errors
+        errors = trivial.errors + moves.errors + general.errors
         if errors:
             print(f"ERROR {len(errors)} failed requests, first: {errors[:5]}", file=sys.stderr)
             print(log.read_text(errors="replace")[-3000:], file=sys.stderr)
