@@ -152,7 +152,13 @@ class TransitionInput(serializers.Serializer):
     to_role = serializers.CharField(max_length=100)
     reason = serializers.CharField(allow_blank=True, trim_whitespace=False)
     expected_role = serializers.CharField(
-        max_length=100, required=False, allow_blank=True, allow_null=True
+        max_length=100,
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        help_text="The role the client believes the session is in. If the session has moved "
+        "on, the answer is 409 ACODE-ROL-006 and nothing is written. Stated by the session's "
+        "owner, it also lets PostgreSQL make the change in one round trip.",
     )
 
 
