@@ -94,6 +94,11 @@ def event_hash(event: AuditEvent) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def normalise_details(details: dict[str, Any] | None) -> Any:
+    """Details as the JSON column gives them back (what an event's hash is computed over)."""
+    return json.loads(json.dumps(details or {}, default=str))
+
+
 def head_request() -> PendingRow[AuditHead]:
     """Send the query that locks the chain head; read it with ``head_from``."""
     return PendingRow(AuditHead, 1, for_update=True)
@@ -129,7 +134,7 @@ def audit_append(
     The caller holds the head's lock (``head_from``) and sends ``head_store`` after its
     last append, all in one transaction. Nothing is waited for here.
     """
-    normalised = json.loads(json.dumps(details or {}, default=str))
+    normalised = normalise_details(details)
     event = AuditEvent(
         seq=head.last_seq + 1,
         event_type=str(event_type),

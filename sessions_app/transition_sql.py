@@ -26,7 +26,6 @@ takes transitions the general path would take, and writes the same rows.
 from __future__ import annotations
 
 import functools
-import json
 import uuid
 from typing import Any
 
@@ -37,7 +36,7 @@ from django.utils import timezone
 from acode.db import instance_from_row, returning_columns, statement_cursor
 from roles.models import Precondition
 from roles.registry import RoleDef
-from sessions_app.audit import canonical_parts
+from sessions_app.audit import canonical_parts, normalise_details
 from sessions_app.models import AgentSession, AuditEvent, AuditEventType, AuditHead, RoleTransition
 
 # The preconditions a guard on the session row itself can check. "changes_exist" reads
@@ -71,36 +70,42 @@ def _statement(using: str, precondition: str) -> str:
         # Stricter than "the plan is not empty" in Python: a non-empty array. (Both tests
         # are safe on any JSON value: PostgreSQL may evaluate them in either order.)
         guard = f" AND jsonb_typeof({plan}) = 'array' AND {plan} <> '[]'::jsonb"
-    transition_columns = ", ".join(
-        col(RoleTransition, n)
-        for n in (
-            "session",
-            "seq",
-            "from_role",
-            "to_role",
-            "role_version",
-            "reason",
-            "actor",
-            "user",
-            "request_id",
-            "created_at",
-        )
+
+    def insert(model: Any, values: dict[str, str]) -> str:
+        # Each column next to the expression that fills it: INSERT ... SELECT.
+        columns = ", ".join(col(model, name) for name in values)
+        return f"INSERT INTO {table(model)} ({columns})\n    SELECT {', '.join(values.values())}"
+
+    insert_transition = insert(
+        RoleTransition,
+        {
+            "session": "s.id",
+            "seq": "s.count + 1",
+            "from_role": typed(RoleTransition, "from_role", "from_role"),
+            "to_role": typed(RoleTransition, "to_role", "current_role"),
+            "role_version": typed(RoleTransition, "role_version", "role_version"),
+            "reason": "%(last_reason)s::text",
+            "actor": "%(actor)s::text",
+            "user": typed(RoleTransition, "user", "user"),
+            "request_id": "%(request_id)s::text",
+            "created_at": typed(RoleTransition, "created_at", "role_since"),
+        },
     )
-    event_columns = ", ".join(
-        col(AuditEvent, n)
-        for n in (
-            "seq",
-            "event_type",
-            "session",
-            "role",
-            "actor",
-            "target",
-            "result",
-            "details",
-            "created_at",
-            "prev_hash",
-            "hash",
-        )
+    insert_event = insert(
+        AuditEvent,
+        {
+            "seq": "e.seq",
+            "event_type": "%(event_type)s::text",
+            "session": "s.id",
+            "role": "%(role)s::text",
+            "actor": "%(actor)s::text",
+            "target": "%(target)s::text",
+            "result": "%(result)s::text",
+            "details": typed(AuditEvent, "details", "details"),
+            "created_at": typed(AuditEvent, "created_at", "event_created_at"),
+            "prev_hash": "e.prev_hash",
+            "hash": "e.hash",
+        },
     )
     updates = ", ".join(
         f"{col(AgentSession, n)} = %({n})s"
@@ -125,19 +130,10 @@ WITH s AS (
             || %(after)s::text, 'UTF8')), 'hex') AS hash
     FROM h
 ), t AS (
-    INSERT INTO {table(RoleTransition)} ({transition_columns})
-    SELECT s.id, s.count + 1, {typed(RoleTransition, "from_role", "from_role")},
-        {typed(RoleTransition, "to_role", "current_role")},
-        {typed(RoleTransition, "role_version", "role_version")}, %(last_reason)s::text,
-        %(actor)s::text, {typed(RoleTransition, "user", "user")}, %(request_id)s::text,
-        {typed(RoleTransition, "created_at", "role_since")}
+    {insert_transition}
     FROM s, e
 ), a AS (
-    INSERT INTO {table(AuditEvent)} ({event_columns})
-    SELECT e.seq, %(event_type)s::text, s.id, %(role)s::text, %(actor)s::text,
-        %(target)s::text, %(result)s::text, {typed(AuditEvent, "details", "details")},
-        {typed(AuditEvent, "created_at", "event_created_at")},
-        e.prev_hash, e.hash
+    {insert_event}
     FROM s, e
 ), moved AS (
     UPDATE {head} SET {last_seq} = e.seq, {last_hash} = e.hash FROM e WHERE {head}.{head_id} = 1
@@ -171,17 +167,14 @@ def transition_in_one_statement(
         return None  # not an id at all: the general path says so
     now = timezone.now()
     reason = reason.strip()
-    details = json.loads(
-        json.dumps(
-            {
-                "from_role": current.slug,
-                "to_role": target.slug,
-                "reason": reason,
-                "role_version": target.version,
-                "request_id": request_id,
-            },
-            default=str,
-        )
+    details = normalise_details(
+        {
+            "from_role": current.slug,
+            "to_role": target.slug,
+            "reason": reason,
+            "role_version": target.version,
+            "request_id": request_id,
+        }
     )
     event = {
         "event_type": str(AuditEventType.ROLE_TRANSITION),

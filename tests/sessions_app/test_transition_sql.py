@@ -194,23 +194,9 @@ def test_other_users_are_authorized_on_the_locked_row(user: Any, django_user_mod
         raise Refused
 
     with pytest.raises(Refused):
-        services.session_transition(
-            session=session.pk,
-            to_role="planner",
-            reason="lead",
-            user=lead,
-            expected_role="default",
-            authorize=authorize,
-        )
+        _move(session, "planner", lead, expected_role="default", authorize=authorize)
     assert [s.pk for s in asked] == [session.pk]
     assert AgentSession.objects.get(pk=session.pk).transition_count == 1
     # The owner is never asked about.
-    owner_result = services.session_transition(
-        session=session.pk,
-        to_role="planner",
-        reason="owner",
-        user=user,
-        expected_role="default",
-        authorize=authorize,
-    )
+    owner_result = _move(session, "planner", user, expected_role="default", authorize=authorize)
     assert owner_result.changed and len(asked) == 1
