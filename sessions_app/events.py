@@ -7,20 +7,29 @@ go through the layer's own coroutines on one long-lived event loop on a backgrou
 thread (channels-redis pools connections per event loop), in publication order. The
 in-memory layer (single-process development and tests without Redis) is sent inline.
 A failure to publish is logged and never undoes or hides the change.
+
+During an HTTP request (``PublishAfterResponseMiddleware``), events are held until the
+response has been sent: the server closes the response after its last byte, and that is
+when they go out, in order. The client that made the change does not wait for Redis,
+and listeners still hear of nothing that has not committed. Outside a request (Celery
+workers, management commands, the shell) they go out as soon as they are published.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import os
 import threading
 import uuid
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
+from django.http import HttpRequest, HttpResponseBase
 
 from acode.fanout import sender_for
 
@@ -88,7 +97,60 @@ class _Publisher:
 publisher = _Publisher()
 
 
-def _publish(sends: list[tuple[str, dict[str, Any]]]) -> None:
+Sends = list[tuple[str, dict[str, Any]]]
+
+# Set while a request's view runs: events published then wait for the response to close.
+_held: contextvars.ContextVar[list[Sends] | None] = contextvars.ContextVar(
+    "acode_events_held", default=None
+)
+
+
+class PublishAfterResponseMiddleware:
+    """Hold the request's live events until its response has been sent (closed)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        held: list[Sends] = []
+        token = _held.set(held)
+        try:
+            response = self.get_response(request)
+        except BaseException:
+            _held.reset(token)
+            _send_all(held)
+            raise
+        _held.reset(token)
+        if held:
+            close = response.close
+
+            def close_then_publish() -> None:
+                # Servers close a response after sending it (PEP 3333; Django's ASGI
+                # handler and test client too), even when the client went away.
+                try:
+                    close()
+                finally:
+                    _send_all(held)
+
+            response.close = close_then_publish  # type: ignore[method-assign]
+        return response
+
+
+def _send_all(held: list[Sends]) -> None:
+    for sends in held:
+        _send(sends)
+    held.clear()
+
+
+def _publish(sends: Sends) -> None:
+    held = _held.get()
+    if held is not None:
+        held.append(sends)
+    else:
+        _send(sends)
+
+
+def _send(sends: Sends) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
