@@ -98,6 +98,7 @@ def _run(env: dict[str, str]) -> int:
                     "threads",
                     "--concurrency",
                     "4",
+                    "--beat",  # the periodic tasks (lost-job recovery, audit anchors)
                     "--loglevel",
                     "INFO",
                 ],

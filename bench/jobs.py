@@ -155,7 +155,7 @@ def small_workspace(root: Path) -> Path:
 def bench_enforcement(workspace: Path) -> bool:
     """Print per-call ``tool_check`` times; False when a decision is not the expected one."""
     from roles.registry import registry
-    from sessions_app.executor import tool_check
+    from sessions_app.agent.executor import tool_check
 
     registry.sync()
     coder = registry.get("coder")
@@ -246,8 +246,8 @@ def bench_enforcement(workspace: Path) -> bool:
 def bench_context(runs: int) -> None:
     import django
 
-    from sessions_app.context import build_context, candidate_files
-    from sessions_app.workspace import workspace_files
+    from sessions_app.agent.context import build_context, candidate_files
+    from sessions_app.agent.workspace import workspace_files
 
     root = Path(django.__file__).parent
     list_wall, list_cpu, files = best_of(partial(workspace_files, root), runs)
@@ -413,7 +413,8 @@ def bench_user() -> tuple[Any, str]:
 def session_pool(user: Any, workspace: Path, size: int) -> list[Any]:
     """``size`` sessions in Explorer on ``workspace``, reused from run to run."""
     from sessions_app.models import AgentSession
-    from sessions_app.services import session_create, session_transition
+    from sessions_app.services.sessions import session_create
+    from sessions_app.services.transitions import session_transition
 
     found = list(
         AgentSession.objects.filter(
@@ -497,7 +498,7 @@ def failed_jobs(job_ids: list[Any], label: str) -> list[str]:
 def run_in_process(pool: list[Any], user: Any) -> tuple[list[Any], list[float], float]:
     """``job_create`` (broker publish stubbed out) then ``run_job``, one job after another."""
     from sessions_app import jobs as jobs_module
-    from sessions_app.agent import run_job
+    from sessions_app.agent.loop import run_job
 
     ids, each = [], []
     with mock.patch.object(jobs_module, "_enqueue", lambda job, queue: None):

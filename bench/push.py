@@ -326,7 +326,8 @@ def prepare() -> tuple[str, str, str]:
     from django.test import Client
 
     from sessions_app.models import AgentSession, SessionStatus
-    from sessions_app.services import session_create, session_transition, session_update
+    from sessions_app.services.sessions import session_create, session_update
+    from sessions_app.services.transitions import session_transition
 
     user, _ = User.objects.get_or_create(username="bench", defaults={"email": "bench@localhost"})
     session = (
@@ -353,7 +354,7 @@ def transition(session_id: str, to_role: str) -> float:
     from django.contrib.auth.models import User
     from django.db import transaction
 
-    from sessions_app.services import session_transition
+    from sessions_app.services.transitions import session_transition
 
     committed: list[float] = []
     user = User.objects.get(username="bench")

@@ -126,7 +126,8 @@ def prepare(clients: int) -> tuple[str, list[tuple[str, str]]]:
     from rest_framework.authtoken.models import Token
 
     from sessions_app.models import AgentSession
-    from sessions_app.services import session_create, session_transition
+    from sessions_app.services.sessions import session_create
+    from sessions_app.services.transitions import session_transition
 
     user, _ = User.objects.get_or_create(username="bench", defaults={"email": "bench@localhost"})
     token, _ = Token.objects.get_or_create(user=user)

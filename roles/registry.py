@@ -19,7 +19,6 @@ from typing import Any
 
 from django.conf import settings
 
-from acode.db import fetch_one
 from acode.errors import AcodeError
 from roles.access import (
     RoleAccess,
@@ -92,7 +91,9 @@ class RuleDef:
     def condition_text(self) -> str:
         if self.precondition == Precondition.NONE:
             return "always"
-        return "when " + str(Precondition(self.precondition).label)
+        if self.precondition in Precondition.values:
+            return "when " + str(Precondition(self.precondition).label)
+        return "when " + self.precondition.replace("_", " ")
 
 
 @dataclass(frozen=True)
@@ -156,8 +157,8 @@ def read_specs(using: str = "default") -> tuple[list[tuple[int, RoleSpec]], list
 
 def current_stamp(using: str = "default") -> str:
     """The stamp now in the database ('' before the first change)."""
-    row = fetch_one(RegistryStamp, 1, using=using)  # every request asks: precompiled
-    return row.token if row is not None else ""
+    token = RegistryStamp.objects.using(using).filter(pk=1).values_list("token", flat=True).first()
+    return token or ""
 
 
 class RoleRegistry:

@@ -7,8 +7,8 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from sessions_app import services
 from sessions_app.models import AgentSession, AuditEvent, PendingChange, RoleTransition
+from sessions_app.services.sessions import session_update
 
 
 class _ReadOnly(admin.ModelAdmin):
@@ -75,7 +75,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
             if k in form.changed_data
         }
         original = AgentSession.objects.get(pk=obj.pk)
-        services.session_update(session=original, data=data, user=request.user)  # type: ignore[arg-type]
+        session_update(session=original, data=data, user=request.user)  # type: ignore[arg-type]
 
 
 @admin.register(RoleTransition)

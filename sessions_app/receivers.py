@@ -6,8 +6,8 @@ from typing import Any
 
 from roles.models import RoleVersion
 from roles.signals import prompt_rejected, role_version_created
-from sessions_app.audit import audit_record
 from sessions_app.models import AuditEventType
+from sessions_app.services.audit import audit_record
 
 
 def _role_versioned(sender: Any, version: RoleVersion, **kwargs: Any) -> None:

@@ -1,4 +1,4 @@
-"""Reads about sessions: visibility, filters, time in role."""
+"""Reads about sessions: time in role (computed here and nowhere else) and usage."""
 
 from __future__ import annotations
 
@@ -7,11 +7,10 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth.models import User
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
-from sessions_app.models import AgentSession, AuditEvent, RoleTransition
+from sessions_app.models import AgentSession, RoleTransition
 
 # The spec's intended split of time across roles ("role usage distribution").
 TARGET_SHARES: dict[str, tuple[float, float]] = {
@@ -19,52 +18,6 @@ TARGET_SHARES: dict[str, tuple[float, float]] = {
     "coder": (0.60, 0.70),
     "reviewer": (0.10, 0.15),
 }
-
-
-def can_view_all(user: Any) -> bool:
-    return bool(user.is_superuser or user.has_perm("sessions_app.view_all_sessions"))
-
-
-def can_act_on_all(user: Any) -> bool:
-    return bool(user.is_superuser or user.has_perm("sessions_app.act_on_all_sessions"))
-
-
-def sessions_visible_to(user: User) -> QuerySet[AgentSession]:
-    qs = AgentSession.objects.select_related("current_role", "owner")
-    return qs if can_view_all(user) else qs.filter(owner=user)
-
-
-def session_can_act(user: User, session: AgentSession) -> bool:
-    return session.owner_id == user.pk or can_act_on_all(user)
-
-
-def session_list(
-    *,
-    user: User,
-    role: str | None = None,
-    status: str | None = None,
-    owner: str | None = None,
-    text: str | None = None,
-) -> QuerySet[AgentSession]:
-    """Sessions the user may see, filtered by current role, status, owner and free text."""
-    qs = sessions_visible_to(user)
-    if role:
-        qs = qs.filter(Q(current_role__slug__iexact=role) | Q(current_role__name__iexact=role))
-    if status:
-        qs = qs.filter(status=status)
-    if owner:
-        qs = qs.filter(owner__username=owner)
-    if text:
-        qs = qs.filter(
-            Q(title__icontains=text) | Q(task__icontains=text) | Q(last_reason__icontains=text)
-        )
-    return qs
-
-
-def audit_visible_to(user: User) -> QuerySet[AuditEvent]:
-    if can_view_all(user) or user.has_perm("sessions_app.view_auditevent"):
-        return AuditEvent.objects.all()
-    return AuditEvent.objects.filter(session__owner=user)
 
 
 def time_in_roles(
@@ -85,17 +38,12 @@ def time_in_roles(
     return dict(totals)
 
 
-def usage(sessions: QuerySet[AgentSession] | None = None) -> dict[str, Any]:
-    """Time-in-role distribution for some sessions (all by default), with the spec targets."""
-    qs = RoleTransition.objects.order_by("session_id", "seq")
-    if sessions is not None:
-        qs = qs.filter(session__in=sessions)
-    seconds = time_in_roles(qs.values_list("session_id", "to_role__slug", "created_at").iterator())
+def _distribution(seconds: dict[str, float], *, targets: bool) -> dict[str, Any]:
     total = sum(seconds.values())
     roles = []
     for slug, value in sorted(seconds.items(), key=lambda kv: -kv[1]):
         share = value / total if total else 0.0
-        low_high = TARGET_SHARES.get(slug)
+        low_high = TARGET_SHARES.get(slug) if targets else None
         roles.append(
             {
                 "role": slug,
@@ -106,3 +54,25 @@ def usage(sessions: QuerySet[AgentSession] | None = None) -> dict[str, Any]:
             }
         )
     return {"total_seconds": round(total, 3), "roles": roles}
+
+
+def usage(sessions: QuerySet[AgentSession] | None = None) -> dict[str, Any]:
+    """Time-in-role distribution for some sessions (all by default), with the spec targets."""
+    qs = RoleTransition.objects.order_by("session_id", "seq")
+    if sessions is not None:
+        qs = qs.filter(session__in=sessions)
+    rows = qs.values_list("session_id", "to_role__slug", "created_at").iterator()
+    return _distribution(time_in_roles(rows), targets=True)
+
+
+def session_time_in_roles(session: AgentSession) -> dict[str, float]:
+    """Seconds the session has spent in each role so far."""
+    rows = session.transitions.order_by("seq").values_list(
+        "session_id", "to_role__slug", "created_at"
+    )
+    return time_in_roles(rows)
+
+
+def session_usage(session: AgentSession) -> dict[str, Any]:
+    """One session's time-in-role distribution (no targets: one session is no sample)."""
+    return _distribution(session_time_in_roles(session), targets=False)

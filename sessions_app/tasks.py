@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from typing import Any
 
 from celery import shared_task
 from celery.signals import task_prerun, worker_ready
-from django.conf import settings
 from django.db import close_old_connections
 
 from roles.registry import registry
@@ -20,7 +17,7 @@ logger = logging.getLogger(__name__)
 @shared_task(name="acode.run_job", acks_late=True, reject_on_worker_lost=True)
 def run_job_task(job_id: str) -> str:
     """Run one job. ``acks_late``: a worker killed mid-job leaves the message to be redelivered."""
-    from sessions_app.agent import run_job
+    from sessions_app.agent.loop import run_job
 
     return str(run_job(job_id).status)
 
@@ -31,29 +28,32 @@ def _sync_registry(**kwargs: Any) -> None:
     registry.sync()
 
 
-def _recover_once() -> None:
-    from sessions_app.jobs import jobs_recover_stale
+@shared_task(name="acode.recover_lost_jobs")
+def recover_lost_jobs_task() -> list[str]:
+    """Requeue or fail jobs whose worker stopped sending heartbeats (Celery beat, periodic)."""
+    from sessions_app.services.jobs import jobs_recover_stale
 
     recovered = jobs_recover_stale()
     if recovered:
         logger.warning(
             "recovered %d job(s) left running by a lost worker: %s", len(recovered), recovered
         )
+    return recovered
 
 
-def _recover_forever() -> None:
-    # Another host's worker may die while this one keeps running: look again regularly.
-    while True:
-        time.sleep(settings.ACODE_JOB_STALE_SECONDS)
-        try:
-            _recover_once()
-        except Exception:
-            logger.exception("recovering lost jobs failed")
-        finally:
-            close_old_connections()
+@shared_task(name="acode.audit_anchor")
+def audit_anchor_task() -> int | None:
+    """Seal every audit chain that moved since the last anchor (Celery beat, periodic)."""
+    from sessions_app.services.audit import audit_anchor
+
+    anchor = audit_anchor()
+    return anchor.seq if anchor is not None else None
 
 
 @worker_ready.connect
 def _recover_lost_jobs(**kwargs: Any) -> None:
-    _recover_once()
-    threading.Thread(target=_recover_forever, name="acode-job-recovery", daemon=True).start()
+    # At start too: this worker may be the one that was lost.
+    try:
+        recover_lost_jobs_task()
+    finally:
+        close_old_connections()

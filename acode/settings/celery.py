@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from acode.settings.base import VAR_DIR
 from acode.settings.env import env_bool, env_float, env_optional, env_str
 from acode.settings.redis import REDIS_URL
 
@@ -18,3 +19,10 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # A job whose worker stops sending heartbeats for this long is requeued (once) or failed.
 ACODE_JOB_HEARTBEAT_SECONDS = env_float("ACODE_JOB_HEARTBEAT_SECONDS", 10.0)
 ACODE_JOB_STALE_SECONDS = env_float("ACODE_JOB_STALE_SECONDS", 60.0)
+ACODE_AUDIT_ANCHOR_SECONDS = env_float("ACODE_AUDIT_ANCHOR_SECONDS", 300.0)
+# Periodic work, run by Celery beat (embedded in the worker under `make run`: --beat).
+CELERY_BEAT_SCHEDULE = {
+    "recover-lost-jobs": {"task": "acode.recover_lost_jobs", "schedule": ACODE_JOB_STALE_SECONDS},
+    "audit-anchor": {"task": "acode.audit_anchor", "schedule": ACODE_AUDIT_ANCHOR_SECONDS},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")

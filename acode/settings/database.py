@@ -26,12 +26,6 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_boo
         "max_size": env_int("ACODE_DB_POOL_MAX", 20),
         "timeout": 30,
     }
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool(
-    "ACODE_DB_PREPARED", True
-):
-    # Lets acode.db prepare its hot statements once per connection. The ORM's cursors
-    # bind on the client and never prepare, whatever this says.
-    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 5
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     # WAL + a busy timeout let the web server, workers and tests share one file;

@@ -105,7 +105,7 @@ def test_scenario_8_context_show_lists_files_and_strategy(cli: RunCli, session_i
 @pytest.fixture
 def job_never_starts(monkeypatch: pytest.MonkeyPatch) -> None:
     # No worker picks the job up, so it stays queued while the CLI follows it.
-    monkeypatch.setattr("sessions_app.jobs._enqueue", lambda job, queue: None)
+    monkeypatch.setattr("sessions_app.services.jobs._enqueue", lambda job, queue: None)
 
 
 def interrupt(seconds: float) -> None:

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from sessions_app import services
 from sessions_app.models import AgentSession, AuditEvent
+from sessions_app.services.changes import change_record
+from sessions_app.services.plans import plan_set
 from tests.cli.conftest import RunCli
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -23,9 +24,9 @@ def workflow(cli: RunCli, session_id: str) -> str:
     """Scenario 9's transitions: Default → Planner → Coder → Reviewer."""
     assert cli("role", "set", "Planner", "--reason", "Test audit").exit_code == 0
     session = AgentSession.objects.get(pk=session_id)
-    services.plan_set(session=session, steps=["Write a test file"])
+    plan_set(session=session, steps=["Write a test file"])
     assert cli("role", "set", "Coder", "--reason", "Test implementation").exit_code == 0
-    services.change_record(session=session, path="test.txt", kind="created", diff="+hello")
+    change_record(session=session, path="test.txt", kind="created", diff="+hello")
     assert cli("role", "set", "Reviewer", "--reason", "Test review").exit_code == 0
     return session_id
 

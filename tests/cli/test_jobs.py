@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessions_app.agent import run_job
+from sessions_app.agent.loop import run_job
 from tests.cli.conftest import RunCli
 from tests.sessions_app.jobkit import scripted_model
 

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from sessions_app import services
 from sessions_app.models import AgentSession
+from sessions_app.services.plans import plan_set
 from tests.cli.conftest import RunCli
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -67,7 +67,7 @@ def test_scenario_6_refused_transition_exits_4_and_lists_valid_ones(
 
 def test_precondition_met_lets_the_transition_through(cli: RunCli, session_id: str) -> None:
     cli("role", "set", "planner", "--reason", "plan")
-    services.plan_set(session=AgentSession.objects.get(pk=session_id), steps=["Add login"])
+    plan_set(session=AgentSession.objects.get(pk=session_id), steps=["Add login"])
     result = cli("role", "set", "coder", "--reason", "Plan complete, starting implementation")
     assert result.exit_code == 0, result.output
     assert "[SUCCESS] Role transition: Planner → Coder" in result.stdout

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from sessions_app import services
 from sessions_app.models import AgentSession
+from sessions_app.services.plans import plan_set
 from tests.cli.conftest import RunCli
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_status_shows_role_reason_plan_progress_and_jobs(cli: RunCli, session_id: str) -> None:
     cli("role", "set", "planner", "--reason", "Plan the JWT work")
     session = AgentSession.objects.get(pk=session_id)
-    services.plan_set(
+    plan_set(
         session=session,
         steps=[
             {"title": "Install package", "status": "done"},
@@ -67,7 +67,7 @@ def test_tool_list_current_role_follows_the_session(cli: RunCli, session_id: str
     assert planner["role"] == "planner"
     assert "write_file" in {t["name"] for t in planner["withheld_tools"]}
     session = AgentSession.objects.get(pk=session_id)
-    services.plan_set(session=session, steps=["Write test.txt"])
+    plan_set(session=session, steps=["Write test.txt"])
     cli("role", "set", "coder", "--reason", "Testing tool access")
     coder = cli("tool", "list", "--current-role")
     assert "Available Tools for Role: Coder" in coder.stdout

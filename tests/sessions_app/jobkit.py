@@ -9,10 +9,13 @@ from django.contrib.auth.models import User
 
 from roles.models import EndpointKind, ModelEndpoint
 from roles.services import role_write
-from sessions_app import services
-from sessions_app.agent import run_job
-from sessions_app.jobs import job_create
+from sessions_app.agent.loop import run_job
 from sessions_app.models import AgentSession, Job
+from sessions_app.services.changes import change_record
+from sessions_app.services.jobs import job_create
+from sessions_app.services.plans import plan_set
+from sessions_app.services.sessions import session_create
+from sessions_app.services.transitions import session_transition
 
 
 def scripted_model(
@@ -39,7 +42,7 @@ def session_in(
     change: bool = False,
 ) -> AgentSession:
     """A session moved into ``role`` through the real transition rules."""
-    session = services.session_create(
+    session = session_create(
         owner=owner,
         title="t",
         task="Add JWT authentication",
@@ -48,9 +51,9 @@ def session_in(
     if role == "default":
         return session
     if plan:
-        services.plan_set(session=session, steps=["Create AuthService"], actor="test")
+        plan_set(session=session, steps=["Create AuthService"], actor="test")
     if change:
-        services.change_record(
+        change_record(
             session=session,
             path="src/app.py",
             kind="modified",
@@ -65,7 +68,7 @@ def session_in(
         "explorer": ["explorer"],
     }[role]
     for step in path:
-        services.session_transition(session=session, to_role=step, reason="test", actor="test")
+        session_transition(session=session, to_role=step, reason="test", actor="test")
     session.refresh_from_db()
     return session
 

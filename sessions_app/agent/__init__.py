@@ -1,0 +1,1 @@
+"""The agent: the loop, the executor that enforces every call, tools, workspace, context."""

@@ -1,0 +1,421 @@
+"""The agent loop: one job, one role, only that role's tools, every call enforced.
+
+Compose the role prompt, build the role's context, offer the model only the role's
+effective tools, run each tool call through the executor, feed results back, and stop
+on a final answer, a budget (LLM calls, tokens, wall time), a loop (the same call three
+times), a cancel, or the session leaving the role. A Planner-like role's final answer
+(``answer_sets_plan``) becomes the session plan.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, transaction
+from django.utils import timezone
+
+from acode.errors import AcodeError
+from acode.llm import Completion, EndpointUnavailable, Provider, endpoint_for, provider_for
+from roles.prompts import compose_prompt
+from roles.registry import RoleDef, registry
+from sessions_app.agent.context import build_context
+from sessions_app.agent.executor import tool_execute
+from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolContext
+from sessions_app.models import AgentSession, Job, JobEventKind, JobStatus
+from sessions_app.services.changes import change_track, changes_approve
+from sessions_app.services.jobs import MAX_ATTEMPTS, job_event, job_finish
+from sessions_app.services.plans import plan_set
+
+logger = logging.getLogger(__name__)
+EVENT_TEXT_CAP = 8000
+
+
+class _Stop(Exception):
+    def __init__(self, status: str, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+def tool_definitions(role: RoleDef) -> list[dict[str, Any]]:
+    """What the model is offered: the role's effective tools, and nothing else."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": spec.name,
+                "description": spec.description,
+                "parameters": dict(spec.argument_schema) or {"type": "object", "properties": {}},
+            },
+        }
+        for spec in registry.effective_tools(role.slug)
+        if spec.name in TOOL_IMPLEMENTATIONS
+    ]
+
+
+def plan_from_answer(text: str) -> list[dict[str, Any]]:
+    """Structured steps when the answer holds them (JSON or a numbered list), else the text."""
+    match = re.search(r"\{.*\}|\[.*\]", text, re.DOTALL)
+    if match:
+        try:
+            data = json.loads(match.group(0))
+            steps = data.get("steps") if isinstance(data, dict) else data
+            if isinstance(steps, list) and steps:
+                out: list[dict[str, Any]] = []
+                for s in steps:
+                    if isinstance(s, str) and s.strip():
+                        out.append({"title": s.strip()})
+                    elif isinstance(s, dict) and str(s.get("title", "")).strip():
+                        out.append(
+                            {
+                                "title": str(s["title"]).strip(),
+                                "files": [str(f) for f in s.get("files", []) if isinstance(f, str)],
+                                "depends_on": [
+                                    int(d) for d in s.get("depends_on", []) if isinstance(d, int)
+                                ],
+                            }
+                        )
+                if out:
+                    return out
+        except (ValueError, TypeError):
+            pass
+    lines = re.findall(
+        r"^\s*(?:step\s*)?(?:\d+[.):]|[-*])\s+(.+)$", text, re.IGNORECASE | re.MULTILINE
+    )
+    if len(lines) >= 2:
+        return [{"title": line.strip()[:300]} for line in lines]
+    first = text.strip().splitlines()[0] if text.strip() else "Plan"
+    return [{"title": first[:300], "detail": text.strip()}]
+
+
+class _Heartbeat:
+    """Keeps ``heartbeat_at`` fresh while a job runs, so a dead worker is noticed."""
+
+    def __init__(self, job_id: Any) -> None:
+        self.job_id = job_id
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            while not self.stop.wait(settings.ACODE_JOB_HEARTBEAT_SECONDS):
+                Job.objects.filter(pk=self.job_id, status=JobStatus.RUNNING).update(
+                    heartbeat_at=timezone.now()
+                )
+        finally:
+            close_old_connections()
+
+    def __enter__(self) -> _Heartbeat:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=5)
+
+
+def _start(job_id: Any) -> Job | None:
+    with transaction.atomic():
+        # No joins under FOR UPDATE (see services._lock); relations load lazily after.
+        job = Job.objects.select_for_update().get(pk=job_id)
+        if job.is_final:
+            return None
+        if job.cancel_requested:
+            job_finish(job, JobStatus.CANCELLED, message="cancelled before it started")
+            return None
+        job.attempts += 1
+        if job.attempts > MAX_ATTEMPTS:
+            job.save(update_fields=["attempts"])
+            job_finish(
+                job,
+                JobStatus.FAILED,
+                code="ACODE-JOB-005",
+                message="the worker running this job was lost twice",
+            )
+            return None
+        job.status = JobStatus.RUNNING
+        job.started_at = job.started_at or timezone.now()
+        job.heartbeat_at = timezone.now()
+        job.save(update_fields=["attempts", "status", "started_at", "heartbeat_at"])
+        job_event(job, JobEventKind.STATUS, {"status": JobStatus.RUNNING, "attempt": job.attempts})
+    return job
+
+
+def run_job(job_id: Any, *, provider: Provider | None = None) -> Job:
+    """Run one job to a final status. ``provider`` overrides model routing (tests)."""
+    registry.sync()
+    job = _start(job_id)
+    if job is None:
+        return Job.objects.get(pk=job_id)
+    try:
+        with _Heartbeat(job.pk):
+            _loop(job, provider)
+    except _Stop as stop:
+        job_finish(job, stop.status, code=stop.code, message=stop.message)
+    except AcodeError as exc:
+        job_finish(job, JobStatus.FAILED, code=exc.code, message=exc.message)
+    except Exception as exc:  # the job record must end, whatever went wrong
+        logger.exception("job %s crashed", job.pk)
+        job_finish(
+            job, JobStatus.FAILED, code="ACODE-API-500", message=f"{type(exc).__name__}: {exc}"
+        )
+    return Job.objects.get(pk=job.pk)
+
+
+def _loop(job: Job, provider_override: Provider | None) -> None:
+    session: AgentSession = job.session
+    role = registry.get(job.role.slug)
+    pending = dict(session.pending_changes.values_list("path", "diff"))
+    if role.spec.context_strategy == "change_focused" and not pending:
+        raise _Stop(
+            JobStatus.FAILED,
+            "ACODE-JOB-004",
+            f"No changes to review: role {role.name} works on pending changes and the session has none. "
+            "Implement changes in Coder role first.",
+        )
+    prompt = compose_prompt(role.slug)
+    job_event(
+        job,
+        JobEventKind.PROMPT,
+        {
+            "components": prompt.components,
+            "fell_back": prompt.fell_back,
+            "notes": prompt.notes,
+            "pack": prompt.pack,
+            "chars": len(prompt.text),
+        },
+    )
+    endpoints = [endpoint_for(role.spec.preferred_model)]
+    if role.spec.fallback_model:
+        endpoints.append(endpoint_for(role.spec.fallback_model))
+    context = build_context(
+        workspace=Path(session.workspace),
+        role_name=role.name,
+        strategy=role.spec.context_strategy,
+        request=job.request,
+        task=session.task,
+        plan=session.plan,
+        pending=pending,
+        budget_cap=min(e.context_window for e in endpoints) // 2,
+    )
+    job_event(job, JobEventKind.CONTEXT, context.as_dict())
+    tools = tool_definitions(role)
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": prompt.text},
+        {"role": "user", "content": f"{context.text}\n\n## Your task\n{job.request}"},
+    ]
+    deadline = time.monotonic() + role.spec.timeout_seconds
+    seen: Counter[str] = Counter()
+    sent = 0
+    tool_ctx = _tool_context(job, session)
+    while True:
+        job.refresh_from_db(fields=["cancel_requested"])
+        if job.cancel_requested:
+            raise _Stop(JobStatus.CANCELLED, "", "cancelled by request")
+        current = (
+            AgentSession.objects.filter(pk=session.pk)
+            .values_list("current_role__slug", flat=True)
+            .first()
+        )
+        if current != role.slug:
+            raise _Stop(
+                JobStatus.CANCELLED,
+                "ACODE-JOB-007",
+                f"the session left role {role.name} (now {current})",
+            )
+        _check_budgets(job, role, deadline)
+        job_event(
+            job,
+            JobEventKind.LLM_REQUEST,
+            {
+                "endpoints": [e.name for e in endpoints],
+                "tools": [t["function"]["name"] for t in tools],
+                "tool_definitions": tools,
+                "messages": messages[sent:],
+                "message_count": len(messages),
+            },
+        )
+        sent = len(messages)
+        completion = _complete(job, endpoints, provider_override, messages, tools)
+        job.llm_calls += 1
+        job.tokens_in += completion.tokens_in
+        job.tokens_out += completion.tokens_out
+        job.model, job.endpoint, job.provider = (
+            completion.model,
+            completion.endpoint,
+            completion.provider,
+        )
+        Job.objects.filter(pk=job.pk).update(
+            llm_calls=job.llm_calls,
+            tokens_in=job.tokens_in,
+            tokens_out=job.tokens_out,
+            model=job.model,
+            endpoint=job.endpoint,
+            provider=job.provider,
+            fallback_used=job.fallback_used,
+            heartbeat_at=timezone.now(),
+        )
+        job_event(
+            job,
+            JobEventKind.LLM_RESPONSE,
+            {
+                "content": completion.content[:EVENT_TEXT_CAP],
+                "tool_calls": [
+                    {"name": c.name, "arguments": c.raw_arguments[:EVENT_TEXT_CAP]}
+                    for c in completion.tool_calls
+                ],
+                "tokens_in": completion.tokens_in,
+                "tokens_out": completion.tokens_out,
+                "model": completion.model,
+                "provider": completion.provider,
+            },
+        )
+        if not completion.tool_calls:
+            _final_answer(job, role, session, completion.content)
+            return
+        messages.append(
+            {
+                "role": "assistant",
+                "content": completion.content or None,
+                "tool_calls": [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.raw_arguments},
+                    }
+                    for c in completion.tool_calls
+                ],
+            }
+        )
+        for call in completion.tool_calls:
+            key = f"{call.name}:{json.dumps(call.arguments, sort_keys=True) if call.arguments is not None else call.raw_arguments}"
+            seen[key] += 1
+            if seen[key] >= 3:
+                job_event(job, JobEventKind.LIMIT, {"limit": "loop", "tool": call.name})
+                raise _Stop(
+                    JobStatus.LIMIT_EXCEEDED,
+                    "ACODE-JOB-002",
+                    f"{call.name} was called three times with the same arguments",
+                )
+            job_event(
+                job,
+                JobEventKind.TOOL_CALL,
+                {
+                    "id": call.id,
+                    "name": call.name,
+                    "arguments": call.raw_arguments[:EVENT_TEXT_CAP],
+                },
+            )
+            outcome = tool_execute(
+                session=session,
+                role=registry.get(role.slug),
+                tool=call.name,
+                arguments=call.arguments,
+                actor=f"job:{str(job.pk)[:8]}",
+                context=tool_ctx,
+                job=job,
+            )
+            if outcome.status == "denied":
+                job_event(
+                    job,
+                    JobEventKind.TOOL_DENIED,
+                    {"name": call.name, "code": outcome.code, "reason": outcome.reason},
+                )
+            else:
+                job_event(
+                    job,
+                    JobEventKind.TOOL_RESULT,
+                    {
+                        "name": call.name,
+                        "status": outcome.status,
+                        "target": outcome.target,
+                        "output": outcome.for_model()[:EVENT_TEXT_CAP],
+                    },
+                )
+            messages.append(
+                {"role": "tool", "tool_call_id": call.id, "content": outcome.for_model()}
+            )
+        tool_ctx.pending_diffs = dict(session.pending_changes.values_list("path", "diff"))
+
+
+def _check_budgets(job: Job, role: RoleDef, deadline: float) -> None:
+    spec = role.spec
+    reason = ""
+    if job.llm_calls >= spec.max_llm_calls:
+        reason = f"reached the role's limit of {spec.max_llm_calls} LLM calls"
+    elif job.tokens_in + job.tokens_out >= spec.max_tokens:
+        reason = f"used {job.tokens_in + job.tokens_out} tokens of the role's {spec.max_tokens}"
+    elif time.monotonic() > deadline:
+        reason = f"ran past the role's {spec.timeout_seconds} s timeout"
+    if reason:
+        job_event(job, JobEventKind.LIMIT, {"limit": "budget", "reason": reason})
+        raise _Stop(JobStatus.LIMIT_EXCEEDED, "ACODE-JOB-001", reason)
+
+
+def _complete(
+    job: Job,
+    endpoints: list[Any],
+    override: Provider | None,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+) -> Completion:
+    max_tokens = settings.ACODE_LLM_MAX_ANSWER_TOKENS
+    if override is not None:
+        return override.complete(messages, tools, call_index=job.llm_calls, max_tokens=max_tokens)
+    failures = []
+    for index, endpoint in enumerate(endpoints):
+        try:
+            completion = provider_for(endpoint).complete(
+                messages, tools, call_index=job.llm_calls, max_tokens=max_tokens
+            )
+        except EndpointUnavailable as exc:
+            failures.append(str(exc))
+            job_event(job, JobEventKind.NOTE, {"message": f"model endpoint unavailable: {exc}"})
+            continue
+        if index > 0:
+            job.fallback_used = True
+        return completion
+    raise _Stop(
+        JobStatus.FAILED, "ACODE-JOB-003", "no model endpoint answered: " + "; ".join(failures)
+    )
+
+
+def _final_answer(job: Job, role: RoleDef, session: AgentSession, content: str) -> None:
+    if role.spec.answer_sets_plan and content.strip():
+        steps = plan_from_answer(content)
+        plan_set(session=session, steps=steps, actor="orchestrator")
+        job_event(job, JobEventKind.NOTE, {"message": f"plan set with {len(steps)} steps"})
+    job_finish(job, JobStatus.SUCCEEDED, result=content)
+
+
+def _tool_context(job: Job, session: AgentSession) -> ToolContext:
+    actor = f"job:{str(job.pk)[:8]}"
+
+    def record_change(path: str, before: str | None, after: str | None) -> None:
+        change_track(session=session, path=path, before=before, after=after, actor=actor)
+
+    def approve(summary: str) -> int:
+        return changes_approve(session=session, summary=summary, actor=actor)
+
+    def request_changes(summary: str, comments: list[Any]) -> None:
+        job_event(
+            job,
+            JobEventKind.NOTE,
+            {"message": "revision requested", "summary": summary, "comments": comments},
+        )
+
+    return ToolContext(
+        workspace=Path(session.workspace),
+        pending_diffs=dict(session.pending_changes.values_list("path", "diff")),
+        record_change=record_change,
+        approve_changes=approve,
+        request_changes=request_changes,
+        command_timeout=settings.ACODE_TOOL_TIMEOUT,
+    )

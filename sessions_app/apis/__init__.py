@@ -1,0 +1,1 @@
+"""REST API of sessions, transitions, plans, changes, jobs and the audit log."""

@@ -1,0 +1,88 @@
+"""Jobs: queue one in a session, read it and its events, cancel it."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from acode.idempotency import idempotent
+from sessions_app.apis.common import ERRORS, IDEMPOTENCY, job_for, request_user, session_for
+from sessions_app.apis.serializers import (
+    JobCreateInput,
+    JobDetailOutput,
+    JobEventOutput,
+    JobOutput,
+)
+from sessions_app.services.jobs import job_cancel, job_create
+
+
+class SessionJobsApi(APIView):
+    @extend_schema(
+        responses=JobOutput(many=True),
+        parameters=[
+            OpenApiParameter(
+                "status", str, description="Comma-separated statuses, e.g. queued,running"
+            )
+        ],
+        operation_id="sessions_jobs_list",
+    )
+    def get(self, request: Request, pk: str) -> Response:
+        session = session_for(request, pk)
+        jobs = session.jobs.order_by("-created_at")
+        if request.query_params.get("status"):
+            jobs = jobs.filter(status__in=request.query_params["status"].split(","))
+        jobs = jobs[:200]
+        return Response(JobOutput(jobs, many=True).data)
+
+    @extend_schema(
+        request=JobCreateInput,
+        responses={201: JobOutput, **ERRORS},
+        parameters=[IDEMPOTENCY],
+        operation_id="sessions_jobs_create",
+        description="Queue an inference job in the session's current role; a worker on the role's queue runs it.",
+    )
+    def post(self, request: Request, pk: str) -> Response:
+        session = session_for(request, pk, act=True)
+
+        def create() -> Response:
+            data = JobCreateInput(data=request.data)
+            data.is_valid(raise_exception=True)
+            job = job_create(
+                session=session, request=data.validated_data["request"], user=request_user(request)
+            )
+            return Response(JobOutput(job).data, status=status.HTTP_201_CREATED)
+
+        return idempotent(request, create)
+
+
+class JobDetailApi(APIView):
+    @extend_schema(responses=JobDetailOutput, operation_id="jobs_retrieve")
+    def get(self, request: Request, pk: str) -> Response:
+        job = job_for(request, pk)
+        data = JobOutput(job).data
+        data["events"] = JobEventOutput(job.events.order_by("seq"), many=True).data
+        return Response(data)
+
+
+class JobEventsApi(APIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("after", int, description="Only events with a higher seq")],
+        responses=JobEventOutput(many=True),
+        operation_id="jobs_events",
+    )
+    def get(self, request: Request, pk: str) -> Response:
+        job = job_for(request, pk)
+        after = int(request.query_params.get("after", 0) or 0)
+        return Response(
+            JobEventOutput(job.events.filter(seq__gt=after).order_by("seq"), many=True).data
+        )
+
+
+class JobCancelApi(APIView):
+    @extend_schema(request=None, responses={200: JobOutput, **ERRORS}, operation_id="jobs_cancel")
+    def post(self, request: Request, pk: str) -> Response:
+        job = job_for(request, pk, act=True)
+        return Response(JobOutput(job_cancel(job=job, user=request_user(request))).data)

@@ -1,0 +1,171 @@
+"""Sessions: list, open, read, change details; history, stats, usage, context, tools."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from acode.idempotency import idempotent
+from roles.registry import registry
+from roles.serializers import tool_data
+from sessions_app.agent.context import build_context
+from sessions_app.apis.common import ERRORS, IDEMPOTENCY, request_user, session_for
+from sessions_app.apis.serializers import (
+    ContextOutput,
+    SessionCreateInput,
+    SessionOutput,
+    SessionToolsOutput,
+    SessionUpdateInput,
+    TransitionOutput,
+    UsageOutput,
+)
+from sessions_app.filters import SessionFilter
+from sessions_app.permissions import sessions_visible_to
+from sessions_app.selectors import session_usage, usage
+from sessions_app.services.sessions import session_create, session_update
+
+
+class SessionPagination(LimitOffsetPagination):
+    default_limit = 50
+    max_limit = 500
+
+
+class SessionListApi(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("role", str, description="Current role (slug or name)"),
+            OpenApiParameter("status", str),
+            OpenApiParameter("owner", str, description="Owner username"),
+            OpenApiParameter("q", str, description="Text in title, task or last reason"),
+        ],
+        responses=SessionOutput(many=True),
+        operation_id="sessions_list",
+    )
+    def get(self, request: Request) -> Response:
+        visible = sessions_visible_to(request_user(request)).select_related("role_version")
+        qs = SessionFilter(request.query_params, queryset=visible).qs
+        paginator = SessionPagination()
+        page = paginator.paginate_queryset(qs, request, view=self)
+        return paginator.get_paginated_response(SessionOutput(page, many=True).data)
+
+    @extend_schema(
+        request=SessionCreateInput,
+        responses={201: SessionOutput, **ERRORS},
+        parameters=[IDEMPOTENCY],
+        operation_id="sessions_create",
+    )
+    def post(self, request: Request) -> Response:
+        def create() -> Response:
+            data = SessionCreateInput(data=request.data)
+            data.is_valid(raise_exception=True)
+            session = session_create(
+                owner=request_user(request),
+                request_id=request.headers.get("X-Request-ID", ""),
+                **data.validated_data,
+            )
+            return Response(SessionOutput(session).data, status=status.HTTP_201_CREATED)
+
+        return idempotent(request, create)
+
+
+class SessionDetailApi(APIView):
+    @extend_schema(responses=SessionOutput, operation_id="sessions_retrieve")
+    def get(self, request: Request, pk: str) -> Response:
+        return Response(SessionOutput(session_for(request, pk)).data)
+
+    @extend_schema(
+        request=SessionUpdateInput,
+        responses={200: SessionOutput, **ERRORS},
+        operation_id="sessions_update",
+    )
+    def patch(self, request: Request, pk: str) -> Response:
+        session = session_for(request, pk, act=True)
+        if "current_role" in request.data or "role" in request.data:
+            session_update(session=session, data={"current_role": None})
+        data = SessionUpdateInput(data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        session = session_update(
+            session=session, data=data.validated_data, user=request_user(request)
+        )
+        return Response(SessionOutput(session).data)
+
+
+class SessionHistoryApi(APIView):
+    @extend_schema(responses=TransitionOutput(many=True), operation_id="sessions_history")
+    def get(self, request: Request, pk: str) -> Response:
+        session = session_for(request, pk)
+        rows = session.transitions.select_related("from_role", "to_role", "role_version").order_by(
+            "seq"
+        )
+        return Response(TransitionOutput(rows, many=True).data)
+
+
+class SessionStatsApi(APIView):
+    @extend_schema(responses=UsageOutput, operation_id="sessions_stats")
+    def get(self, request: Request, pk: str) -> Response:
+        return Response(session_usage(session_for(request, pk)))
+
+
+class UsageApi(APIView):
+    @extend_schema(
+        responses=UsageOutput,
+        operation_id="usage_retrieve",
+        description="Time in role over all visible sessions, with the spec's target shares.",
+    )
+    def get(self, request: Request) -> Response:
+        return Response(usage(sessions_visible_to(request_user(request))))
+
+
+class SessionContextApi(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "role", str, description="Role to build for (default: the current role)"
+            ),
+            OpenApiParameter("task", str, description="Request text (default: the session task)"),
+        ],
+        responses=ContextOutput,
+        operation_id="sessions_context",
+        description="What a job would see: strategy, token count and files with their share.",
+    )
+    def get(self, request: Request, pk: str) -> Response:
+        session = session_for(request, pk)
+        role = registry.get(request.query_params.get("role") or session.current_role.slug)
+        bundle = build_context(
+            workspace=Path(session.workspace),
+            role_name=role.name,
+            strategy=role.spec.context_strategy,
+            request=request.query_params.get("task") or session.task or session.title,
+            task=session.task,
+            plan=session.plan,
+            pending=dict(session.pending_changes.values_list("path", "diff")),
+        )
+        return Response(bundle.as_dict())
+
+
+class SessionToolsApi(APIView):
+    @extend_schema(responses=SessionToolsOutput, operation_id="sessions_tools")
+    def get(self, request: Request, pk: str) -> Response:
+        session = session_for(request, pk)
+        role = registry.resolve(session.current_role.slug)
+        return Response(
+            {
+                "role": role.name,
+                "available": [tool_data(t) for t in registry.effective_tools(role.slug)],
+                "restricted": [
+                    {
+                        "name": w.name,
+                        "description": w.description,
+                        "reason": w.reason,
+                        "missing_permissions": list(w.missing_permissions),
+                    }
+                    for w in role.access.withheld
+                ],
+            }
+        )

@@ -1,0 +1,80 @@
+"""Role transitions: change the role, list the transitions allowed now."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from acode.idempotency import idempotent
+from sessions_app.apis.common import (
+    ERRORS,
+    IDEMPOTENCY,
+    NOT_VISIBLE,
+    REQUEST_ID,
+    check_session_access,
+    request_user,
+    session_for,
+)
+from sessions_app.apis.serializers import (
+    AllowedTransitionOutput,
+    SessionOutput,
+    TransitionInput,
+    TransitionOutput,
+    TransitionResultOutput,
+)
+from sessions_app.models import AgentSession
+from sessions_app.services.transitions import session_transition, transitions_from
+
+
+class SessionTransitionApi(APIView):
+    @extend_schema(
+        request=TransitionInput,
+        responses={200: TransitionResultOutput, **ERRORS},
+        parameters=[IDEMPOTENCY, REQUEST_ID],
+        operation_id="sessions_transition",
+        description="Change the session's role. The only way a role changes; refused "
+        "transitions answer 409 ACODE-ROL-002 with the transitions allowed now.",
+    )
+    def post(self, request: Request, pk: str) -> Response:
+        user = request_user(request)
+
+        def transition() -> Response:
+            data = TransitionInput(data=request.data)
+            data.is_valid(raise_exception=True)
+            try:
+                # Access is checked on the locked row, so the lock is the only read.
+                result = session_transition(
+                    session=pk,
+                    to_role=data.validated_data["to_role"],
+                    reason=data.validated_data["reason"],
+                    user=user,
+                    expected_role=data.validated_data.get("expected_role") or None,
+                    request_id=request.headers.get("X-Request-ID") or None,
+                    authorize=lambda locked: check_session_access(user, locked, act=True),
+                )
+            except AgentSession.DoesNotExist:
+                raise NotFound(NOT_VISIBLE) from None
+            return Response(
+                {
+                    "changed": result.changed,
+                    "message": result.message,
+                    "transition": TransitionOutput(result.transition).data
+                    if result.transition
+                    else None,
+                    "session": SessionOutput(result.session).data,
+                }
+            )
+
+        return idempotent(request, transition)
+
+
+class SessionTransitionsAllowedApi(APIView):
+    @extend_schema(
+        responses=AllowedTransitionOutput(many=True), operation_id="sessions_transitions_allowed"
+    )
+    def get(self, request: Request, pk: str) -> Response:
+        session = session_for(request, pk)
+        return Response([t.as_dict() for t in transitions_from(session)])

@@ -1,0 +1,56 @@
+"""Filters of sessions and audit events, shared by the REST API and the dashboard pages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import django_filters
+from django import forms
+from django.db.models import Q, QuerySet
+
+from sessions_app.models import AgentSession, AuditEvent, AuditEventType, SessionStatus
+
+
+class SessionFilter(django_filters.FilterSet):
+    """Search and filters of the session list and the board."""
+
+    q = django_filters.CharFilter(method="filter_text", label="Search")
+    role = django_filters.CharFilter(method="filter_role", label="Current role")
+    status = django_filters.ChoiceFilter(choices=SessionStatus.choices)
+    owner = django_filters.CharFilter(field_name="owner__username", label="Owner")
+
+    class Meta:
+        model = AgentSession
+        fields = ["q", "role", "status", "owner"]
+
+    def filter_text(self, qs: QuerySet[AgentSession], name: str, value: str) -> Any:
+        return qs.filter(
+            Q(title__icontains=value) | Q(task__icontains=value) | Q(last_reason__icontains=value)
+        )
+
+    def filter_role(self, qs: QuerySet[AgentSession], name: str, value: str) -> Any:
+        return qs.filter(Q(current_role__slug__iexact=value) | Q(current_role__name__iexact=value))
+
+
+_DATETIME = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
+
+
+class AuditFilter(django_filters.FilterSet):
+    """Filters of the audit log: the page, the list API and the export use the same names."""
+
+    event_type = django_filters.ChoiceFilter(
+        choices=AuditEventType.choices, empty_label="Any event"
+    )
+    session = django_filters.UUIDFilter(field_name="session_id")
+    role = django_filters.CharFilter(field_name="role", lookup_expr="iexact", max_length=64)
+    actor = django_filters.CharFilter(field_name="actor", max_length=150)
+    since = django_filters.IsoDateTimeFilter(
+        field_name="created_at", lookup_expr="gte", widget=_DATETIME
+    )
+    until = django_filters.IsoDateTimeFilter(
+        field_name="created_at", lookup_expr="lt", widget=_DATETIME
+    )
+
+    class Meta:
+        model = AuditEvent
+        fields = ["event_type", "session", "role", "actor", "since", "until"]

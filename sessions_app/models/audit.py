@@ -1,0 +1,100 @@
+"""The tamper-evident audit log."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from sessions_app.models.base import AppendOnlyModel
+from sessions_app.models.sessions import AgentSession
+
+
+class AuditEventType(models.TextChoices):
+    """The documented list of audit event types."""
+
+    SESSION_CREATED = "SessionCreated", "Session created"
+    SESSION_UPDATED = "SessionUpdated", "Session details changed"
+    ROLE_TRANSITION = "RoleTransition", "Role changed"
+    TRANSITION_DENIED = "TransitionDenied", "Role change refused"
+    ROLE_ACTION = "RoleAction", "Tool call executed in a role"
+    TOOL_DENIED = "ToolDenied", "Tool call refused in a role"
+    PLAN_UPDATED = "PlanUpdated", "Plan set or a step's status changed"
+    CHANGE_RECORDED = "ChangeRecorded", "Pending file change recorded"
+    CHANGES_APPROVED = "ChangesApproved", "Pending changes approved and cleared"
+    ROLE_EDITED = "RoleEdited", "Role definition changed (new role version)"
+    PROMPT_REJECTED = "PromptRejected", "Dangerous prompt text refused"
+    JOB_EVENT = "JobEvent", "Inference job lifecycle"
+
+
+GLOBAL_CHAIN = "global"
+
+
+def chain_key(session_id: object | None) -> str:
+    """The chain an event belongs to: its session's, or the one for events without one."""
+    return f"session:{session_id}" if session_id else GLOBAL_CHAIN
+
+
+class AuditEvent(AppendOnlyModel):
+    """One audited fact, linked by ``hash`` to the event before it in the same chain.
+
+    Each session has its own chain (and events without a session share one), so writers
+    to different sessions never wait for each other; ``AuditAnchor`` rows seal every
+    chain's head from time to time. ``id`` gives the global order.
+    """
+
+    chain = models.CharField(max_length=64)
+    seq = models.PositiveBigIntegerField(help_text="Position in its chain, from 1.")
+    event_type = models.CharField(max_length=40, choices=AuditEventType.choices, db_index=True)
+    session = models.ForeignKey(
+        AgentSession, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events"
+    )
+    role = models.CharField(max_length=64, blank=True, db_index=True)
+    actor = models.CharField(max_length=150, db_index=True)
+    target = models.CharField(max_length=1000, blank=True)
+    result = models.CharField(max_length=200, blank=True)
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(db_index=True)
+    prev_hash = models.CharField(max_length=64)
+    hash = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["chain", "seq"], name="unique_audit_chain_seq")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.chain} #{self.seq} {self.event_type} {self.target}"
+
+
+class AuditChain(models.Model):
+    """The end of one chain; only writers to that chain lock it while they append."""
+
+    key = models.CharField(max_length=64, primary_key=True)
+    last_seq = models.PositiveBigIntegerField(default=0)
+    last_hash = models.CharField(max_length=64, default="0" * 64)
+    anchored_seq = models.PositiveBigIntegerField(
+        default=0, help_text="The last event of this chain an anchor has sealed."
+    )
+
+    def __str__(self) -> str:
+        return f"{self.key} #{self.last_seq}"
+
+
+class AuditAnchor(AppendOnlyModel):
+    """A periodic seal over every chain's head, itself chained to the anchor before it.
+
+    Deleting the newest events of a chain and rewinding its head is caught by the first
+    anchor taken after those events were written.
+    """
+
+    seq = models.PositiveBigIntegerField(unique=True)
+    heads = models.JSONField(help_text="{chain: [last seq, last hash]} when the anchor was taken.")
+    created_at = models.DateTimeField()
+    prev_hash = models.CharField(max_length=64)
+    hash = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["seq"]
+
+    def __str__(self) -> str:
+        return f"anchor #{self.seq}"

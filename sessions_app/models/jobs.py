@@ -1,0 +1,99 @@
+"""Role-scoped inference jobs and their events."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+
+from roles.models import Role, RoleVersion
+from sessions_app.models.sessions import AgentSession
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+    LIMIT_EXCEEDED = "limit_exceeded", "Limit exceeded"
+
+
+FINAL_JOB_STATUSES = (
+    JobStatus.SUCCEEDED,
+    JobStatus.FAILED,
+    JobStatus.CANCELLED,
+    JobStatus.LIMIT_EXCEEDED,
+)
+
+
+class Job(models.Model):
+    """One role-scoped inference run in a session, executed by a Celery worker."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.ForeignKey(AgentSession, on_delete=models.PROTECT, related_name="jobs")
+    role = models.ForeignKey(Role, on_delete=models.PROTECT, related_name="+")
+    role_version = models.ForeignKey(
+        RoleVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    request = models.TextField()
+    status = models.CharField(
+        max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True
+    )
+    provider = models.CharField(max_length=20, blank=True, help_text="openai or scripted")
+    model = models.CharField(max_length=200, blank=True)
+    endpoint = models.CharField(max_length=500, blank=True)
+    fallback_used = models.BooleanField(default=False)
+    llm_calls = models.PositiveIntegerField(default=0)
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    result = models.TextField(blank=True)
+    error_code = models.CharField(max_length=40, blank=True)
+    error_message = models.TextField(blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    cancel_requested = models.BooleanField(default=False)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.CharField(max_length=150)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"job {self.id} ({self.status})"
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in FINAL_JOB_STATUSES
+
+
+class JobEventKind(models.TextChoices):
+    STATUS = "status", "Status changed"
+    PROMPT = "prompt_composed", "Prompt composed"
+    CONTEXT = "context_built", "Context built"
+    LLM_REQUEST = "llm_request", "LLM request"
+    LLM_RESPONSE = "llm_response", "LLM response"
+    TOOL_CALL = "tool_call", "Tool call"
+    TOOL_RESULT = "tool_result", "Tool result"
+    TOOL_DENIED = "tool_denied", "Tool denied"
+    LIMIT = "limit_hit", "Limit hit"
+    NOTE = "note", "Note"
+
+
+class JobEvent(models.Model):
+    """One step of a job, in order; persisted and pushed live to the session's group."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    kind = models.CharField(max_length=30, choices=JobEventKind.choices)
+    data = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["job_id", "seq"]
+        constraints = [models.UniqueConstraint(fields=["job", "seq"], name="unique_job_event_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.job_id} #{self.seq} {self.kind}"

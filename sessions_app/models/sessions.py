@@ -1,0 +1,159 @@
+"""Sessions, their append-only role history and pending changes."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+from roles.models import Role, RoleVersion
+from sessions_app.models.base import AppendOnlyModel
+
+
+class RiskTier(models.TextChoices):
+    LOW = "low", "Low"
+    MEDIUM = "medium", "Medium"
+    HIGH = "high", "High"
+
+
+class SessionStatus(models.TextChoices):
+    ACTIVE = "active", "Active"
+    PAUSED = "paused", "Paused"
+    COMPLETED = "completed", "Completed"
+    ARCHIVED = "archived", "Archived"
+
+
+class StepStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    IN_PROGRESS = "in_progress", "In progress"
+    DONE = "done", "Done"
+    BLOCKED = "blocked", "Blocked"
+    SKIPPED = "skipped", "Skipped"
+
+
+class AgentSession(models.Model):
+    """Where a role is in force: one task, one workspace, one current role."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    title = models.CharField(max_length=200)
+    task = models.TextField(blank=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="agent_sessions"
+    )
+    workspace = models.CharField(max_length=1000)
+    workspace_managed = models.BooleanField(
+        default=True, help_text="acode created the workspace (else: an existing path was given)."
+    )
+    current_role = models.ForeignKey(Role, on_delete=models.PROTECT, related_name="+")
+    role_version = models.ForeignKey(
+        RoleVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    role_since = models.DateTimeField()
+    last_reason = models.TextField(blank=True)
+    transition_count = models.PositiveIntegerField(
+        default=0,
+        help_text="Entries in the history; the next transition's sequence number minus one.",
+    )
+    plan = models.JSONField(default=list, blank=True)
+    risk_tier = models.CharField(max_length=10, choices=RiskTier.choices, default=RiskTier.LOW)
+    status = models.CharField(
+        max_length=20, choices=SessionStatus.choices, default=SessionStatus.ACTIVE
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        permissions = [
+            ("view_all_sessions", "Can see every session (team lead)"),
+            ("act_on_all_sessions", "Can change roles and plans of any session (team lead)"),
+        ]
+        indexes = [models.Index(fields=["status", "current_role"])]
+
+    def __str__(self) -> str:
+        return f"{self.title} ({self.id})"
+
+
+class RoleTransition(AppendOnlyModel):
+    """One change of role in a session; the first entry is the initial Default."""
+
+    session = models.ForeignKey(AgentSession, on_delete=models.PROTECT, related_name="transitions")
+    seq = models.PositiveIntegerField()
+    from_role = models.ForeignKey(
+        Role, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    to_role = models.ForeignKey(Role, on_delete=models.PROTECT, related_name="+")
+    role_version = models.ForeignKey(
+        RoleVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    reason = models.TextField()
+    actor = models.CharField(max_length=150)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    request_id = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["session_id", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "seq"], name="unique_transition_seq")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id} #{self.seq}: {self.from_role_id} → {self.to_role_id}"
+
+
+class ChangeKind(models.TextChoices):
+    CREATED = "created", "Created"
+    MODIFIED = "modified", "Modified"
+    DELETED = "deleted", "Deleted"
+
+
+class PendingChange(models.Model):
+    """A file change made in the session and not yet approved by a review."""
+
+    session = models.ForeignKey(
+        AgentSession, on_delete=models.CASCADE, related_name="pending_changes"
+    )
+    path = models.CharField(max_length=1000)
+    kind = models.CharField(max_length=10, choices=ChangeKind.choices)
+    diff = models.TextField(blank=True)
+    # NULL (the file did not exist) differs from "" (it existed, empty).
+    baseline = models.TextField(  # noqa: DJ001
+        null=True,
+        blank=True,
+        help_text="File content before this review cycle (null: did not exist).",
+    )
+    role = models.ForeignKey(Role, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["session_id", "path"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "path"], name="unique_pending_change_path")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.path}"
+
+
+class IdempotencyRecord(models.Model):
+    """The first response to a POST carrying an ``Idempotency-Key``, replayed on retries."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=200)
+    fingerprint = models.CharField(max_length=64)
+    status_code = models.PositiveSmallIntegerField()
+    body = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "key"], name="unique_idempotency_key")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}:{self.key}"

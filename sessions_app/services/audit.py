@@ -1,0 +1,306 @@
+"""The tamper-evident audit log: append to a session's hash chain, anchor, verify.
+
+Every session has its own chain and events without a session share one (``chain_key``),
+so two writers only ever wait for each other when they write to the same session. An
+anchor (``audit_anchor``, run periodically by Celery beat) seals the head of every chain
+that moved since the last anchor, and anchors form a chain of their own. Verification
+recomputes every hash and names the first row that does not fit: an edit, a deletion or
+a reordering anywhere is detected, and so is a chain whose newest events were removed
+together with its head, once an anchor has sealed them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from sessions_app.models import (
+    AgentSession,
+    AuditAnchor,
+    AuditChain,
+    AuditEvent,
+    AuditEventType,
+    chain_key,
+)
+
+GENESIS_HASH = "0" * 64
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def safe_text(value: str) -> str:
+    """Text every database and hash accepts: NUL and lone surrogates become U+FFFD."""
+    if "\x00" in value:
+        value = value.replace("\x00", "\ufffd")
+    return _SURROGATE.sub("\ufffd", value)
+
+
+def safe_details(value: Any) -> Any:
+    """Details as the JSON column gives them back, with every string made ``safe_text``."""
+    if isinstance(value, str):
+        return safe_text(value)
+    if isinstance(value, dict):
+        return {safe_text(str(k)): safe_details(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [safe_details(v) for v in value]
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return safe_text(str(value))
+
+
+def _digest(content: dict[str, Any]) -> str:
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def event_hash(event: AuditEvent) -> str:
+    """The hash an event must carry: its content, its place in its chain and the hash before."""
+    return _digest(
+        {
+            "chain": event.chain,
+            "seq": event.seq,
+            "event_type": event.event_type,
+            "session": str(event.session_id) if event.session_id else None,
+            "role": event.role,
+            "actor": event.actor,
+            "target": event.target,
+            "result": event.result,
+            "details": event.details,
+            "created_at": event.created_at.isoformat(),
+            "prev_hash": event.prev_hash,
+        }
+    )
+
+
+def anchor_hash(anchor: AuditAnchor) -> str:
+    """The hash an anchor must carry."""
+    return _digest(
+        {
+            "seq": anchor.seq,
+            "heads": anchor.heads,
+            "created_at": anchor.created_at.isoformat(),
+            "prev_hash": anchor.prev_hash,
+        }
+    )
+
+
+def _locked_chain(key: str) -> AuditChain:
+    head = AuditChain.objects.select_for_update().filter(pk=key).first()
+    if head is None:
+        AuditChain.objects.get_or_create(key=key)  # a savepoint: a racing creator is fine
+        head = AuditChain.objects.select_for_update().get(pk=key)
+    return head
+
+
+def audit_record(
+    *,
+    event_type: AuditEventType | str,
+    actor: str,
+    session: AgentSession | None = None,
+    role: str = "",
+    target: str = "",
+    result: str = "",
+    details: dict[str, Any] | None = None,
+) -> AuditEvent:
+    """Append one event to its session's chain, in the caller's transaction.
+
+    Only that chain's head row is locked, so events of one session get consecutive
+    numbers and each links to the one before it, while other sessions write in parallel.
+    """
+    key = chain_key(session.pk if session is not None else None)
+    with transaction.atomic(savepoint=False):
+        head = _locked_chain(key)
+        event = AuditEvent(
+            chain=key,
+            seq=head.last_seq + 1,
+            event_type=str(event_type),
+            session=session,
+            role=safe_text(role)[:64],
+            actor=safe_text(actor)[:150],
+            target=safe_text(target)[:1000],
+            result=safe_text(result)[:200],
+            details=safe_details(details or {}),
+            created_at=timezone.now(),
+            prev_hash=head.last_hash,
+        )
+        event.hash = event_hash(event)
+        event.save(force_insert=True)
+        AuditChain.objects.filter(pk=key).update(last_seq=event.seq, last_hash=event.hash)
+    return event
+
+
+def audit_chain_open(session: AgentSession) -> None:
+    """Create a new session's chain head (so its first append never races to create it)."""
+    AuditChain.objects.create(key=chain_key(session.pk))
+
+
+@transaction.atomic
+def audit_anchor() -> AuditAnchor | None:
+    """Seal the head of every chain that moved since the last anchor (None if none did)."""
+    last = AuditAnchor.objects.select_for_update().order_by("-seq").first()
+    moved = AuditChain.objects.exclude(last_seq=0).exclude(anchored_seq=F("last_seq"))
+    heads = {
+        key: [seq, digest] for key, seq, digest in moved.values_list("key", "last_seq", "last_hash")
+    }
+    if not heads:
+        return None
+    anchor = AuditAnchor(
+        seq=last.seq + 1 if last is not None else 1,
+        heads=heads,
+        created_at=timezone.now(),
+        prev_hash=last.hash if last is not None else GENESIS_HASH,
+    )
+    anchor.hash = anchor_hash(anchor)
+    anchor.save(force_insert=True)
+    for key, (seq, _) in heads.items():
+        AuditChain.objects.filter(pk=key, anchored_seq__lt=seq).update(anchored_seq=seq)
+    return anchor
+
+
+@dataclass(frozen=True)
+class ChainReport:
+    """The outcome of verifying the audit log."""
+
+    ok: bool
+    checked: int
+    first_bad_seq: int | None = None
+    first_bad_id: int | None = None
+    chain: str = ""
+    problem: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "checked": self.checked,
+            "chain": self.chain or None,
+            "first_bad_seq": self.first_bad_seq,
+            "first_bad_id": self.first_bad_id,
+            "problem": self.problem,
+        }
+
+
+@dataclass(frozen=True)
+class _Problem:
+    chain: str
+    seq: int | None
+    row_id: int | None
+    text: str
+
+    def order(self) -> tuple[int, int]:
+        return (0, self.row_id) if self.row_id is not None else (1, 0)
+
+
+Seals = dict[str, dict[int, tuple[str, int]]]  # chain -> seq -> (hash, anchor seq)
+
+
+def _verify_anchors() -> tuple[Seals, _Problem | None]:
+    """Check the anchors' own chain; return every chain head they sealed."""
+    sealed: Seals = defaultdict(dict)
+    expected_prev, expected_seq = GENESIS_HASH, 1
+    for anchor in AuditAnchor.objects.order_by("seq").iterator(chunk_size=500):
+        if (
+            anchor.seq != expected_seq
+            or anchor.prev_hash != expected_prev
+            or anchor_hash(anchor) != anchor.hash
+        ):
+            text = f"anchor #{expected_seq} was altered, removed or reordered"
+            return sealed, _Problem("anchors", anchor.seq, None, text)
+        for key, (seq, digest) in anchor.heads.items():
+            sealed[key][int(seq)] = (digest, anchor.seq)
+        expected_prev, expected_seq = anchor.hash, expected_seq + 1
+    return sealed, None
+
+
+class _ChainWalk:
+    """One chain's events in order, checked one at a time."""
+
+    def __init__(self, key: str, seals: dict[int, tuple[str, int]]) -> None:
+        self.key, self.seals = key, seals
+        self.expected_prev, self.expected_seq, self.checked = GENESIS_HASH, 1, 0
+        self.problem: _Problem | None = None
+
+    def _fail(self, event: AuditEvent | None, seq: int, what: str) -> None:
+        if self.problem is None:
+            row = event.pk if event is not None else None
+            self.problem = _Problem(self.key, seq, row, f"{self.key}: {what}")
+
+    def step(self, event: AuditEvent) -> None:
+        if self.problem is not None:
+            return
+        if event.seq != self.expected_seq:
+            what = f"event #{self.expected_seq} is missing (next present is #{event.seq})"
+            self._fail(event, event.seq, what)
+        elif event.prev_hash != self.expected_prev:
+            self._fail(
+                event,
+                event.seq,
+                f"event #{event.seq} (id {event.pk}) does not link to the one before it",
+            )
+        elif event_hash(event) != event.hash:
+            self._fail(
+                event,
+                event.seq,
+                f"event #{event.seq} (id {event.pk}) was altered after it was written",
+            )
+        elif event.seq in self.seals and self.seals[event.seq][0] != event.hash:
+            anchor = self.seals[event.seq][1]
+            self._fail(
+                event,
+                event.seq,
+                f"event #{event.seq} (id {event.pk}) differs from what anchor #{anchor} sealed",
+            )
+        else:
+            self.expected_prev, self.expected_seq = event.hash, event.seq + 1
+            self.checked += 1
+
+    def finish(self, head: AuditChain | None) -> None:
+        last = self.expected_seq - 1
+        if self.problem is not None:
+            return
+        if head is not None and (head.last_seq != last or head.last_hash != self.expected_prev):
+            self._fail(
+                None,
+                last + 1,
+                f"the chain ends at #{last} but #{head.last_seq} was written: events were removed",
+            )
+        elif self.seals and max(self.seals) > last:
+            seq = max(self.seals)
+            self._fail(
+                None,
+                last + 1,
+                f"events up to #{seq}, sealed by anchor #{self.seals[seq][1]}, were removed",
+            )
+
+
+def audit_verify() -> ChainReport:
+    """Recompute every hash of every chain and of the anchors; name the first bad row."""
+    sealed, anchor_problem = _verify_anchors()
+    heads = {head.key: head for head in AuditChain.objects.all()}
+    walks: dict[str, _ChainWalk] = {}
+    walk: _ChainWalk | None = None
+    for event in AuditEvent.objects.order_by("chain", "seq").iterator(chunk_size=2000):
+        if walk is None or walk.key != event.chain:
+            walk = walks[event.chain] = _ChainWalk(event.chain, sealed.get(event.chain, {}))
+        walk.step(event)
+    for key in set(heads) | set(sealed):
+        if key not in walks and (heads.get(key) is None or heads[key].last_seq or sealed.get(key)):
+            walks[key] = _ChainWalk(key, sealed.get(key, {}))
+    for key, chain_walk in walks.items():
+        chain_walk.finish(heads.get(key))
+    problems = [w.problem for w in walks.values() if w.problem is not None]
+    if anchor_problem is not None:
+        problems.append(anchor_problem)
+    checked = sum(w.checked for w in walks.values())
+    if not problems:
+        return ChainReport(True, checked)
+    first = min(problems, key=_Problem.order)
+    return ChainReport(False, checked, first.seq, first.row_id, first.chain, first.text)

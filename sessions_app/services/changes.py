@@ -1,0 +1,145 @@
+"""Writes to pending changes: record them, track a tool's edits, approve them."""
+
+from __future__ import annotations
+
+import difflib
+
+from django.contrib.auth.models import User
+from django.db import transaction
+
+from acode.errors import AcodeError
+from sessions_app.models import AgentSession, AuditEventType, ChangeKind, PendingChange
+from sessions_app.services.sessions import (
+    actor_name,
+    current_role_of,
+    lock_session,
+    record_and_publish,
+)
+
+
+def unified_diff(path: str, before: str, after: str) -> str:
+    return "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            fromfile=f"a/{path}" if before else "/dev/null",
+            tofile=f"b/{path}" if after else "/dev/null",
+        )
+    )
+
+
+@transaction.atomic
+def change_record(
+    *,
+    session: AgentSession,
+    path: str,
+    kind: str,
+    diff: str,
+    actor: str | None = None,
+    user: User | None = None,
+) -> PendingChange:
+    """Record (or update) a pending file change awaiting review."""
+    if kind not in ChangeKind.values:
+        raise AcodeError(
+            "ACODE-API-400", f"Unknown change kind {kind!r}.", {"allowed": list(ChangeKind.values)}
+        )
+    locked = lock_session(session.pk)
+    change, _ = PendingChange.objects.update_or_create(
+        session=locked,
+        path=path,
+        defaults={"kind": kind, "diff": diff, "role_id": locked.current_role_id},
+    )
+    record_and_publish(
+        locked,
+        "changes.updated",
+        event_type=AuditEventType.CHANGE_RECORDED,
+        actor=actor_name(user, actor),
+        target=path,
+        result=kind,
+        details={"lines": diff.count("\n")},
+    )
+    return change
+
+
+@transaction.atomic
+def change_track(
+    *,
+    session: AgentSession,
+    path: str,
+    before: str | None,
+    after: str | None,
+    actor: str | None = None,
+) -> PendingChange | None:
+    """Record a file change made by a tool, cumulatively since the last approved review.
+
+    The diff is always against the file as it was before this review cycle, so a file
+    created and then edited stays "created", and one created then deleted leaves nothing.
+    """
+    locked = lock_session(session.pk)
+    existing = PendingChange.objects.filter(session=locked, path=path).first()
+    baseline = existing.baseline if existing is not None else before
+    if baseline is None and after is None:
+        if existing is not None:
+            existing.delete()
+        kind, change = "discarded", None
+    elif baseline == after:
+        if existing is not None:
+            existing.delete()
+        kind, change = "reverted", None
+    else:
+        kind = (
+            ChangeKind.CREATED
+            if baseline is None
+            else (ChangeKind.DELETED if after is None else ChangeKind.MODIFIED)
+        )
+        change, _ = PendingChange.objects.update_or_create(
+            session=locked,
+            path=path,
+            defaults={
+                "kind": kind,
+                "diff": unified_diff(path, baseline or "", after or ""),
+                "baseline": baseline,
+                "role_id": locked.current_role_id,
+            },
+        )
+    record_and_publish(
+        locked,
+        "changes.updated",
+        event_type=AuditEventType.CHANGE_RECORDED,
+        actor=actor_name(None, actor),
+        target=path,
+        result=str(kind),
+        details={"cumulative": True},
+    )
+    return change
+
+
+@transaction.atomic
+def changes_approve(
+    *,
+    session: AgentSession,
+    summary: str = "",
+    actor: str | None = None,
+    user: User | None = None,
+) -> int:
+    """A review approved the pending changes: clear them. Needs ``approve_changes`` in the role."""
+    locked = lock_session(session.pk)
+    role = current_role_of(locked)
+    if "approve_changes" not in role.access.permissions:
+        raise AcodeError(
+            "ACODE-ROL-003",
+            f"Approving changes is not allowed in role {role.name}.",
+            {"role": role.slug, "missing_permission": "approve_changes"},
+        )
+    paths = list(locked.pending_changes.values_list("path", flat=True))
+    locked.pending_changes.all().delete()
+    record_and_publish(
+        locked,
+        "changes.updated",
+        event_type=AuditEventType.CHANGES_APPROVED,
+        actor=actor_name(user, actor),
+        target=", ".join(paths)[:1000],
+        result=f"{len(paths)} approved",
+        details={"paths": paths, "summary": summary},
+    )
+    return len(paths)

@@ -1,0 +1,201 @@
+"""Writes to jobs: create and enqueue, record events, cancel, finish, recover lost ones."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from acode.errors import AcodeError
+from roles.registry import registry
+from sessions_app.models import AgentSession, AuditEventType, Job, JobEvent, JobEventKind, JobStatus
+from sessions_app.services.audit import audit_record
+from sessions_app.services.events import publish_job_event
+from sessions_app.services.sessions import actor_name
+
+logger = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 2  # a job whose worker died is run once more, then failed
+
+
+def _enqueue(job: Job, queue: str) -> None:
+    from sessions_app.tasks import run_job_task
+
+    run_job_task.apply_async(args=(str(job.pk),), queue=queue)
+
+
+def _enqueue_later(job: Job, queue: str) -> Callable[[], None]:
+    return lambda: _enqueue(job, queue)
+
+
+def job_create(
+    *, session: AgentSession, request: str, user: User | None = None, actor: str | None = None
+) -> Job:
+    """Queue a job in the session's current role, pinned to that role's version."""
+    if not request or not request.strip():
+        raise AcodeError("ACODE-API-400", "A job needs a non-blank request.", {"field": "request"})
+    role = registry.by_id(session.current_role_id)
+    who = actor_name(user, actor)
+    with transaction.atomic():
+        job = Job.objects.create(
+            session=session,
+            role_id=role.id,
+            role_version_id=role.version_id,
+            request=request.strip(),
+            created_by=who,
+        )
+        job_event(
+            job,
+            JobEventKind.STATUS,
+            {"status": JobStatus.QUEUED, "role": role.slug, "queue": role.spec.queue},
+        )
+        audit_record(
+            event_type=AuditEventType.JOB_EVENT,
+            actor=who,
+            session=session,
+            role=role.slug,
+            target=f"job {job.pk}",
+            result="queued",
+            details={"request": job.request[:500]},
+        )
+        transaction.on_commit(lambda: _enqueue(job, role.spec.queue))
+    return job
+
+
+_next_seq: OrderedDict[Any, int] = OrderedDict()  # job id -> last seq written by this process
+_seq_lock = threading.Lock()
+
+
+def job_event(job: Job, kind: str, data: dict[str, Any]) -> JobEvent:
+    """Append an event to a job (ordered) and push it live after commit.
+
+    The last sequence number is remembered per process, so an event is one INSERT; a
+    concurrent writer (another process cancelling, say) is caught by the unique
+    constraint, and the number is read again.
+    """
+    for _ in range(5):
+        with _seq_lock:
+            last = _next_seq.get(job.pk)
+        if last is None:
+            last = job.events.aggregate(m=Max("seq"))["m"] or 0
+        try:
+            if connection.in_atomic_block:
+                with transaction.atomic():  # a savepoint, so a clash does not spoil the caller
+                    event = JobEvent.objects.create(job=job, seq=last + 1, kind=kind, data=data)
+            else:
+                event = JobEvent.objects.create(job=job, seq=last + 1, kind=kind, data=data)
+        except IntegrityError:
+            with _seq_lock:
+                _next_seq.pop(job.pk, None)
+            continue
+        with _seq_lock:
+            _next_seq[job.pk] = event.seq
+            _next_seq.move_to_end(job.pk)
+            while len(_next_seq) > 1000:
+                _next_seq.popitem(last=False)
+        break
+    else:  # pragma: no cover
+        raise RuntimeError("could not append a job event")
+    transaction.on_commit(lambda: publish_job_event(job.session_id, job.pk, event.seq, kind, data))
+    return event
+
+
+def job_finish(
+    job: Job, status: str, *, result: str = "", code: str = "", message: str = ""
+) -> Job:
+    """Record a job's final status (idempotent for jobs already final)."""
+    with transaction.atomic():
+        locked = Job.objects.select_for_update().get(pk=job.pk)
+        if locked.is_final:
+            return locked
+        locked.status = status
+        locked.result = result
+        locked.error_code = code
+        locked.error_message = message
+        locked.finished_at = timezone.now()
+        for name in (
+            "llm_calls",
+            "tokens_in",
+            "tokens_out",
+            "model",
+            "endpoint",
+            "provider",
+            "fallback_used",
+        ):
+            setattr(locked, name, getattr(job, name))
+        locked.save()
+        job_event(locked, JobEventKind.STATUS, {"status": status, "code": code, "message": message})
+        audit_record(
+            event_type=AuditEventType.JOB_EVENT,
+            actor="orchestrator",
+            session=locked.session,
+            role=locked.role.slug,
+            target=f"job {locked.pk}",
+            result=status if not code else f"{status} {code}",
+            details={
+                "llm_calls": locked.llm_calls,
+                "tokens_in": locked.tokens_in,
+                "tokens_out": locked.tokens_out,
+            },
+        )
+    job.status = locked.status
+    return locked
+
+
+def job_cancel(*, job: Job, user: User | None = None, actor: str | None = None) -> Job:
+    """Ask a job to stop: a queued job is cancelled at once, a running one at its next step."""
+    with transaction.atomic():
+        locked = Job.objects.select_for_update().get(pk=job.pk)
+        if locked.is_final:
+            raise AcodeError(
+                "ACODE-JOB-006",
+                f"Job {locked.pk} already finished ({locked.status}).",
+                {"status": locked.status},
+            )
+        locked.cancel_requested = True
+        locked.save(update_fields=["cancel_requested"])
+        job_event(
+            locked, JobEventKind.NOTE, {"message": f"cancel requested by {actor_name(user, actor)}"}
+        )
+    if locked.status == JobStatus.QUEUED:
+        return job_finish(locked, JobStatus.CANCELLED, message="cancelled before it started")
+    return locked
+
+
+def jobs_recover_stale() -> list[str]:
+    """Requeue (or fail) running jobs whose worker stopped sending heartbeats.
+
+    Called when a worker starts; a job is never left ``running`` by a dead worker.
+    """
+    cutoff = timezone.now() - timedelta(seconds=settings.ACODE_JOB_STALE_SECONDS)
+    recovered: list[str] = []
+    for job in Job.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=cutoff).select_related(
+        "role"
+    ):
+        if job.attempts >= MAX_ATTEMPTS:
+            job_finish(
+                job,
+                JobStatus.FAILED,
+                code="ACODE-JOB-005",
+                message="the worker running this job was lost twice",
+            )
+        else:
+            with transaction.atomic():
+                updated = Job.objects.filter(
+                    pk=job.pk, status=JobStatus.RUNNING, heartbeat_at__lt=cutoff
+                ).update(status=JobStatus.QUEUED)
+                if updated:
+                    job_event(job, JobEventKind.NOTE, {"message": "worker lost; job requeued"})
+                    queue = registry.resolve(job.role.slug).spec.queue
+                    transaction.on_commit(_enqueue_later(job, queue))
+        recovered.append(str(job.pk))
+    return recovered

@@ -1,0 +1,184 @@
+"""Writes to sessions: open one, change its details. Shared helpers for the other services."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils import timezone
+
+from acode.errors import AcodeError
+from roles.registry import RoleDef, registry
+from sessions_app.models import AgentSession, AuditEventType, RiskTier, RoleTransition
+from sessions_app.services.audit import audit_chain_open, audit_record
+from sessions_app.services.events import publish_session_event
+
+logger = logging.getLogger(__name__)
+
+
+def actor_name(user: User | None, actor: str | None = None) -> str:
+    """How an actor is recorded: the given label, else the username, else ``system``."""
+    if actor:
+        return actor
+    if user is not None and user.is_authenticated:
+        return user.get_username()
+    return "system"
+
+
+def lock_session(session_id: Any) -> AgentSession:
+    """Lock one session row. No joins: on PostgreSQL ``FOR UPDATE`` would lock the joined
+    role rows too (deadlocks between sessions) and re-check the join after waiting (a
+    session whose role just changed would seem to vanish)."""
+    return AgentSession.objects.select_for_update().get(pk=session_id)
+
+
+def current_role_of(session: AgentSession) -> RoleDef:
+    """The session's current role as the registry knows it (no query)."""
+    return registry.by_id(session.current_role_id)
+
+
+def record_and_publish(
+    session: AgentSession,
+    kind: str,
+    *,
+    event_type: AuditEventType,
+    actor: str,
+    target: str,
+    result: str,
+    details: dict[str, Any],
+) -> None:
+    """Audit a change to a locked session (in its current role) and publish it after commit."""
+    audit_record(
+        event_type=event_type,
+        actor=actor,
+        session=session,
+        role=current_role_of(session).slug,
+        target=target,
+        result=result,
+        details=details,
+    )
+    transaction.on_commit(lambda: publish_session_event(session.pk, kind))
+
+
+def _make_workspace(session_id: uuid.UUID) -> Path:
+    root = Path(settings.ACODE_WORKSPACES_ROOT)
+    path = root / str(session_id)
+    path.mkdir(parents=True, exist_ok=False)
+    git = shutil.which("git")
+    if git:
+        subprocess.run(
+            [git, "init", "--quiet", str(path)], check=True, capture_output=True, timeout=30
+        )
+    else:  # pragma: no cover - git is a documented requirement
+        logger.warning("git not found; workspace %s is a plain directory", path)
+    return path
+
+
+def session_create(
+    *,
+    owner: User,
+    title: str,
+    task: str = "",
+    workspace: str | None = None,
+    risk_tier: str = RiskTier.LOW,
+    request_id: str = "",
+) -> AgentSession:
+    """Open a session in the Default role, with a fresh git workspace or an existing path."""
+    session_id = uuid.uuid4()
+    managed = workspace is None or workspace == ""
+    if not managed:
+        path = Path(str(workspace)).expanduser()
+        if not path.is_absolute() or not path.is_dir():
+            raise AcodeError(
+                "ACODE-SES-002",
+                f"Workspace {workspace!r} is not an existing directory given as an absolute path.",
+                {"workspace": workspace},
+            )
+        path = path.resolve()
+    default = registry.default()
+    now = timezone.now()
+    with transaction.atomic():
+        if managed:
+            path = _make_workspace(session_id)
+        session = AgentSession.objects.create(
+            id=session_id,
+            title=title,
+            task=task,
+            owner=owner,
+            workspace=str(path),
+            workspace_managed=managed,
+            current_role_id=default.id,
+            role_version_id=default.version_id,
+            role_since=now,
+            transition_count=1,
+            last_reason="Initial state",
+            risk_tier=risk_tier,
+        )
+        actor = actor_name(owner)
+        RoleTransition.objects.create(
+            session=session,
+            seq=1,
+            from_role=None,
+            to_role_id=default.id,
+            role_version_id=default.version_id,
+            reason="Initial state",
+            actor=actor,
+            user_id=owner.pk,
+            request_id=request_id,
+            created_at=now,
+        )
+        audit_chain_open(session)
+        audit_record(
+            event_type=AuditEventType.SESSION_CREATED,
+            actor=actor,
+            session=session,
+            role=default.slug,
+            target=str(session.id),
+            result="created",
+            details={"title": title, "workspace": str(path), "risk_tier": risk_tier},
+        )
+        transaction.on_commit(lambda: publish_session_event(session.id, "session.created"))
+    return session
+
+
+@transaction.atomic
+def session_update(
+    *,
+    session: AgentSession,
+    data: dict[str, Any],
+    actor: str | None = None,
+    user: User | None = None,
+) -> AgentSession:
+    """Change a session's title, task, risk tier or status (never its role)."""
+    allowed = {"title", "task", "risk_tier", "status"}
+    if "current_role" in data or "role" in data:
+        raise AcodeError(
+            "ACODE-SES-003",
+            "The role changes only through a transition (POST /api/sessions/{id}/transition/).",
+            {"field": "current_role"},
+        )
+    locked = lock_session(session.pk)
+    changed = {}
+    for key, value in data.items():
+        if key in allowed and getattr(locked, key) != value:
+            changed[key] = {"from": getattr(locked, key), "to": value}
+            setattr(locked, key, value)
+    if changed:
+        locked.save()
+        record_and_publish(
+            locked,
+            "session.updated",
+            event_type=AuditEventType.SESSION_UPDATED,
+            actor=actor_name(user, actor),
+            target=", ".join(changed),
+            result="updated",
+            details=changed,
+        )
+    return locked

@@ -1,0 +1,109 @@
+"""Live events go out after commit, never for a rolled-back change, and a failed push
+never undoes the change."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+from rest_framework.authtoken.models import Token
+
+from acode.asgi import application
+from sessions_app.services import events
+from sessions_app.services.events import publish_session_event
+from sessions_app.services.sessions import session_create
+from sessions_app.services.transitions import session_transition
+
+SESSION = "7f1c0f8e-5a4e-4a55-9a51-2f0d3c1b9e10"
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """(group, kind) of every message handed to the channel layer, in order."""
+    out: list[tuple[str, str]] = []
+
+    def record(sends: list[tuple[str, dict[str, Any]]]) -> None:
+        out.extend((group, message["kind"]) for group, message in sends)
+
+    monkeypatch.setattr(events, "_send", record)
+    return out
+
+
+def session_kinds(sent: list[tuple[str, str]]) -> list[str]:
+    return [kind for group, kind in sent if group == events.session_group(SESSION)]
+
+
+def test_outside_a_request_events_go_out_at_once(sent: list[tuple[str, str]]) -> None:
+    publish_session_event(SESSION, "role.changed")
+    assert sent == [
+        (events.session_group(SESSION), "role.changed"),
+        (events.BOARD_GROUP, "role.changed"),
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_nothing_is_published_for_a_change_that_rolls_back(
+    sent: list[tuple[str, str]], django_user_model: Any
+) -> None:
+    user = django_user_model.objects.create_user("bo", password="pw-bo-12345")
+    with pytest.raises(RuntimeError), transaction.atomic():
+        session_create(owner=user, title="Doomed")
+        raise RuntimeError("roll back")
+    assert sent == []
+    session = session_create(owner=user, title="Kept")
+    assert (events.session_group(session.pk), "session.created") in sent
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failing_channel_layer_never_undoes_the_change(
+    monkeypatch: pytest.MonkeyPatch, django_user_model: Any
+) -> None:
+    class Broken:
+        async def group_send(self, group: str, message: dict[str, Any]) -> None:
+            raise ConnectionError("redis is down")
+
+    monkeypatch.setattr(events, "get_channel_layer", lambda: Broken())
+    user = django_user_model.objects.create_user("cy", password="pw-cy-12345")
+    session = session_create(owner=user, title="Still here")
+    result = session_transition(session=session, to_role="planner", reason="plan", user=user)
+    assert result.changed
+    session.refresh_from_db()
+    assert session.current_role.slug == "planner"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_transition_over_the_asgi_stack_reaches_listeners(django_user_model: Any) -> None:
+    """The production path: the ASGI app, Django's handler on the pool's threads, and the
+    configured channel layer (Redis when REDIS_URL is set)."""
+    user = django_user_model.objects.create_user("ada", password="pw-ada-123")
+    auth = {"Authorization": f"Token {Token.objects.create(user=user).key}"}
+    layer = get_channel_layer()
+    assert layer is not None
+
+    async def go() -> tuple[httpx.Response, dict[str, Any]]:
+        transport = httpx.ASGITransport(app=application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
+            created = await c.post("/api/sessions/", json={"title": "Live"}, headers=auth)
+            assert created.status_code == 201, created.text
+            session_id = created.json()["id"]
+            channel = await layer.new_channel()
+            await layer.group_add(events.session_group(session_id), channel)
+            moved = await c.post(
+                f"/api/sessions/{session_id}/transition/",
+                json={"to_role": "planner", "reason": "plan it", "expected_role": "default"},
+                headers=auth,
+            )
+            message = await asyncio.wait_for(layer.receive(channel), timeout=10)
+            await layer.group_discard(events.session_group(session_id), channel)
+            return moved, message
+
+    moved, message = async_to_sync(go)()
+    assert moved.status_code == 200, moved.text
+    assert message["kind"] == "role.changed"
+    assert message["session"] == moved.json()["session"]["id"]
+    assert message["data"] == {"from_role": "default", "to_role": "planner", "reason": "plan it"}
