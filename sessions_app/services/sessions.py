@@ -81,6 +81,17 @@ def _make_workspace(session_id: uuid.UUID) -> Path:
     return path
 
 
+def _existing_workspace(workspace: str) -> Path:
+    path = Path(workspace).expanduser()
+    if not path.is_absolute() or not path.is_dir():
+        raise AcodeError(
+            "ACODE-SES-002",
+            f"Workspace {workspace!r} is not an existing directory given as an absolute path.",
+            {"workspace": workspace},
+        )
+    return path.resolve()
+
+
 def session_create(
     *,
     owner: User,
@@ -92,21 +103,12 @@ def session_create(
 ) -> AgentSession:
     """Open a session in the Default role, with a fresh git workspace or an existing path."""
     session_id = uuid.uuid4()
-    managed = workspace is None or workspace == ""
-    if not managed:
-        path = Path(str(workspace)).expanduser()
-        if not path.is_absolute() or not path.is_dir():
-            raise AcodeError(
-                "ACODE-SES-002",
-                f"Workspace {workspace!r} is not an existing directory given as an absolute path.",
-                {"workspace": workspace},
-            )
-        path = path.resolve()
+    managed = not workspace
+    existing = None if managed else _existing_workspace(str(workspace))
     default = registry.default()
     now = timezone.now()
     with transaction.atomic():
-        if managed:
-            path = _make_workspace(session_id)
+        path = existing or _make_workspace(session_id)
         session = AgentSession.objects.create(
             id=session_id,
             title=title,
@@ -122,7 +124,7 @@ def session_create(
             risk_tier=risk_tier,
         )
         actor = actor_name(owner)
-        RoleTransition.objects.create(
+        RoleTransition.objects.create(  # the history starts in Default
             session=session,
             seq=1,
             from_role=None,

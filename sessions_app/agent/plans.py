@@ -1,0 +1,42 @@
+"""Turning a planning role's final answer into plan steps."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+
+def plan_from_answer(text: str) -> list[dict[str, Any]]:
+    """Structured steps when the answer holds them (JSON or a numbered list), else the text."""
+    match = re.search(r"\{.*\}|\[.*\]", text, re.DOTALL)
+    if match:
+        try:
+            data = json.loads(match.group(0))
+            steps = data.get("steps") if isinstance(data, dict) else data
+            if isinstance(steps, list) and steps:
+                out: list[dict[str, Any]] = []
+                for s in steps:
+                    if isinstance(s, str) and s.strip():
+                        out.append({"title": s.strip()})
+                    elif isinstance(s, dict) and str(s.get("title", "")).strip():
+                        out.append(
+                            {
+                                "title": str(s["title"]).strip(),
+                                "files": [str(f) for f in s.get("files", []) if isinstance(f, str)],
+                                "depends_on": [
+                                    int(d) for d in s.get("depends_on", []) if isinstance(d, int)
+                                ],
+                            }
+                        )
+                if out:
+                    return out
+        except (ValueError, TypeError):
+            pass
+    lines = re.findall(
+        r"^\s*(?:step\s*)?(?:\d+[.):]|[-*])\s+(.+)$", text, re.IGNORECASE | re.MULTILINE
+    )
+    if len(lines) >= 2:
+        return [{"title": line.strip()[:300]} for line in lines]
+    first = text.strip().splitlines()[0] if text.strip() else "Plan"
+    return [{"title": first[:300], "detail": text.strip()}]
