@@ -8,7 +8,7 @@ from django.urls import path
 
 from sessions_app.consumers import BoardConsumer, SessionConsumer
 
-# The same paths as sessions_app.dashboard.BOARD_SOCKET_PATH and session_socket_path().
+# The same paths as sessions_app.dashboard.live.BOARD_SOCKET_PATH and session_socket_path().
 websocket_urlpatterns: list[Any] = [
     path("ws/board/", BoardConsumer.as_asgi()),
     path("ws/sessions/<uuid:pk>/", SessionConsumer.as_asgi()),

@@ -33,19 +33,21 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.layers import get_channel_layer
 from django.contrib.auth.models import User
 
-from sessions_app.dashboard import (
-    SESSION_FRAGMENTS,
+from sessions_app.dashboard.board import (
     BoardFilters,
     Viewer,
-    data_version,
-    fragments_for,
     render_board,
     render_board_update,
-    render_session_fragments,
-    session_access,
     viewer_for,
 )
-from sessions_app.events import BOARD_GROUP, session_group
+from sessions_app.dashboard.live import data_version
+from sessions_app.dashboard.session import (
+    SESSION_FRAGMENTS,
+    fragments_for,
+    render_session_fragments,
+    session_access,
+)
+from sessions_app.services.events import BOARD_GROUP, session_group
 
 logger = logging.getLogger(__name__)
 
@@ -336,11 +338,11 @@ class BoardConsumer(_DashboardConsumer):
         session_id = str(event.get("session", ""))
         data = event.get("data") or {}
         from_role = data.get("from_role") if isinstance(data, dict) else None
-        user, viewer, filters = self.user, self.viewer, self.filters
+        user, filters = self.user, self.filters
 
         def render() -> tuple[tuple[str, ...], str]:
             shown = tuple(filters.role_slugs())
-            return shown, render_board_update(user, viewer, filters, session_id, from_role)
+            return shown, render_board_update(user, filters, session_id, from_role)
 
         # A job status is not always audited, so it is part of the key (no stale reuse).
         status = data.get("status") if isinstance(data, dict) else None

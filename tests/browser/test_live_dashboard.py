@@ -20,8 +20,11 @@ from django.contrib.auth.models import User
 from django.db import connection
 from rest_framework.authtoken.models import Token
 
-from sessions_app import services
 from sessions_app.models import AgentSession
+from sessions_app.services.changes import change_record
+from sessions_app.services.plans import plan_set
+from sessions_app.services.sessions import session_create
+from sessions_app.services.transitions import session_transition
 from tests.browser.conftest import ARTIFACTS
 
 pytestmark = pytest.mark.slow
@@ -56,9 +59,7 @@ def elsewhere(fn: Callable[[], T]) -> T:
 
 def move(session_id: str, role: str, reason: str) -> Any:
     """A transition as a worker makes it."""
-    return services.session_transition(
-        session=session_id, to_role=role, reason=reason, actor="worker"
-    )
+    return session_transition(session=session_id, to_role=role, reason=reason, actor="worker")
 
 
 def log_in(page: Any, base: str, username: str, password: str) -> None:
@@ -86,7 +87,7 @@ def test_transitions_made_elsewhere_show_live_on_board_and_session_page(
     base = live_server_url
     lead: User = django_user_model.objects.create_superuser("lead", "l@example.com", "pw-lead-1")
     token = Token.objects.create(user=lead)
-    session = services.session_create(owner=lead, title="Add JWT authentication", task="JWT")
+    session = session_create(owner=lead, title="Add JWT authentication", task="JWT")
     sid = str(session.id)
     api = httpx.Client(base_url=base, headers={"Authorization": f"Token {token.key}"})
 
@@ -139,7 +140,7 @@ def test_transitions_made_elsewhere_show_live_on_board_and_session_page(
 
     # 2. From another process's point of view: a worker sets the plan, then moves on.
     elsewhere(
-        lambda: services.plan_set(
+        lambda: plan_set(
             session=AgentSession.objects.get(pk=sid),
             steps=[{"title": "Token model", "status": "done"}, {"title": "Login view"}],
             actor="worker",
@@ -148,7 +149,7 @@ def test_transitions_made_elsewhere_show_live_on_board_and_session_page(
     page.locator("#session-plan .step").first.wait_for(timeout=1000)
     page.locator('button[data-transition="coder"]').wait_for(timeout=1000)
     elsewhere(
-        lambda: services.session_transition(
+        lambda: session_transition(
             session=sid, to_role="coder", reason="Plan approved", actor="worker"
         )
     )
@@ -157,7 +158,7 @@ def test_transitions_made_elsewhere_show_live_on_board_and_session_page(
     page.locator('#session-header[data-role="coder"]').wait_for(timeout=1000)
     assert time.monotonic() - started < 1.0
     elsewhere(
-        lambda: services.change_record(
+        lambda: change_record(
             session=AgentSession.objects.get(pk=sid),
             path="auth/tokens.py",
             kind="created",
@@ -200,6 +201,11 @@ def test_transitions_made_elsewhere_show_live_on_board_and_session_page(
         page.goto(f"{base}/{name}/")
         page.wait_for_load_state("networkidle")
         page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    # The audit chain is verified only when a verifier asks for it.
+    page.goto(f"{base}/audit/")
+    page.get_by_role("button", name="Verify now").click()
+    page.locator("#chain-slot .chain-ok").wait_for(timeout=5000)
+    assert "Chain intact" in page.locator("#chain-slot").inner_text()
     assert errors == []
     context.close()
     api.close()
@@ -210,7 +216,7 @@ def test_refused_transition_button_never_appears(
 ) -> None:
     base = live_server_url
     dev = django_user_model.objects.create_user("dev", "d@example.com", "pw-dev-12345")
-    session = services.session_create(owner=dev, title="Fix flaky payment test")
+    session = session_create(owner=dev, title="Fix flaky payment test")
     sid = str(session.id)
     context = browser.new_context(viewport={"width": 1366, "height": 800})
     context.add_init_script(WATCH_BUTTONS)
@@ -233,7 +239,7 @@ def test_refused_transition_button_never_appears(
     # A refusal that gets through anyway (a stale form) is shown with its code.
     page.fill("#transition-reason", "Go")
     elsewhere(
-        lambda: services.session_transition(
+        lambda: session_transition(
             session=sid, to_role="planner", reason="Someone else moved first", actor="worker"
         )
     )
@@ -251,8 +257,8 @@ def test_refused_transition_button_never_appears(
 def test_running_scripted_job_streams_live(
     live_server_url: str, browser: Any, django_user_model: Any
 ) -> None:
-    from sessions_app.agent import run_job
-    from sessions_app.jobs import job_create
+    from sessions_app.agent.loop import run_job
+    from sessions_app.services.jobs import job_create
     from tests.sessions_app.jobkit import scripted_model
 
     base = live_server_url
@@ -269,8 +275,8 @@ def test_running_scripted_job_streams_live(
             {"delay": 1.5, "content": '{"steps": [{"title": "Add the User model"}]}'},
         ],
     )
-    session = services.session_create(owner=lead, title="Live job", task="Plan it")
-    services.session_transition(session=session, to_role="planner", reason="plan", actor="test")
+    session = session_create(owner=lead, title="Live job", task="Plan it")
+    session_transition(session=session, to_role="planner", reason="plan", actor="test")
     sid = str(session.id)
 
     context = browser.new_context(viewport={"width": 1440, "height": 900})

@@ -17,9 +17,10 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.test import Client
 
 from acode.routing import websocket_urlpatterns
-from sessions_app import services
-from sessions_app.events import BOARD_GROUP, session_group
 from sessions_app.models import AgentSession
+from sessions_app.services.events import BOARD_GROUP, session_group
+from sessions_app.services.sessions import session_create
+from sessions_app.services.transitions import session_transition
 
 # Consumers reach the database from other threads (database_sync_to_async), which close
 # connections inside a test transaction: these tests commit for real, then flush.
@@ -46,7 +47,7 @@ def stranger(django_user_model: Any) -> User:
 
 @pytest.fixture
 def owned(user: User) -> AgentSession:
-    return services.session_create(owner=user, title="Owned by dev")
+    return session_create(owner=user, title="Owned by dev")
 
 
 def run(coro: Callable[[], Awaitable[None]]) -> None:
@@ -122,8 +123,6 @@ def test_anonymous_is_refused_through_the_real_asgi_stack() -> None:
 
 
 def test_logged_in_browser_connects_with_its_session_cookie(user: User) -> None:
-    from acode.asgi import application
-
     client = Client()
     client.force_login(user)
     cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
@@ -140,7 +139,6 @@ def test_logged_in_browser_connects_with_its_session_cookie(user: User) -> None:
         await comm.disconnect()
 
     run(body)
-    assert application is not None
 
 
 def test_user_without_access_gets_nothing_from_the_session_group(
@@ -194,7 +192,7 @@ def test_role_change_pushes_header_buttons_timeline_and_time(
         comm = communicator(f"/ws/sessions/{owned.id}/", user)
         await comm.connect()
         await comm.receive_from()
-        await database_sync_to_async(services.session_transition)(
+        await database_sync_to_async(session_transition)(
             session=owned, to_role="planner", reason="Start planning", user=user
         )
         await get_channel_layer().group_send(
@@ -246,7 +244,7 @@ def test_follower_gets_no_transition_buttons(owned: AgentSession, lead: User) ->
 def test_board_owner_hears_only_about_own_sessions(
     owned: AgentSession, stranger: User, lead: User
 ) -> None:
-    theirs = services.session_create(owner=stranger, title="Someone else's")
+    theirs = session_create(owner=stranger, title="Someone else's")
 
     async def body() -> None:
         comm = communicator("/ws/board/", owned.owner)
@@ -257,7 +255,7 @@ def test_board_owner_hears_only_about_own_sessions(
         layer = get_channel_layer()
         await layer.group_send(BOARD_GROUP, event(theirs, "session.created"))
         assert await comm.receive_nothing(timeout=0.2)
-        await database_sync_to_async(services.session_transition)(
+        await database_sync_to_async(session_transition)(
             session=owned, to_role="explorer", reason="Look around", user=owned.owner
         )
         await layer.group_send(BOARD_GROUP, event(owned, "role.changed", from_role="default"))
@@ -282,7 +280,7 @@ def test_board_filters_apply_to_pushes(owned: AgentSession) -> None:
         first = await comm.receive_from()
         assert root_ids(first) == ["board-columns"]
         assert 'id="col-planner"' in first and 'id="col-default"' not in first
-        await database_sync_to_async(services.session_transition)(
+        await database_sync_to_async(session_transition)(
             session=owned, to_role="planner", reason="Plan it", user=owned.owner
         )
         await get_channel_layer().group_send(

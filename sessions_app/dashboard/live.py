@@ -1,0 +1,24 @@
+"""What the live pages share with their websocket consumers (``sessions_app.consumers``):
+the socket paths and the data version that tells whether a rendering is still current."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from roles.registry import current_stamp
+from sessions_app.models import AuditEvent
+
+# Routed in acode/routing.py; the pages connect to them with htmx's ws extension.
+BOARD_SOCKET_PATH = "/ws/board/"
+
+
+def session_socket_path(session_id: Any) -> str:
+    return f"/ws/sessions/{session_id}/"
+
+
+def data_version() -> tuple[int, str]:
+    """Moves on every committed change the dashboard shows: the newest audit event (every
+    service write appends one in its transaction) and the role registry's stamp (every
+    change to role data moves it)."""
+    last_id = AuditEvent.objects.order_by("-id").values_list("id", flat=True).first()
+    return (last_id or 0, current_stamp())

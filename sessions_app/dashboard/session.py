@@ -1,0 +1,288 @@
+"""The session page: one session's role, the transitions allowed now, its timeline, plan,
+pending changes, jobs and time in role.
+
+It is live over ``/ws/sessions/<id>/`` (``sessions_app.consumers.SessionConsumer``): the
+view and the socket render the same partials of ``dashboard/session.html``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from functools import cached_property
+from typing import Any, cast
+from uuid import UUID
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from acode.errors import AcodeError
+from sessions_app.dashboard.formatting import (
+    RoleBadge,
+    Stamp,
+    duration_text,
+    role_badge,
+    stamp_of,
+)
+from sessions_app.dashboard.jobs import JobView, session_jobs
+from sessions_app.dashboard.live import session_socket_path
+from sessions_app.dashboard.session_panels import (
+    ChangeView,
+    PlanView,
+    RoleShare,
+    TimelineEntry,
+    TransitionOption,
+    change_view,
+    plan_view,
+    role_shares,
+    timeline_entries,
+)
+from sessions_app.models import AgentSession
+from sessions_app.permissions import session_can_act, sessions_visible_to
+from sessions_app.selectors import time_in_roles
+from sessions_app.services import transitions
+from sessions_app.services.transitions import transitions_from
+
+SESSION_TEMPLATE = "dashboard/session.html"
+TIMELINE_LIMIT = 12
+
+SESSION_FRAGMENTS: tuple[str, ...] = (
+    "header",
+    "transitions",
+    "timeline",
+    "plan",
+    "changes",
+    "jobs",
+    "time",
+)
+
+# Which fragments of the session page an event can change. Kinds not listed re-render
+# every fragment: correct first, then cheap.
+SESSION_FRAGMENTS_BY_KIND: dict[str, tuple[str, ...]] = {
+    "session.created": ("header",),
+    "session.updated": ("header",),
+    "role.changed": ("header", "transitions", "timeline", "time"),
+    "plan.updated": ("plan", "transitions"),
+    "changes.updated": ("changes", "transitions"),
+    # Sent to the board group only; the session page gets job events as "job.event".
+    "job.status": (),
+    "job.event": ("jobs",),
+}
+
+
+def fragments_for(kind: str) -> tuple[str, ...]:
+    return SESSION_FRAGMENTS_BY_KIND.get(kind, SESSION_FRAGMENTS)
+
+
+class SessionPage:
+    """Everything the session page shows, read lazily: a fragment reads only what it needs."""
+
+    def __init__(self, session: AgentSession) -> None:
+        self.session = session
+        self.timeline_since: list[TimelineEntry] = []
+
+    @classmethod
+    def load(cls, session_id: Any) -> SessionPage | None:
+        session = (
+            AgentSession.objects.select_related("current_role", "owner", "role_version")
+            .filter(pk=session_id)
+            .first()
+        )
+        return cls(session) if session is not None else None
+
+    @cached_property
+    def role(self) -> RoleBadge:
+        return role_badge(self.session.current_role.slug)
+
+    @cached_property
+    def in_role(self) -> str:
+        return duration_text((timezone.now() - self.session.role_since).total_seconds())
+
+    @cached_property
+    def since(self) -> Stamp:
+        return stamp_of(self.session.role_since)
+
+    @cached_property
+    def opened(self) -> Stamp:
+        return stamp_of(self.session.created_at)
+
+    @cached_property
+    def _history(self) -> list[tuple[int, str | None, str, str, str, datetime]]:
+        return list(
+            self.session.transitions.order_by("seq").values_list(
+                "seq", "from_role__slug", "to_role__slug", "reason", "actor", "created_at"
+            )
+        )
+
+    @cached_property
+    def timeline(self) -> list[TimelineEntry]:
+        """The newest transitions, newest first."""
+        return timeline_entries(self._history[-TIMELINE_LIMIT:])
+
+    @cached_property
+    def transition_count(self) -> int:
+        return len(self._history)
+
+    @cached_property
+    def newest_seq(self) -> int:
+        return self._history[-1][0] if self._history else 0
+
+    def timeline_after(self, seq: int) -> list[TimelineEntry] | None:
+        """Entries newer than ``seq``, newest first; None when a full timeline is due
+        (the page has none yet, or more than a timeline's worth is new)."""
+        if seq <= 0 or self.newest_seq - seq > TIMELINE_LIMIT:
+            return None
+        self.timeline_since = [e for e in self.timeline if e.seq > seq]
+        return self.timeline_since
+
+    @cached_property
+    def transitions(self) -> list[TransitionOption]:
+        return [
+            TransitionOption(
+                to_role=role_badge(option.rule.to_slug),
+                allowed_now=option.allowed_now,
+                condition=option.rule.condition_text,
+                unmet=option.unmet,
+                explanation=option.rule.explanation,
+            )
+            for option in transitions_from(self.session)
+        ]
+
+    @cached_property
+    def allowed_transitions(self) -> list[TransitionOption]:
+        return [t for t in self.transitions if t.allowed_now]
+
+    @cached_property
+    def blocked_transitions(self) -> list[TransitionOption]:
+        return [t for t in self.transitions if not t.allowed_now]
+
+    @cached_property
+    def plan(self) -> PlanView:
+        return plan_view(self.session.plan or [])
+
+    @cached_property
+    def changes(self) -> list[ChangeView]:
+        changes = self.session.pending_changes.select_related("role").order_by("path")
+        return [change_view(change) for change in changes]
+
+    @cached_property
+    def time_shares(self) -> list[RoleShare]:
+        # The history is already read for the timeline: the selector sums it, no re-read.
+        rows = [(self.session.pk, to_slug, at) for _, _, to_slug, _, _, at in self._history]
+        return role_shares(time_in_roles(rows))
+
+    @cached_property
+    def jobs(self) -> list[JobView]:
+        return session_jobs(self.session.pk)
+
+    @cached_property
+    def total_time(self) -> str:
+        return duration_text(sum(s.seconds for s in self.time_shares))
+
+
+def session_access(user: User, session_id: Any) -> tuple[bool, bool]:
+    """(may see, may act) for a user and a session id; (False, False) if it does not exist."""
+    session = sessions_visible_to(user).filter(pk=session_id).first()
+    if session is None:
+        return False, False
+    return True, session_can_act(user, session)
+
+
+def render_session_fragments(
+    session_id: Any, names: Iterable[str], *, can_act: bool, timeline_after: int = 0
+) -> tuple[str, int]:
+    """Session page fragments for a push, and the newest transition they include.
+
+    ``can_act`` picks the transition-buttons variant; nothing else in them depends on who
+    is looking, so one rendering serves every socket of the same variant. A page that has
+    the timeline up to transition ``timeline_after`` gets only the newer entries.
+    """
+    page = SessionPage.load(session_id)
+    if page is None:
+        return "", 0
+    context = {"page": page, "can_act": can_act}
+    wanted = set(names)
+    parts = []
+    for name in SESSION_FRAGMENTS:
+        if name not in wanted:
+            continue
+        if name == "timeline" and timeline_after:
+            newer = page.timeline_after(timeline_after)
+            if newer == []:
+                continue  # nothing new: the page's timeline is current
+            if newer is not None:
+                name = "timeline-new"
+        parts.append(render_to_string(f"{SESSION_TEMPLATE}#{name}", context))
+    return "".join(parts), page.newest_seq
+
+
+def _visible_page(user: User, pk: UUID) -> SessionPage:
+    session = sessions_visible_to(user).select_related("role_version").filter(pk=pk).first()
+    if session is None:
+        raise Http404("No such session, or it is not yours to see.")
+    return SessionPage(session)
+
+
+@login_required
+@require_GET
+def session_detail(request: HttpRequest, pk: UUID) -> HttpResponse:
+    """One session: role, transitions allowed now, timeline, plan, jobs, changes, time."""
+    user = cast(User, request.user)
+    page = _visible_page(user, pk)
+    return render(
+        request,
+        SESSION_TEMPLATE,
+        {
+            "nav": "board",
+            "page": page,
+            "can_act": session_can_act(user, page.session),
+            "ws_url": session_socket_path(pk),
+        },
+    )
+
+
+def _refusal_text(error: AcodeError) -> str:
+    suggestion = error.details.get("suggestion") if error.details else None
+    return error.message if not suggestion else f"{error.message} {suggestion}."
+
+
+@login_required
+@require_POST
+def session_transition(request: HttpRequest, pk: UUID) -> HttpResponse:
+    """Change the session's role through the service; a refusal comes back as a message."""
+    user = cast(User, request.user)
+    page = _visible_page(user, pk)
+    back = HttpResponseRedirect(reverse("dashboard-session", kwargs={"pk": pk}))
+    if not session_can_act(user, page.session):
+        messages.error(
+            request, "You may view this session but not change its role.", "ACODE-API-403"
+        )
+        return back
+    to_role = request.POST.get("to_role", "").strip()
+    if not to_role:
+        messages.error(request, "Choose the role to change to.", "ACODE-API-400")
+        return back
+    try:
+        result = transitions.session_transition(
+            session=page.session,
+            to_role=to_role,
+            reason=request.POST.get("reason", ""),
+            user=user,
+            expected_role=request.POST.get("expected_role", "").strip() or None,
+            request_id=request.headers.get("X-Request-ID") or None,
+        )
+    except AcodeError as error:
+        messages.error(request, _refusal_text(error), error.code)
+        return back
+    if result.changed:
+        messages.success(request, result.message)
+    else:
+        messages.info(request, result.message)
+    return back

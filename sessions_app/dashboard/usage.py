@@ -1,0 +1,110 @@
+"""The usage page: how the time of the sessions a user sees splits across roles, drawn as
+a server-rendered SVG bar chart against the spec's target ranges."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, cast
+
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from sessions_app import selectors
+from sessions_app.dashboard.formatting import RoleBadge, duration_text, role_badge
+from sessions_app.permissions import can_view_all, sessions_visible_to
+
+# Chart geometry, in SVG units.
+USAGE_ROW_HEIGHT = 44
+USAGE_PLOT_WIDTH = 500
+
+
+@dataclass(frozen=True)
+class UsageBar:
+    """One row of the usage chart, with its geometry in SVG units."""
+
+    role: RoleBadge
+    y: int
+    share: float
+    percent: str
+    duration: str
+    target: tuple[float, float] | None
+    target_text: str
+    verdict: str  # within, below, above, none
+    bar_width: float
+    band_x: float
+    band_width: float
+
+
+@dataclass(frozen=True)
+class UsageTick:
+    label: str
+    x: float
+
+
+def verdict(share: float, target: tuple[float, float] | None) -> str:
+    """Where a share stands against its target range: within, below, above, or none."""
+    if target is None:
+        return "none"
+    if share < target[0]:
+        return "below"
+    if share > target[1]:
+        return "above"
+    return "within"
+
+
+def usage_bar(index: int, slug: str, share: float, seconds: float) -> UsageBar:
+    scale = USAGE_PLOT_WIDTH
+    target = selectors.TARGET_SHARES.get(slug)
+    return UsageBar(
+        role=role_badge(slug),
+        y=index * USAGE_ROW_HEIGHT,
+        share=share,
+        percent=f"{share * 100:.1f}%",
+        duration=duration_text(seconds),
+        target=target,
+        target_text=f"{target[0] * 100:.0f}\u2013{target[1] * 100:.0f}%" if target else "",
+        verdict=verdict(share, target),
+        bar_width=round(share * scale, 2),
+        band_x=round(target[0] * scale, 2) if target else 0.0,
+        band_width=round((target[1] - target[0]) * scale, 2) if target else 0.0,
+    )
+
+
+def usage_chart(user: User) -> dict[str, Any]:
+    """The time-in-role distribution of the sessions the user sees, laid out as a bar chart."""
+    data = selectors.usage(sessions_visible_to(user))
+    shares = {row["role"]: row for row in data["roles"]}
+    # Every role with time spent, plus the ones the spec sets a target for (even at 0 %).
+    slugs = [row["role"] for row in data["roles"]]
+    slugs += [slug for slug in selectors.TARGET_SHARES if slug not in shares]
+    bars = []
+    for i, slug in enumerate(slugs):
+        row = shares.get(slug, {"share": 0.0, "seconds": 0.0})
+        bars.append(usage_bar(i, slug, float(row["share"]), float(row["seconds"])))
+    height = max(1, len(bars)) * USAGE_ROW_HEIGHT
+    return {
+        "bars": bars,
+        "total": duration_text(float(data["total_seconds"])),
+        "total_seconds": data["total_seconds"],
+        "height": height,
+        "plot_width": USAGE_PLOT_WIDTH,
+        "value_x": USAGE_PLOT_WIDTH + 12,
+        "tick_y": height + 18,
+        "svg_height": height + 36,
+        "ticks": [UsageTick(f"{p}%", p * USAGE_PLOT_WIDTH / 100) for p in (0, 25, 50, 75, 100)],
+    }
+
+
+@login_required
+@require_GET
+def usage(request: HttpRequest) -> HttpResponse:
+    """Time-in-role distribution as a server-rendered SVG, against the spec's targets."""
+    user = cast(User, request.user)
+    return render(
+        request,
+        "dashboard/usage.html",
+        {"nav": "usage", "chart": usage_chart(user), "view_all": can_view_all(user)},
+    )
