@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from sessions_app.models import AgentSession, AuditEvent, PendingChange, RoleTransition
+from sessions_app.models import AgentSession, AuditEvent, PendingChange, Repository, RoleTransition
+from sessions_app.permissions import audit_visible_to, sessions_visible_to
 from sessions_app.services.sessions import session_update
 
 
@@ -62,6 +64,9 @@ class AgentSessionAdmin(admin.ModelAdmin):
     fields = ("id", "title", "task", "status", "risk_tier", *readonly_fields[1:])
     inlines = [TransitionInline]
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AgentSession]:
+        return sessions_visible_to(request.user)
+
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # sessions are opened through the API, dashboard or CLI
 
@@ -87,7 +92,11 @@ class RoleTransitionAdmin(_ReadOnly):
 
 @admin.register(AuditEvent)
 class AuditEventAdmin(_ReadOnly):
-    list_display = ("seq", "created_at", "event_type", "role", "actor", "target", "result")
+    list_display = ("id", "chain", "seq", "created_at", "event_type", "role", "actor", "target")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AuditEvent]:
+        return audit_visible_to(request.user)
+
     list_filter = ("event_type", "role")
     search_fields = ("actor", "target", "result")
     date_hierarchy = "created_at"
@@ -97,3 +106,12 @@ class AuditEventAdmin(_ReadOnly):
 class PendingChangeAdmin(_ReadOnly):
     list_display = ("session", "path", "kind", "updated_at")
     list_filter = ("kind",)
+
+
+@admin.register(Repository)
+class RepositoryAdmin(admin.ModelAdmin):
+    """Repositories sessions may clone, and who may use each."""
+
+    list_display = ("name", "source", "default_branch", "created_at")
+    search_fields = ("name", "description", "source")
+    filter_horizontal = ("users", "groups")

@@ -9,15 +9,19 @@ The API, the dashboard pages, the websocket consumers and admin all ask here.
 | ``act_on_all_sessions`` | every session (acting implies seeing) | every session | no |
 | ``view_auditevent`` | every audit row | their own | yes |
 | superuser | everything | everything | yes |
+
+Repositories: a user may start sessions on a repository that lists them or one of their
+groups (superusers: every one). Attaching an existing server directory instead needs
+``attach_workspace`` and a directory under ``ACODE_ATTACH_ROOTS``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
-from sessions_app.models import AgentSession, AuditEvent, Job
+from sessions_app.models import AgentSession, AuditEvent, Job, Repository
 
 
 def can_act_on_all(user: Any) -> bool:
@@ -63,3 +67,22 @@ def audit_visible_to(user: Any) -> QuerySet[AuditEvent]:
 def can_verify_audit(user: Any) -> bool:
     """May re-hash the whole audit log (it reads every row, so it is not for everyone)."""
     return bool(user.is_superuser or user.has_perm("sessions_app.view_auditevent"))
+
+
+def repositories_usable_by(user: Any) -> QuerySet[Repository]:
+    if user.is_superuser:
+        return Repository.objects.all()
+    return Repository.objects.filter(Q(users__id=user.pk) | Q(groups__user__id=user.pk)).distinct()
+
+
+def repository_can_use(user: Any, repository: Repository) -> bool:
+    return bool(user.is_authenticated) and (
+        user.is_superuser or repositories_usable_by(user).filter(pk=repository.pk).exists()
+    )
+
+
+def can_attach_workspace(user: Any) -> bool:
+    """May start a session on an existing server directory (under ``ACODE_ATTACH_ROOTS``)."""
+    return bool(user.is_authenticated) and bool(
+        user.is_superuser or user.has_perm("sessions_app.attach_workspace")
+    )

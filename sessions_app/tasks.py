@@ -1,4 +1,8 @@
-"""Celery tasks: thin wrappers that take ids and call services."""
+"""Celery tasks: thin wrappers that take ids and call services.
+
+Services import this module to enqueue; tasks import services inside their bodies, so
+the two never import each other at load time.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +14,11 @@ from celery.signals import task_prerun, worker_ready
 from django.db import close_old_connections
 
 from roles.registry import registry
-from sessions_app.services.jobs import RUN_JOB_TASK
 
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name=RUN_JOB_TASK, acks_late=True, reject_on_worker_lost=True)
+@shared_task(name="acode.run_job", acks_late=True, reject_on_worker_lost=True)
 def run_job_task(job_id: str) -> str:
     """Run one job. ``acks_late``: a worker killed mid-job leaves the message to be redelivered."""
     from sessions_app.agent.loop import run_job

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions_app.apis import audit, jobs, plans, sessions, transitions
+from sessions_app.apis import audit, jobs, plans, sessions, transitions, workspaces
 
 urlpatterns = [
     path("sessions/", sessions.SessionListApi.as_view(), name="api-sessions"),
@@ -44,6 +44,10 @@ urlpatterns = [
         name="api-session-context",
     ),
     path("sessions/<uuid:pk>/tools/", sessions.SessionToolsApi.as_view(), name="api-session-tools"),
+    path(
+        "sessions/<uuid:pk>/patch/", workspaces.SessionPatchApi.as_view(), name="api-session-patch"
+    ),
+    path("repositories/", workspaces.RepositoryListApi.as_view(), name="api-repositories"),
     path("jobs/<uuid:pk>/", jobs.JobDetailApi.as_view(), name="api-job"),
     path("jobs/<uuid:pk>/events/", jobs.JobEventsApi.as_view(), name="api-job-events"),
     path("jobs/<uuid:pk>/cancel/", jobs.JobCancelApi.as_view(), name="api-job-cancel"),

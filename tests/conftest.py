@@ -22,6 +22,12 @@ def _fresh_registry() -> None:
     registry.invalidate()
 
 
+@pytest.fixture(autouse=True)
+def _attach_roots(settings: Any, tmp_path_factory: pytest.TempPathFactory) -> None:
+    # Tests that attach an existing directory do it under pytest's temporary root.
+    settings.ACODE_ATTACH_ROOTS = [str(tmp_path_factory.getbasetemp())]
+
+
 @pytest.fixture
 def admin_user(django_user_model: Any) -> Any:
     return django_user_model.objects.create_superuser("boss", "boss@example.com", "pw-boss-123")

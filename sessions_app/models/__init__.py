@@ -18,6 +18,7 @@ from sessions_app.models.jobs import (
     JobEventKind,
     JobStatus,
 )
+from sessions_app.models.repositories import Repository
 from sessions_app.models.sessions import (
     AgentSession,
     ChangeKind,
@@ -47,6 +48,7 @@ __all__ = [
     "JobEventKind",
     "JobStatus",
     "PendingChange",
+    "Repository",
     "RiskTier",
     "RoleTransition",
     "SessionStatus",

@@ -45,6 +45,17 @@ class AgentSession(models.Model):
     workspace_managed = models.BooleanField(
         default=True, help_text="acode created the workspace (else: an existing path was given)."
     )
+    repository = models.ForeignKey(
+        "sessions_app.Repository",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="sessions",
+    )
+    branch = models.CharField(max_length=200, blank=True, help_text="The session's git branch.")
+    base_commit = models.CharField(
+        max_length=64, blank=True, help_text="The commit the session's branch started from."
+    )
     current_role = models.ForeignKey(Role, on_delete=models.PROTECT, related_name="+")
     role_version = models.ForeignKey(
         RoleVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -68,6 +79,10 @@ class AgentSession(models.Model):
         permissions = [
             ("view_all_sessions", "Can see every session (team lead)"),
             ("act_on_all_sessions", "Can change roles and plans of any session (team lead)"),
+            (
+                "attach_workspace",
+                "Can start a session on an existing server directory under an allowed root",
+            ),
         ]
         indexes = [models.Index(fields=["status", "current_role"])]
 

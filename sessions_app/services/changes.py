@@ -15,6 +15,7 @@ from sessions_app.services.sessions import (
     lock_session,
     record_and_publish,
 )
+from sessions_app.services.workspaces import workspace_commit
 
 
 def unified_diff(path: str, before: str, after: str) -> str:
@@ -114,6 +115,12 @@ def change_track(
     return change
 
 
+def _commit_message(session: AgentSession, summary: str) -> str:
+    role = current_role_of(session)
+    headline = summary.strip().splitlines()[0][:72] if summary.strip() else "Approved changes"
+    return f"{headline}\n\nApproved in role {role.name} of acode session {session.pk}.\n"
+
+
 @transaction.atomic
 def changes_approve(
     *,
@@ -133,6 +140,7 @@ def changes_approve(
         )
     paths = list(locked.pending_changes.values_list("path", flat=True))
     locked.pending_changes.all().delete()
+    commit = workspace_commit(locked, paths, _commit_message(locked, summary))
     record_and_publish(
         locked,
         "changes.updated",
@@ -140,6 +148,6 @@ def changes_approve(
         actor=actor_name(user, actor),
         target=", ".join(paths)[:1000],
         result=f"{len(paths)} approved",
-        details={"paths": paths, "summary": summary},
+        details={"paths": paths, "summary": summary, "commit": commit},
     )
     return len(paths)

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from celery import current_app
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, transaction
@@ -21,17 +20,16 @@ from roles.registry import registry
 from sessions_app.models import AgentSession, AuditEventType, Job, JobEvent, JobEventKind, JobStatus
 from sessions_app.services.audit import audit_record
 from sessions_app.services.events import publish_job_event
-from sessions_app.services.sessions import actor_name
+from sessions_app.services.sessions import actor_name, lock_session
+from sessions_app.tasks import run_job_task  # service -> task; tasks import services lazily
 
 logger = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 2  # a job whose worker died is run once more, then failed
-RUN_JOB_TASK = "acode.run_job"
 
 
 def _enqueue(job: Job, queue: str) -> None:
-    # By name: services never import tasks (the task imports this module).
-    current_app.send_task(RUN_JOB_TASK, args=(str(job.pk),), queue=queue)
+    run_job_task.apply_async(args=(str(job.pk),), queue=queue)
 
 
 def _enqueue_later(job: Job, queue: str) -> Callable[[], None]:
@@ -44,9 +42,11 @@ def job_create(
     """Queue a job in the session's current role, pinned to that role's version."""
     if not request or not request.strip():
         raise AcodeError("ACODE-API-400", "A job needs a non-blank request.", {"field": "request"})
-    role = registry.by_id(session.current_role_id)
     who = actor_name(user, actor)
     with transaction.atomic():
+        # The role in force now (not the caller's possibly stale copy), held while queuing.
+        session = lock_session(session.pk)
+        role = registry.by_id(session.current_role_id)
         job = Job.objects.create(
             session=session,
             role_id=role.id,

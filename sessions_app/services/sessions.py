@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import logging
-import shutil
-import subprocess
 import uuid
-from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
@@ -19,6 +15,7 @@ from roles.registry import RoleDef, registry
 from sessions_app.models import AgentSession, AuditEventType, RiskTier, RoleTransition
 from sessions_app.services.audit import audit_chain_open, audit_record
 from sessions_app.services.events import publish_session_event
+from sessions_app.services.workspaces import repository_for, workspace_attach, workspace_create
 
 logger = logging.getLogger(__name__)
 
@@ -67,55 +64,37 @@ def record_and_publish(
     transaction.on_commit(lambda: publish_session_event(session.pk, kind))
 
 
-def _make_workspace(session_id: uuid.UUID) -> Path:
-    root = Path(settings.ACODE_WORKSPACES_ROOT)
-    path = root / str(session_id)
-    path.mkdir(parents=True, exist_ok=False)
-    git = shutil.which("git")
-    if git:
-        subprocess.run(
-            [git, "init", "--quiet", str(path)], check=True, capture_output=True, timeout=30
-        )
-    else:  # pragma: no cover - git is a documented requirement
-        logger.warning("git not found; workspace %s is a plain directory", path)
-    return path
-
-
-def _existing_workspace(workspace: str) -> Path:
-    path = Path(workspace).expanduser()
-    if not path.is_absolute() or not path.is_dir():
-        raise AcodeError(
-            "ACODE-SES-002",
-            f"Workspace {workspace!r} is not an existing directory given as an absolute path.",
-            {"workspace": workspace},
-        )
-    return path.resolve()
-
-
 def session_create(
     *,
     owner: User,
     title: str,
     task: str = "",
+    repository: str | None = None,
     workspace: str | None = None,
     risk_tier: str = RiskTier.LOW,
     request_id: str = "",
 ) -> AgentSession:
-    """Open a session in the Default role, with a fresh git workspace or an existing path."""
+    """Open a session in the Default role, in a workspace of its own under
+    ACODE_WORKSPACES_ROOT: a clone of ``repository`` (one the owner may use) on the branch
+    ``acode/<session>``, or an empty git repository. ``workspace`` attaches an existing
+    directory instead, for owners allowed to (``workspace_attach``)."""
     session_id = uuid.uuid4()
-    managed = not workspace
-    existing = None if managed else _existing_workspace(str(workspace))
+    repo = repository_for(owner, repository) if repository else None
+    attached = workspace_attach(owner, workspace) if workspace and not repo else None
     default = registry.default()
     now = timezone.now()
     with transaction.atomic():
-        path = existing or _make_workspace(session_id)
+        place = attached or workspace_create(session_id, repo)
         session = AgentSession.objects.create(
             id=session_id,
             title=title,
             task=task,
             owner=owner,
-            workspace=str(path),
-            workspace_managed=managed,
+            workspace=str(place.path),
+            workspace_managed=place.managed,
+            repository=repo,
+            branch=place.branch,
+            base_commit=place.base_commit,
             current_role_id=default.id,
             role_version_id=default.version_id,
             role_since=now,
@@ -144,7 +123,13 @@ def session_create(
             role=default.slug,
             target=str(session.id),
             result="created",
-            details={"title": title, "workspace": str(path), "risk_tier": risk_tier},
+            details={
+                "title": title,
+                "workspace": str(place.path),
+                "repository": repo.name if repo else None,
+                "branch": place.branch,
+                "risk_tier": risk_tier,
+            },
         )
         transaction.on_commit(lambda: publish_session_event(session.id, "session.created"))
     return session

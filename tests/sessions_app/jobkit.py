@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 
 from roles.models import EndpointKind, ModelEndpoint
 from roles.services import role_write
@@ -33,6 +33,13 @@ def scripted_model(
     return endpoint
 
 
+def allow_attach(user: User) -> None:
+    """Let ``user`` start sessions on existing directories (under ACODE_ATTACH_ROOTS)."""
+    user.user_permissions.add(Permission.objects.get(codename="attach_workspace"))
+    for cache in ("_perm_cache", "_user_perm_cache"):
+        user.__dict__.pop(cache, None)
+
+
 def session_in(
     role: str,
     owner: User,
@@ -42,6 +49,8 @@ def session_in(
     change: bool = False,
 ) -> AgentSession:
     """A session moved into ``role`` through the real transition rules."""
+    if workspace is not None:
+        allow_attach(owner)
     session = session_create(
         owner=owner,
         title="t",

@@ -9,6 +9,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from tests.sessions_app.apis.apikit import new_session, transition
+from tests.sessions_app.jobkit import allow_attach
 
 pytestmark = pytest.mark.django_db
 
@@ -21,13 +22,17 @@ def test_session_starts_in_default_with_git_workspace(api: APIClient) -> None:
     assert (Path(body["workspace"]) / ".git").is_dir()
 
 
-def test_session_with_existing_workspace_is_checked(api: APIClient, tmp_path: Path) -> None:
-    assert new_session(api, workspace=str(tmp_path))["workspace"] == str(tmp_path)
-    response = api.post(
+def test_attaching_a_directory_needs_the_permission_and_an_allowed_root(
+    api: APIClient, user: Any, tmp_path: Path
+) -> None:
+    refused = api.post("/api/sessions/", {"title": "x", "workspace": "/etc"}, format="json")
+    assert refused.status_code == 400 and refused.json()["code"] == "ACODE-SES-002"
+    missing = api.post(
         "/api/sessions/", {"title": "x", "workspace": str(tmp_path / "nope")}, format="json"
     )
-    assert response.status_code == 400
-    assert response.json()["code"] == "ACODE-SES-002"
+    assert missing.json()["message"] == refused.json()["message"], "no hint that a path exists"
+    allow_attach(user)
+    assert new_session(api, workspace=str(tmp_path))["workspace"] == str(tmp_path)
 
 
 def test_scenario_1_and_2_roles_list_and_show(api: APIClient) -> None:
