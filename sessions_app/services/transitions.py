@@ -193,7 +193,9 @@ def session_transition(
     session_id = session.pk if isinstance(session, AgentSession) else session
     with transaction.atomic():
         locked = lock_session(session_id)
-        if authorize is not None and (user is None or locked.owner_id != user.pk):
+        if user is not None and locked.owner_id == user.pk:
+            locked.owner = user  # the answer shows the owner: no second read
+        elif authorize is not None:
             authorize(locked)
         current = current_role_of(locked)
         decision = transition_decide(
