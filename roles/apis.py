@@ -19,7 +19,8 @@ from rest_framework.views import APIView
 
 from acode.errors import AcodeError
 from roles.models import PromptPack, Role
-from roles.portability import dump_yaml, export_definitions, import_definitions, load_yaml
+from roles.portability.definitions import export_definitions, import_definitions
+from roles.portability.document import dump_yaml, load_yaml
 from roles.prompts import compose_prompt
 from roles.registry import registry
 from roles.serializers import (
@@ -145,7 +146,11 @@ class RoleCreateApi(APIView):
             raise AcodeError(
                 "ACODE-API-400", "slug and name are required.", {"fields": ["slug", "name"]}
             )
-        slug = role_write(data=dict(data.validated_data), user=request.user, create=True)
+        slug = role_write(
+            data=dict(data.validated_data),
+            user=request.user,  # type: ignore[arg-type]
+            create=True,
+        )
         return Response(RoleDetailOutput(registry.get(slug)).data, status=201)
 
 
@@ -157,7 +162,12 @@ class RoleWriteApi(APIView):
         role = registry.get(name)
         data = RoleInput(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
-        role_write(data=dict(data.validated_data), user=request.user, create=False, slug=role.slug)
+        role_write(
+            data=dict(data.validated_data),
+            user=request.user,  # type: ignore[arg-type]
+            create=False,
+            slug=role.slug,
+        )
         return Response(RoleDetailOutput(registry.get(role.slug)).data)
 
     @extend_schema(responses={204: None}, operation_id="roles_destroy")

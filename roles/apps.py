@@ -1,9 +1,6 @@
 from __future__ import annotations
 
-from typing import Any
-
 from django.apps import AppConfig
-from django.db.models.signals import post_migrate
 
 
 class RolesConfig(AppConfig):
@@ -13,15 +10,6 @@ class RolesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from roles import signals
+        from roles import receivers
 
-        signals.connect()
-        post_migrate.connect(_seed_after_migrate, sender=self)
-
-
-def _seed_after_migrate(sender: AppConfig, using: str = "default", **kwargs: Any) -> None:
-    # Seeding runs after every migrate (and after a test flush) but only writes when
-    # the database holds no roles at all, so admins' edits are never overwritten.
-    from roles.services import seed_defaults
-
-    seed_defaults(using=using)
+        receivers.connect(self)

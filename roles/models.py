@@ -104,10 +104,6 @@ class Role(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    @property
-    def is_default(self) -> bool:
-        return self.slug == DEFAULT_ROLE_SLUG
-
 
 class RoleVersion(models.Model):
     """An immutable snapshot of a role as saved; sessions and jobs pin to one."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -62,10 +63,6 @@ class RoleDef:
     @property
     def name(self) -> str:
         return self.spec.name
-
-    @property
-    def is_default(self) -> bool:
-        return self.spec.slug == DEFAULT_ROLE_SLUG
 
     @property
     def prompt_component_key(self) -> str:
@@ -161,6 +158,18 @@ def current_stamp(using: str = "default") -> str:
     return token or ""
 
 
+def registry_stamp_bump() -> None:
+    """Mark role data as changed, in the caller's transaction; every registry reloads.
+
+    Called by the receivers in ``roles.receivers`` on every write to role data, whatever
+    made it (admin, API, import, shell), so no writer can forget it.
+    """
+    updated = RegistryStamp.objects.filter(pk=1).update(token=uuid.uuid4().hex)
+    if not updated:
+        RegistryStamp.objects.get_or_create(pk=1, defaults={"token": uuid.uuid4().hex})
+    registry.invalidate()  # this process knows already; others compare stamps
+
+
 class RoleRegistry:
     """Cached, process-wide access to roles, tools, rules and prompt texts."""
 
@@ -230,6 +239,18 @@ class RoleRegistry:
             )
             keys[spec.slug.lower()] = spec.slug
             keys[spec.name.lower()] = spec.slug
+        return _State(
+            stamp=stamp,
+            roles=roles,
+            by_id={r.id: r for r in roles.values()},
+            keys=keys,
+            tools={t.name: t for t in tool_specs},
+            rules=self._load_rules(roles),
+            prompts=self._load_prompts(),
+        )
+
+    def _load_rules(self, roles: Mapping[str, RoleDef]) -> dict[str, tuple[RuleDef, ...]]:
+        """Rules by from-slug, plus the implicit way back to Default from every role."""
         rules: dict[str, list[RuleDef]] = {slug: [] for slug in roles}
         for from_slug, to_slug, pre, explanation in TransitionRule.objects.using(
             self._using
@@ -250,6 +271,10 @@ class RoleRegistry:
                         implicit=True,
                     )
                 )
+        return {k: tuple(v) for k, v in rules.items()}
+
+    def _load_prompts(self) -> dict[str, dict[str, str]]:
+        """Prompt texts by pack name, then key (a pack without texts maps to {})."""
         prompts: dict[str, dict[str, str]] = {
             name: {}
             for name in PromptPack.objects.using(self._using).values_list("name", flat=True)
@@ -258,15 +283,7 @@ class RoleRegistry:
             "pack__name", "key", "content"
         ):
             prompts.setdefault(pack, {})[key] = text
-        return _State(
-            stamp=stamp,
-            roles=roles,
-            by_id={r.id: r for r in roles.values()},
-            keys=keys,
-            tools={t.name: t for t in tool_specs},
-            rules={k: tuple(v) for k, v in rules.items()},
-            prompts=prompts,
-        )
+        return prompts
 
     # -- lookups -------------------------------------------------------------------
     def get(self, name: str) -> RoleDef:
@@ -342,9 +359,6 @@ class RoleRegistry:
 
     def prompt_packs(self) -> list[str]:
         return sorted(self._current().prompts)
-
-    def stamp(self) -> str:
-        return self._current().stamp
 
     def describe(self) -> dict[str, Any]:
         state = self._current()

@@ -1,54 +1,72 @@
-"""Writes to role data. Admin, API, import and management commands all come through here."""
+"""Writes to role data. Admin, API, import and management commands all come through here.
+
+Every write moves the registry stamp (``roles.receivers`` watch the models, so even a
+write from the shell is seen). A change that can alter what a role is or gets records
+a new version of every role whose content moved (``role_versions_record``); the
+importer writes a whole document with ``versioned=False`` and records versions once.
+Checks live in ``roles.validation``; this module raises them as ``AcodeError``.
+"""
 
 from __future__ import annotations
 
 import logging
-import re
-import uuid
+from collections import Counter
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import ProtectedError
 
 from acode.errors import AcodeError
-from roles.access import (
-    RoleCycleError,
-    compute_access,
-    content_hash,
-    glob_problem,
-    parent_chain,
-    role_snapshot,
-)
+from roles.access import compute_access, content_hash, role_snapshot
 from roles.models import (
-    DEFAULT_ROLE_SLUG,
     ContextStrategy,
+    Permission,
     PromptComponent,
-    RegistryStamp,
+    PromptPack,
     Role,
     RoleVersion,
+    Tool,
+    TransitionRule,
 )
-from roles.prompts import check_prompt_text, find_dangerous
-from roles.registry import read_specs, registry
+from roles.registry import read_specs
 from roles.signals import prompt_rejected, role_version_created
+from roles.validation import (
+    ROLE_SCALARS,
+    check_prompt_text,
+    describe_findings,
+    parent_chain_problems,
+    role_delete_refusal,
+    role_name_problems,
+    role_problems,
+    role_spec,
+    role_text_findings,
+    transition_rule_problems,
+)
 
 logger = logging.getLogger(__name__)
 
-SEED_FILE = Path(__file__).resolve().parent / "seed" / "acode-standard.yaml"
-_COLOUR = re.compile(r"^#[0-9a-fA-F]{6}$")
-
-
-def stamp_bump() -> None:
-    """Mark role data as changed, in the caller's transaction; every registry reloads.
-
-    Called by signal handlers (``roles.signals``) on every write to role data, whatever
-    made it (admin, API, import, shell), so no writer can forget it.
-    """
-    updated = RegistryStamp.objects.filter(pk=1).update(token=uuid.uuid4().hex)
-    if not updated:
-        RegistryStamp.objects.get_or_create(pk=1, defaults={"token": uuid.uuid4().hex})
-    registry.invalidate()  # this process knows already; others compare stamps
+# What a role created through the API holds for every field it was not given.
+NEW_ROLE: Mapping[str, Any] = {
+    "description": "",
+    "colour": "#64748b",
+    "permissions": [],
+    "allowed_tools": [],
+    "capabilities": [],
+    "constraints": [],
+    "context_strategy": ContextStrategy.ADAPTIVE.value,
+    "preferred_model": "",
+    "fallback_model": "",
+    "queue": "agents",
+    "max_llm_calls": 20,
+    "max_tokens": 50_000,
+    "timeout_seconds": 600,
+    "parent": None,
+    "write_paths": [],
+    "command_patterns": [],
+    "answer_sets_plan": False,
+}
 
 
 def _actor_label(actor: str | None, user: AbstractBaseUser | None) -> str:
@@ -59,6 +77,7 @@ def _actor_label(actor: str | None, user: AbstractBaseUser | None) -> str:
     return "system"
 
 
+# -- versions and refusals ------------------------------------------------------------
 @transaction.atomic
 def role_versions_record(
     *,
@@ -104,105 +123,253 @@ def role_versions_record(
     return created
 
 
-def role_field_problems(data: Mapping[str, Any]) -> list[str]:
-    """Problems with one role's fields (not references): for admin forms and imports."""
-    problems: list[str] = []
-    slug = str(data.get("slug", ""))
-    colour = data.get("colour")
-    if colour is not None and not _COLOUR.match(str(colour)):
-        problems.append(f"role {slug}: colour {colour!r} is not a hex colour like #2563eb")
-    strategy = data.get("context_strategy")
-    if strategy is not None and strategy not in ContextStrategy.values:
-        problems.append(
-            f"role {slug}: context_strategy {strategy!r} is not one of {', '.join(ContextStrategy.values)}"
-        )
-    for glob in data.get("write_paths") or []:
-        problem = glob_problem(str(glob))
-        if problem:
-            problems.append(f"role {slug}: write_paths {problem}")
-    for pattern in data.get("command_patterns") or []:
-        if not str(pattern).strip():
-            problems.append(f"role {slug}: command_patterns has an empty pattern")
-    for budget in ("max_llm_calls", "max_tokens", "timeout_seconds"):
-        value = data.get(budget)
-        if value is not None and (not isinstance(value, int) or value < 1):
-            problems.append(f"role {slug}: {budget} must be a positive integer")
-    return problems
+def prompt_rejection_record(*, where: str, actor: str, findings: list[dict[str, Any]]) -> None:
+    """Report refused prompt text (``roles.signals.prompt_rejected``; the audit log keeps it)."""
+    prompt_rejected.send(sender=PromptComponent, where=where, actor=actor, findings=findings)
 
 
-def role_text_findings(data: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Dangerous prompt patterns in role text that flows into prompts (constraints etc.)."""
-    out: list[dict[str, Any]] = []
-    for field_name in ("description", "capabilities", "constraints"):
-        value = data.get(field_name) or ""
-        texts = value if isinstance(value, list) else [value]
-        for text in texts:
-            for f in find_dangerous(str(text)):
-                out.append(
-                    {
-                        "where": f"role {data.get('slug')}.{field_name}",
-                        "rule": f.rule,
-                        "match": f.match,
-                    }
-                )
-    return out
+# -- roles ----------------------------------------------------------------------------
+def role_write(
+    *,
+    data: Mapping[str, Any],
+    actor: str | None = None,
+    user: AbstractBaseUser | None = None,
+    create: bool,
+    slug: str | None = None,
+) -> str:
+    """Create a role, or update one (partial data merged over its content); its slug.
 
-
-def role_check_text(data: Mapping[str, Any]) -> None:
-    """Raise ACODE-PRM-001 if the role's prompt-bound text is dangerous."""
-    findings = role_text_findings(data)
-    if findings:
-        described = "; ".join(f"{f['where']}: {f['rule']}: {f['match']!r}" for f in findings)
+    The checks are the importer's and admin's (``roles.validation``): ACODE-PRM-001 for
+    dangerous text, ACODE-ROL-004 naming every problem, ACODE-API-409 for a taken slug.
+    """
+    id_specs, tools = read_specs()
+    specs = {spec.slug: spec for _, spec in id_specs}
+    if not create and slug is None:
+        raise ValueError("role_write(create=False) needs the slug of the role to update")
+    contents = {s: spec.content() for s, spec in specs.items()}
+    content = _role_content(data, specs=contents, slug=None if create else slug)
+    if create and content["slug"] in specs:
         raise AcodeError(
-            "ACODE-PRM-001", f"Dangerous content in role text: {described}", {"findings": findings}
+            "ACODE-API-409",
+            f"A role with slug {content['slug']!r} already exists.",
+            {"slug": content["slug"]},
         )
+    findings = role_text_findings(content)
+    if findings:
+        label = _actor_label(actor, user)
+        prompt_rejection_record(where=f"role {content['slug']}", actor=label, findings=findings)
+        raise AcodeError(
+            "ACODE-PRM-001",
+            f"Dangerous content in role text: {describe_findings(findings)}",
+            {"findings": findings},
+        )
+    known_permissions = set(Permission.objects.values_list("code", flat=True))
+    problems = role_problems(
+        content, known_permissions=known_permissions, known_tools={t.name for t in tools}
+    )
+    after = {**specs, content["slug"]: role_spec(content)}
+    problems += role_name_problems(after) + parent_chain_problems(after)
+    if problems:
+        raise AcodeError(
+            "ACODE-ROL-004", "Invalid role: " + "; ".join(problems), {"problems": problems}
+        )
+    with transaction.atomic():
+        role_upsert(content=content)
+        role_parents_set(parents={content["slug"]: content.get("parent")})
+        role_versions_record(actor=actor, user=user)
+    return str(content["slug"])
 
 
-def role_check_parent(*, role: Role, parent: Role | None) -> None:
-    """Raise ACODE-ROL-004 if ``parent`` would make a cycle."""
-    current = parent
-    seen = {role.pk}
-    while current is not None:
-        if current.pk in seen:
-            raise AcodeError(
-                "ACODE-ROL-004",
-                f"Role {role.slug!r} cannot have parent {parent.slug if parent else None!r}: "
-                "that makes a parent cycle.",
-                {"field": "parent"},
-            )
-        seen.add(current.pk)
-        current = current.parent
+def _role_content(
+    data: Mapping[str, Any], *, specs: Mapping[str, dict[str, Any]], slug: str | None
+) -> dict[str, Any]:
+    if slug is None:
+        new_slug = data.get("slug")
+        return {**NEW_ROLE, "slug": new_slug, "prompt_key": new_slug, **data}
+    content = {**specs[slug], **data}
+    if content.get("slug") != slug:
+        raise AcodeError(
+            "ACODE-ROL-004", "A role's slug cannot change.", {"field": "slug", "slug": slug}
+        )
+    return content
+
+
+def role_upsert(*, content: Mapping[str, Any]) -> Role:
+    """Write one checked role from plain data: fields, permissions, allowed tools.
+
+    Not its parent (``role_parents_set``: an import names parents defined further down)
+    and no versions: ``role_write`` and the importer record them once for the write.
+    """
+    role = Role.objects.filter(slug=content["slug"]).first() or Role(slug=content["slug"])
+    for name in ROLE_SCALARS:
+        if name in content:
+            setattr(role, name, content[name])
+    for name in ("capabilities", "constraints", "write_paths", "command_patterns"):
+        setattr(role, name, list(content.get(name) or []))
+    role.save()
+    role.permissions.set(Permission.objects.filter(code__in=content.get("permissions") or []))
+    role.allowed_tools.set(Tool.objects.filter(name__in=content.get("allowed_tools") or []))
+    return role
+
+
+def role_parents_set(*, parents: Mapping[str, str | None]) -> None:
+    """Set each role's parent (by slug; None for no parent), saving only what moved."""
+    wanted = set(parents) | {p for p in parents.values() if p}
+    roles = {r.slug: r for r in Role.objects.filter(slug__in=wanted)}
+    for slug, parent_slug in parents.items():
+        role, parent = roles[slug], roles[parent_slug] if parent_slug else None
+        if role.parent_id != (parent.pk if parent else None):
+            role.parent = parent
+            role.save(update_fields=["parent"])
+
+
+@transaction.atomic
+def role_save(
+    *,
+    role: Role,
+    permissions: Iterable[Permission],
+    allowed_tools: Iterable[Tool],
+    actor: str | None = None,
+    user: AbstractBaseUser | None = None,
+) -> Role:
+    """Save a role edited as a model (the admin form, already checked), then version it."""
+    role.save()
+    role.permissions.set(list(permissions))
+    role.allowed_tools.set(list(allowed_tools))
+    role_saved(role=role, actor=actor, user=user)
+    return role
 
 
 def role_saved(
     *, role: Role, actor: str | None = None, user: AbstractBaseUser | None = None
 ) -> None:
-    """After a role and its relations were saved: validate the chain, version, invalidate."""
-    id_specs, _ = read_specs()
-    specs = {spec.slug: spec for _, spec in id_specs}
-    try:
-        parent_chain(role.slug, specs)
-    except RoleCycleError as exc:
-        raise AcodeError("ACODE-ROL-004", str(exc), {"field": "parent"}) from exc
+    """After a role and its relations were saved: check the parent chain, then version."""
+    problems = parent_chain_problems({spec.slug: spec for _, spec in read_specs()[0]})
+    if problems:
+        raise AcodeError("ACODE-ROL-004", "; ".join(problems), {"field": "parent"})
     role_versions_record(actor=actor, user=user)
 
 
+@transaction.atomic
 def role_delete(
     *, role: Role, actor: str | None = None, user: AbstractBaseUser | None = None
 ) -> None:
-    """Delete a role; the Default role and roles that others depend on are protected."""
-    if role.slug == DEFAULT_ROLE_SLUG:
-        raise AcodeError(
-            "ACODE-ROL-005", "The Default role cannot be deleted.", {"role": role.slug}
-        )
-    if role.children.exists():
-        raise AcodeError(
-            "ACODE-ROL-005",
-            f"Role {role.name!r} is the parent of other roles; change those first.",
-            {"role": role.slug, "children": list(role.children.values_list("slug", flat=True))},
-        )
-    role.delete()
+    """Delete a role nothing uses; otherwise ACODE-ROL-005 names the users, deletes nothing.
+
+    Transition rules, child roles, sessions and jobs all count: a rule is never deleted
+    as a side effect of deleting its role.
+    """
+    refusal = role_delete_refusal(role)
+    if refusal is not None:
+        raise refusal
+    try:
+        role.delete()
+    except ProtectedError as exc:  # something started using the role since the check
+        refusal = role_delete_refusal(role, Counter(type(o) for o in exc.protected_objects))
+        assert refusal is not None
+        raise refusal from exc
     logger.info("role %s deleted by %s", role.slug, _actor_label(actor, user))
+
+
+# -- tools and permissions ------------------------------------------------------------
+@transaction.atomic
+def tool_save(
+    *,
+    tool: Tool,
+    required_permissions: Iterable[Permission],
+    actor: str | None = None,
+    user: AbstractBaseUser | None = None,
+    versioned: bool = True,
+) -> Tool:
+    """Save a tool and what it requires; roles whose tools moved get a new version."""
+    tool.save()
+    tool.required_permissions.set(list(required_permissions))
+    if versioned:
+        role_versions_record(actor=actor, user=user)
+    return tool
+
+
+@transaction.atomic
+def tool_delete(
+    *,
+    tool: Tool,
+    actor: str | None = None,
+    user: AbstractBaseUser | None = None,
+    versioned: bool = True,
+) -> None:
+    """Delete a tool; roles that had it get a new version."""
+    tool.delete()
+    logger.info("tool %s deleted by %s", tool.name, _actor_label(actor, user))
+    if versioned:
+        role_versions_record(actor=actor, user=user)
+
+
+@transaction.atomic
+def permission_save(
+    *,
+    permission: Permission,
+    actor: str | None = None,
+    user: AbstractBaseUser | None = None,
+    versioned: bool = True,
+) -> Permission:
+    """Save a permission; a renamed code changes the roles holding it, so they are versioned."""
+    permission.save()
+    if versioned:
+        role_versions_record(actor=actor, user=user)
+    return permission
+
+
+@transaction.atomic
+def permission_delete(
+    *,
+    permission: Permission,
+    actor: str | None = None,
+    user: AbstractBaseUser | None = None,
+    versioned: bool = True,
+) -> None:
+    """Delete a permission (roles and tools lose it); roles whose access moved are versioned."""
+    permission.delete()
+    logger.info("permission %s deleted by %s", permission.code, _actor_label(actor, user))
+    if versioned:
+        role_versions_record(actor=actor, user=user)
+
+
+# -- transition rules -----------------------------------------------------------------
+def transition_rule_save(
+    *, rule: TransitionRule, actor: str | None = None, user: AbstractBaseUser | None = None
+) -> TransitionRule:
+    """Save a transition rule; ACODE-ROL-004 if it does not change the role or is malformed."""
+    ends = (rule.from_role.slug, rule.to_role.slug)
+    problems = transition_rule_problems(
+        from_slug=ends[0], to_slug=ends[1], precondition=rule.precondition, known_roles=ends
+    )
+    if problems:
+        raise AcodeError("ACODE-ROL-004", "; ".join(problems), {"problems": problems})
+    rule.save()
+    logger.debug("transition rule %s saved by %s", rule, _actor_label(actor, user))
+    return rule
+
+
+def transition_rule_delete(
+    *, rule: TransitionRule, actor: str | None = None, user: AbstractBaseUser | None = None
+) -> None:
+    """Delete a transition rule."""
+    rule.delete()
+    logger.info("transition rule %s deleted by %s", rule, _actor_label(actor, user))
+
+
+# -- prompt packs ---------------------------------------------------------------------
+def prompt_pack_save(*, pack: PromptPack, actor: str | None = None) -> PromptPack:
+    """Save a prompt pack's name, version and description (its texts: prompt_component_save)."""
+    pack.save()
+    logger.debug("prompt pack %s saved by %s", pack.name, actor or "system")
+    return pack
+
+
+def prompt_pack_delete(*, pack: PromptPack, actor: str | None = None) -> None:
+    """Delete a prompt pack and its components."""
+    pack.delete()
+    logger.info("prompt pack %s deleted by %s", pack.name, actor or "system")
 
 
 def prompt_component_save(
@@ -212,95 +379,18 @@ def prompt_component_save(
     try:
         check_prompt_text(component.key, component.content)
     except AcodeError as exc:
-        prompt_rejected.send(
-            sender=PromptComponent,
+        prompt_rejection_record(
             where=f"prompt {component.key}",
             actor=actor or "system",
             findings=exc.details.get("findings", []),
         )
         raise
     component.save()
-    logger.info("prompt %s saved by %s", component, actor or "system")
+    logger.debug("prompt %s saved by %s", component, actor or "system")
     return component
 
 
-def seed_defaults(*, using: str = "default") -> bool:
-    """Load the shipped role set when the database has no roles; True if it did.
-
-    When roles exist, record versions for any whose content a migration changed.
-    """
-    if using != "default":
-        return False
-    if Role.objects.exists():
-        role_versions_record(actor="migration")
-        return False
-    from roles.portability import import_definitions, load_yaml
-
-    import_definitions(load_yaml(SEED_FILE.read_text(encoding="utf-8")), actor="system")
-    logger.info("seeded default roles from %s", SEED_FILE.name)
-    return True
-
-
-RESERVED_SLUGS = ("export", "import")
-
-
-def role_write(
-    *,
-    data: dict[str, Any],
-    actor: str | None = None,
-    user: Any = None,
-    create: bool,
-    slug: str | None = None,
-) -> str:
-    """Create a role, or update one (partial data merged over its content), via import.
-
-    Going through the importer gives API writes the same validation, prompt checks and
-    versioning as admin and YAML imports. Returns the role's slug.
-    """
-    from roles.portability import FORMAT, import_definitions
-
-    id_specs, _ = read_specs()
-    current = {spec.slug: spec.content() for _, spec in id_specs}
-    if create:
-        new_slug = str(data.get("slug", ""))
-        if new_slug in current:
-            raise AcodeError(
-                "ACODE-API-409",
-                f"A role with slug {new_slug!r} already exists.",
-                {"slug": new_slug},
-            )
-        content = {
-            "slug": new_slug,
-            "description": "",
-            "colour": "#64748b",
-            "permissions": [],
-            "allowed_tools": [],
-            "capabilities": [],
-            "constraints": [],
-            "prompt_key": new_slug,
-            "context_strategy": ContextStrategy.ADAPTIVE,
-            "preferred_model": "",
-            "fallback_model": "",
-            "queue": "agents",
-            "max_llm_calls": 20,
-            "max_tokens": 50_000,
-            "timeout_seconds": 600,
-            "parent": None,
-            "write_paths": [],
-            "command_patterns": [],
-            "answer_sets_plan": False,
-            **data,
-        }
-    else:
-        assert slug is not None
-        content = {**current[slug], **data}
-        if content.get("slug") != slug:
-            raise AcodeError(
-                "ACODE-ROL-004", "A role's slug cannot change.", {"field": "slug", "slug": slug}
-            )
-    if str(content.get("slug")) in RESERVED_SLUGS:
-        raise AcodeError(
-            "ACODE-ROL-004", f"{content.get('slug')!r} is a reserved slug.", {"field": "slug"}
-        )
-    import_definitions({"format": FORMAT, "roles": [content]}, actor=actor, user=user)
-    return str(content["slug"])
+def prompt_component_delete(*, component: PromptComponent, actor: str | None = None) -> None:
+    """Delete one prompt text of a pack."""
+    component.delete()
+    logger.info("prompt %s deleted by %s", component, actor or "system")

@@ -110,7 +110,13 @@ def test_role_create_update_delete_through_services(boss_api: APIClient) -> None
     assert "write_file" not in updated.json()["tools"]
     assert updated.json()["version"] == 2
     bad = boss_api.patch("/api/roles/docs-writer/", {"write_paths": ["../x"]}, format="json")
-    assert bad.status_code == 400 and bad.json()["code"] == "ACODE-IMP-001"
+    assert bad.status_code == 400 and bad.json()["code"] == "ACODE-ROL-004"
+    assert "write_paths '../x' must not contain '..'" in bad.json()["details"]["problems"][0]
+    taken = boss_api.post("/api/roles/", {"slug": "other", "name": "planner"}, format="json")
+    assert taken.status_code == 400 and taken.json()["code"] == "ACODE-ROL-004"
+    assert "the name 'planner' is taken by role planner" in taken.json()["message"]
+    reserved = boss_api.post("/api/roles/", {"slug": "export", "name": "Export"}, format="json")
+    assert reserved.status_code == 400 and reserved.json()["code"] == "ACODE-ROL-004"
     dangerous = boss_api.patch(
         "/api/roles/docs-writer/", {"constraints": ["rm -rf / when done"]}, format="json"
     )
@@ -184,7 +190,7 @@ def test_every_endpoint_is_in_the_schema(api: APIClient) -> None:
     routes = [
         r
         for r in api_routes(get_resolver().url_patterns)
-        if r.startswith("api/") and "schema" not in r and "docs" not in r
+        if r.startswith("api/") and not any(page in r for page in ("schema", "docs", "redoc"))
     ]
     documented = {p.strip("/").replace("{", "<").replace("}", ">") for p in schema["paths"]}
     for route in routes:

@@ -17,8 +17,10 @@ from roles.models import (
     Tool,
     TransitionRule,
 )
-from roles.portability import dump_yaml, export_definitions, import_definitions, load_yaml
+from roles.portability.definitions import export_definitions, import_definitions
+from roles.portability.document import dump_yaml, load_yaml
 from roles.registry import registry
+from roles.services import role_write
 from tests.factories import make_role
 
 
@@ -113,3 +115,19 @@ def test_replace_import_removes_what_the_file_lacks() -> None:
     summary = import_definitions(data, actor="test", replace=True)
     assert "role extra" in summary.removed
     assert not Role.objects.filter(slug="extra").exists()
+
+
+@pytest.mark.django_db
+def test_round_trip_keeps_a_parent_defined_after_its_child() -> None:
+    make_role("early-child", permissions=["read_files"])
+    make_role("late-parent", permissions=["read_files", "write_files"])
+    role_write(data={"parent": "late-parent"}, create=False, slug="early-child", actor="test")
+    text = dump_yaml(export_definitions())
+    assert text.index("slug: early-child") < text.index("slug: late-parent")
+
+    _wipe_role_data()
+    import_definitions(load_yaml(text), actor="test")
+
+    assert dump_yaml(export_definitions()) == text
+    registry.sync()
+    assert registry.get("early-child").spec.parent == "late-parent"

@@ -4,8 +4,9 @@ import pytest
 
 from acode.errors import AcodeError
 from roles.models import PromptComponent, PromptPack
-from roles.prompts import compose_prompt, find_dangerous
+from roles.prompts import compose_prompt
 from roles.services import prompt_component_save
+from roles.validation import find_dangerous
 from tests.factories import make_role
 
 

@@ -7,7 +7,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from acode.errors import AcodeError
-from roles.portability import import_definitions, load_yaml
+from roles.portability.definitions import import_definitions
+from roles.portability.document import load_yaml
 
 
 class Command(BaseCommand):

@@ -1,4 +1,4 @@
-"""Admin for role data. Every save goes through ``roles.services`` (validation, versions)."""
+"""Admin for roles and their immutable versions."""
 
 from __future__ import annotations
 
@@ -6,35 +6,23 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString
 
 from acode.errors import AcodeError
-from roles.models import (
-    DEFAULT_ROLE_SLUG,
-    ModelEndpoint,
-    Permission,
-    PromptComponent,
-    PromptPack,
-    Role,
-    RoleVersion,
-    Tool,
-    TransitionRule,
-)
-from roles.prompts import find_dangerous
-from roles.registry import registry
-from roles.services import (
-    prompt_component_save,
-    role_check_parent,
-    role_delete,
+from roles.admin.base import ServiceAdmin
+from roles.models import DEFAULT_ROLE_SLUG, Role, RoleVersion
+from roles.registry import read_specs, registry
+from roles.services import prompt_rejection_record, role_delete, role_save
+from roles.validation import (
+    role_delete_refusal,
     role_field_problems,
-    role_saved,
+    role_name_problems,
+    role_parent_problems,
+    role_spec,
     role_text_findings,
-    role_versions_record,
 )
-from roles.signals import prompt_rejected
 
 
 class LinesField(forms.CharField):
@@ -109,23 +97,25 @@ class RoleAdminForm(forms.ModelForm):
             self.add_error(None, f"ACODE-ROL-004: {problem}")
         findings = role_text_findings(data)
         if findings:
-            prompt_rejected.send(
-                sender=Role,
-                where=f"admin role {data.get('slug')}",
-                actor=self.actor,
-                findings=findings,
+            prompt_rejection_record(
+                where=f"admin role {data.get('slug')}", actor=self.actor, findings=findings
             )
         for finding in findings:
             self.add_error(
                 None,
                 f"ACODE-PRM-001: dangerous text in {finding['where']} ({finding['rule']}): {finding['match']!r}",
             )
+        specs = {spec.slug: spec for _, spec in read_specs()[0]}
+        edited = role_spec({"slug": self.instance.slug or "", "name": data.get("name")})
+        others = {slug: spec for slug, spec in specs.items() if slug != edited.slug}
+        for problem in role_name_problems({**others, edited.slug: edited}):
+            self.add_error("name", f"ACODE-ROL-004: {problem}")
         parent = data.get("parent")
         if parent is not None and self.instance.pk:
-            try:
-                role_check_parent(role=self.instance, parent=parent)
-            except AcodeError as exc:
-                self.add_error("parent", f"{exc.code}: {exc.message}")
+            for problem in role_parent_problems(
+                slug=self.instance.slug, parent_slug=parent.slug, specs=specs
+            ):
+                self.add_error("parent", f"ACODE-ROL-004: {problem}")
         return data
 
 
@@ -146,7 +136,7 @@ class RoleVersionInline(admin.TabularInline):
 
 
 @admin.register(Role)
-class RoleAdmin(admin.ModelAdmin):
+class RoleAdmin(ServiceAdmin):
     form = RoleAdminForm
     list_display = (
         "name",
@@ -235,9 +225,23 @@ class RoleAdmin(admin.ModelAdmin):
         form = super().get_form(request, obj, change, **kwargs)
         return type("RoleAdminFormFor", (form,), {"actor": request.user.get_username()})
 
-    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
-        super().save_related(request, form, formsets, change)
-        role_saved(role=form.instance, user=request.user)  # type: ignore[arg-type]
+    def save_model(self, request: HttpRequest, obj: Role, form: Any, change: bool) -> None:
+        role_save(
+            role=obj,
+            permissions=form.cleaned_data["permissions"],
+            allowed_tools=form.cleaned_data["allowed_tools"],
+            user=request.user,  # type: ignore[arg-type]
+        )
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        # Django lists what a delete would cascade to; a role in use is refused instead,
+        # with the reason the API gives (the page then says it cannot be deleted).
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        for role in objs:
+            refusal = role_delete_refusal(role)
+            if refusal is not None:
+                protected = [*protected, f"{refusal.code}: {refusal.message}"]
+        return deleted, counts, perms_needed, protected
 
     def has_delete_permission(self, request: HttpRequest, obj: Role | None = None) -> bool:
         if obj is not None and obj.slug == DEFAULT_ROLE_SLUG:
@@ -247,105 +251,8 @@ class RoleAdmin(admin.ModelAdmin):
     def delete_model(self, request: HttpRequest, obj: Role) -> None:
         try:
             role_delete(role=obj, user=request.user)  # type: ignore[arg-type]
-        except AcodeError as exc:
+        except AcodeError as exc:  # started being used after the confirmation page
             self.message_user(request, f"{exc.code}: {exc.message}", messages.ERROR)
-
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Role]) -> None:
-        for role in queryset:
-            self.delete_model(request, role)
-
-
-class _VersionsOnSave(admin.ModelAdmin):
-    """Tools and permissions change what roles get: re-version roles after saving."""
-
-    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
-        super().save_related(request, form, formsets, change)
-        role_versions_record(user=request.user)  # type: ignore[arg-type]
-
-    def delete_model(self, request: HttpRequest, obj: Any) -> None:
-        super().delete_model(request, obj)
-        role_versions_record(user=request.user)  # type: ignore[arg-type]
-
-
-@admin.register(Tool)
-class ToolAdmin(_VersionsOnSave):
-    list_display = ("name", "description", "permissions_needed", "enabled")
-    list_filter = ("enabled",)
-    search_fields = ("name", "description")
-    filter_horizontal = ("required_permissions",)
-
-    @admin.display(description="Required permissions")
-    def permissions_needed(self, obj: Tool) -> str:
-        return ", ".join(p.code for p in obj.required_permissions.all())
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Tool]:
-        return super().get_queryset(request).prefetch_related("required_permissions")
-
-
-@admin.register(Permission)
-class PermissionAdmin(_VersionsOnSave):
-    list_display = ("code", "description")
-    search_fields = ("code", "description")
-
-
-@admin.register(TransitionRule)
-class TransitionRuleAdmin(admin.ModelAdmin):
-    list_display = ("from_role", "to_role", "precondition", "explanation")
-    list_filter = ("precondition", "from_role", "to_role")
-
-
-class PromptComponentForm(forms.ModelForm):
-    class Meta:
-        model = PromptComponent
-        fields = ("key", "content")
-
-    def __init__(self, *args: Any, actor: str = "admin", **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.actor = actor
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        content = data.get("content") or ""
-        findings = find_dangerous(content)
-        if findings:
-            prompt_rejected.send(
-                sender=PromptComponent,
-                where=f"admin prompt {data.get('key')}",
-                actor=self.actor,
-                findings=[{"rule": f.rule, "match": f.match, "line": f.line} for f in findings],
-            )
-            described = "; ".join(f"{f.rule}: {f.match!r} (line {f.line})" for f in findings)
-            raise forms.ValidationError(
-                f"ACODE-PRM-001: dangerous prompt content refused. {described}"
-            )
-        return data
-
-
-class PromptComponentInline(admin.StackedInline):
-    model = PromptComponent
-    form = PromptComponentForm
-    extra = 0
-
-
-@admin.register(PromptPack)
-class PromptPackAdmin(admin.ModelAdmin):
-    list_display = ("name", "version", "description")
-    inlines = [PromptComponentInline]
-
-    def get_formset_kwargs(
-        self, request: HttpRequest, obj: Any, inline: Any, prefix: str
-    ) -> dict[str, Any]:
-        kwargs = super().get_formset_kwargs(request, obj, inline, prefix)
-        kwargs["form_kwargs"] = {"actor": request.user.get_username()}
-        return kwargs
-
-    def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
-        components = formset.save(commit=False)
-        for obj in formset.deleted_objects:
-            obj.delete()
-        for component in components:
-            prompt_component_save(component=component, actor=request.user.get_username())
-        formset.save_m2m()
 
 
 @admin.register(RoleVersion)
@@ -371,10 +278,3 @@ class RoleVersionAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
-
-
-@admin.register(ModelEndpoint)
-class ModelEndpointAdmin(admin.ModelAdmin):
-    list_display = ("name", "kind", "model", "base_url", "context_window", "enabled")
-    list_filter = ("kind", "enabled")
-    search_fields = ("name", "model", "base_url")

@@ -1,0 +1,8 @@
+"""Admin for role data. Every save and delete goes through ``roles.services``.
+
+One module per area; importing them registers their models with the admin site.
+"""
+
+from roles.admin import prompts, roles, tools
+
+__all__ = ["prompts", "roles", "tools"]

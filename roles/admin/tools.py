@@ -1,0 +1,98 @@
+"""Admin for tools, permissions, transition rules and model endpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from roles.admin.base import ServiceAdmin
+from roles.models import ModelEndpoint, Permission, Tool, TransitionRule
+from roles.services import (
+    permission_delete,
+    permission_save,
+    tool_delete,
+    tool_save,
+    transition_rule_delete,
+    transition_rule_save,
+)
+from roles.validation import transition_rule_problems
+
+
+@admin.register(Tool)
+class ToolAdmin(ServiceAdmin):
+    list_display = ("name", "description", "permissions_needed", "enabled")
+    list_filter = ("enabled",)
+    search_fields = ("name", "description")
+    filter_horizontal = ("required_permissions",)
+
+    @admin.display(description="Required permissions")
+    def permissions_needed(self, obj: Tool) -> str:
+        return ", ".join(p.code for p in obj.required_permissions.all())
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Tool]:
+        return super().get_queryset(request).prefetch_related("required_permissions")
+
+    def save_model(self, request: HttpRequest, obj: Tool, form: Any, change: bool) -> None:
+        required = form.cleaned_data["required_permissions"]
+        tool_save(tool=obj, required_permissions=required, user=request.user)  # type: ignore[arg-type]
+
+    def delete_model(self, request: HttpRequest, obj: Tool) -> None:
+        tool_delete(tool=obj, user=request.user)  # type: ignore[arg-type]
+
+
+@admin.register(Permission)
+class PermissionAdmin(ServiceAdmin):
+    list_display = ("code", "description")
+    search_fields = ("code", "description")
+
+    def save_model(self, request: HttpRequest, obj: Permission, form: Any, change: bool) -> None:
+        permission_save(permission=obj, user=request.user)  # type: ignore[arg-type]
+
+    def delete_model(self, request: HttpRequest, obj: Permission) -> None:
+        permission_delete(permission=obj, user=request.user)  # type: ignore[arg-type]
+
+
+class TransitionRuleForm(forms.ModelForm):
+    class Meta:
+        model = TransitionRule
+        fields = ("from_role", "to_role", "precondition", "explanation")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        ends = (data.get("from_role"), data.get("to_role"))
+        if ends[0] is not None and ends[1] is not None:
+            slugs = (ends[0].slug, ends[1].slug)
+            for problem in transition_rule_problems(
+                from_slug=slugs[0],
+                to_slug=slugs[1],
+                precondition=data.get("precondition"),
+                known_roles=slugs,
+            ):
+                self.add_error(None, f"ACODE-ROL-004: {problem}")
+        return data
+
+
+@admin.register(TransitionRule)
+class TransitionRuleAdmin(ServiceAdmin):
+    form = TransitionRuleForm
+    list_display = ("from_role", "to_role", "precondition", "explanation")
+    list_filter = ("precondition", "from_role", "to_role")
+
+    def save_model(
+        self, request: HttpRequest, obj: TransitionRule, form: Any, change: bool
+    ) -> None:
+        transition_rule_save(rule=obj, user=request.user)  # type: ignore[arg-type]
+
+    def delete_model(self, request: HttpRequest, obj: TransitionRule) -> None:
+        transition_rule_delete(rule=obj, user=request.user)  # type: ignore[arg-type]
+
+
+@admin.register(ModelEndpoint)
+class ModelEndpointAdmin(admin.ModelAdmin):
+    list_display = ("name", "kind", "model", "base_url", "context_window", "enabled")
+    list_filter = ("kind", "enabled")
+    search_fields = ("name", "model", "base_url")

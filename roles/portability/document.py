@@ -1,0 +1,180 @@
+"""The YAML document of role definitions: reading, writing and checking it.
+
+A document (``FORMAT``) holds permissions, tools, roles, transition rules and prompt
+packs. ``document_check`` finds every problem in one pass, against the document and
+what the database already holds, so an import can refuse a file before writing anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from acode.errors import AcodeError
+from roles.access import RoleSpec
+from roles.models import DEFAULT_ROLE_SLUG, Permission, Tool
+from roles.registry import read_specs
+from roles.validation import (
+    parent_chain_problems,
+    role_name_problems,
+    role_problems,
+    role_spec,
+    role_text_findings,
+    text_findings,
+    tool_problems,
+    transition_rule_problems,
+)
+
+FORMAT = "acode-roles/1"
+SECTIONS = ("permissions", "tools", "roles", "transition_rules", "prompt_packs")
+
+
+# -- YAML -----------------------------------------------------------------------------
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str_representer)
+
+
+def dump_yaml(data: Mapping[str, Any]) -> str:
+    """The document as YAML: keys in the given order, multi-line text as literal blocks."""
+    return yaml.dump(dict(data), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+def load_yaml(text: str) -> dict[str, Any]:
+    """Parse a document; ACODE-IMP-001 if it is not YAML or not a mapping."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise AcodeError(
+            "ACODE-IMP-001", f"Not valid YAML: {exc}", {"problems": [str(exc)]}
+        ) from exc
+    if not isinstance(data, dict):
+        raise AcodeError(
+            "ACODE-IMP-001",
+            "The file must hold a mapping.",
+            {"problems": ["top level is not a mapping"]},
+        )
+    return data
+
+
+# -- checking -------------------------------------------------------------------------
+@dataclass
+class DocumentCheck:
+    """Every problem found in a document, and every piece of dangerous prompt text."""
+
+    problems: list[str] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+
+    def list_of_dicts(self, data: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
+        value = data.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            self.problems.append(f"{key}: must be a list of mappings")
+            return []
+        return value
+
+    def unique(self, section: str, names: list[str]) -> None:
+        seen: set[str] = set()
+        for name in names:
+            if name in seen:
+                self.problems.append(f"{section}: {name!r} appears twice")
+            seen.add(name)
+
+
+def document_check(data: Mapping[str, Any]) -> DocumentCheck:
+    """Check a whole document against itself and the database; nothing is written."""
+    check = DocumentCheck()
+    if data.get("format") != FORMAT:
+        check.problems.append(f"format: must be {FORMAT!r}, got {data.get('format')!r}")
+    unknown = set(data) - {"format", *SECTIONS}
+    if unknown:
+        check.problems.append(f"unknown sections: {', '.join(sorted(unknown))}")
+    perms = _check_permissions(check, check.list_of_dicts(data, "permissions"))
+    tools = _check_tools(check, check.list_of_dicts(data, "tools"), perms)
+    roles = _check_roles(check, check.list_of_dicts(data, "roles"), perms, tools)
+    _check_rules(check, check.list_of_dicts(data, "transition_rules"), roles)
+    _check_prompt_packs(check, check.list_of_dicts(data, "prompt_packs"))
+    return check
+
+
+def _check_permissions(check: DocumentCheck, perms: list[dict[str, Any]]) -> set[str]:
+    """Known permission codes afterwards: the document's and the database's."""
+    codes = [str(p.get("code", "")) for p in perms]
+    check.unique("permissions", codes)
+    for p in perms:
+        if not p.get("code") or not isinstance(p.get("code"), str):
+            check.problems.append("permissions: every entry needs a code")
+    return set(codes) | set(Permission.objects.values_list("code", flat=True))
+
+
+def _check_tools(
+    check: DocumentCheck, tools: list[dict[str, Any]], known_permissions: Collection[str]
+) -> set[str]:
+    """Known tool names afterwards: the document's and the database's."""
+    names = [str(t.get("name", "")) for t in tools]
+    check.unique("tools", names)
+    for t in tools:
+        check.problems += tool_problems(t, known_permissions=known_permissions)
+    return set(names) | set(Tool.objects.values_list("name", flat=True))
+
+
+def _check_roles(
+    check: DocumentCheck,
+    roles: list[dict[str, Any]],
+    known_permissions: Collection[str],
+    known_tools: Collection[str],
+) -> set[str]:
+    """Known role slugs afterwards: the document's and the database's."""
+    check.unique("roles", [str(r.get("slug", "")) for r in roles])
+    specs: dict[str, RoleSpec] = {spec.slug: spec for _, spec in read_specs()[0]}
+    for r in roles:
+        check.problems += role_problems(
+            r, known_permissions=known_permissions, known_tools=known_tools
+        )
+        slug = r.get("slug")
+        if slug and isinstance(slug, str):
+            check.findings += role_text_findings(r)
+            specs[slug] = role_spec(r)
+    check.problems += role_name_problems(specs) + parent_chain_problems(specs)
+    if DEFAULT_ROLE_SLUG not in specs:
+        check.problems.append(f"roles: a role with slug {DEFAULT_ROLE_SLUG!r} is required")
+    return set(specs)
+
+
+def _check_rules(
+    check: DocumentCheck, rules: list[dict[str, Any]], known_roles: Collection[str]
+) -> None:
+    for rule in rules:
+        check.problems += transition_rule_problems(
+            from_slug=rule.get("from"),
+            to_slug=rule.get("to"),
+            precondition=rule.get("precondition", "none"),
+            known_roles=known_roles,
+        )
+    check.unique("transition_rules", [f"{r.get('from')}->{r.get('to')}" for r in rules])
+
+
+def _check_prompt_packs(check: DocumentCheck, packs: list[dict[str, Any]]) -> None:
+    check.unique("prompt_packs", [str(p.get("name", "")) for p in packs])
+    for pack in packs:
+        name = pack.get("name")
+        if not name or not isinstance(name, str):
+            check.problems.append("prompt_packs: every entry needs a name")
+            continue
+        components = check.list_of_dicts(pack, "components")
+        check.unique(f"prompt pack {name}", [str(c.get("key", "")) for c in components])
+        for c in components:
+            key, content = c.get("key"), c.get("content")
+            if not isinstance(key, str) or not key or not isinstance(content, str):
+                check.problems.append(f"prompt pack {name}: components need a key and text content")
+                continue
+            check.findings += text_findings(f"prompt {name}:{key}", content)

@@ -1,0 +1,351 @@
+"""Checks on role data: the one place admin forms, the API, imports and services ask.
+
+A leaf module: it imports only the models and ``roles.access``, so every other module of
+the app can use it without an import cycle. Checks return problems as plain strings (or
+dangerous-text findings as dicts); callers decide whether that is a form error or an
+``AcodeError``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from django.db import models
+from django.db.models import ForeignObjectRel, Q
+
+from acode.errors import AcodeError
+from roles.access import RoleCycleError, RoleSpec, glob_problem, parent_chain
+from roles.models import DEFAULT_ROLE_SLUG, ContextStrategy, Precondition, Role, TransitionRule
+
+# -- dangerous prompt text ------------------------------------------------------------
+_DANGEROUS: list[tuple[str, re.Pattern[str]]] = [
+    (
+        "download piped into a shell",
+        re.compile(r"\b(?:curl|wget)\b[^\n|]*\|\s*(?:sudo\s+)?(?:ba|z|k|da|fi)?sh\b", re.I),
+    ),
+    (
+        "HTTP request with curl or wget",
+        re.compile(r"\b(?:curl|wget)\s+(?:-\S+\s+)*['\"]?https?://", re.I),
+    ),
+    ("reads SSH keys", re.compile(r"(?:~|\$HOME|\$\{HOME\})/\.ssh\b|\.ssh/id_\w+", re.I)),
+    (
+        "recursive forced delete",
+        re.compile(r"\brm\s+(?:-\w*r\w*f\w*|-\w*f\w*r\w*|-r\s+-f|-f\s+-r)\b", re.I),
+    ),
+    ("world-writable permissions", re.compile(r"\bchmod\s+(?:-R\s+)?0?777\b", re.I)),
+    ("eval call", re.compile(r"\beval\s*\(", re.I)),
+]
+
+
+@dataclass(frozen=True)
+class PromptFinding:
+    """One dangerous match in a prompt text."""
+
+    rule: str
+    match: str
+    line: int
+
+
+def find_dangerous(text: str) -> list[PromptFinding]:
+    """Every dangerous pattern match in ``text`` (spec, Threat 3), with its line number."""
+    findings: list[PromptFinding] = []
+    for rule, pattern in _DANGEROUS:
+        for m in pattern.finditer(text):
+            findings.append(PromptFinding(rule, m.group(0), text.count("\n", 0, m.start()) + 1))
+    return findings
+
+
+def text_findings(where: str, text: str) -> list[dict[str, Any]]:
+    """Dangerous matches in ``text`` as audit-ready dicts naming ``where`` they are."""
+    return [
+        {"where": where, "rule": f.rule, "match": f.match, "line": f.line}
+        for f in find_dangerous(text)
+    ]
+
+
+def describe_findings(findings: list[dict[str, Any]]) -> str:
+    """One line naming every finding and the text it matched."""
+    return "; ".join(f"{f['where']}: {f['rule']}: {f['match']!r}" for f in findings)
+
+
+def check_prompt_text(key: str, text: str, *, where: str = "prompt") -> None:
+    """Raise ACODE-PRM-001 naming the matched text if ``text`` is dangerous."""
+    findings = find_dangerous(text)
+    if findings:
+        described = "; ".join(f"{f.rule}: {f.match!r} (line {f.line})" for f in findings)
+        raise AcodeError(
+            "ACODE-PRM-001",
+            f"Dangerous content in {where} {key!r}: {described}",
+            {"key": key, "findings": text_findings(f"{where} {key}", text)},
+        )
+
+
+# -- role definitions -----------------------------------------------------------------
+ROLE_FIELDS = tuple(RoleSpec.__dataclass_fields__)
+ROLE_SCALARS: dict[str, type] = {
+    "name": str,
+    "description": str,
+    "colour": str,
+    "prompt_key": str,
+    "context_strategy": str,
+    "preferred_model": str,
+    "fallback_model": str,
+    "queue": str,
+    "max_llm_calls": int,
+    "max_tokens": int,
+    "timeout_seconds": int,
+    "answer_sets_plan": bool,
+}
+ROLE_LISTS = (
+    "permissions",
+    "allowed_tools",
+    "capabilities",
+    "constraints",
+    "write_paths",
+    "command_patterns",
+)
+# Words the API routes under /api/roles/ claim; a role with such a slug could not be reached.
+RESERVED_SLUGS = ("export", "import")
+_COLOUR = re.compile(r"^#[0-9a-fA-F]{6}$")
+
+
+def string_list_problem(where: str, value: Any) -> str | None:
+    """Why ``value`` is not an (optional) list of strings, or None."""
+    if value is None or (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        return None
+    return f"{where}: must be a list of strings"
+
+
+def role_field_problems(data: Mapping[str, Any]) -> list[str]:
+    """Problems with one role's own fields (not its references): admin, API and import."""
+    problems: list[str] = []
+    slug = str(data.get("slug", ""))
+    if slug in RESERVED_SLUGS:
+        problems.append(f"role {slug}: {slug!r} is a reserved slug")
+    colour = data.get("colour")
+    if colour is not None and not _COLOUR.match(str(colour)):
+        problems.append(f"role {slug}: colour {colour!r} is not a hex colour like #2563eb")
+    strategy = data.get("context_strategy")
+    if strategy is not None and strategy not in ContextStrategy.values:
+        problems.append(
+            f"role {slug}: context_strategy {strategy!r} is not one of {', '.join(ContextStrategy.values)}"
+        )
+    for glob in data.get("write_paths") or []:
+        problem = glob_problem(str(glob))
+        if problem:
+            problems.append(f"role {slug}: write_paths {problem}")
+    for pattern in data.get("command_patterns") or []:
+        if not str(pattern).strip():
+            problems.append(f"role {slug}: command_patterns has an empty pattern")
+    for budget in ("max_llm_calls", "max_tokens", "timeout_seconds"):
+        value = data.get(budget)
+        if value is not None and (not isinstance(value, int) or value < 1):
+            problems.append(f"role {slug}: {budget} must be a positive integer")
+    return problems
+
+
+def role_problems(
+    item: Mapping[str, Any],
+    *,
+    known_permissions: Collection[str],
+    known_tools: Collection[str],
+) -> list[str]:
+    """Everything wrong with one role given as plain data (API write, import entry).
+
+    The parent chain needs every role, so :func:`parent_chain_problems` checks it.
+    """
+    slug = item.get("slug")
+    if not slug or not isinstance(slug, str):
+        return ["roles: every entry needs a slug"]
+    problems: list[str] = []
+    unknown_fields = set(item) - set(ROLE_FIELDS)
+    if unknown_fields:
+        problems.append(f"role {slug}: unknown fields {', '.join(sorted(unknown_fields))}")
+    for name, kind in ROLE_SCALARS.items():
+        if name in item and not isinstance(item[name], kind):
+            problems.append(f"role {slug}: {name} must be a {kind.__name__}")
+    for required in ("name", "prompt_key"):
+        if not item.get(required):
+            problems.append(f"role {slug}: {required} is required")
+    for key in ROLE_LISTS:
+        problem = string_list_problem(f"role {slug}.{key}", item.get(key))
+        if problem:
+            problems.append(problem)
+    for code in _strings(item.get("permissions")):
+        if code not in known_permissions:
+            problems.append(f"role {slug}: unknown permission {code!r}")
+    for name in _strings(item.get("allowed_tools")):
+        if name not in known_tools:
+            problems.append(f"role {slug}: unknown tool {name!r} in allowed_tools")
+    parent = item.get("parent")
+    if parent is not None and not isinstance(parent, str):
+        problems.append(f"role {slug}: parent must be a role slug")
+    return problems + role_field_problems(item)
+
+
+def role_spec(item: Mapping[str, Any]) -> RoleSpec:
+    """A spec of ``item`` good enough to check names and parent chains, even if invalid."""
+    parent = item.get("parent")
+    fields: dict[str, Any] = {k: kind() for k, kind in ROLE_SCALARS.items()}
+    fields.update({k: tuple(_strings(item.get(k))) for k in ROLE_LISTS})
+    name = item.get("name")
+    fields.update(
+        slug=str(item.get("slug", "")),
+        name=name if isinstance(name, str) else "",
+        parent=parent if isinstance(parent, str) else None,
+    )
+    return RoleSpec(**fields)
+
+
+def parent_chain_problems(specs: Mapping[str, RoleSpec]) -> list[str]:
+    """Roles whose parent is unknown or whose parent chain loops back on itself.
+
+    A child never gets more than its parent (``roles.access.compute_access``), so the
+    chain must reach a root.
+    """
+    problems: list[str] = []
+    for slug, spec in specs.items():
+        if spec.parent is not None and spec.parent not in specs:
+            problems.append(f"role {slug}: unknown parent {spec.parent!r}")
+            continue
+        try:
+            parent_chain(slug, specs)
+        except (RoleCycleError, KeyError) as exc:
+            problems.append(f"role {slug}: {exc}")
+    return problems
+
+
+def role_name_problems(specs: Mapping[str, RoleSpec]) -> list[str]:
+    """Roles named like another role (lookups by name ignore case, so those clash too)."""
+    problems: list[str] = []
+    holders: dict[str, str] = {}
+    for slug, spec in specs.items():
+        if not spec.name:
+            continue
+        holder = holders.setdefault(spec.name.lower(), slug)
+        if holder != slug:
+            problems.append(f"role {slug}: the name {spec.name!r} is taken by role {holder}")
+    return problems
+
+
+def role_parent_problems(
+    *, slug: str, parent_slug: str | None, specs: Mapping[str, RoleSpec]
+) -> list[str]:
+    """Problems that giving role ``slug`` the parent ``parent_slug`` would make."""
+    return parent_chain_problems({**specs, slug: replace(specs[slug], parent=parent_slug)})
+
+
+def role_text_findings(data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Dangerous prompt patterns in role text that flows into prompts (constraints etc.)."""
+    out: list[dict[str, Any]] = []
+    for field_name in ("description", "capabilities", "constraints"):
+        value = data.get(field_name) or ""
+        for text in value if isinstance(value, list) else [value]:
+            out += text_findings(f"role {data.get('slug')}.{field_name}", str(text))
+    return out
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    return []
+
+
+# -- tools and transition rules -------------------------------------------------------
+def tool_problems(item: Mapping[str, Any], *, known_permissions: Collection[str]) -> list[str]:
+    """Everything wrong with one tool given as plain data (import entry)."""
+    name = item.get("name")
+    if not name or not isinstance(name, str):
+        return ["tools: every entry needs a name"]
+    where = f"tool {name}.required_permissions"
+    problem = string_list_problem(where, item.get("required_permissions"))
+    problems = [problem] if problem else []
+    for code in _strings(item.get("required_permissions")):
+        if code not in known_permissions:
+            problems.append(f"tool {name}: unknown permission {code!r}")
+    if not isinstance(item.get("argument_schema", {}), dict):
+        problems.append(f"tool {name}: argument_schema must be a mapping")
+    if not isinstance(item.get("enabled", True), bool):
+        problems.append(f"tool {name}: enabled must be true or false")
+    return problems
+
+
+def transition_rule_problems(
+    *, from_slug: Any, to_slug: Any, precondition: Any, known_roles: Collection[str]
+) -> list[str]:
+    """Everything wrong with one transition rule: admin form, import and service."""
+    where = f"transition rule {from_slug}->{to_slug}"
+    problems = [
+        f"{where}: unknown role {end!r}" for end in (from_slug, to_slug) if end not in known_roles
+    ]
+    if precondition not in Precondition.values:
+        problems.append(f"{where}: precondition must be one of {', '.join(Precondition.values)}")
+    if from_slug == to_slug:
+        problems.append(f"{where}: a rule must change the role")
+    return problems
+
+
+# -- deleting a role ------------------------------------------------------------------
+def role_uses(role: Role) -> dict[type[models.Model], int]:
+    """What still refers to ``role``: how many rows of each model.
+
+    Walks every relation that points at roles, whichever app declares it (sessions,
+    jobs, transitions ...), so this app finds them without importing them. Relations
+    that let go of a deleted role (``SET_NULL``, such as role versions) do not count.
+    """
+    wanted: dict[type[models.Model], Q] = {}
+    for relation in Role._meta.get_fields(include_hidden=True):
+        if not isinstance(relation, ForeignObjectRel) or relation.many_to_many:
+            continue
+        model = relation.related_model
+        if isinstance(model, str) or model._meta.auto_created:
+            continue  # the hidden through tables of Role's own many-to-many fields
+        if relation.on_delete in (models.SET_NULL, models.SET_DEFAULT, models.DO_NOTHING):
+            continue
+        wanted[model] = wanted.get(model, Q()) | Q(**{relation.field.name: role})
+    counts = {model: model._base_manager.filter(q).count() for model, q in wanted.items()}
+    return {model: n for model, n in counts.items() if n}
+
+
+def role_delete_refusal(
+    role: Role, uses: Mapping[type[models.Model], int] | None = None
+) -> AcodeError | None:
+    """Why ``role`` may not be deleted (ACODE-ROL-005, naming what uses it), or None.
+
+    ``uses`` (rows by model) defaults to :func:`role_uses`; a caller that caught
+    Django's ``ProtectedError`` passes what it protected.
+    """
+    if role.slug == DEFAULT_ROLE_SLUG:
+        return AcodeError(
+            "ACODE-ROL-005", "The Default role cannot be deleted.", {"role": role.slug}
+        )
+    uses = role_uses(role) if uses is None else uses
+    if not uses:
+        return None
+    listed = ", ".join(f"{n} {_kind(model, n)}" for model, n in uses.items())
+    return AcodeError(
+        "ACODE-ROL-005",
+        f"Role {role.name!r} is still used by {listed}; nothing was deleted. "
+        "Move or remove those first.",
+        {
+            "role": role.slug,
+            "used_by": {_kind(model, 2): n for model, n in uses.items()},
+            "children": sorted(role.children.values_list("slug", flat=True)),
+            "transition_rules": [
+                f"{src}->{dst}"
+                for src, dst in TransitionRule.objects.filter(Q(from_role=role) | Q(to_role=role))
+                .order_by("from_role__slug", "to_role__slug")
+                .values_list("from_role__slug", "to_role__slug")
+            ],
+        },
+    )
+
+
+def _kind(model: type[models.Model], count: int) -> str:
+    if model is Role:
+        return "child role" if count == 1 else "child roles"
+    meta = model._meta
+    return str(meta.verbose_name if count == 1 else meta.verbose_name_plural)
