@@ -31,7 +31,7 @@ from roles.models import (
     TransitionRule,
 )
 from roles.registry import read_specs
-from roles.signals import prompt_rejected, role_version_created
+from roles.signals import prompt_rejected, role_data_changed, role_version_created
 from roles.validation import (
     ROLE_SCALARS,
     check_prompt_text,
@@ -75,6 +75,10 @@ def _actor_label(actor: str | None, user: AbstractBaseUser | None) -> str:
     if user is not None:
         return user.get_username()
     return "system"
+
+
+def _changed(kind: str, action: str, name: str, actor: str) -> None:
+    role_data_changed.send(sender=None, kind=kind, action=action, name=name, actor=actor)
 
 
 # -- versions and refusals ------------------------------------------------------------
@@ -268,7 +272,7 @@ def role_delete(
         refusal = role_delete_refusal(role, Counter(type(o) for o in exc.protected_objects))
         assert refusal is not None
         raise refusal from exc
-    logger.info("role %s deleted by %s", role.slug, _actor_label(actor, user))
+    _changed("role", "deleted", role.slug, _actor_label(actor, user))
 
 
 # -- tools and permissions ------------------------------------------------------------
@@ -284,6 +288,7 @@ def tool_save(
     """Save a tool and what it requires; roles whose tools moved get a new version."""
     tool.save()
     tool.required_permissions.set(list(required_permissions))
+    _changed("tool", "saved", tool.name, _actor_label(actor, user))
     if versioned:
         role_versions_record(actor=actor, user=user)
     return tool
@@ -299,7 +304,7 @@ def tool_delete(
 ) -> None:
     """Delete a tool; roles that had it get a new version."""
     tool.delete()
-    logger.info("tool %s deleted by %s", tool.name, _actor_label(actor, user))
+    _changed("tool", "deleted", tool.name, _actor_label(actor, user))
     if versioned:
         role_versions_record(actor=actor, user=user)
 
@@ -314,6 +319,7 @@ def permission_save(
 ) -> Permission:
     """Save a permission; a renamed code changes the roles holding it, so they are versioned."""
     permission.save()
+    _changed("permission", "saved", permission.code, _actor_label(actor, user))
     if versioned:
         role_versions_record(actor=actor, user=user)
     return permission
@@ -329,7 +335,7 @@ def permission_delete(
 ) -> None:
     """Delete a permission (roles and tools lose it); roles whose access moved are versioned."""
     permission.delete()
-    logger.info("permission %s deleted by %s", permission.code, _actor_label(actor, user))
+    _changed("permission", "deleted", permission.code, _actor_label(actor, user))
     if versioned:
         role_versions_record(actor=actor, user=user)
 
@@ -346,7 +352,7 @@ def transition_rule_save(
     if problems:
         raise AcodeError("ACODE-ROL-004", "; ".join(problems), {"problems": problems})
     rule.save()
-    logger.debug("transition rule %s saved by %s", rule, _actor_label(actor, user))
+    _changed("transition rule", "saved", str(rule), _actor_label(actor, user))
     return rule
 
 
@@ -355,21 +361,21 @@ def transition_rule_delete(
 ) -> None:
     """Delete a transition rule."""
     rule.delete()
-    logger.info("transition rule %s deleted by %s", rule, _actor_label(actor, user))
+    _changed("transition rule", "deleted", str(rule), _actor_label(actor, user))
 
 
 # -- prompt packs ---------------------------------------------------------------------
 def prompt_pack_save(*, pack: PromptPack, actor: str | None = None) -> PromptPack:
     """Save a prompt pack's name, version and description (its texts: prompt_component_save)."""
     pack.save()
-    logger.debug("prompt pack %s saved by %s", pack.name, actor or "system")
+    _changed("prompt pack", "saved", pack.name, actor or "system")
     return pack
 
 
 def prompt_pack_delete(*, pack: PromptPack, actor: str | None = None) -> None:
     """Delete a prompt pack and its components."""
     pack.delete()
-    logger.info("prompt pack %s deleted by %s", pack.name, actor or "system")
+    _changed("prompt pack", "deleted", pack.name, actor or "system")
 
 
 def prompt_component_save(
@@ -386,11 +392,11 @@ def prompt_component_save(
         )
         raise
     component.save()
-    logger.debug("prompt %s saved by %s", component, actor or "system")
+    _changed("prompt", "saved", str(component), actor or "system")
     return component
 
 
 def prompt_component_delete(*, component: PromptComponent, actor: str | None = None) -> None:
     """Delete one prompt text of a pack."""
     component.delete()
-    logger.info("prompt %s deleted by %s", component, actor or "system")
+    _changed("prompt", "deleted", str(component), actor or "system")

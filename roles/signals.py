@@ -12,3 +12,7 @@ from django.dispatch import Signal
 role_version_created = Signal()
 # Sent with ``where``, ``actor`` and ``findings`` when dangerous prompt text was refused.
 prompt_rejected = Signal()
+# Sent with ``kind`` ("role", "tool", "permission", "transition rule", "prompt pack",
+# "prompt"), ``action`` ("saved" or "deleted"), ``name`` and ``actor`` whenever role data
+# is written through ``roles.services``: the audit keeps every change, deletions included.
+role_data_changed = Signal()

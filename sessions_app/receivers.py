@@ -1,11 +1,12 @@
-"""Audit what the roles app reports: new role versions and refused prompt text."""
+"""Audit what the roles app reports: new role versions, every change to role data
+(deletions included) and refused prompt text."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from roles.models import RoleVersion
-from roles.signals import prompt_rejected, role_version_created
+from roles.signals import prompt_rejected, role_data_changed, role_version_created
 from sessions_app.models import AuditEventType
 from sessions_app.services.audit import audit_record
 
@@ -33,6 +34,19 @@ def _prompt_rejected(
     )
 
 
+def _role_data_changed(
+    sender: Any, kind: str, action: str, name: str, actor: str, **kwargs: Any
+) -> None:
+    audit_record(
+        event_type=AuditEventType.ROLE_DATA_CHANGED,
+        actor=actor,
+        target=f"{kind} {name}"[:1000],
+        result=action,
+        details={"kind": kind, "name": name},
+    )
+
+
 def connect() -> None:
+    role_data_changed.connect(_role_data_changed, dispatch_uid="acode-audit-role-data")
     role_version_created.connect(_role_versioned, dispatch_uid="acode-audit-role-version")
     prompt_rejected.connect(_prompt_rejected, dispatch_uid="acode-audit-prompt-rejected")

@@ -21,6 +21,7 @@ class AuditEventType(models.TextChoices):
     CHANGE_RECORDED = "ChangeRecorded", "Pending file change recorded"
     CHANGES_APPROVED = "ChangesApproved", "Pending changes approved and cleared"
     ROLE_EDITED = "RoleEdited", "Role definition changed (new role version)"
+    ROLE_DATA_CHANGED = "RoleDataChanged", "Role, rule, tool, permission or prompt saved or deleted"
     PROMPT_REJECTED = "PromptRejected", "Dangerous prompt text refused"
     JOB_EVENT = "JobEvent", "Inference job lifecycle"
 

@@ -133,3 +133,38 @@ def test_replace_import_does_not_remove_a_role_a_session_is_in(user: Any) -> Non
     assert info.value.code == "ACODE-ROL-005"
     assert Role.objects.filter(slug="explorer").exists()
     assert _rules() == rules
+
+
+def test_every_change_to_rules_tools_and_permissions_is_audited(admin_user: Any) -> None:
+    from roles.models import Permission, Tool, TransitionRule
+    from roles.services import (
+        permission_delete,
+        permission_save,
+        tool_delete,
+        tool_save,
+        transition_rule_delete,
+    )
+    from sessions_app.models import AuditEvent, AuditEventType
+
+    permission = permission_save(
+        permission=Permission(code="deploy", description="d"), user=admin_user
+    )
+    tool = tool_save(
+        tool=Tool(name="deploy_it", description="d"),
+        required_permissions=[permission],
+        user=admin_user,
+    )
+    tool_delete(tool=tool, user=admin_user)
+    permission_delete(permission=permission, user=admin_user)
+    rule = TransitionRule.objects.filter(from_role__slug="planner", to_role__slug="coder").get()
+    transition_rule_delete(rule=rule, user=admin_user)
+    rows = AuditEvent.objects.filter(
+        event_type=AuditEventType.ROLE_DATA_CHANGED, actor="boss"
+    ).order_by("id")
+    assert [(r.target, r.result, r.actor) for r in rows] == [
+        ("permission deploy", "saved", "boss"),
+        ("tool deploy_it", "saved", "boss"),
+        ("tool deploy_it", "deleted", "boss"),
+        ("permission deploy", "deleted", "boss"),
+        (f"transition rule {rule}", "deleted", "boss"),
+    ]
