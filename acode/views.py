@@ -1,15 +1,71 @@
-"""Small project-level views."""
+"""Project-level probes: liveness (``/healthz``) and readiness (``/readyz``).
+
+Anonymous callers learn only ``ok`` or not, per check; staff also get the reasons.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+
+from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 
-from roles.registry import registry
+logger = logging.getLogger(__name__)
 
 
 def health(request: HttpRequest) -> JsonResponse:
-    """Liveness plus the basics an operator checks first."""
+    """The process is up and answers."""
+    return JsonResponse({"status": "ok"})
+
+
+def _database() -> str:
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
-    return JsonResponse({"status": "ok", "registry": registry.describe()})
+    return ""
+
+
+def _redis() -> str:
+    url = getattr(settings, "REDIS_URL", None)
+    if not url:
+        return ""  # in-process layers: nothing to reach
+    import redis
+
+    redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2).ping()
+    return ""
+
+
+def _sandbox() -> str:
+    from sessions_app.agent.sandbox import sandbox_available, sandbox_required
+
+    if not sandbox_required():
+        return "ACODE_SANDBOX=off: agent commands run without the OS sandbox"
+    status = sandbox_available()
+    return "" if status.available else status.reason
+
+
+CHECKS: dict[str, Callable[[], str]] = {
+    "database": _database,
+    "redis": _redis,
+    "sandbox": _sandbox,
+}
+
+
+def ready(request: HttpRequest) -> JsonResponse:
+    """Whether this process can serve: database, Redis and the command sandbox."""
+    results: dict[str, str] = {}
+    for name, check in CHECKS.items():
+        try:
+            results[name] = check()
+        except Exception as exc:  # a probe reports, it never fails the request
+            logger.warning("readiness check %s failed: %s", name, exc)
+            results[name] = f"{type(exc).__name__}: {exc}"
+    ok = not any(results.values())
+    body: dict[str, object] = {
+        "status": "ready" if ok else "not ready",
+        "checks": {name: not problem for name, problem in results.items()},
+    }
+    if request.user.is_staff:
+        body["problems"] = {name: problem for name, problem in results.items() if problem}
+    return JsonResponse(body, status=200 if ok else 503)
