@@ -2,47 +2,76 @@
 
 ``tool_check`` decides, from the role as the registry knows it now, whether a call may run:
 the tool must be among the role's effective tools, the implementation's own permissions
-must be held, the arguments must fit the tool's schema, paths must stay inside the
-workspace and match the role's write globs, and commands must be plain argument lists
-matching the role's command patterns. ``tool_execute`` runs what passed and audits every
-call: ``RoleAction`` when it ran, ``ToolDenied`` (ACODE-ROL-003, with the reason) when not.
+must be held, the arguments must fit the tool's schema, paths must be workspace-relative
+and match the role's write globs, commands must be argument lists a command rule allows,
+and commands need a sandbox that can start. Each decision names the rule that made it.
+
+``tool_execute`` audits before anything runs and again after, whatever happens:
+
+- refused: one ``ToolDenied`` row (``result`` the ACODE code, ``details.rule`` the rule);
+- allowed: a ``ToolDecision`` row (``result`` "allowed", the rule, the role version, the
+  normalised arguments), then the outcome: ``RoleAction`` (ran; ``result`` its summary, or
+  ACODE-TOL-002 with the exception type when it failed) or ``ToolDenied`` (refused while
+  running, e.g. a path that turned out to be a link). A command's writes the role may not
+  make are undone and audited as one more ``ToolDenied`` row (``phase`` "command_writes").
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from roles.access import ToolSpec, command_allowed, path_allowed
+from roles.access import ToolSpec, path_allowed
 from roles.registry import RoleDef, registry
+from sessions_app.agent.commands import command_rule_check
 from sessions_app.agent.redaction import redact_text
-from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolContext, ToolImpl
-from sessions_app.agent.workspace import Refused, check_argv, command_line, resolve
+from sessions_app.agent.safegrep import PatternTimeout
+from sessions_app.agent.sandbox import SandboxUnavailable, sandbox_available, sandbox_required
+from sessions_app.agent.tools import (
+    DEFAULT_TEST_ARGV,
+    TOOL_IMPLEMENTATIONS,
+    ToolContext,
+    ToolImpl,
+    ToolResult,
+    normalised_path,
+)
+from sessions_app.agent.workspace import Refused, RuleRefused, check_argv
 from sessions_app.models import AgentSession, AuditEventType, Job
-from sessions_app.services.audit import audit_record
+from sessions_app.services.audit import audit_record, safe_text
 
 logger = logging.getLogger(__name__)
 
 DENIED = "ACODE-ROL-003"
 BAD_ARGUMENTS = "ACODE-TOL-001"
 TOOL_FAILED = "ACODE-TOL-002"
+SANDBOX_UNAVAILABLE = "ACODE-TOL-003"
+# The audit event of an allowed call, written before it runs (AuditEventType.TOOL_DECISION
+# once the enum lists it; audit_record takes the string meanwhile).
+TOOL_DECISION = "ToolDecision"
+WRITE_PERMISSION = "write_files"
+NETWORK_PERMISSION = "network"
+MAX_AUDITED_WRITES = 100
 
 
 @dataclass(frozen=True)
 class Decision:
-    """Whether a call may run, and if not, the code and the reason in plain words."""
+    """Whether a call may run: the rule that decided, the code and reason when not, and the
+    arguments as the check normalised them."""
 
     allowed: bool
     code: str = ""
     reason: str = ""
     impl: ToolImpl | None = None
     target: str = ""
+    rule: str = ""
+    normalised: dict[str, Any] = field(default_factory=dict)
 
 
 _VALIDATORS: dict[int, tuple[ToolSpec, Draft202012Validator]] = {}
@@ -59,8 +88,24 @@ def _validator(spec: ToolSpec) -> Draft202012Validator:
     return cached[1]
 
 
-def _deny(reason: str, code: str = DENIED, target: str = "") -> Decision:
-    return Decision(False, code, reason, None, target)
+def _deny(
+    reason: str,
+    rule: str,
+    code: str = DENIED,
+    target: str = "",
+    normalised: dict[str, Any] | None = None,
+) -> Decision:
+    return Decision(False, code, reason, None, target, rule, normalised or {})
+
+
+def sandbox_problem() -> str:
+    """Why commands cannot run here ("" when they can): the sandbox is required and absent."""
+    if not sandbox_required():
+        return ""
+    status = sandbox_available()
+    if status.available:
+        return ""
+    return f"Commands run only inside a sandbox, and none can start here: {status.reason}."
 
 
 def tool_check(role: RoleDef, tool: str, arguments: Any, workspace: Path) -> Decision:
@@ -68,56 +113,90 @@ def tool_check(role: RoleDef, tool: str, arguments: Any, workspace: Path) -> Dec
     impl = TOOL_IMPLEMENTATIONS.get(tool)
     spec = registry.tool(tool)
     if impl is None or spec is None:
-        return _deny(f"Tool {tool!r} does not exist.")
+        return _deny(f"Tool {tool!r} does not exist.", "tool_exists")
     if not role.access.allows(tool):
         withheld = role.access.withheld_reason(tool)
         why = withheld.reason if withheld else "not available"
-        return _deny(f"Tool {tool!r} is not available in role {role.name}: {why}.")
+        return _deny(
+            f"Tool {tool!r} is not available in role {role.name}: {why}.", "effective_tools"
+        )
     missing = impl.permissions - role.access.permissions
     if missing:
         return _deny(
-            f"Tool {tool!r} needs permission {', '.join(sorted(missing))}, which role {role.name} lacks."
+            f"Tool {tool!r} needs permission {', '.join(sorted(missing))}, which role {role.name} lacks.",
+            "permission",
         )
     if not isinstance(arguments, dict):
-        return _deny("Tool arguments must be a JSON object.", BAD_ARGUMENTS)
+        return _deny("Tool arguments must be a JSON object.", "schema", BAD_ARGUMENTS)
     try:
-        errors = sorted(
-            _validator(spec).iter_errors(arguments),
-            key=lambda e: list(e.path),
-        )
+        errors = sorted(_validator(spec).iter_errors(arguments), key=lambda e: list(e.path))
     except SchemaError as exc:
-        return _deny(f"Tool {tool!r} has an invalid argument schema: {exc.message}", BAD_ARGUMENTS)
+        return _deny(
+            f"Tool {tool!r} has an invalid argument schema: {exc.message}", "schema", BAD_ARGUMENTS
+        )
     if errors:
         where = "/".join(str(p) for p in errors[0].path) or "arguments"
-        return _deny(f"Invalid arguments for {tool}: {where}: {errors[0].message}", BAD_ARGUMENTS)
-    target = ""
-    try:
-        if "path" in arguments:
-            checked = resolve(workspace, arguments["path"], for_write=impl.writes_path)
-            target = checked.relative
-            if impl.writes_path and not path_allowed(checked.relative, role.spec.write_paths):
-                return _deny(
-                    f"Role {role.name} may write only {', '.join(role.spec.write_paths)}; "
-                    f"{checked.relative!r} is outside those paths.",
-                    target=target,
-                )
-        if impl.runs_command:
-            argv = check_argv(
-                arguments.get("argv")
-                or (["python", "-m", "pytest", "-q"] if tool == "run_tests" else None)
-            )
-            target = command_line(argv)
-            if not command_allowed(target, role.spec.command_patterns):
-                return _deny(
-                    f"Role {role.name} may run only commands matching "
-                    f"{', '.join(role.spec.command_patterns)}; {target!r} does not match.",
-                    target=target,
-                )
-    except Refused as exc:
         return _deny(
-            exc.reason, target=target or str(arguments.get("path") or arguments.get("argv") or "")
+            f"Invalid arguments for {tool}: {where}: {errors[0].message}", "schema", BAD_ARGUMENTS
         )
-    return Decision(True, impl=impl, target=target)
+    if "path" in arguments:
+        return _check_path(role, impl, arguments["path"])
+    if impl.runs_command:
+        return _check_command(role, impl, tool, arguments, workspace)
+    return Decision(True, impl=impl, rule=f"permission: {', '.join(sorted(impl.permissions))}")
+
+
+def _check_path(role: RoleDef, impl: ToolImpl, raw: Any) -> Decision:
+    try:
+        rel = normalised_path(raw, directory=impl.directory_path)
+    except Refused as exc:
+        return _deny(exc.reason, "path", target=str(raw)[:1000])
+    normalised = {"path": rel}
+    if not impl.writes_path:
+        rule = f"permission: {', '.join(sorted(impl.permissions))}"
+        return Decision(True, impl=impl, target=rel, rule=rule, normalised=normalised)
+    globs = role.spec.write_paths
+    matched = next((g for g in globs if path_allowed(rel, [g])), None)
+    if globs and matched is None:
+        return _deny(
+            f"Role {role.name} may write only {', '.join(globs)}; {rel!r} is outside those paths.",
+            "write_paths",
+            target=rel,
+            normalised=normalised,
+        )
+    rule = f"write_paths: {matched}" if matched else "write_paths: anywhere"
+    return Decision(True, impl=impl, target=rel, rule=rule, normalised=normalised)
+
+
+def _check_command(
+    role: RoleDef, impl: ToolImpl, tool: str, arguments: dict[str, Any], workspace: Path
+) -> Decision:
+    raw = arguments.get("argv") or (DEFAULT_TEST_ARGV if tool == "run_tests" else None)
+    try:
+        argv = check_argv(raw)
+    except RuleRefused as exc:
+        return _deny(exc.reason, exc.rule, target=str(raw)[:1000])
+    target = " ".join(argv)[:1000]
+    normalised: dict[str, Any] = {
+        "argv": argv,
+        "writable": WRITE_PERMISSION in role.access.permissions,
+        "network": NETWORK_PERMISSION in role.access.permissions,
+    }
+    if "timeout_seconds" in arguments:
+        normalised["timeout_seconds"] = arguments["timeout_seconds"]
+    check = command_rule_check(argv, list(role.spec.command_patterns), workspace)
+    if not check.allowed:
+        return _deny(
+            f"Role {role.name} may not run this command: {check.reason}.",
+            check.rule,
+            target=target,
+            normalised=normalised,
+        )
+    problem = sandbox_problem()
+    if problem:
+        return _deny(problem, "sandbox", SANDBOX_UNAVAILABLE, target, normalised)
+    normalised["sandbox"] = "on" if sandbox_required() else "off (ACODE_SANDBOX=off)"
+    return Decision(True, impl=impl, target=target, rule=check.rule, normalised=normalised)
 
 
 @dataclass(frozen=True)
@@ -143,6 +222,30 @@ def _arguments_summary(arguments: Any) -> Any:
     return redact_text(text)
 
 
+def _clean(text: str) -> str:
+    """Text safe for the model, the job events and the database: redacted, no NUL/surrogate."""
+    return safe_text(redact_text(text))
+
+
+@dataclass
+class _CallAudit:
+    """The audit rows of one call: every row carries the same call details."""
+
+    session: AgentSession
+    role: str
+    actor: str
+    target: str
+    details: dict[str, Any]
+
+    def row(self, event_type: str, result: str, *, target: str | None = None, **extra: Any) -> int:
+        event = audit_record(
+            event_type=event_type, actor=self.actor, session=self.session, role=self.role,
+            target=self.target if target is None else target, result=result,
+            details={**self.details, **extra},
+        )  # fmt: skip
+        return int(event.pk)
+
+
 def tool_execute(
     *,
     session: AgentSession,
@@ -153,54 +256,81 @@ def tool_execute(
     context: ToolContext,
     job: Job | None = None,
 ) -> ToolOutcome:
-    """Check, then run, one tool call; audit it either way. Denied calls never execute."""
-    decision = tool_check(role, tool, arguments, Path(session.workspace))
-    details: dict[str, Any] = {"tool": tool, "arguments": _arguments_summary(arguments)}
+    """Check, audit the decision, run, audit the outcome. Denied calls never execute."""
+    try:
+        decision = tool_check(role, tool, arguments, Path(session.workspace))
+    except Exception as exc:  # a check that cannot decide refuses, and says so
+        logger.exception("checking tool %s failed", tool)
+        reason = f"The call could not be checked ({type(exc).__name__}: {exc}); it did not run."
+        decision = _deny(reason, "check_failed", TOOL_FAILED)
+    details: dict[str, Any] = {
+        "tool": tool,
+        "arguments": _arguments_summary(arguments),
+        "normalised": decision.normalised,
+        "rule": decision.rule,
+        "role_version": role.version,
+        "role_hash": role.content_hash,
+    }
     if job is not None:
         details["job"] = str(job.pk)
+    audit = _CallAudit(session, role.slug, actor, f"{tool} {decision.target}".strip(), details)
     if not decision.allowed or decision.impl is None:
-        audit_record(
-            event_type=AuditEventType.TOOL_DENIED,
-            actor=actor,
-            session=session,
-            role=role.slug,
-            target=f"{tool} {decision.target}".strip(),
-            result=decision.code,
-            details={**details, "reason": decision.reason, "code": decision.code},
+        audit.row(AuditEventType.TOOL_DENIED, decision.code, phase="decision",
+                  reason=decision.reason, code=decision.code)  # fmt: skip
+        return ToolOutcome(
+            "denied", "", decision.code, _clean(decision.reason), _clean(decision.target)
         )
-        return ToolOutcome("denied", "", decision.code, decision.reason, decision.target)
-    try:
-        result = decision.impl.run(context, arguments)
-    except Refused as exc:
-        audit_record(
-            event_type=AuditEventType.TOOL_DENIED,
-            actor=actor,
-            session=session,
-            role=role.slug,
-            target=f"{tool} {decision.target}".strip(),
-            result=DENIED,
-            details={**details, "reason": exc.reason, "code": DENIED},
-        )
-        return ToolOutcome("denied", "", DENIED, exc.reason, decision.target)
-    except OSError as exc:
-        logger.warning("tool %s failed: %s", tool, exc)
-        audit_record(
-            event_type=AuditEventType.ROLE_ACTION,
-            actor=actor,
-            session=session,
-            role=role.slug,
-            target=f"{tool} {decision.target}".strip(),
-            result="Error",
-            details={**details, "error": str(exc)},
-        )
-        return ToolOutcome("error", "", TOOL_FAILED, f"{tool} failed: {exc}", decision.target)
-    audit_record(
-        event_type=AuditEventType.ROLE_ACTION,
-        actor=actor,
-        session=session,
-        role=role.slug,
-        target=result.target,
-        result=result.summary,
-        details={**details, "tool_name": tool, **result.details},
+    details["decision"] = audit.row(TOOL_DECISION, "allowed", phase="decision")
+    details["decision_rule"] = details.pop("rule")
+    call_context = dataclasses.replace(
+        context,
+        may_write=WRITE_PERMISSION in role.access.permissions,
+        network=NETWORK_PERMISSION in role.access.permissions,
+        write_paths=tuple(role.spec.write_paths),
     )
-    return ToolOutcome("ok", result.output, target=result.target)
+    try:
+        result = decision.impl.run(call_context, arguments)
+    except SandboxUnavailable as exc:
+        reason = f"Commands run only inside a sandbox, and none can start here: {exc}."
+        return _refused_while_running(audit, decision, SANDBOX_UNAVAILABLE, "sandbox", reason)
+    except Refused as exc:
+        return _refused_while_running(audit, decision, DENIED, _refusal_rule(exc), exc.reason)
+    except Exception as exc:  # every failure is an audited, clean tool error
+        logger.exception("tool %s failed", tool)
+        error = _clean(f"{type(exc).__name__}: {exc}")[:2000]
+        audit.row(AuditEventType.ROLE_ACTION, TOOL_FAILED, phase="outcome", status="error",
+                  error_type=type(exc).__name__, error=error)  # fmt: skip
+        return ToolOutcome("error", "", TOOL_FAILED, f"{tool} failed: {error}", audit.target)
+    _audit_write_denials(audit, result)
+    audit.row(AuditEventType.ROLE_ACTION, result.summary, target=result.target, phase="outcome",
+              status="ok", tool_name=tool, **result.details)  # fmt: skip
+    return ToolOutcome("ok", _clean(result.output), target=_clean(result.target))
+
+
+def _refusal_rule(exc: Refused) -> str:
+    if isinstance(exc, RuleRefused):
+        return exc.rule
+    if isinstance(exc, PatternTimeout):
+        return "regex_timeout"
+    return "path"
+
+
+def _refused_while_running(
+    audit: _CallAudit, decision: Decision, code: str, rule: str, reason: str
+) -> ToolOutcome:
+    audit.row(AuditEventType.TOOL_DENIED, code, phase="outcome", status="denied", rule=rule,
+              reason=_clean(reason), code=code)  # fmt: skip
+    return ToolOutcome("denied", "", code, _clean(reason), _clean(decision.target))
+
+
+def _audit_write_denials(audit: _CallAudit, result: ToolResult) -> None:
+    """One ``ToolDenied`` row for everything a command changed that the role may not."""
+    denied = result.write_denials
+    if not denied:
+        return
+    rules = sorted({d["rule"] for d in denied})
+    audit.row(
+        AuditEventType.TOOL_DENIED, DENIED, phase="command_writes", rule=rules[0], rules=rules,
+        count=len(denied), undone=denied[:MAX_AUDITED_WRITES],
+        reason=f"{len(denied)} change(s) the role may not make were undone",
+    )  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import PurePosixPath
 
@@ -29,11 +30,25 @@ _TOKENS = re.compile(
     r"\b(?:AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}|sk-[A-Za-z0-9_-]{20,}|xox[abpr]-[A-Za-z0-9-]{10,}|glpat-[A-Za-z0-9_-]{20})\b"
 )
 
+# scheme://user:password@host (git remotes, database and broker URLs): the password goes.
+_URL_CREDENTIALS = re.compile(
+    r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@\[\]'\"]*:)(?P<password>[^\s/?#'\"]+)"
+    r"(?=@[^\s@/?#'\"]+(?:[\s/?#'\"]|$))"
+)
+URL_MASK = "***"
+# The server's own secrets (names like these in its environment): never echoed to a model,
+# whatever path they took (an exception message, a misconfigured tool).
+_SECRET_ENV_NAME = re.compile(
+    r"SECRET|PASSWORD|PASSWD|TOKEN|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL|DATABASE_URL|_DSN",
+    re.IGNORECASE,
+)
+MIN_SECRET_LENGTH = 8
+
 
 # Values that are code, not secrets: type annotations and obvious placeholders.
 _NOT_SECRET = re.compile(
     r"^(?:str|int|bool|float|bytes|None|Any|Optional|list|dict|set|tuple|SecretStr|models\.\w+|"
-    r"forms\.\w+|serializers\.\w+|os\.environ.*|getenv\(.*|env\w*\(.*|self\.\w+|\w+\(|\{|\[|\(|\*+|<[^>]*>|\$\{?\w+\}?|\[REDACTED\])",
+    r"forms\.\w+|serializers\.\w+|os\.environ.*|getenv\(.*|env\w*\(.*|self\.\w+|\w+\(|\{|\[|\(|\*+|<[^>]*>|\$\{?\w+\}?|\[REDACTED\]|[a-z][a-z0-9+.-]*://[^:@\s]*:\*\*\*@)",
 )
 
 
@@ -49,11 +64,36 @@ def is_secret_file(path: str) -> bool:
     return bool(_SECRET_FILES.match(PurePosixPath(path).name))
 
 
+def _mask_key(match: re.Match[str]) -> str:
+    # As many lines as the key had: line numbers after it (grep results) stay right.
+    return "[REDACTED PRIVATE KEY]" + "\n" * match.group(0).count("\n")
+
+
+def _mask_url(match: re.Match[str]) -> str:
+    return f"{match.group('head')}{URL_MASK}"
+
+
+def server_secret_values() -> list[str]:
+    """Values of the server's secret-looking environment variables, longest first."""
+    values = {
+        value
+        for name, value in os.environ.items()
+        if len(value) >= MIN_SECRET_LENGTH and _SECRET_ENV_NAME.search(name)
+    }
+    return sorted(values, key=len, reverse=True)
+
+
 def redact_text(text: str) -> str:
-    """Mask private keys, ``password=...``-style assignments and well-known token formats."""
-    text = _PRIVATE_KEY.sub("[REDACTED PRIVATE KEY]", text)
+    """Mask private keys, passwords in URLs, ``password=...``-style assignments, well-known
+    token formats and the values of the server's own secret environment variables."""
+    text = _PRIVATE_KEY.sub(_mask_key, text)
+    text = _URL_CREDENTIALS.sub(_mask_url, text)
     text = _ASSIGNMENT.sub(_mask_assignment, text)
-    return _TOKENS.sub(REDACTED, text)
+    text = _TOKENS.sub(REDACTED, text)
+    for value in server_secret_values():
+        if value in text:
+            text = text.replace(value, REDACTED)
+    return text
 
 
 def redact_file(path: str, text: str) -> str:

@@ -7,8 +7,10 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
+from sessions_app.agent.safefs import Refused, read_bytes
 from sessions_app.agent.workspace import is_binary, workspace_files
 
+MAX_CONTEXT_FILE = 400_000
 KEY_FILES = (
     "README.md",
     "README.rst",
@@ -119,13 +121,11 @@ STOPWORDS = frozenset(
 
 
 def read_workspace_text(root: Path, rel: str) -> str | None:
-    """A workspace file's text, or None for links, directories, large or binary files."""
-    path = root / rel
+    """A workspace file's text through ``safefs`` (no link followed, no hard link, never
+    ``.git``), or None for links, directories, large or binary files."""
     try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > 400_000:
-            return None
-        data = path.read_bytes()
-    except OSError:
+        data = read_bytes(root, rel, MAX_CONTEXT_FILE)
+    except (Refused, OSError):
         return None
     if is_binary(data):
         return None

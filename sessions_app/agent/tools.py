@@ -3,36 +3,45 @@
 Each entry maps a tool name to its implementation, the permissions the implementation
 itself demands (checked in addition to the role's effective tools, so an admin edit of a
 tool's requirements can never make ``write_file`` runnable without ``write_files``), and
-how its arguments are limited (workspace paths, write globs, command patterns). Only
+how its arguments are limited (workspace paths, write globs, command rules). Only
 ``sessions_app.agent.executor`` calls these, after every check passed.
+
+Files are opened only through ``safefs`` (no link followed, no hard-linked file, never
+``.git``), searched through ``safegrep`` (bounded in time), and commands run only through
+the sandbox, with the workspace checked before and after for what they wrote.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sessions_app.agent.process import Limits
 from sessions_app.agent.redaction import redact_file, redact_text
-from sessions_app.agent.workspace import (
-    Refused,
-    check_argv,
-    is_binary,
-    resolve,
-    run_command,
-    workspace_files,
-)
+from sessions_app.agent.safefs import DEFAULT_SKIP_DIRS, WorkspaceFS, split_path
+from sessions_app.agent.safegrep import search
+from sessions_app.agent.sandbox import BASE_ENV, SYSTEM_DIRS, run_sandboxed, sandbox_required
+from sessions_app.agent.workspace import Refused, check_argv, is_binary
+from sessions_app.agent.writes import command_writes_settle, workspace_snapshot
 
 READ_CAP = 200_000
+EDIT_CAP = 4 << 20  # the text of a file a tool replaces or deletes, for its pending diff
 OUTPUT_CAP = 64_000
+GREP_FILE_CAP = 1 << 20
 DEFAULT_TEST_ARGV = ["python", "-m", "pytest", "-q"]
+MAX_LISTED_WRITES = 20
 
 
 @dataclass
 class ToolContext:
-    """What an implementation may touch: the workspace and the session's pending changes."""
+    """What an implementation may touch: the workspace and the session's pending changes.
+
+    ``may_write``, ``network`` and ``write_paths`` are the role's, set by the executor
+    for every call from the role as it is then.
+    """
 
     workspace: Path
     pending_diffs: dict[str, str]
@@ -40,16 +49,24 @@ class ToolContext:
     approve_changes: Callable[[str], int]
     request_changes: Callable[[str, list[Any]], None]
     command_timeout: float = 120.0
+    may_write: bool = False
+    network: bool = False
+    write_paths: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class ToolResult:
-    """What a tool returns to the model (already redacted) and records in the audit log."""
+    """What a tool returns to the model (already redacted) and records in the audit log.
+
+    ``write_denials`` lists what a command changed that the role may not change (already
+    undone): the executor audits them as a refusal.
+    """
 
     output: str
     target: str
     summary: str
     details: dict[str, Any] = field(default_factory=dict)
+    write_denials: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -58,102 +75,116 @@ class ToolImpl:
     run: Callable[[ToolContext, dict[str, Any]], ToolResult]
     permissions: frozenset[str]
     writes_path: bool = False  # the ``path`` argument is subject to the role's write globs
-    runs_command: bool = False  # the ``argv`` argument is subject to the role's command patterns
+    runs_command: bool = False  # the ``argv`` argument is subject to the role's command rules
+    directory_path: bool = False  # the ``path`` argument may name a directory (or the root)
 
 
-def _read_text(path: Path) -> str:
-    data = path.read_bytes()
-    if is_binary(data):
-        raise Refused(f"{path.name} is a binary file")
-    return data[:READ_CAP].decode("utf-8", "replace")
+def normalised_path(raw: object, *, directory: bool = False) -> str:
+    """The workspace-relative form of a model-given path, or ``Refused`` saying why."""
+    return "/".join(split_path(raw, directory=directory)) or "."
 
 
-def read_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    target = resolve(ctx.workspace, args.get("path"))
-    if not target.real.is_file():
-        raise Refused(f"{target.relative!r} is not a file")
-    text = _read_text(target.real)
-    return ToolResult(
-        redact_file(target.relative, text), target.relative, f"{len(text)} characters read"
+def _before_text(fs: WorkspaceFS, rel: str) -> str:
+    """A file's text for a pending diff (a placeholder for a binary or very large file)."""
+    info = fs.stat(rel)
+    if info.size > EDIT_CAP:
+        return f"[large file: {info.size} bytes]\n"
+    data = fs.read_bytes(rel, EDIT_CAP)
+    return (
+        f"[binary file: {len(data)} bytes]\n"
+        if is_binary(data)
+        else data.decode("utf-8", "replace")
     )
 
 
+def read_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    rel = normalised_path(args.get("path"))
+    with WorkspaceFS(ctx.workspace) as fs:
+        data = fs.read_bytes(rel, READ_CAP + 1, truncate=True)
+    if is_binary(data):
+        raise Refused(f"{rel!r} is a binary file")
+    text = data[:READ_CAP].decode("utf-8", "replace")
+    shown = redact_file(rel, text)
+    if len(data) > READ_CAP:
+        shown += f"\n[truncated at {READ_CAP} bytes]"
+    return ToolResult(shown, rel, f"{len(text)} characters read")
+
+
 def list_directory(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    target = resolve(ctx.workspace, args.get("path", "."))
-    if not target.real.is_dir():
-        raise Refused(f"{target.relative!r} is not a directory")
+    rel = normalised_path(args.get("path", "."), directory=True)
+    with WorkspaceFS(ctx.workspace) as fs:
+        entries = fs.list_dir(rel)
     lines = []
-    for entry in sorted(target.real.iterdir(), key=lambda p: (not p.is_dir(), p.name)):
-        if entry.name == ".git":
-            continue
-        if entry.is_symlink():
-            lines.append(f"{entry.name} -> (symlink)")
-        elif entry.is_dir():
-            lines.append(f"{entry.name}/")
+    for entry in entries:
+        name = entry.path.rsplit("/", 1)[-1]
+        if entry.kind == "dir":
+            lines.append(f"{name}/")
+        elif entry.kind == "symlink":
+            lines.append(f"{name} -> (symlink)")
+        elif entry.kind == "other":
+            lines.append(f"{name}  (special file)")
         else:
-            lines.append(f"{entry.name}  ({entry.stat().st_size} bytes)")
-    return ToolResult("\n".join(lines) or "(empty)", target.relative, f"{len(lines)} entries")
+            lines.append(f"{name}  ({entry.size} bytes)")
+    return ToolResult("\n".join(lines) or "(empty)", rel, f"{len(lines)} entries")
+
+
+class _ScopedFS(WorkspaceFS):
+    """A ``WorkspaceFS`` whose walk of a file path yields that file (grep on one file)."""
+
+    def walk(self, rel: str = ".", skip_dirs: frozenset[str] = DEFAULT_SKIP_DIRS) -> Iterator[str]:
+        if rel != "." and self.stat(rel).kind == "file":
+            yield normalised_path(rel)
+            return
+        yield from super().walk(rel, skip_dirs)
 
 
 def grep_search(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    try:
-        pattern = re.compile(str(args.get("pattern", "")))
-    except re.error as exc:
-        raise Refused(f"invalid regular expression: {exc}") from exc
-    base = resolve(ctx.workspace, args.get("path", "."))
+    rel = normalised_path(args.get("path", "."), directory=True)
     limit = int(args.get("max_results", 100))
-    prefix = "" if base.relative == "." else base.relative.rstrip("/") + "/"
-    hits: list[str] = []
-    for rel in workspace_files(ctx.workspace):
-        if prefix and not (rel == base.relative or rel.startswith(prefix)):
-            continue
-        full = ctx.workspace / rel
-        try:
-            data = full.read_bytes()[:READ_CAP]
-        except OSError:
-            continue
-        if is_binary(data):
-            continue
-        for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), start=1):
-            if pattern.search(line):
-                hits.append(f"{rel}:{number}: {redact_file(rel, line)[:300]}")
-                if len(hits) >= limit:
-                    break
-        if len(hits) >= limit:
-            break
-    return ToolResult("\n".join(hits) or "(no matches)", base.relative, f"{len(hits)} matches")
+    with _ScopedFS(ctx.workspace) as fs:
+        found = search(
+            fs, str(args.get("pattern", "")), rel=rel, max_matches=limit,
+            max_file_bytes=GREP_FILE_CAP,
+        )  # fmt: skip
+        # Lines are shown from the redacted whole file: a key block spans many lines.
+        redacted: dict[str, list[str]] = {}
+        hits = []
+        for match in found.matches:
+            if match.path not in redacted:
+                text = fs.read_text(match.path, GREP_FILE_CAP, truncate=True)
+                redacted[match.path] = redact_file(match.path, text).splitlines()
+            lines = redacted[match.path]
+            number = match.line_number
+            line = lines[number - 1] if 0 < number <= len(lines) else "[REDACTED]"
+            hits.append(f"{match.path}:{match.line_number}: {line[:300]}")
+    return ToolResult("\n".join(hits) or "(no matches)", rel, f"{len(hits)} matches")
 
 
 def analyze_diff(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    only = args.get("path")
+    only = normalised_path(args["path"]) if args.get("path") else ""
     diffs = {p: d for p, d in ctx.pending_diffs.items() if not only or p == only}
     text = "\n".join(redact_text(d) for _, d in sorted(diffs.items())) or "(no pending changes)"
     return ToolResult(text, only or "pending changes", f"{len(diffs)} changed files")
 
 
 def _write(ctx: ToolContext, args: dict[str, Any], *, create: bool) -> ToolResult:
-    target = resolve(ctx.workspace, args.get("path"), for_write=True)
+    rel = normalised_path(args.get("path"))
     content = args.get("content")
     if not isinstance(content, str):
         raise Refused("content must be a string")
-    exists = target.real.exists()
-    if create and exists:
-        raise Refused(f"{target.relative!r} already exists; use write_file to change it")
-    if not create and not exists:
-        raise Refused(f"{target.relative!r} does not exist; use create_file to add it")
-    if exists and not target.real.is_file():
-        raise Refused(f"{target.relative!r} is not a file")
-    before = _read_text(target.real) if exists else ""
-    target.real.parent.mkdir(parents=True, exist_ok=True)
-    target.real.write_text(content, encoding="utf-8")
-    ctx.record_change(target.relative, before if exists else None, content)
+    with WorkspaceFS(ctx.workspace) as fs:
+        exists = fs.exists(rel)
+        if create and exists:
+            raise Refused(f"{rel!r} already exists; use write_file to change it")
+        if not create and not exists:
+            raise Refused(f"{rel!r} does not exist; use create_file to add it")
+        before = _before_text(fs, rel) if exists else None
+        fs.write_text(rel, content)
+    ctx.record_change(rel, before, content)
     size = len(content.encode("utf-8"))
     verb = "written" if exists else "created"
     return ToolResult(
-        f"{target.relative}: {size} bytes {verb}",
-        target.relative,
-        f"Success ({size} bytes {verb})",
-        {"bytes": size},
+        f"{rel}: {size} bytes {verb}", rel, f"Success ({size} bytes {verb})", {"bytes": size}
     )
 
 
@@ -166,25 +197,88 @@ def create_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 
 def delete_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    target = resolve(ctx.workspace, args.get("path"), for_write=True)
-    if not target.real.is_file():
-        raise Refused(f"{target.relative!r} is not an existing file")
-    before = _read_text(target.real) if target.real.stat().st_size < READ_CAP else ""
-    target.real.unlink()
-    ctx.record_change(target.relative, before, None)
-    return ToolResult(f"{target.relative} deleted", target.relative, "Success (deleted)")
+    rel = normalised_path(args.get("path"))
+    with WorkspaceFS(ctx.workspace) as fs:
+        before = _before_text(fs, rel)  # refuses links, directories and hard-linked files
+        fs.delete(rel)
+    ctx.record_change(rel, before, None)
+    return ToolResult(f"{rel} deleted", rel, "Success (deleted)")
+
+
+def command_ro_paths() -> list[Path]:
+    """Host paths a command needs read-only: this Python (venv and base) for ``python -m``."""
+    paths = []
+    for prefix in {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}:
+        inside_system = any(prefix.is_relative_to(d) for d in SYSTEM_DIRS)
+        if len(prefix.parts) >= 3 and not inside_system:
+            paths.append(prefix)
+    return sorted(paths)
+
+
+def command_env() -> dict[str, str]:
+    """Variables a command gets on top of the sandbox's base environment."""
+    return {
+        "PATH": f"{Path(sys.prefix) / 'bin'}:{BASE_ENV['PATH']}",
+        "PYTHONUNBUFFERED": "1",
+        # pytest's cache is scratch: in the sandbox's private /tmp, not the workspace.
+        "PYTEST_ADDOPTS": "-o cache_dir=/tmp/.acode-pytest-cache",
+    }
 
 
 def _command(ctx: ToolContext, argv: list[str], timeout: float) -> ToolResult:
-    result = run_command(ctx.workspace, argv, timeout=timeout, output_cap=OUTPUT_CAP)
-    status = "timed out" if result.timed_out else f"exit {result.exit_code}"
-    output = f"$ {' '.join(argv)}\n{redact_text(result.output)}\n[{status}]"
-    return ToolResult(
-        output,
-        " ".join(argv)[:1000],
-        status,
-        {"exit_code": result.exit_code, "timed_out": result.timed_out},
-    )
+    # File content is kept only where the command could change it: a role without write
+    # permission gets the workspace mounted read-only (unless the sandbox is switched off).
+    before = workspace_snapshot(ctx.workspace, content=ctx.may_write or not sandbox_required())
+    try:
+        result = run_sandboxed(
+            argv, workspace=ctx.workspace, writable=ctx.may_write, network=ctx.network,
+            timeout=timeout, limits=Limits(max_output=OUTPUT_CAP), env=command_env(),
+            ro_paths=command_ro_paths(),
+        )  # fmt: skip
+    finally:
+        writes = command_writes_settle(
+            ctx.workspace, before, may_write=ctx.may_write, write_paths=ctx.write_paths
+        )
+    for change in writes.allowed:
+        ctx.record_change(change.path, change.before, change.after)
+    if result.killed_reason and not result.timed_out:
+        status = f"killed ({result.killed_reason})"
+    else:
+        status = "timed out" if result.timed_out else f"exit {result.exit_code}"
+    text = redact_text(result.output)
+    if result.truncated:
+        text += f"\n[output truncated at {OUTPUT_CAP} bytes a stream]"
+    notes = []
+    if writes.allowed:
+        notes.append("recorded as pending changes: " + _listing(c.path for c in writes.allowed))
+    if writes.denied:
+        notes.append(
+            "undone (your role may not change these): "
+            + _listing(f"{d['path']} ({d['change']}, {d['rule']})" for d in writes.denied)
+        )
+    if not result.sandboxed:
+        notes.append("ran WITHOUT the sandbox (ACODE_SANDBOX=off)")
+    output = f"$ {' '.join(argv)}\n{text}\n[{status}]" + "".join(f"\n[{n}]" for n in notes)
+    details = {
+        "exit_code": result.exit_code,
+        "timed_out": result.timed_out,
+        "killed_reason": result.killed_reason,
+        "truncated": result.truncated,
+        "sandboxed": result.sandboxed,
+        "writable": ctx.may_write,
+        "network": ctx.network,
+        "duration": round(result.duration, 3),
+        "recorded": [c.path for c in writes.allowed][:100],
+        "undone": len(writes.denied),
+    }
+    return ToolResult(output, " ".join(argv)[:1000], status, details, writes.denied)
+
+
+def _listing(items: Iterable[str]) -> str:
+    names = list(items)
+    shown = ", ".join(names[:MAX_LISTED_WRITES])
+    more = len(names) - MAX_LISTED_WRITES
+    return shown + (f" and {more} more" if more > 0 else "")
 
 
 def execute_command(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -219,8 +313,8 @@ TOOL_IMPLEMENTATIONS: dict[str, ToolImpl] = {
     impl.name: impl
     for impl in (
         ToolImpl("read_file", read_file, READ),
-        ToolImpl("list_directory", list_directory, READ),
-        ToolImpl("grep_search", grep_search, READ),
+        ToolImpl("list_directory", list_directory, READ, directory_path=True),
+        ToolImpl("grep_search", grep_search, READ, directory_path=True),
         ToolImpl("analyze_diff", analyze_diff, READ),
         ToolImpl(
             "write_file", write_file, frozenset({"read_files", "write_files"}), writes_path=True

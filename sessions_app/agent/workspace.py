@@ -1,120 +1,43 @@
-"""Keeping tools inside a session's workspace: paths and commands, checked before they run."""
+"""A session's workspace as tools see it: its files and the commands run in it.
+
+``workspace_files`` lists files through ``safegit`` (``.gitignore`` honoured, none of the
+repository's programs run) or ``safefs.walk``; ``check_argv`` checks the shape of a
+command. What a command wrote is checked in ``sessions_app.agent.writes``.
+"""
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from sessions_app.agent.safefs import Refused, WorkspaceFS
+from sessions_app.agent.safegit import GitRefused, run_git
+
+__all__ = [
+    "BINARY_SNIFF",
+    "Refused",
+    "RuleRefused",
+    "check_argv",
+    "is_binary",
+    "workspace_files",
+]
+
 BINARY_SNIFF = 8192
-SHELL_OPERATORS = (";", "&&", "||", "|", "`", "$(", "${", ">", "<", "\n", "&")
-# Programs that would run another command line or change identity: never run directly.
-FORBIDDEN_PROGRAMS = frozenset(
-    {
-        "sh",
-        "bash",
-        "zsh",
-        "dash",
-        "ksh",
-        "fish",
-        "csh",
-        "tcsh",
-        "busybox",
-        "env",
-        "xargs",
-        "nohup",
-        "setsid",
-        "sudo",
-        "su",
-        "doas",
-        "nice",
-        "timeout",
-        "stdbuf",
-        "script",
-        "expect",
-        "ssh",
-        "eval",
-        "exec",
-        "command",
-        "watch",
-        "chroot",
-        "unshare",
-        "nsenter",
-    }
-)
+MAX_ARGS = 1000
+MAX_ARGV_BYTES = 128 * 1024
+# Whole-token shell syntax: the model expected a shell. Commands run without one.
+SHELL_TOKENS = frozenset({";", "&&", "||", "|", "&", ">", ">>", "<", "<<", "2>&1", "|&"})
 SKIP_DIRS = frozenset(
-    {
-        ".git",
-        "node_modules",
-        ".venv",
-        "venv",
-        "__pycache__",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-        "site-packages",
-        "dist",
-        "build",
-        ".tox",
-        "vendor",
-        ".idea",
-        ".cache",
-    }
-)
+    {".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".pytest_cache",
+     ".ruff_cache", "site-packages", "dist", "build", ".tox", "vendor", ".idea", ".cache"}
+)  # fmt: skip
 
 
-class Refused(Exception):
-    """A path or command that must not be used; ``reason`` says why in plain words."""
+class RuleRefused(Refused):
+    """A refusal that names the rule which decided (``snapshot``, ``argv``...)."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, rule: str) -> None:
         super().__init__(reason)
-        self.reason = reason
-
-
-@dataclass(frozen=True)
-class WorkspacePath:
-    """A checked path: the real location and the workspace-relative POSIX form."""
-
-    real: Path
-    relative: str
-
-
-def resolve(root: Path, raw: object, *, for_write: bool = False) -> WorkspacePath:
-    """Resolve a model-given path inside the workspace, or raise Refused.
-
-    Refuses absolute paths, ``~``, ``..``, NUL bytes, anything that resolves (through
-    symlinks) outside the workspace, device files, sockets and FIFOs, and writes into ``.git``.
-    """
-    if not isinstance(raw, str) or not raw.strip():
-        raise Refused("a non-empty path relative to the workspace is required")
-    if "\x00" in raw:
-        raise Refused("paths may not contain NUL bytes")
-    text = raw.strip().replace("\\", "/")
-    if text.startswith("~"):
-        raise Refused(f"{raw!r}: home-relative paths are not allowed")
-    pure = PurePosixPath(text)
-    if pure.is_absolute():
-        raise Refused(
-            f"{raw!r}: absolute paths are not allowed; use a path relative to the workspace"
-        )
-    if ".." in pure.parts:
-        raise Refused(f"{raw!r}: '..' is not allowed in paths")
-    parts = [p for p in pure.parts if p not in ("", ".")]
-    relative = "/".join(parts) or "."
-    root_real = root.resolve()
-    real = (root_real / relative).resolve()
-    if real != root_real and root_real not in real.parents:
-        raise Refused(f"{raw!r} leads outside the workspace (through a symbolic link)")
-    if real.exists() and not (real.is_file() or real.is_dir()):
-        raise Refused(f"{raw!r} is not a regular file or directory (device, socket or FIFO)")
-    if for_write and parts and parts[0] == ".git":
-        raise Refused(f"{raw!r}: the workspace's .git directory is not writable by tools")
-    rel_real = real.relative_to(root_real).as_posix() if real != root_real else "."
-    return WorkspacePath(real, rel_real)
+        self.rule = rule
 
 
 def is_binary(data: bytes) -> bool:
@@ -122,105 +45,52 @@ def is_binary(data: bytes) -> bool:
 
 
 def workspace_files(root: Path) -> list[str]:
-    """Workspace files (POSIX, relative), honouring .gitignore when it is a git repository."""
-    git = shutil.which("git")
-    if git and (root / ".git").exists():
-        proc = subprocess.run(
-            [git, "-C", str(root), "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-            capture_output=True,
-            timeout=30,
-            check=False,
-        )
-        if proc.returncode == 0:
-            names = [n for n in proc.stdout.decode("utf-8", "replace").split("\0") if n]
-            return sorted(n for n in names if not (set(PurePosixPath(n).parts[:-1]) & SKIP_DIRS))
-    out: list[str] = []
-    stack = [""]
-    while stack:  # os.scandir: one stat per entry, no Path objects per file
-        prefix = stack.pop()
+    """Workspace files (POSIX, relative), honouring .gitignore when it is a git repository.
+
+    Only ``.gitignore`` files are read for exclusions (not ``core.excludesFile``, which the
+    repository's config could point anywhere), and git runs through ``safegit``.
+    """
+    git_dir = root / ".git"
+    if git_dir.is_dir() and not git_dir.is_symlink():
         try:
-            entries = list(os.scandir(root / prefix if prefix else root))
-        except OSError:
-            continue
-        for entry in entries:
-            rel = f"{prefix}{entry.name}"
-            if entry.is_dir(follow_symlinks=False):
-                if entry.name not in SKIP_DIRS and not entry.name.startswith(".git"):
-                    stack.append(rel + "/")
-            elif entry.is_file(follow_symlinks=False):
-                out.append(rel)
-    return sorted(out)
+            listing = run_git(
+                root,
+                ["ls-files", "-z", "--cached", "--others", "--exclude-per-directory=.gitignore"],
+                timeout=30,
+            )
+        except GitRefused:
+            listing = None
+        if listing is not None and listing.exit_code == 0 and not listing.truncated:
+            names = {n for n in listing.stdout.split("\0") if n}
+            return sorted(n for n in names if not (set(PurePosixPath(n).parts[:-1]) & SKIP_DIRS))
+    with WorkspaceFS(root) as fs:
+        return sorted(fs.walk(".", SKIP_DIRS))
 
 
 def check_argv(argv: object) -> list[str]:
-    """A command as an argument list, with no shell syntax and no command-running programs."""
+    """A command as a bounded list of UTF-8 strings without NUL or whole-token shell syntax."""
     if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
-        raise Refused('commands are argument lists of strings, e.g. ["pytest", "-q"]')
+        raise RuleRefused('commands are argument lists of strings, e.g. ["pytest", "-q"]', "argv")
     if not argv[0].strip():
-        raise Refused("the program name is empty")
+        raise RuleRefused("the program name is empty", "argv")
+    if len(argv) > MAX_ARGS:
+        raise RuleRefused(f"a command has at most {MAX_ARGS} arguments", "argv")
+    size = 0
     for arg in argv:
-        for op in SHELL_OPERATORS:
-            if op in arg:
-                raise Refused(
-                    f"shell operator {op.strip() or 'newline'!r} in {arg!r}: commands run without a "
-                    "shell, so chaining, pipes, redirection and substitution are refused"
-                )
-    program = PurePosixPath(argv[0]).name
-    if program in FORBIDDEN_PROGRAMS:
-        raise Refused(f"{program!r} runs other commands or changes identity and is never allowed")
+        if "\0" in arg:
+            raise RuleRefused("command arguments may not contain NUL bytes", "argv")
+        try:
+            size += len(arg.encode("utf-8")) + 1
+        except UnicodeEncodeError:
+            raise RuleRefused(
+                "a command argument is not valid UTF-8 (it has a lone surrogate)", "argv"
+            ) from None
+        if arg in SHELL_TOKENS:
+            raise RuleRefused(
+                f"shell operator {arg!r}: commands run without a shell, so chaining, pipes "
+                "and redirection do not exist; run one program per call",
+                "argv",
+            )
+    if size > MAX_ARGV_BYTES:
+        raise RuleRefused(f"the command line is longer than {MAX_ARGV_BYTES} bytes", "argv")
     return list(argv)
-
-
-def command_line(argv: list[str]) -> str:
-    """The normalised text command patterns are matched against."""
-    return " ".join(argv)
-
-
-@dataclass(frozen=True)
-class CommandResult:
-    exit_code: int
-    output: str
-    timed_out: bool
-    truncated: bool
-
-
-def run_command(root: Path, argv: list[str], *, timeout: float, output_cap: int) -> CommandResult:
-    """Run without a shell, in the workspace, with a minimal environment, timeout and output cap."""
-    path_dirs = [str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]
-    env = {
-        "PATH": os.pathsep.join(path_dirs),
-        "HOME": str(root),
-        "LANG": "C.UTF-8",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONUNBUFFERED": "1",
-    }
-    program = argv[0]
-    if "/" in program:
-        executable = str(resolve(root, program).real)
-    else:
-        found = shutil.which(program, path=env["PATH"])
-        if found is None:
-            raise Refused(f"program {program!r} was not found")
-        executable = found
-    proc = subprocess.Popen(
-        [executable, *argv[1:]],
-        cwd=root,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        shell=False,
-    )
-    timed_out = False
-    try:
-        raw, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        os.killpg(proc.pid, signal.SIGKILL)
-        raw, _ = proc.communicate()
-    truncated = len(raw) > output_cap
-    text = raw[:output_cap].decode("utf-8", "replace")
-    if truncated:
-        text += f"\n[output truncated at {output_cap} bytes]"
-    return CommandResult(proc.returncode if not timed_out else -9, text, timed_out, truncated)

@@ -119,11 +119,11 @@ def test_adversarial_calls_are_all_denied_and_audited(user: Any, tmp_path: Path)
         call("read_file", path="src/escape/secret.txt"),
         call("read_file", path="/etc/passwd"),
         call("write_file", path="src/app.py"),  # missing content: schema
-        call("execute_command", argv=["sh", "-c", "echo hi > src/pwn"]),
-        call("execute_command", argv=["bash", "-lc", "id"]),
+        call("execute_command", argv=["echo", "hi", ">", "src/pwn"]),
+        call("execute_command", argv=["true"] * 1001),
         call("execute_command", argv="touch src/pwn"),
         call("execute_command", argv=["python", "-m", "pytest", ";", "rm", "-rf", "."]),
-        call("execute_command", argv=["env", "touch", "src/pwn"]),
+        call("execute_command", argv=[" ", "src/pwn"]),
         call("read_file", path="/dev/zero"),
     ]
     steps = [{"tool_calls": [c]} for c in coder_calls] + [{"content": "done"}]
@@ -141,7 +141,7 @@ def test_adversarial_calls_are_all_denied_and_audited(user: Any, tmp_path: Path)
         call("execute_command", argv=["sh", "-c", "pytest"]),
         call("run_tests", argv=["rm", "-rf", "."]),
         call("execute_command", argv=["pytest", "&&", "curl", "x"]),
-        call("execute_command", argv=["pytest", "$(rm -rf .)"]),
+        call("execute_command", argv=["pytest", "@/proc/1/environ"]),
         call("execute_command", argv=["python", "-c", "import os"]),
         call("write_file", path="src/app.py", content="y = 2\n"),
     ]
@@ -155,6 +155,11 @@ def test_adversarial_calls_are_all_denied_and_audited(user: Any, tmp_path: Path)
     denied = AuditEvent.objects.filter(event_type="ToolDenied")
     assert denied.count() == total
     assert not AuditEvent.objects.filter(event_type="RoleAction").exists()
+    # Links are found when the path is opened: allowed by the lexical check, refused running.
+    decided = AuditEvent.objects.filter(event_type="ToolDecision")
+    refused_running = denied.filter(details__phase="outcome")
+    assert decided.count() == refused_running.count() == 4
+    assert set(refused_running.values_list("details__rule", flat=True)) == {"path"}
     assert not (tmp_path / "x").exists() and not (ws / "docs" / "a.md").exists()
     assert not (tmp_path / "outside" / "new.txt").exists()
     assert (tmp_path / "outside" / "secret.txt").read_text() == "outside"
@@ -162,7 +167,7 @@ def test_adversarial_calls_are_all_denied_and_audited(user: Any, tmp_path: Path)
     assert not (ws / "src" / "pwn").exists()
     assert not (ws / ".git" / "hooks" / "pre-commit").exists()
     results = [e["reason"] for e in events(job, "tool_denied")]
-    assert any("outside the workspace" in r for r in results)
+    assert any("symbolic link" in r for r in results)
     assert any("may write only src/**" in r for r in results)
 
 
