@@ -6,13 +6,14 @@ Everything here works on plain, immutable specs (built from the database by
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from roles.commands import CommandRule
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class RoleSpec:
     timeout_seconds: int
     parent: str | None
     write_paths: tuple[str, ...]
-    command_patterns: tuple[str, ...]
+    command_patterns: tuple[CommandRule, ...]  # see roles.commands
     answer_sets_plan: bool = False
 
     def content(self) -> dict[str, Any]:
@@ -202,13 +203,6 @@ def path_allowed(relative_path: str, write_paths: Sequence[str]) -> bool:
     if not write_paths:
         return True
     return any(_glob_regex(glob).fullmatch(relative_path) for glob in write_paths)
-
-
-def command_allowed(command_line: str, patterns: Sequence[str]) -> bool:
-    """True when the normalised command line matches a command glob. No patterns: any."""
-    if not patterns:
-        return True
-    return any(fnmatch.fnmatchcase(command_line, pattern) for pattern in patterns)
 
 
 _GLOB_CACHE: dict[str, re.Pattern[str]] = {}

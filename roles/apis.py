@@ -129,7 +129,12 @@ class RoleInput(serializers.Serializer):
     timeout_seconds = serializers.IntegerField(required=False, min_value=1)
     parent = serializers.CharField(required=False, allow_null=True)  # type: ignore[assignment]
     write_paths = serializers.ListField(child=serializers.CharField(), required=False)
-    command_patterns = serializers.ListField(child=serializers.CharField(), required=False)
+    command_patterns = serializers.ListField(
+        child=serializers.JSONField(),
+        required=False,
+        help_text="Command rules: structured objects (program, module, subcommands, options, "
+        "args) or legacy glob strings; see roles/commands.py.",
+    )
     answer_sets_plan = serializers.BooleanField(required=False)
 
 

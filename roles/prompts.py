@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from acode.errors import AcodeError
+from roles.commands import rule_label
 from roles.registry import RoleDef, RoleRegistry
 from roles.registry import registry as default_registry
 from roles.validation import check_prompt_text
@@ -51,7 +52,8 @@ def constraints_block(role: RoleDef) -> str:
     if spec.write_paths:
         lines.append("You may write only paths matching: " + ", ".join(spec.write_paths))
     if spec.command_patterns:
-        lines.append("You may run only commands matching: " + ", ".join(spec.command_patterns))
+        allowed = [rule_label(i, r).split(": ", 1)[1] for i, r in enumerate(spec.command_patterns)]
+        lines.append("You may run only these commands: " + "; ".join(allowed))
     return "\n".join(lines)
 
 

@@ -75,7 +75,7 @@ class RoleOutput(serializers.Serializer):
 class RoleDetailOutput(RoleOutput):
     allowed_tools = serializers.ListField(child=serializers.CharField())
     write_paths = serializers.ListField(child=serializers.CharField())
-    command_patterns = serializers.ListField(child=serializers.CharField())
+    command_patterns = serializers.ListField(child=serializers.JSONField())
     preferred_model = serializers.CharField()
     fallback_model = serializers.CharField()
     queue = serializers.CharField()

@@ -18,6 +18,7 @@ from django.db.models import ForeignObjectRel, Q
 
 from acode.errors import AcodeError
 from roles.access import RoleCycleError, RoleSpec, glob_problem, parent_chain
+from roles.commands import command_rule_problems
 from roles.models import DEFAULT_ROLE_SLUG, ContextStrategy, Precondition, Role, TransitionRule
 
 # -- dangerous prompt text ------------------------------------------------------------
@@ -105,7 +106,6 @@ ROLE_LISTS = (
     "capabilities",
     "constraints",
     "write_paths",
-    "command_patterns",
 )
 # Words the API routes under /api/roles/ claim; a role with such a slug could not be reached.
 RESERVED_SLUGS = ("export", "import")
@@ -137,9 +137,14 @@ def role_field_problems(data: Mapping[str, Any]) -> list[str]:
         problem = glob_problem(str(glob))
         if problem:
             problems.append(f"role {slug}: write_paths {problem}")
-    for pattern in data.get("command_patterns") or []:
-        if not str(pattern).strip():
-            problems.append(f"role {slug}: command_patterns has an empty pattern")
+    rules = data.get("command_patterns") or []
+    if not isinstance(rules, list):
+        problems.append(f"role {slug}: command_patterns must be a list of rules")
+        rules = []
+    for index, rule in enumerate(rules):
+        problems += [
+            f"role {slug}: command_patterns[{index}]: {p}" for p in command_rule_problems(rule)
+        ]
     for budget in ("max_llm_calls", "max_tokens", "timeout_seconds"):
         value = data.get(budget)
         if value is not None and (not isinstance(value, int) or value < 1):
@@ -191,6 +196,8 @@ def role_spec(item: Mapping[str, Any]) -> RoleSpec:
     parent = item.get("parent")
     fields: dict[str, Any] = {k: kind() for k, kind in ROLE_SCALARS.items()}
     fields.update({k: tuple(_strings(item.get(k))) for k in ROLE_LISTS})
+    rules = item.get("command_patterns")
+    fields["command_patterns"] = tuple(rules) if isinstance(rules, list) else ()
     name = item.get("name")
     fields.update(
         slug=str(item.get("slug", "")),

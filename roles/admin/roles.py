@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import forms
@@ -42,6 +43,29 @@ class LinesField(forms.CharField):
         return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+class CommandRulesField(LinesField):
+    """Command rules, one per line: a JSON object (a structured rule) or a legacy glob."""
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return "\n".join(
+                json.dumps(v, sort_keys=True) if isinstance(v, dict) else str(v) for v in value
+            )
+        return value
+
+    def to_python(self, value: Any) -> list[Any]:  # type: ignore[override]
+        rules: list[Any] = []
+        for line in super().to_python(value):
+            if not isinstance(line, str) or not line.startswith("{"):
+                rules.append(line)
+                continue
+            try:
+                rules.append(json.loads(line))
+            except ValueError as exc:
+                raise forms.ValidationError(f"not a JSON object: {line[:80]} ({exc})") from exc
+        return rules
+
+
 class RoleAdminForm(forms.ModelForm):
     actor = "admin"  # replaced per request by RoleAdmin.get_form
     capabilities = LinesField(required=False, help_text="One per line, in order.")
@@ -52,8 +76,12 @@ class RoleAdminForm(forms.ModelForm):
         required=False,
         help_text="Globs relative to the workspace, one per line (e.g. docs/**). Empty: anywhere.",
     )
-    command_patterns = LinesField(
-        required=False, help_text="Command globs, one per line (e.g. pytest *). Empty: any command."
+    command_patterns = CommandRulesField(
+        required=False,
+        help_text='Command rules, one per line: a JSON object such as {"program": "python", '
+        '"module": "pytest", "options": {"-q": null, "-k": "text"}, "args": "paths"}, or a '
+        "legacy glob (pytest *). Anything no rule lists is refused. Empty: any command "
+        "(still sandboxed).",
     )
 
     class Meta:

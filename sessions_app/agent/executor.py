@@ -30,7 +30,7 @@ from jsonschema.exceptions import SchemaError
 
 from roles.access import ToolSpec, path_allowed
 from roles.registry import RoleDef, registry
-from sessions_app.agent.commands import command_rule_check
+from roles.commands import command_rule_check
 from sessions_app.agent.redaction import redact_text
 from sessions_app.agent.safegrep import PatternTimeout
 from sessions_app.agent.sandbox import SandboxUnavailable, sandbox_available, sandbox_required
@@ -52,9 +52,7 @@ DENIED = "ACODE-ROL-003"
 BAD_ARGUMENTS = "ACODE-TOL-001"
 TOOL_FAILED = "ACODE-TOL-002"
 SANDBOX_UNAVAILABLE = "ACODE-TOL-003"
-# The audit event of an allowed call, written before it runs (AuditEventType.TOOL_DECISION
-# once the enum lists it; audit_record takes the string meanwhile).
-TOOL_DECISION = "ToolDecision"
+TOOL_DECISION = AuditEventType.TOOL_DECISION
 WRITE_PERMISSION = "write_files"
 NETWORK_PERMISSION = "network"
 MAX_AUDITED_WRITES = 100

@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from roles.commands import rule_label
 from roles.registry import RoleDef, registry
 from sessions_app.dashboard.formatting import RoleBadge, badge_of, role_badge
 
@@ -93,7 +94,9 @@ def role_card(role: RoleDef) -> RoleCard:
         permissions=tuple(sorted(role.access.permissions)),
         tools=role.access.tools,
         write_paths=spec.write_paths,
-        command_patterns=spec.command_patterns,
+        command_patterns=tuple(
+            rule_label(i, rule).split(": ", 1)[1] for i, rule in enumerate(spec.command_patterns)
+        ),
         version=role.version,
         content_hash=role.content_hash,
     )

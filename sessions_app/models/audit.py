@@ -15,6 +15,7 @@ class AuditEventType(models.TextChoices):
     SESSION_UPDATED = "SessionUpdated", "Session details changed"
     ROLE_TRANSITION = "RoleTransition", "Role changed"
     TRANSITION_DENIED = "TransitionDenied", "Role change refused"
+    TOOL_DECISION = "ToolDecision", "Tool call allowed, recorded before it runs"
     ROLE_ACTION = "RoleAction", "Tool call executed in a role"
     TOOL_DENIED = "ToolDenied", "Tool call refused in a role"
     PLAN_UPDATED = "PlanUpdated", "Plan set or a step's status changed"

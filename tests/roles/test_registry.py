@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
@@ -38,7 +39,9 @@ def test_seeded_roles_are_listed_with_spec_tools() -> None:
     assert len(registry.access("Default").tools) == 10
     tester = registry.get("tester")
     assert "write_file" not in tester.access.tools
-    assert "pytest *" in tester.spec.command_patterns
+    assert {"program": "python", "module": "pytest"}.items() <= tester.spec.command_patterns[
+        1
+    ].items()
 
 
 @pytest.mark.django_db
@@ -184,7 +187,10 @@ def _role_form_data(role: Role) -> dict[str, object]:
         "permissions": [str(p.pk) for p in role.permissions.all()] if role.pk else [],
         "allowed_tools": [str(t.pk) for t in role.allowed_tools.all()] if role.pk else [],
         "write_paths": "\n".join(role.write_paths),
-        "command_patterns": "\n".join(role.command_patterns),
+        "command_patterns": "\n".join(
+            json.dumps(r, sort_keys=True) if isinstance(r, dict) else r
+            for r in role.command_patterns
+        ),
         "capabilities": "\n".join(role.capabilities),
         "constraints": "\n".join(role.constraints),
         "prompt_key": role.prompt_key,

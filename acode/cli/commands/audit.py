@@ -50,6 +50,7 @@ TITLES: dict[str, tuple[str, str]] = {
     "TransitionDenied": ("Refused Role Transitions", "refused transition"),
     "RoleAction": ("Role Actions", "action"),
     "ToolDenied": ("Refused Tool Calls", "refused tool call"),
+    "ToolDecision": ("Allowed Tool Calls", "allowed tool call"),
 }
 _AGE = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
 _AGE_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}

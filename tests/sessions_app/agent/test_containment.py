@@ -184,7 +184,12 @@ def coder(user: Any, area: Area, **data: Any) -> Caller:
     return Caller(session_in("coder", user, workspace=area.ws), user, area)
 
 
-def as_tester(user: Any, area: Area) -> Caller:
+def as_tester(user: Any, area: Area, *, loose: bool = True) -> Caller:
+    """The Tester; ``loose`` swaps its structured rules for permissive globs, so the attacks
+    reach the sandbox (the layer under test) instead of being refused by the rules."""
+    if loose:
+        globs = ["pytest", "pytest *", "python -m pytest", "python -m pytest *", "make test"]
+        role_write(data={"command_patterns": globs}, create=False, slug="tester", actor="test")
     return Caller(session_in("tester", user, workspace=area.ws), user, area)
 
 
@@ -293,6 +298,22 @@ def test_option_injection_in_allowed_test_commands(user: Any, area: Area) -> Non
         refused = call("execute_command", argv=argv)
         assert refused.status == "denied" and "@file arguments are refused" in refused.reason
         assert call.rows[0].details["rule"] == "argument_file"
+
+
+def test_the_seeded_tester_rules_refuse_option_injection_up_front(user: Any, area: Area) -> None:
+    call = as_tester(user, area, loose=False)
+    for argv in (
+        ["pytest", f"--junitxml={area.sentinel}/keep.txt"],
+        ["pytest", f"--basetemp={area.sentinel}"],
+        ["python", "-m", "pytest", "-p", "evilplugin"],
+        ["pytest", "--rootdir=/"],
+        ["python", "-c", "print(1)"],
+        ["pytest", "tests/../../sentinel"],
+    ):
+        refused = call("execute_command", argv=argv)
+        assert refused.status == "denied", argv
+        assert call.rows[0].details["rule"].startswith("command_rules"), call.rows[0].details
+    assert call("execute_command", argv=["python", "-m", "pytest", "-q", "-k", "x"]).status == "ok"
 
 
 @needs_sandbox

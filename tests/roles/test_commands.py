@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sessions_app.agent.commands import command_rule_check, command_rule_problems, rule_label
+from roles.commands import command_rule_check, command_rule_problems, rule_label
 
 PYTEST_RULE: dict[str, Any] = {
     "program": "python",
