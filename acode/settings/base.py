@@ -31,12 +31,15 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and ReDoc from static/, so the docs work offline
     "channels",
     "roles",
     "sessions_app",
 ]
 
 MIDDLEWARE = [
+    # First, so every answer under /api/ (Django's own 404/500 too) leaves as a JSON error.
+    "acode.middleware.ApiRequestMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -81,6 +84,10 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Request bodies above this are refused before they are read: 413 ACODE-API-413 under /api/.
+ACODE_MAX_BODY_BYTES = env_int("ACODE_MAX_BODY_BYTES", 2 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = ACODE_MAX_BODY_BYTES
+
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 
@@ -91,6 +98,9 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # JSON in, JSON out: errors are always JSON, bodies are checked by one parser.
+    "DEFAULT_PARSER_CLASSES": ["acode.inputs.StrictJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "acode.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     # ?format= is ours (audit export as jsonl or csv), not DRF's renderer override.
@@ -107,7 +117,15 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "SessionStatusEnum": "sessions_app.models.SessionStatus",
         "StepStatusEnum": "sessions_app.models.StepStatus",
+        "JobStatusEnum": "sessions_app.models.JobStatus",
     },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "acode.errors.document_common_errors",
+    ],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 LOGGING = {
@@ -121,6 +139,8 @@ LOGGING = {
 
 # acode's own knobs.
 ACODE_WORKSPACES_ROOT = Path(env_str("ACODE_WORKSPACES_ROOT", str(VAR_DIR / "workspaces")))
+# Existing directories users with attach_workspace may start sessions on (none by default).
+ACODE_ATTACH_ROOTS = env_list("ACODE_ATTACH_ROOTS", [])
 ACODE_PROMPT_PACK = env_str("ACODE_PROMPT_PACK", "acode-standard")
 ACODE_SERVE_STATIC = env_bool("ACODE_SERVE_STATIC", True)
 # Threads per web process that run Django's (synchronous) request handling; see acode/asgi.py.

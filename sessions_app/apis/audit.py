@@ -11,20 +11,22 @@ from typing import Any
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.exceptions import PermissionDenied
-from rest_framework.pagination import CursorPagination
+from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.pagination import Cursor, CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from acode.errors import AcodeError
+from acode.errors import AcodeError, error_responses
 from sessions_app.apis.common import request_user
 from sessions_app.apis.serializers import (
     AuditEventOutput,
     AuditFilterInput,
+    AuditPageOutput,
     ChainReportOutput,
 )
 from sessions_app.filters import AuditFilter
+from sessions_app.models import AuditEventType
 from sessions_app.permissions import audit_visible_to, can_verify_audit
 from sessions_app.services.audit import audit_verify
 
@@ -35,15 +37,31 @@ class AuditCursor(CursorPagination):
     page_size_query_param = "page_size"
     max_page_size = 1000
 
+    def decode_cursor(self, request: Request) -> Cursor | None:
+        """The cursor; 400 when it is not one this API made (DRF answers 404, or 500 for a
+        position that is not an id)."""
+        try:
+            cursor = super().decode_cursor(request)
+            valid = cursor is None or str(cursor.position or "0").isdigit()
+        except NotFound:
+            cursor, valid = None, False
+        if not valid:
+            raise AcodeError(
+                "ACODE-API-400",
+                "The cursor is not one this API returned; follow the next and previous links.",
+                {"cursor": request.query_params.get(self.cursor_query_param, "")},
+            )
+        return cursor
+
 
 AUDIT_FILTERS = [
-    OpenApiParameter("event_type", str),
+    OpenApiParameter("event_type", str, enum=AuditEventType.values),
     OpenApiParameter("session", OpenApiTypes.UUID),
     OpenApiParameter("role", str),
     OpenApiParameter("actor", str),
     OpenApiParameter("since", OpenApiTypes.DATETIME),
     OpenApiParameter("until", OpenApiTypes.DATETIME),
-    OpenApiParameter("last", int, description="Only the newest N events"),
+    OpenApiParameter("last", int, description="Only the newest N events (1 to 10,000)"),
 ]
 
 
@@ -51,7 +69,11 @@ def _audit_queryset(request: Request) -> Any:
     """Visible audit rows matching the filters (one ``AuditFilter`` with the audit page)."""
     params = AuditFilterInput(data=request.query_params)
     params.is_valid(raise_exception=True)
-    qs = AuditFilter(request.query_params, queryset=audit_visible_to(request_user(request))).qs
+    query = request.query_params.copy()
+    for moment in ("since", "until"):
+        if moment in params.validated_data:
+            query[moment] = params.validated_data[moment].isoformat()  # in UTC
+    qs = AuditFilter(query, queryset=audit_visible_to(request_user(request))).qs
     if "last" in params.validated_data:
         newest = list(
             qs.order_by("-id").values_list("id", flat=True)[: params.validated_data["last"]]
@@ -62,7 +84,13 @@ def _audit_queryset(request: Request) -> Any:
 
 class AuditListApi(APIView):
     @extend_schema(
-        parameters=AUDIT_FILTERS, responses=AuditEventOutput(many=True), operation_id="audit_list"
+        parameters=[
+            *AUDIT_FILTERS,
+            OpenApiParameter("cursor", str, description="From a page's next or previous link"),
+            OpenApiParameter("page_size", int, description="Events per page (default 100)"),
+        ],
+        responses={200: AuditPageOutput, **error_responses("ACODE-API-400")},
+        operation_id="audit_list",
     )
     def get(self, request: Request) -> Response:
         paginator = AuditCursor()
@@ -79,6 +107,7 @@ class AuditExportApi(APIView):
         responses={
             (200, "application/x-ndjson"): OpenApiTypes.STR,
             (200, "text/csv"): OpenApiTypes.STR,
+            **error_responses("ACODE-API-400"),
         },
         operation_id="audit_export",
     )
@@ -118,7 +147,7 @@ def _csv_lines(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
 
 class AuditVerifyApi(APIView):
     @extend_schema(
-        responses=ChainReportOutput,
+        responses={200: ChainReportOutput, **error_responses("ACODE-API-403")},
         operation_id="audit_verify",
         description="Recompute the audit hash chain and name the first bad row.",
     )

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any, cast
 
 from django.contrib.auth.models import User
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
 
+from acode.errors import error_responses
 from sessions_app.models import AgentSession, Job
 from sessions_app.permissions import jobs_visible_to, session_can_act, session_can_view
 
@@ -17,22 +18,24 @@ IDEMPOTENCY = OpenApiParameter(
     str,
     OpenApiParameter.HEADER,
     required=False,
-    description="Retries with the same key return the first result and write nothing new.",
+    description="Retries with the same key return the first result and write nothing new "
+    "(at most 200 characters).",
 )
 REQUEST_ID = OpenApiParameter(
     "X-Request-ID",
     str,
     OpenApiParameter.HEADER,
     required=False,
-    description="Recorded on the transition for tracing.",
+    description="Recorded on the transition for tracing (at most 200 characters; without "
+    "it the server makes one up). Every response carries the id back in this header.",
 )
-ERRORS = {
-    400: OpenApiResponse(description="ACODE-API-400, ACODE-ROL-001, ACODE-ROL-007 ..."),
-    401: OpenApiResponse(description="ACODE-API-401"),
-    403: OpenApiResponse(description="ACODE-API-403"),
-    404: OpenApiResponse(description="ACODE-API-404"),
-    409: OpenApiResponse(description="ACODE-ROL-002, ACODE-ROL-006"),
-}
+
+# The codes views raise, by what they do; the schema also lists what any request may get
+# (acode.errors.document_common_errors).
+NOT_VISIBLE_CODES = ("ACODE-API-404",)  # the session or job is not visible to the caller
+ACT_CODES = ("ACODE-API-403", "ACODE-API-404")  # visible but read-only, or not visible
+INVALID_CODES = ("ACODE-API-400", "ACODE-INP-001", "ACODE-INP-002", "ACODE-INP-003")
+ERRORS = error_responses(*ACT_CODES, *INVALID_CODES)
 
 
 def request_user(request: Request) -> User:

@@ -8,12 +8,22 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from acode.errors import error_responses
 from acode.idempotency import idempotent
-from sessions_app.apis.common import ERRORS, IDEMPOTENCY, job_for, request_user, session_for
+from sessions_app.apis.common import (
+    ACT_CODES,
+    IDEMPOTENCY,
+    INVALID_CODES,
+    NOT_VISIBLE_CODES,
+    job_for,
+    request_user,
+    session_for,
+)
 from sessions_app.apis.serializers import (
     JobCreateInput,
     JobDetailOutput,
     JobEventOutput,
+    JobEventsQuery,
     JobOutput,
 )
 from sessions_app.services.jobs import job_cancel, job_create
@@ -21,7 +31,7 @@ from sessions_app.services.jobs import job_cancel, job_create
 
 class SessionJobsApi(APIView):
     @extend_schema(
-        responses=JobOutput(many=True),
+        responses={200: JobOutput(many=True), **error_responses(*NOT_VISIBLE_CODES)},
         parameters=[
             OpenApiParameter(
                 "status", str, description="Comma-separated statuses, e.g. queued,running"
@@ -39,7 +49,7 @@ class SessionJobsApi(APIView):
 
     @extend_schema(
         request=JobCreateInput,
-        responses={201: JobOutput, **ERRORS},
+        responses={201: JobOutput, **error_responses(*ACT_CODES, *INVALID_CODES)},
         parameters=[IDEMPOTENCY],
         operation_id="sessions_jobs_create",
         description="Queue an inference job in the session's current role; a worker on the role's queue runs it.",
@@ -59,7 +69,10 @@ class SessionJobsApi(APIView):
 
 
 class JobDetailApi(APIView):
-    @extend_schema(responses=JobDetailOutput, operation_id="jobs_retrieve")
+    @extend_schema(
+        responses={200: JobDetailOutput, **error_responses(*NOT_VISIBLE_CODES)},
+        operation_id="jobs_retrieve",
+    )
     def get(self, request: Request, pk: str) -> Response:
         job = job_for(request, pk)
         data = JobOutput(job).data
@@ -69,20 +82,31 @@ class JobDetailApi(APIView):
 
 class JobEventsApi(APIView):
     @extend_schema(
-        parameters=[OpenApiParameter("after", int, description="Only events with a higher seq")],
-        responses=JobEventOutput(many=True),
+        parameters=[
+            OpenApiParameter("after", int, description="Only events with a higher seq (>= 0)")
+        ],
+        responses={
+            200: JobEventOutput(many=True),
+            **error_responses("ACODE-API-400", *NOT_VISIBLE_CODES),
+        },
         operation_id="jobs_events",
     )
     def get(self, request: Request, pk: str) -> Response:
         job = job_for(request, pk)
-        after = int(request.query_params.get("after", 0) or 0)
+        query = JobEventsQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        after = query.validated_data["after"]
         return Response(
             JobEventOutput(job.events.filter(seq__gt=after).order_by("seq"), many=True).data
         )
 
 
 class JobCancelApi(APIView):
-    @extend_schema(request=None, responses={200: JobOutput, **ERRORS}, operation_id="jobs_cancel")
+    @extend_schema(
+        request=None,
+        responses={200: JobOutput, **error_responses(*ACT_CODES, "ACODE-JOB-006")},
+        operation_id="jobs_cancel",
+    )
     def post(self, request: Request, pk: str) -> Response:
         job = job_for(request, pk, act=True)
         return Response(JobOutput(job_cancel(job=job, user=request_user(request))).data)

@@ -8,8 +8,16 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from acode.errors import AcodeError, error_responses
 from acode.idempotency import idempotent
-from sessions_app.apis.common import ERRORS, IDEMPOTENCY, request_user, session_for
+from sessions_app.apis.common import (
+    ACT_CODES,
+    IDEMPOTENCY,
+    INVALID_CODES,
+    NOT_VISIBLE_CODES,
+    request_user,
+    session_for,
+)
 from sessions_app.apis.serializers import (
     ApproveInput,
     ApproveOutput,
@@ -24,19 +32,23 @@ from sessions_app.services.plans import plan_set, plan_step_update
 
 
 class SessionPlanApi(APIView):
-    @extend_schema(responses=PlanStepOutput(many=True), operation_id="sessions_plan_retrieve")
+    @extend_schema(
+        responses={200: PlanStepOutput(many=True), **error_responses(*NOT_VISIBLE_CODES)},
+        operation_id="sessions_plan_retrieve",
+    )
     def get(self, request: Request, pk: str) -> Response:
         return Response(session_for(request, pk).plan)
 
     @extend_schema(
         request=PlanInput,
-        responses={200: PlanStepOutput(many=True), **ERRORS},
+        responses={200: PlanStepOutput(many=True), **error_responses(*ACT_CODES, "ACODE-SES-004")},
         operation_id="sessions_plan_set",
     )
     def put(self, request: Request, pk: str) -> Response:
         session = session_for(request, pk, act=True)
         data = PlanInput(data=request.data)
-        data.is_valid(raise_exception=True)
+        if not data.is_valid():  # every problem with a plan is ACODE-SES-004
+            raise AcodeError("ACODE-SES-004", "The plan is invalid.", {"fields": data.errors})
         session = plan_set(
             session=session, steps=data.validated_data["steps"], user=request_user(request)
         )
@@ -46,7 +58,10 @@ class SessionPlanApi(APIView):
 class SessionPlanStepApi(APIView):
     @extend_schema(
         request=StepStatusInput,
-        responses={200: PlanStepOutput(many=True), **ERRORS},
+        responses={
+            200: PlanStepOutput(many=True),
+            **error_responses(*ACT_CODES, *INVALID_CODES, "ACODE-SES-004"),
+        },
         operation_id="sessions_plan_step_update",
     )
     def patch(self, request: Request, pk: str, number: int) -> Response:
@@ -63,7 +78,10 @@ class SessionPlanStepApi(APIView):
 
 
 class SessionChangesApi(APIView):
-    @extend_schema(responses=PendingChangeOutput(many=True), operation_id="sessions_changes_list")
+    @extend_schema(
+        responses={200: PendingChangeOutput(many=True), **error_responses(*NOT_VISIBLE_CODES)},
+        operation_id="sessions_changes_list",
+    )
     def get(self, request: Request, pk: str) -> Response:
         session = session_for(request, pk)
         return Response(
@@ -72,7 +90,7 @@ class SessionChangesApi(APIView):
 
     @extend_schema(
         request=PendingChangeInput,
-        responses={201: PendingChangeOutput, **ERRORS},
+        responses={201: PendingChangeOutput, **error_responses(*ACT_CODES, *INVALID_CODES)},
         parameters=[IDEMPOTENCY],
         operation_id="sessions_changes_record",
     )
@@ -93,7 +111,10 @@ class SessionChangesApi(APIView):
 class SessionChangesApproveApi(APIView):
     @extend_schema(
         request=ApproveInput,
-        responses={200: ApproveOutput, **ERRORS},
+        responses={
+            200: ApproveOutput,
+            **error_responses(*ACT_CODES, *INVALID_CODES, "ACODE-ROL-003"),
+        },
         parameters=[IDEMPOTENCY],
         operation_id="sessions_changes_approve",
     )

@@ -1,13 +1,19 @@
-"""Input and output shapes of the sessions API."""
+"""Input and output shapes of the sessions API.
+
+Every text input is a ``Text`` field with a length limit (the README's REST API section
+lists them); DRF's CharField already refuses NUL characters and surrogates.
+"""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from acode.inputs import Text
 from roles.models import RoleVersion
 from roles.registry import registry
 from sessions_app.models import (
@@ -17,11 +23,22 @@ from sessions_app.models import (
     ChangeKind,
     Job,
     PendingChange,
+    Repository,
     RiskTier,
     RoleTransition,
     SessionStatus,
     StepStatus,
 )
+from sessions_app.services import plans
+
+# Text limits of the API (plans: sessions_app.services.plans).
+TITLE_MAX_CHARS = 200
+TASK_MAX_CHARS = 20_000
+REASON_MAX_CHARS = 2_000
+ROLE_NAME_MAX_CHARS = 100
+PATH_MAX_CHARS = 1_000
+DIFF_MAX_CHARS = 1_000_000
+SUMMARY_MAX_CHARS = 5_000
 
 
 class RoleRefOutput(serializers.Serializer):
@@ -73,6 +90,9 @@ class SessionOutput(serializers.ModelSerializer):
     owner = serializers.CharField(source="owner.username")
     plan = PlanStepOutput(many=True)
     plan_progress = serializers.SerializerMethodField()
+    repository: serializers.SlugRelatedField[Repository] = serializers.SlugRelatedField(
+        slug_field="name", read_only=True, allow_null=True
+    )
 
     class Meta:
         model = AgentSession
@@ -83,6 +103,8 @@ class SessionOutput(serializers.ModelSerializer):
             "owner",
             "workspace",
             "workspace_managed",
+            "repository",
+            "branch",
             "current_role",
             "role_version",
             "role_since",
@@ -99,7 +121,7 @@ class SessionOutput(serializers.ModelSerializer):
     def get_current_role(self, obj: AgentSession) -> dict[str, str]:
         return role_ref(obj.current_role_id)
 
-    @extend_schema_field(OpenApiTypes.INT)
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
     def get_role_version(self, obj: AgentSession) -> int | None:
         return version_number(obj, obj.current_role_id, obj.role_version_id)
 
@@ -118,6 +140,8 @@ class SessionOutput(serializers.ModelSerializer):
             "owner": instance.owner.username,
             "workspace": instance.workspace,
             "workspace_managed": instance.workspace_managed,
+            "repository": instance.repository.name if instance.repository is not None else None,
+            "branch": instance.branch,
             "current_role": self.get_current_role(instance),
             "role_version": self.get_role_version(instance),
             "role_since": _iso(instance.role_since),
@@ -132,26 +156,55 @@ class SessionOutput(serializers.ModelSerializer):
 
 
 class SessionCreateInput(serializers.Serializer):
-    title = serializers.CharField(max_length=200)
-    task = serializers.CharField(required=False, allow_blank=True, default="")
+    title = Text(max_length=TITLE_MAX_CHARS)
+    task = Text(max_length=TASK_MAX_CHARS, required=False, allow_blank=True, default="")
+    repository = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        default=None,
+        max_length=100,
+        help_text="A registered repository to clone (GET /api/repositories/); empty: an "
+        "empty git repository.",
+    )
     workspace = serializers.CharField(
-        required=False, allow_blank=True, allow_null=True, default=None
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        default=None,
+        max_length=1000,
+        help_text="Attach an existing server directory instead (needs attach_workspace).",
     )
     risk_tier = serializers.ChoiceField(choices=RiskTier.choices, default=RiskTier.LOW)
 
 
+class SessionPageOutput(serializers.Serializer):
+    count = serializers.IntegerField()
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+    results = SessionOutput(many=True)
+
+
+class RepositoryOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Repository
+        fields = ["name", "description", "default_branch"]
+
+
 class SessionUpdateInput(serializers.Serializer):
-    title = serializers.CharField(max_length=200, required=False)
-    task = serializers.CharField(required=False, allow_blank=True)
+    title = Text(max_length=TITLE_MAX_CHARS, required=False)
+    task = Text(max_length=TASK_MAX_CHARS, required=False, allow_blank=True)
     risk_tier = serializers.ChoiceField(choices=RiskTier.choices, required=False)
     status = serializers.ChoiceField(choices=SessionStatus.choices, required=False)
 
 
 class TransitionInput(serializers.Serializer):
-    to_role = serializers.CharField(max_length=100)
-    reason = serializers.CharField(allow_blank=True, trim_whitespace=False)
-    expected_role = serializers.CharField(
-        max_length=100,
+    to_role = Text(max_length=ROLE_NAME_MAX_CHARS)
+    # Blank is the service's refusal to make (ACODE-ROL-007); trimming makes a reason of
+    # zero-width spaces blank.
+    reason = Text(max_length=REASON_MAX_CHARS, allow_blank=True)
+    expected_role = Text(
+        max_length=ROLE_NAME_MAX_CHARS,
         required=False,
         allow_blank=True,
         allow_null=True,
@@ -166,7 +219,7 @@ class TransitionOutput(serializers.ModelSerializer):
     to_role = serializers.SerializerMethodField()
     role_version = serializers.SerializerMethodField()
 
-    @extend_schema_field(OpenApiTypes.STR)
+    @extend_schema_field(serializers.CharField(allow_null=True))
     def get_from_role(self, obj: RoleTransition) -> str | None:
         return registry.by_id(obj.from_role_id).slug if obj.from_role_id else None
 
@@ -174,7 +227,7 @@ class TransitionOutput(serializers.ModelSerializer):
     def get_to_role(self, obj: RoleTransition) -> str:
         return registry.by_id(obj.to_role_id).slug
 
-    @extend_schema_field(OpenApiTypes.INT)
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
     def get_role_version(self, obj: RoleTransition) -> int | None:
         return version_number(obj, obj.to_role_id, obj.role_version_id)
 
@@ -220,8 +273,29 @@ class AllowedTransitionOutput(serializers.Serializer):
     unmet = serializers.CharField()
 
 
+class PlanStepInput(serializers.Serializer):
+    """A plan step: an object, or just its title as a string."""
+
+    title = Text(max_length=plans.MAX_TITLE_CHARS)
+    detail = Text(max_length=plans.MAX_DETAIL_CHARS, required=False, allow_blank=True)
+    files = serializers.ListField(
+        child=Text(max_length=plans.MAX_PATH_CHARS),
+        max_length=plans.MAX_FILES_PER_STEP,
+        required=False,
+    )
+    depends_on = serializers.ListField(
+        child=serializers.IntegerField(min_value=1), max_length=plans.MAX_STEPS, required=False
+    )
+    status = serializers.ChoiceField(choices=StepStatus.choices, required=False)
+
+    def to_internal_value(self, data: Any) -> Any:
+        return super().to_internal_value({"title": data} if isinstance(data, str) else data)
+
+
 class PlanInput(serializers.Serializer):
-    steps = serializers.ListField(child=serializers.JSONField(), allow_empty=True)
+    steps: serializers.ListSerializer[Any] = serializers.ListSerializer(
+        child=PlanStepInput(), allow_empty=True, max_length=plans.MAX_STEPS
+    )
 
 
 class StepStatusInput(serializers.Serializer):
@@ -237,13 +311,13 @@ class PendingChangeOutput(serializers.ModelSerializer):
 
 
 class PendingChangeInput(serializers.Serializer):
-    path = serializers.CharField(max_length=1000)
+    path = Text(max_length=PATH_MAX_CHARS)
     kind = serializers.ChoiceField(choices=ChangeKind.choices)
-    diff = serializers.CharField(allow_blank=True, default="")
+    diff = Text(max_length=DIFF_MAX_CHARS, allow_blank=True, default="", trim_whitespace=False)
 
 
 class ApproveInput(serializers.Serializer):
-    summary = serializers.CharField(required=False, allow_blank=True, default="")
+    summary = Text(max_length=SUMMARY_MAX_CHARS, required=False, allow_blank=True, default="")
 
 
 class ApproveOutput(serializers.Serializer):
@@ -285,14 +359,36 @@ class AuditEventOutput(serializers.ModelSerializer):
         ]
 
 
+class AuditPageOutput(serializers.Serializer):
+    next = serializers.URLField(allow_null=True, help_text="The next (older) page")
+    previous = serializers.URLField(allow_null=True)
+    results = AuditEventOutput(many=True)
+
+
 class AuditFilterInput(serializers.Serializer):
-    event_type = serializers.ChoiceField(choices=AuditEventType.choices, required=False)
+    event_type = serializers.ChoiceField(
+        choices=AuditEventType.choices, required=False, allow_blank=True
+    )
     session = serializers.UUIDField(required=False)
-    role = serializers.CharField(required=False)
-    actor = serializers.CharField(required=False)
+    role = Text(max_length=64, required=False, allow_blank=True)
+    actor = Text(max_length=150, required=False, allow_blank=True)
     since = serializers.DateTimeField(required=False)
     until = serializers.DateTimeField(required=False)
     last = serializers.IntegerField(required=False, min_value=1, max_value=10000)
+
+    def validate_since(self, value: datetime) -> datetime:
+        return _in_utc(value)
+
+    def validate_until(self, value: datetime) -> datetime:
+        return _in_utc(value)
+
+
+def _in_utc(moment: datetime) -> datetime:
+    """PostgreSQL refuses UTC offsets beyond 15:59 that Python accepts: compare in UTC."""
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise serializers.ValidationError("The moment is out of range.") from None
 
 
 class ChainReportOutput(serializers.Serializer):
@@ -320,7 +416,7 @@ class JobOutput(serializers.ModelSerializer):
     def get_role(self, obj: Job) -> str:
         return registry.by_id(obj.role_id).slug
 
-    @extend_schema_field(OpenApiTypes.INT)
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
     def get_role_version(self, obj: Job) -> int | None:
         return version_number(obj, obj.role_id, obj.role_version_id)
 
@@ -359,8 +455,12 @@ class JobDetailOutput(JobOutput):
         fields = [*JobOutput.Meta.fields, "events"]
 
 
+class JobEventsQuery(serializers.Serializer):
+    after = serializers.IntegerField(min_value=0, required=False, default=0)
+
+
 class JobCreateInput(serializers.Serializer):
-    request = serializers.CharField()
+    request = Text(max_length=TASK_MAX_CHARS)
 
 
 class ContextFileOutput(serializers.Serializer):

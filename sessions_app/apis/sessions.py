@@ -6,26 +6,38 @@ from pathlib import Path
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
+from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from acode.errors import error_responses
 from acode.idempotency import idempotent
+from acode.middleware import request_id_of
 from roles.registry import registry
 from roles.serializers import tool_data
 from sessions_app.agent.context import build_context
-from sessions_app.apis.common import ERRORS, IDEMPOTENCY, request_user, session_for
+from sessions_app.apis.common import (
+    ACT_CODES,
+    IDEMPOTENCY,
+    INVALID_CODES,
+    NOT_VISIBLE_CODES,
+    request_user,
+    session_for,
+)
 from sessions_app.apis.serializers import (
     ContextOutput,
     SessionCreateInput,
     SessionOutput,
+    SessionPageOutput,
     SessionToolsOutput,
     SessionUpdateInput,
     TransitionOutput,
     UsageOutput,
 )
 from sessions_app.filters import SessionFilter
+from sessions_app.models import SessionStatus
 from sessions_app.permissions import sessions_visible_to
 from sessions_app.selectors import session_usage, usage
 from sessions_app.services.sessions import session_create, session_update
@@ -40,23 +52,31 @@ class SessionListApi(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("role", str, description="Current role (slug or name)"),
-            OpenApiParameter("status", str),
+            OpenApiParameter("status", str, enum=SessionStatus.values),
             OpenApiParameter("owner", str, description="Owner username"),
             OpenApiParameter("q", str, description="Text in title, task or last reason"),
+            OpenApiParameter("limit", int, description="Page size (default 50, at most 500)"),
+            OpenApiParameter("offset", int, description="Sessions to skip"),
         ],
-        responses=SessionOutput(many=True),
+        responses={200: SessionPageOutput, **error_responses("ACODE-API-400")},
         operation_id="sessions_list",
     )
     def get(self, request: Request) -> Response:
         visible = sessions_visible_to(request_user(request)).select_related("role_version")
-        qs = SessionFilter(request.query_params, queryset=visible).qs
+        filters = SessionFilter(request.query_params, queryset=visible)
+        if not filters.is_valid():
+            raise ValidationError(filters.errors)
+        qs = filters.qs
         paginator = SessionPagination()
         page = paginator.paginate_queryset(qs, request, view=self)
         return paginator.get_paginated_response(SessionOutput(page, many=True).data)
 
     @extend_schema(
         request=SessionCreateInput,
-        responses={201: SessionOutput, **ERRORS},
+        responses={
+            201: SessionOutput,
+            **error_responses(*INVALID_CODES, "ACODE-SES-002", "ACODE-SES-005"),
+        },
         parameters=[IDEMPOTENCY],
         operation_id="sessions_create",
     )
@@ -66,7 +86,7 @@ class SessionListApi(APIView):
             data.is_valid(raise_exception=True)
             session = session_create(
                 owner=request_user(request),
-                request_id=request.headers.get("X-Request-ID", ""),
+                request_id=request_id_of(request),
                 **data.validated_data,
             )
             return Response(SessionOutput(session).data, status=status.HTTP_201_CREATED)
@@ -75,21 +95,27 @@ class SessionListApi(APIView):
 
 
 class SessionDetailApi(APIView):
-    @extend_schema(responses=SessionOutput, operation_id="sessions_retrieve")
+    @extend_schema(
+        responses={200: SessionOutput, **error_responses(*NOT_VISIBLE_CODES)},
+        operation_id="sessions_retrieve",
+    )
     def get(self, request: Request, pk: str) -> Response:
         return Response(SessionOutput(session_for(request, pk)).data)
 
     @extend_schema(
         request=SessionUpdateInput,
-        responses={200: SessionOutput, **ERRORS},
+        responses={
+            200: SessionOutput,
+            **error_responses(*ACT_CODES, *INVALID_CODES, "ACODE-SES-003"),
+        },
         operation_id="sessions_update",
     )
     def patch(self, request: Request, pk: str) -> Response:
         session = session_for(request, pk, act=True)
-        if "current_role" in request.data or "role" in request.data:
-            session_update(session=session, data={"current_role": None})
         data = SessionUpdateInput(data=request.data, partial=True)
-        data.is_valid(raise_exception=True)
+        data.is_valid(raise_exception=True)  # also refuses a body that is not an object
+        if "current_role" in request.data or "role" in request.data:
+            session_update(session=session, data={"current_role": None})  # ACODE-SES-003
         session = session_update(
             session=session, data=data.validated_data, user=request_user(request)
         )
@@ -97,7 +123,10 @@ class SessionDetailApi(APIView):
 
 
 class SessionHistoryApi(APIView):
-    @extend_schema(responses=TransitionOutput(many=True), operation_id="sessions_history")
+    @extend_schema(
+        responses={200: TransitionOutput(many=True), **error_responses(*NOT_VISIBLE_CODES)},
+        operation_id="sessions_history",
+    )
     def get(self, request: Request, pk: str) -> Response:
         session = session_for(request, pk)
         rows = session.transitions.select_related("from_role", "to_role", "role_version").order_by(
@@ -107,7 +136,10 @@ class SessionHistoryApi(APIView):
 
 
 class SessionStatsApi(APIView):
-    @extend_schema(responses=UsageOutput, operation_id="sessions_stats")
+    @extend_schema(
+        responses={200: UsageOutput, **error_responses(*NOT_VISIBLE_CODES)},
+        operation_id="sessions_stats",
+    )
     def get(self, request: Request, pk: str) -> Response:
         return Response(session_usage(session_for(request, pk)))
 
@@ -130,7 +162,10 @@ class SessionContextApi(APIView):
             ),
             OpenApiParameter("task", str, description="Request text (default: the session task)"),
         ],
-        responses=ContextOutput,
+        responses={
+            200: ContextOutput,
+            **error_responses("ACODE-ROL-001", *INVALID_CODES, *NOT_VISIBLE_CODES),
+        },
         operation_id="sessions_context",
         description="What a job would see: strategy, token count and files with their share.",
     )
@@ -150,7 +185,10 @@ class SessionContextApi(APIView):
 
 
 class SessionToolsApi(APIView):
-    @extend_schema(responses=SessionToolsOutput, operation_id="sessions_tools")
+    @extend_schema(
+        responses={200: SessionToolsOutput, **error_responses(*NOT_VISIBLE_CODES)},
+        operation_id="sessions_tools",
+    )
     def get(self, request: Request, pk: str) -> Response:
         session = session_for(request, pk)
         role = registry.resolve(session.current_role.slug)

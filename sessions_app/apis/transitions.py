@@ -8,11 +8,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from acode.errors import error_responses
 from acode.idempotency import idempotent
+from acode.middleware import request_id_of
 from sessions_app.apis.common import (
-    ERRORS,
+    ACT_CODES,
     IDEMPOTENCY,
+    INVALID_CODES,
     NOT_VISIBLE,
+    NOT_VISIBLE_CODES,
     REQUEST_ID,
     check_session_access,
     request_user,
@@ -32,7 +36,17 @@ from sessions_app.services.transitions import session_transition, transitions_fr
 class SessionTransitionApi(APIView):
     @extend_schema(
         request=TransitionInput,
-        responses={200: TransitionResultOutput, **ERRORS},
+        responses={
+            200: TransitionResultOutput,
+            **error_responses(
+                *ACT_CODES,
+                *INVALID_CODES,
+                "ACODE-ROL-001",
+                "ACODE-ROL-007",
+                "ACODE-ROL-002",
+                "ACODE-ROL-006",
+            ),
+        },
         parameters=[IDEMPOTENCY, REQUEST_ID],
         operation_id="sessions_transition",
         description="Change the session's role. The only way a role changes; refused "
@@ -52,7 +66,7 @@ class SessionTransitionApi(APIView):
                     reason=data.validated_data["reason"],
                     user=user,
                     expected_role=data.validated_data.get("expected_role") or None,
-                    request_id=request.headers.get("X-Request-ID") or None,
+                    request_id=request_id_of(request),
                     authorize=lambda locked: check_session_access(user, locked, act=True),
                 )
             except AgentSession.DoesNotExist:
@@ -73,7 +87,11 @@ class SessionTransitionApi(APIView):
 
 class SessionTransitionsAllowedApi(APIView):
     @extend_schema(
-        responses=AllowedTransitionOutput(many=True), operation_id="sessions_transitions_allowed"
+        responses={
+            200: AllowedTransitionOutput(many=True),
+            **error_responses(*NOT_VISIBLE_CODES),
+        },
+        operation_id="sessions_transitions_allowed",
     )
     def get(self, request: Request, pk: str) -> Response:
         session = session_for(request, pk)

@@ -1,0 +1,169 @@
+"""Everything under ``/api/`` gets a request id, limits checked before anything parses the
+request, and a JSON error body whatever answered: a view, DRF, Django or an exception.
+
+Outside ``/api/`` (dashboard, admin) this middleware does nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import SuspiciousOperation
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
+
+from acode.error_codes import ERROR_CODES
+from acode.errors import code_for_status
+from acode.inputs import has_forbidden_characters
+
+logger = logging.getLogger(__name__)
+
+API_PREFIX = "/api/"
+REQUEST_ID_HEADER = "X-Request-ID"
+MAX_HEADER_CHARS = 200
+LIMITED_HEADERS = (REQUEST_ID_HEADER, "Idempotency-Key")
+# Headers of an error response worth keeping when its body is replaced.
+_KEPT_HEADERS = ("Allow", "Retry-After", "WWW-Authenticate")
+
+
+def request_id_of(request: Any) -> str:
+    """The request's id: the client's ``X-Request-ID``, or one made up for it."""
+    return str(getattr(request, "request_id", "") or "")
+
+
+def error_response(request: HttpRequest, code: str, message: str, **details: Any) -> JsonResponse:
+    body = {
+        "code": code,
+        "message": message,
+        "details": details,
+        "request_id": request_id_of(request),
+    }
+    return JsonResponse(body, status=ERROR_CODES[code].http_status)
+
+
+def _assign_request_id(request: HttpRequest) -> None:
+    given = request.headers.get(REQUEST_ID_HEADER, "")
+    usable = given if 0 < len(given) <= MAX_HEADER_CHARS and given.isprintable() else ""
+    request.request_id = usable or uuid.uuid4().hex  # type: ignore[attr-defined]
+
+
+def _refusal(request: HttpRequest) -> HttpResponse | None:
+    """An error response when the request breaks a limit, before anything parses it."""
+    return _header_refusal(request) or _size_refusal(request) or _character_refusal(request)
+
+
+def _header_refusal(request: HttpRequest) -> HttpResponse | None:
+    for header in LIMITED_HEADERS:
+        if len(request.headers.get(header, "")) > MAX_HEADER_CHARS:
+            return error_response(
+                request,
+                "ACODE-API-431",
+                f"{header} is longer than {MAX_HEADER_CHARS} characters.",
+                header=header,
+            )
+    if not request.headers.get(REQUEST_ID_HEADER, "").isprintable():
+        return error_response(
+            request,
+            "ACODE-API-400",
+            f"{REQUEST_ID_HEADER} may hold only printable characters.",
+            header=REQUEST_ID_HEADER,
+        )
+    return None
+
+
+def _size_refusal(request: HttpRequest) -> HttpResponse | None:
+    length, limit = _body_length(request), settings.ACODE_MAX_BODY_BYTES
+    if length <= limit:
+        return None
+    return error_response(
+        request,
+        "ACODE-API-413",
+        f"The request body has {length} bytes; the limit is {limit}.",
+        limit=limit,
+    )
+
+
+def _character_refusal(request: HttpRequest) -> HttpResponse | None:
+    try:
+        texts = [request.path, *_query_texts(request)]
+    except SuspiciousOperation as exc:  # e.g. more query parameters than Django parses
+        return error_response(request, "ACODE-API-400", str(exc))
+    if not any(has_forbidden_characters(text) for text in texts):
+        return None
+    return error_response(
+        request, "ACODE-INP-003", "The path or query string holds a NUL or an unpaired surrogate."
+    )
+
+
+def _body_length(request: HttpRequest) -> int:
+    declared = str(request.META.get("CONTENT_LENGTH") or "0")
+    return int(declared) if declared.isdigit() else 0
+
+
+def _query_texts(request: HttpRequest) -> Iterator[str]:
+    for key, values in request.GET.lists():
+        yield key
+        yield from values
+
+
+def _json_error(request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
+    """The response, as a JSON error body with the request id when it is an error."""
+    if response.status_code < 400 or response.streaming:
+        return response
+    content = getattr(response, "content", b"")
+    body: Any = None
+    if response.get("Content-Type", "").startswith("application/json"):
+        try:
+            body = json.loads(content)
+        except ValueError:
+            body = None
+    if isinstance(body, dict) and body.get("code") in ERROR_CODES:
+        body.setdefault("request_id", request_id_of(request))
+        response.content = json.dumps(body).encode()  # type: ignore[attr-defined]
+        if response.has_header("Content-Length"):  # set by CommonMiddleware, inside this one
+            response["Content-Length"] = str(len(response.content))  # type: ignore[attr-defined]
+        return response
+    code = code_for_status(response.status_code)
+    replacement = error_response(request, code, f"{ERROR_CODES[code].title}: {request.path}")
+    replacement.status_code = response.status_code
+    for header in _KEPT_HEADERS:
+        if header in response:
+            replacement[header] = response[header]
+    return replacement
+
+
+class ApiRequestMiddleware:
+    """Request ids, early limits and JSON errors for ``/api/``."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        if not request.path_info.startswith(API_PREFIX):
+            return self.get_response(request)
+        _assign_request_id(request)
+        response = _refusal(request) or self.get_response(request)
+        response = _json_error(request, response)
+        response[REQUEST_ID_HEADER] = request_id_of(request)
+        return response
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        """A view failed: log it with the request id and answer ACODE-API-500 in JSON."""
+        if not request.path_info.startswith(API_PREFIX):
+            return None
+        logger.error(
+            "%s %s failed (request id %s)",
+            request.method,
+            request.path,
+            request_id_of(request),
+            exc_info=exception,
+        )
+        return error_response(
+            request,
+            "ACODE-API-500",
+            "Internal error; report it with the request id.",
+        )

@@ -1,0 +1,225 @@
+"""Who may do what: every operation in the OpenAPI schema against every kind of caller.
+
+Rows come from the generated schema, so an endpoint without a row here fails
+``test_every_operation_has_a_row``. Each cell runs against a fresh world: ``owner`` has a
+session in Reviewer with a plan, a pending change and a queued job. A refused write
+(401, 403, 404) must change nothing, and ``other`` must never see any of the owner's data.
+Who may see and act is decided in ``sessions_app/permissions.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.core.cache import cache
+from drf_spectacular.generators import SchemaGenerator
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from roles.models import Role, RoleVersion
+from sessions_app.models import (
+    AgentSession,
+    AuditEvent,
+    IdempotencyRecord,
+    Job,
+    PendingChange,
+    RoleTransition,
+)
+from sessions_app.services.changes import change_record
+from sessions_app.services.jobs import job_create
+from sessions_app.services.plans import plan_set
+from sessions_app.services.sessions import session_create
+from sessions_app.services.transitions import session_transition
+from tests.factories import make_role
+
+pytestmark = pytest.mark.django_db
+
+ACTORS = ["anonymous", "owner", "other", "viewer", "actor", "auditor", "superuser"]
+PERMISSIONS = {
+    "viewer": "view_all_sessions",
+    "actor": "act_on_all_sessions",
+    "auditor": "view_auditevent",
+}
+SECRET = "Secret project 7f3a"  # the session's title; only those who may see it do
+
+# A session's data: those who may see it (owner, view_all, act_on_all, superuser) read it,
+# everyone else gets the same 404 as for a session that does not exist.
+SESSION_READ = {
+    "anonymous": 401,
+    "owner": 200,
+    "other": 404,
+    "viewer": 200,
+    "actor": 200,
+    "auditor": 404,
+    "superuser": 200,
+}
+# Acting on it: seeing without acting is 403.
+SESSION_WRITE = {**SESSION_READ, "viewer": 403}
+SESSION_CREATE = {**SESSION_WRITE, "owner": 201, "actor": 201, "superuser": 201}
+# Not about one session: every authenticated caller, each seeing what is theirs to see.
+ANY_USER = {actor: 200 for actor in ACTORS} | {"anonymous": 401}
+# Role definitions: Django's model permissions, which only the superuser holds here.
+ROLE_ADMIN = {actor: 403 for actor in ACTORS} | {"anonymous": 401, "superuser": 200}
+
+EXPECTED: dict[str, dict[str, int]] = {
+    "POST /api/auth/token/": {actor: 200 for actor in ACTORS},  # logging in needs no login
+    "DELETE /api/auth/token/": ANY_USER | {actor: 204 for actor in ACTORS[1:]},
+    "GET /api/me/": ANY_USER,
+    "GET /api/roles/": ANY_USER,
+    "POST /api/roles/": ROLE_ADMIN | {"superuser": 201},
+    "GET /api/roles/{name}/": ANY_USER,
+    "PATCH /api/roles/{name}/": ROLE_ADMIN,
+    "DELETE /api/roles/{name}/": ROLE_ADMIN | {"superuser": 204},
+    "GET /api/roles/{name}/prompt/": ANY_USER,
+    "GET /api/roles/export/": ANY_USER,
+    "POST /api/roles/import/": ROLE_ADMIN,
+    "GET /api/tools/": ANY_USER,
+    "GET /api/transition-rules/": ANY_USER,
+    "GET /api/prompt-packs/": ANY_USER,
+    "GET /api/prompt-packs/{name}/": ANY_USER,
+    "GET /api/repositories/": ANY_USER,
+    "GET /api/sessions/": ANY_USER,
+    "POST /api/sessions/": ANY_USER | {actor: 201 for actor in ACTORS[1:]},
+    "GET /api/sessions/{id}/": SESSION_READ,
+    "PATCH /api/sessions/{id}/": SESSION_WRITE,
+    "POST /api/sessions/{id}/transition/": SESSION_WRITE,
+    "GET /api/sessions/{id}/transitions/": SESSION_READ,
+    "GET /api/sessions/{id}/history/": SESSION_READ,
+    "GET /api/sessions/{id}/plan/": SESSION_READ,
+    "PUT /api/sessions/{id}/plan/": SESSION_WRITE,
+    "PATCH /api/sessions/{id}/plan/steps/{number}/": SESSION_WRITE,
+    "GET /api/sessions/{id}/changes/": SESSION_READ,
+    "POST /api/sessions/{id}/changes/": SESSION_CREATE,
+    "POST /api/sessions/{id}/changes/approve/": SESSION_WRITE,
+    "GET /api/sessions/{id}/stats/": SESSION_READ,
+    "GET /api/sessions/{id}/tools/": SESSION_READ,
+    "GET /api/sessions/{id}/context/": SESSION_READ,
+    "GET /api/sessions/{id}/patch/": SESSION_READ,
+    "GET /api/sessions/{id}/jobs/": SESSION_READ,
+    "POST /api/sessions/{id}/jobs/": SESSION_CREATE,
+    "GET /api/jobs/{id}/": SESSION_READ,
+    "GET /api/jobs/{id}/events/": SESSION_READ,
+    "POST /api/jobs/{id}/cancel/": SESSION_WRITE,
+    "GET /api/usage/": ANY_USER,
+    "GET /api/audit/": ANY_USER,
+    "GET /api/audit/export/": ANY_USER,
+    # Re-hashing the whole log: view_auditevent (permissions.can_verify_audit).
+    "GET /api/audit/verify/": {actor: 403 for actor in ACTORS}
+    | {"anonymous": 401, "auditor": 200, "superuser": 200},
+}
+
+# What each request sends: a body the owner's request succeeds with, or query parameters.
+BODIES: dict[str, Any] = {
+    "POST /api/auth/token/": {"username": "owner", "password": "pw-owner-123"},
+    "POST /api/roles/": {"slug": "matrix", "name": "Matrix"},
+    "PATCH /api/roles/{name}/": {"description": "Changed by the matrix"},
+    "PATCH /api/sessions/{id}/": {"title": "Renamed"},
+    "POST /api/sessions/": {"title": "Another"},
+    "POST /api/sessions/{id}/transition/": {"to_role": "default", "reason": "Matrix"},
+    "PUT /api/sessions/{id}/plan/": {"steps": ["Only step"]},
+    "PATCH /api/sessions/{id}/plan/steps/{number}/": {"status": "done"},
+    "POST /api/sessions/{id}/changes/": {"path": "b.py", "kind": "created", "diff": "+b"},
+    "POST /api/sessions/{id}/changes/approve/": {"summary": "Looks right"},
+    "POST /api/sessions/{id}/jobs/": {"request": "Explain the code"},
+}
+QUERIES: dict[str, dict[str, str]] = {"GET /api/audit/export/": {"format": "jsonl"}}
+
+
+def schema_operations() -> set[str]:
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    return {f"{method.upper()} {path}" for path, ops in schema["paths"].items() for method in ops}
+
+
+def test_every_operation_has_a_row() -> None:
+    assert schema_operations() == set(EXPECTED)
+
+
+@pytest.fixture
+def world(django_user_model: Any, settings: Any) -> dict[str, Any]:
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # speed
+    cache.delete("throttle_login_127.0.0.1")  # the login row logs in seven times
+    users = {
+        name: django_user_model.objects.create_user(name, password=f"pw-{name}-123")
+        for name in ACTORS[1:-1]
+    }
+    users["superuser"] = django_user_model.objects.create_superuser("root", password="pw-r-123")
+    for name, codename in PERMISSIONS.items():
+        users[name].user_permissions.add(Permission.objects.get(codename=codename))
+    owner = users["owner"]
+    session = session_create(owner=owner, title=SECRET, task=f"{SECRET} task")
+    plan_set(session=session, steps=["Step one"], user=owner)
+    change_record(session=session, path="a.py", kind="created", diff="+a", user=owner)
+    session_transition(session=session, to_role="reviewer", reason="Review it", user=owner)
+    job = job_create(session=session, request=f"{SECRET} job", user=owner)
+    for user in users.values():
+        Token.objects.create(user=user)
+    make_role("scratch")
+    return {"users": users, "session": session, "job": job}
+
+
+def url_of(operation: str, world: dict[str, Any]) -> str:
+    path = operation.split(" ", 1)[1]
+    own_id = world["job"].pk if path.startswith("/api/jobs/") else world["session"].pk
+    return (
+        path.replace("{id}", str(own_id))
+        .replace("{number}", "1")
+        .replace("{name}", "scratch" if "prompt-packs" not in path else "acode-standard")
+    )
+
+
+def client_for(actor: str, world: dict[str, Any]) -> APIClient:
+    client = APIClient()
+    if actor != "anonymous":
+        client.force_authenticate(world["users"][actor], token=None)
+    return client
+
+
+def call(operation: str, actor: str, world: dict[str, Any]) -> Any:
+    method, _ = operation.split(" ", 1)
+    client, url = client_for(actor, world), url_of(operation, world)
+    if operation == "POST /api/roles/import/":
+        yaml_text = client_for("superuser", world).get("/api/roles/export/").content
+        return client.generic("POST", url, yaml_text, content_type="application/yaml")
+    if method == "GET":
+        return client.get(url, QUERIES.get(operation, {}))
+    return client.generic(method, url, json.dumps(BODIES.get(operation, {})), "application/json")
+
+
+def state(world: dict[str, Any]) -> tuple[Any, ...]:
+    """Everything a refused write must leave as it was."""
+    session = AgentSession.objects.get(pk=world["session"].pk)
+    counted = (AgentSession, RoleTransition, AuditEvent, Job, PendingChange, IdempotencyRecord)
+    return (
+        *(model.objects.count() for model in counted),
+        Role.objects.count(),
+        RoleVersion.objects.count(),
+        Token.objects.count(),
+        Job.objects.filter(cancel_requested=True).count(),
+        session.title,
+        session.plan,
+        session.current_role_id,
+        session.status,
+    )
+
+
+def body_text(response: Any) -> str:
+    if getattr(response, "streaming", False):
+        return b"".join(response.streaming_content).decode()
+    return str(response.content.decode())
+
+
+@pytest.mark.parametrize("actor", ACTORS)
+@pytest.mark.parametrize("operation", sorted(EXPECTED))
+def test_matrix(operation: str, actor: str, world: dict[str, Any]) -> None:
+    before = state(world)
+    response = call(operation, actor, world)
+    text = body_text(response)
+    assert response.status_code == EXPECTED[operation][actor], text[:500]
+    if not operation.startswith("GET") and response.status_code in (401, 403, 404):
+        assert state(world) == before, "a refused write changed something"
+    if actor in ("other", "anonymous"):
+        for secret in (SECRET, str(world["session"].pk), str(world["job"].pk)):
+            assert secret not in text, f"{actor} saw {secret!r}"

@@ -1,0 +1,97 @@
+"""The OpenAPI schema tells the truth: page shapes, nullability, every error status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from drf_spectacular.generators import SchemaGenerator
+from drf_spectacular.validation import validate_schema
+
+ERROR_BODY = {"$ref": "#/components/schemas/ErrorOutput"}
+
+
+@pytest.fixture(scope="module")
+def openapi() -> dict[str, Any]:
+    return dict(SchemaGenerator().get_schema(request=None, public=True))
+
+
+def operations(openapi: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [
+        (path, method, operation)
+        for path, methods in openapi["paths"].items()
+        for method, operation in methods.items()
+    ]
+
+
+def component(openapi: dict[str, Any], ref: dict[str, Any]) -> dict[str, Any]:
+    return dict(openapi["components"]["schemas"][ref["$ref"].rsplit("/", 1)[-1]])
+
+
+def ok_schema(operation: dict[str, Any]) -> dict[str, Any]:
+    ok = operation["responses"].get("200") or operation["responses"]["201"]
+    return dict(ok["content"]["application/json"]["schema"])
+
+
+def test_schema_is_valid_openapi(openapi: dict[str, Any]) -> None:
+    validate_schema(openapi)
+
+
+def test_session_and_audit_lists_are_documented_as_pages(openapi: dict[str, Any]) -> None:
+    sessions = component(openapi, ok_schema(openapi["paths"]["/api/sessions/"]["get"]))
+    assert set(sessions["properties"]) == {"count", "next", "previous", "results"}
+    assert sessions["properties"]["results"]["type"] == "array"
+    audit = component(openapi, ok_schema(openapi["paths"]["/api/audit/"]["get"]))
+    assert set(audit["properties"]) == {"next", "previous", "results"}
+    assert audit["properties"]["next"]["nullable"] is True
+
+
+def test_history_documents_the_first_from_role_as_null(openapi: dict[str, Any]) -> None:
+    history = ok_schema(openapi["paths"]["/api/sessions/{id}/history/"]["get"])
+    transition = component(openapi, history["items"])
+    assert transition["properties"]["from_role"]["nullable"] is True
+    assert transition["properties"]["role_version"]["nullable"] is True
+
+
+def test_every_error_status_has_the_error_body(openapi: dict[str, Any]) -> None:
+    for path, method, operation in operations(openapi):
+        for status, response in operation["responses"].items():
+            if int(status) >= 400:
+                body = response["content"]["application/json"]["schema"]
+                assert body == ERROR_BODY, f"{method.upper()} {path} {status}"
+                assert "ACODE-" in response["description"], f"{method.upper()} {path} {status}"
+
+
+def test_every_operation_documents_the_errors_any_request_can_get(
+    openapi: dict[str, Any],
+) -> None:
+    for path, method, operation in operations(openapi):
+        statuses = set(operation["responses"])
+        assert {"400", "406", "413", "431"} <= statuses, f"{method.upper()} {path}"
+        if operation.get("security"):
+            assert "401" in statuses, f"{method.upper()} {path}"
+        if "{" in path:
+            assert "404" in statuses, f"{method.upper()} {path}"
+        if "requestBody" in operation:
+            assert "415" in statuses, f"{method.upper()} {path}"
+
+
+@pytest.mark.parametrize(
+    ("path", "method", "status", "code"),
+    [
+        ("/api/sessions/{id}/transition/", "post", "409", "ACODE-ROL-002"),
+        ("/api/sessions/{id}/transition/", "post", "409", "ACODE-ROL-006"),
+        ("/api/sessions/{id}/transition/", "post", "400", "ACODE-ROL-007"),
+        ("/api/sessions/{id}/transition/", "post", "422", "ACODE-API-422"),
+        ("/api/sessions/{id}/", "patch", "403", "ACODE-API-403"),
+        ("/api/sessions/{id}/plan/", "put", "400", "ACODE-SES-004"),
+        ("/api/jobs/{id}/cancel/", "post", "409", "ACODE-JOB-006"),
+        ("/api/jobs/{id}/events/", "get", "400", "ACODE-API-400"),
+        ("/api/audit/verify/", "get", "403", "ACODE-API-403"),
+        ("/api/auth/token/", "post", "429", "ACODE-API-429"),
+    ],
+)
+def test_operations_name_the_codes_they_raise(
+    openapi: dict[str, Any], path: str, method: str, status: str, code: str
+) -> None:
+    assert code in openapi["paths"][path][method]["responses"][status]["description"]
