@@ -498,8 +498,8 @@ def failed_jobs(job_ids: list[Any], label: str) -> list[str]:
 
 def run_in_process(pool: list[Any], user: Any) -> tuple[list[Any], list[float], float]:
     """``job_create`` (broker publish stubbed out) then ``run_job``, one job after another."""
-    from sessions_app.services import jobs as jobs_module
     from sessions_app.agent.loop import run_job
+    from sessions_app.services import jobs as jobs_module
 
     ids, each = [], []
     with mock.patch.object(jobs_module, "_enqueue", lambda job, queue: None):

@@ -10,14 +10,14 @@ from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import ParseError, PermissionDenied
 from rest_framework.parsers import BaseParser
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from acode.errors import AcodeError
+from acode.errors import AcodeError, error_responses
 from roles.models import PromptPack, Role
 from roles.portability.definitions import export_definitions, import_definitions
 from roles.portability.document import dump_yaml, load_yaml
@@ -41,7 +41,10 @@ class PlainTextParser(BaseParser):
     media_type = "*/*"
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> str:  # type: ignore[override]
-        return str(stream.read().decode("utf-8"))
+        try:
+            return str(stream.read().decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise ParseError(f"The body is not UTF-8 text: {exc}") from exc
 
 
 class PromptComponentOutput(serializers.Serializer):
@@ -113,25 +116,36 @@ class RoleWritePermission(BasePermission):
 class RoleInput(serializers.Serializer):
     slug = serializers.SlugField(max_length=64, required=False)
     name = serializers.CharField(max_length=100, required=False)
-    description = serializers.CharField(required=False, allow_blank=True)
-    colour = serializers.CharField(required=False)
-    permissions = serializers.ListField(child=serializers.CharField(), required=False)
-    allowed_tools = serializers.ListField(child=serializers.CharField(), required=False)
-    capabilities = serializers.ListField(child=serializers.CharField(), required=False)
-    constraints = serializers.ListField(child=serializers.CharField(), required=False)
-    prompt_key = serializers.CharField(required=False)
-    context_strategy = serializers.CharField(required=False)
-    preferred_model = serializers.CharField(required=False, allow_blank=True)
-    fallback_model = serializers.CharField(required=False, allow_blank=True)
-    queue = serializers.CharField(required=False)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    colour = serializers.CharField(required=False, max_length=7)
+    permissions = serializers.ListField(
+        child=serializers.CharField(max_length=64), required=False, max_length=200
+    )
+    allowed_tools = serializers.ListField(
+        child=serializers.CharField(max_length=100), required=False, max_length=200
+    )
+    capabilities = serializers.ListField(
+        child=serializers.CharField(max_length=500), required=False, max_length=100
+    )
+    constraints = serializers.ListField(
+        child=serializers.CharField(max_length=500), required=False, max_length=100
+    )
+    prompt_key = serializers.CharField(required=False, max_length=100)
+    context_strategy = serializers.CharField(required=False, max_length=40)
+    preferred_model = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    fallback_model = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    queue = serializers.CharField(required=False, max_length=100)
     max_llm_calls = serializers.IntegerField(required=False, min_value=1)
     max_tokens = serializers.IntegerField(required=False, min_value=1)
     timeout_seconds = serializers.IntegerField(required=False, min_value=1)
     parent = serializers.CharField(required=False, allow_null=True)  # type: ignore[assignment]
-    write_paths = serializers.ListField(child=serializers.CharField(), required=False)
+    write_paths = serializers.ListField(
+        child=serializers.CharField(max_length=500), required=False, max_length=100
+    )
     command_patterns = serializers.ListField(
         child=serializers.JSONField(),
         required=False,
+        max_length=100,
         help_text="Command rules: structured objects (program, module, subcommands, options, "
         "args) or legacy glob strings; see roles/commands.py.",
     )
@@ -142,7 +156,12 @@ class RoleCreateApi(APIView):
     permission_classes = [IsAuthenticated, RoleWritePermission]
 
     @extend_schema(
-        request=RoleInput, responses={201: RoleDetailOutput}, operation_id="roles_create"
+        request=RoleInput,
+        responses={
+            201: RoleDetailOutput,
+            **error_responses("ACODE-API-400", "ACODE-ROL-001", "ACODE-ROL-004", "ACODE-PRM-001"),
+        },
+        operation_id="roles_create",
     )
     def post(self, request: Request) -> Response:
         data = RoleInput(data=request.data)
@@ -162,7 +181,14 @@ class RoleCreateApi(APIView):
 class RoleWriteApi(APIView):
     permission_classes = [IsAuthenticated, RoleWritePermission]
 
-    @extend_schema(request=RoleInput, responses=RoleDetailOutput, operation_id="roles_update")
+    @extend_schema(
+        request=RoleInput,
+        responses={
+            200: RoleDetailOutput,
+            **error_responses("ACODE-API-400", "ACODE-ROL-001", "ACODE-ROL-004", "ACODE-PRM-001"),
+        },
+        operation_id="roles_update",
+    )
     def patch(self, request: Request, name: str) -> Response:
         role = registry.get(name)
         data = RoleInput(data=request.data, partial=True)
@@ -175,7 +201,10 @@ class RoleWriteApi(APIView):
         )
         return Response(RoleDetailOutput(registry.get(role.slug)).data)
 
-    @extend_schema(responses={204: None}, operation_id="roles_destroy")
+    @extend_schema(
+        responses={204: None, **error_responses("ACODE-ROL-001", "ACODE-ROL-005")},
+        operation_id="roles_destroy",
+    )
     def delete(self, request: Request, name: str) -> Response:
         role = Role.objects.get(slug=registry.get(name).slug)
         role_delete(role=role, user=request.user)  # type: ignore[arg-type]
@@ -184,7 +213,7 @@ class RoleWriteApi(APIView):
 
 class RoleExportApi(APIView):
     @extend_schema(
-        responses={(200, "application/yaml"): OpenApiTypes.STR}, operation_id="roles_export"
+        responses={(200, "application/yaml"): OpenApiTypes.OBJECT}, operation_id="roles_export"
     )
     def get(self, request: Request) -> HttpResponse:
         return HttpResponse(dump_yaml(export_definitions()), content_type="application/yaml")
@@ -207,7 +236,10 @@ class RoleImportApi(APIView):
     @extend_schema(
         request={"application/yaml": OpenApiTypes.STR},
         parameters=[OpenApiParameter("replace", bool, description="Remove what the file lacks")],
-        responses=ImportOutput,
+        responses={
+            200: ImportOutput,
+            **error_responses("ACODE-API-400", "ACODE-IMP-001", "ACODE-ROL-005", "ACODE-PRM-001"),
+        },
         operation_id="roles_import",
     )
     def post(self, request: Request) -> Response:

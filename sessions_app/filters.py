@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import django_filters
@@ -32,6 +33,16 @@ class SessionFilter(django_filters.FilterSet):
         return qs.filter(Q(current_role__slug__iexact=value) | Q(current_role__name__iexact=value))
 
 
+class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
+    """An ISO 8601 moment compared in UTC: PostgreSQL refuses offsets beyond 15:59, which
+    Python accepts."""
+
+    def filter(self, qs: Any, value: Any) -> Any:
+        if isinstance(value, datetime) and value.tzinfo is not None:
+            value = value.astimezone(UTC)
+        return super().filter(qs, value)
+
+
 _DATETIME = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
 
 
@@ -44,12 +55,8 @@ class AuditFilter(django_filters.FilterSet):
     session = django_filters.UUIDFilter(field_name="session_id")
     role = django_filters.CharFilter(field_name="role", lookup_expr="iexact", max_length=64)
     actor = django_filters.CharFilter(field_name="actor", max_length=150)
-    since = django_filters.IsoDateTimeFilter(
-        field_name="created_at", lookup_expr="gte", widget=_DATETIME
-    )
-    until = django_filters.IsoDateTimeFilter(
-        field_name="created_at", lookup_expr="lt", widget=_DATETIME
-    )
+    since = UtcDateTimeFilter(field_name="created_at", lookup_expr="gte", widget=_DATETIME)
+    until = UtcDateTimeFilter(field_name="created_at", lookup_expr="lt", widget=_DATETIME)
 
     class Meta:
         model = AuditEvent

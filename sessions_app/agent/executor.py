@@ -29,8 +29,8 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from roles.access import ToolSpec, path_allowed
-from roles.registry import RoleDef, registry
 from roles.commands import command_rule_check
+from roles.registry import RoleDef, registry
 from sessions_app.agent.redaction import redact_text
 from sessions_app.agent.safegrep import PatternTimeout
 from sessions_app.agent.sandbox import SandboxUnavailable, sandbox_available, sandbox_required

@@ -18,25 +18,27 @@ def plan_from_answer(text: str) -> list[dict[str, Any]]:
                 out: list[dict[str, Any]] = []
                 for s in steps:
                     if isinstance(s, str) and s.strip():
-                        out.append({"title": s.strip()})
+                        out.append({"title": s.strip()[:300]})
                     elif isinstance(s, dict) and str(s.get("title", "")).strip():
                         out.append(
                             {
-                                "title": str(s["title"]).strip(),
-                                "files": [str(f) for f in s.get("files", []) if isinstance(f, str)],
+                                "title": str(s["title"]).strip()[:300],
+                                "files": [
+                                    f[:1000] for f in s.get("files", []) if isinstance(f, str)
+                                ][:100],
                                 "depends_on": [
                                     int(d) for d in s.get("depends_on", []) if isinstance(d, int)
                                 ],
                             }
                         )
                 if out:
-                    return out
+                    return out[:200]  # the plan's limits (services/plans.py)
         except (ValueError, TypeError):
             pass
     lines = re.findall(
         r"^\s*(?:step\s*)?(?:\d+[.):]|[-*])\s+(.+)$", text, re.IGNORECASE | re.MULTILINE
     )
     if len(lines) >= 2:
-        return [{"title": line.strip()[:300]} for line in lines]
+        return [{"title": line.strip()[:300]} for line in lines][:200]
     first = text.strip().splitlines()[0] if text.strip() else "Plan"
-    return [{"title": first[:300], "detail": text.strip()}]
+    return [{"title": first[:300], "detail": text.strip()[:20_000]}]

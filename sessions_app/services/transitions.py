@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from acode.errors import AcodeError
+from acode.inputs import is_blank
 from roles.models import Precondition
 from roles.registry import RoleDef, RuleDef, registry
 from sessions_app.models import AgentSession, AuditEventType, RoleTransition
@@ -183,7 +184,7 @@ def session_transition(
     written then); it is not asked about the session's owner (``user``). Raises
     ``AgentSession.DoesNotExist`` for an unknown id.
     """
-    if not reason or not reason.strip():
+    if not reason or is_blank(reason):  # zero-width spaces are no reason either
         raise AcodeError(
             "ACODE-ROL-007", "A reason is required for every role change.", {"field": "reason"}
         )

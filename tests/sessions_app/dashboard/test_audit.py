@@ -119,3 +119,11 @@ def test_an_edited_audit_row_shows_the_chain_broken(
     html = lead_client.get("/audit/chain/").content.decode()
     assert "Chain broken" in html
     assert f"session:{session.id}" in html
+
+
+def test_a_time_filter_with_an_extreme_utc_offset_is_compared_in_utc(
+    lead_client: Client, session: AgentSession
+) -> None:
+    response = lead_client.get("/audit/", {"since": "2020-01-01T00:00:00+23:59"})
+    assert response.status_code == 200
+    assert "SessionCreated" in response.content.decode()

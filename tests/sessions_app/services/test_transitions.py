@@ -105,3 +105,12 @@ def test_a_transition_records_the_role_version_entered(user: Any) -> None:
     assert result.transition is not None
     assert result.transition.role_version_id == registry.get("planner").version_id
     assert result.session.current_role_id == planner.id
+
+
+def test_a_reason_of_invisible_characters_is_no_reason(user: Any) -> None:
+    session = session_create(owner=user, title="Blank")
+    with pytest.raises(AcodeError) as blank:
+        session_transition(
+            session=session, to_role="planner", reason="\u200b\ufeff \u200d", user=user
+        )
+    assert blank.value.code == "ACODE-ROL-007"
