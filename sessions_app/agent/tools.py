@@ -24,8 +24,9 @@ from sessions_app.agent.redaction import redact_file, redact_text
 from sessions_app.agent.safefs import DEFAULT_SKIP_DIRS, WorkspaceFS, split_path
 from sessions_app.agent.safegrep import search
 from sessions_app.agent.sandbox import BASE_ENV, SYSTEM_DIRS, run_sandboxed, sandbox_required
+from sessions_app.agent.snapshot import workspace_snapshot
 from sessions_app.agent.workspace import Refused, check_argv, is_binary
-from sessions_app.agent.writes import command_writes_settle, workspace_snapshot
+from sessions_app.agent.writes import command_writes_settle
 
 READ_CAP = 200_000
 EDIT_CAP = 4 << 20  # the text of a file a tool replaces or deletes, for its pending diff

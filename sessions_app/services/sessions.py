@@ -64,6 +64,40 @@ def record_and_publish(
     transaction.on_commit(lambda: publish_session_event(session.pk, kind))
 
 
+def _history_start(session: AgentSession, owner: User, request_id: str) -> None:
+    """The first history entry (in Default), the session's audit chain and its first event."""
+    actor = actor_name(owner)
+    default = registry.by_id(session.current_role_id)
+    RoleTransition.objects.create(
+        session=session,
+        seq=1,
+        from_role=None,
+        to_role_id=default.id,
+        role_version_id=default.version_id,
+        reason="Initial state",
+        actor=actor,
+        user_id=owner.pk,
+        request_id=request_id,
+        created_at=session.role_since,
+    )
+    audit_chain_open(session)
+    audit_record(
+        event_type=AuditEventType.SESSION_CREATED,
+        actor=actor,
+        session=session,
+        role=default.slug,
+        target=str(session.id),
+        result="created",
+        details={
+            "title": session.title,
+            "workspace": session.workspace,
+            "repository": session.repository.name if session.repository else None,
+            "branch": session.branch,
+            "risk_tier": session.risk_tier,
+        },
+    )
+
+
 def session_create(
     *,
     owner: User,
@@ -102,35 +136,7 @@ def session_create(
             last_reason="Initial state",
             risk_tier=risk_tier,
         )
-        actor = actor_name(owner)
-        RoleTransition.objects.create(  # the history starts in Default
-            session=session,
-            seq=1,
-            from_role=None,
-            to_role_id=default.id,
-            role_version_id=default.version_id,
-            reason="Initial state",
-            actor=actor,
-            user_id=owner.pk,
-            request_id=request_id,
-            created_at=now,
-        )
-        audit_chain_open(session)
-        audit_record(
-            event_type=AuditEventType.SESSION_CREATED,
-            actor=actor,
-            session=session,
-            role=default.slug,
-            target=str(session.id),
-            result="created",
-            details={
-                "title": title,
-                "workspace": str(place.path),
-                "repository": repo.name if repo else None,
-                "branch": place.branch,
-                "risk_tier": risk_tier,
-            },
-        )
+        _history_start(session, owner, request_id)
         transaction.on_commit(lambda: publish_session_event(session.id, "session.created"))
     return session
 

@@ -8,14 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from sessions_app.agent.snapshot import Snapshot, SnapshotLimits, workspace_snapshot
 from sessions_app.agent.workspace import RuleRefused, check_argv, workspace_files
-from sessions_app.agent.writes import (
-    CommandWrites,
-    Snapshot,
-    SnapshotLimits,
-    command_writes_settle,
-    workspace_snapshot,
-)
+from sessions_app.agent.writes import CommandWrites, command_writes_settle
 
 
 @pytest.fixture

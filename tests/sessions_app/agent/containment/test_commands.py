@@ -1,11 +1,6 @@
-"""Adversarial containment suite: real sessions, real processes, a real sandbox.
-
-Every attack goes through ``tool_execute`` with the tool context the agent loop builds, in
-a session attached to a workspace under pytest's temporary root. A sentinel directory next
-to the workspace must never change, a secret in the server's environment must never reach
-a tool output, an audit row or a job event, and every call must leave its audit rows: a
-``ToolDenied`` decision, or a ``ToolDecision`` before it ran and an outcome after.
-"""
+"""Containment of commands: interpreters, launchers, option injection, workspace code,
+processes, output, the sandbox itself and a whole job. See the package's kit for the rules
+every attack is held to."""
 
 from __future__ import annotations
 
@@ -15,11 +10,9 @@ import socket
 import subprocess
 import sys
 import tarfile
-import threading
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,173 +22,23 @@ from roles.models import Permission
 from roles.registry import registry
 from roles.services import role_write
 from sessions_app.agent import sandbox
-from sessions_app.agent.context import build_context
-from sessions_app.agent.executor import ToolOutcome, tool_execute
-from sessions_app.agent.loop import _tool_context
-from sessions_app.agent.sandbox import SandboxStatus, sandbox_available
+from sessions_app.agent.sandbox import SandboxStatus
 from sessions_app.agent.tools import OUTPUT_CAP, TOOL_IMPLEMENTATIONS, ToolImpl
-from sessions_app.models import AgentSession, AuditEvent, JobEvent, JobStatus, PendingChange
-from sessions_app.services.jobs import job_create
+from sessions_app.models import AuditEvent, JobEvent, JobStatus
+from tests.sessions_app.agent.containment.kit import (
+    SECRET,
+    Area,
+    as_tester,
+    audit_text,
+    coder,
+    fingerprint,
+    needs_sandbox,
+    no_processes_left,
+    src_tree,
+)
 from tests.sessions_app.jobkit import run, scripted_model, session_in
 
-STATUS = sandbox_available()
-needs_sandbox = pytest.mark.skipif(
-    not STATUS.available, reason=f"bubblewrap sandbox unavailable here: {STATUS.reason}"
-)
 pytestmark = pytest.mark.django_db
-SECRET = f"acode-secret-{uuid.uuid4().hex}"
-
-
-@pytest.fixture(autouse=True)
-def _secret_and_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ACODE_SANDBOX", raising=False)
-    monkeypatch.setenv("ACODE_TEST_SECRET", SECRET)
-
-
-def fingerprint(root: Path) -> dict[str, tuple[str, bytes, int]]:
-    """Everything under ``root``: kind, content (or link text) and mode of every entry."""
-    out: dict[str, tuple[str, bytes, int]] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            path = Path(dirpath, name)
-            info = path.lstat()
-            rel = str(path.relative_to(root))
-            if path.is_symlink():
-                out[rel] = ("link", os.readlink(path).encode(), info.st_mode)
-            elif path.is_dir():
-                out[rel] = ("dir", b"", info.st_mode)
-            else:
-                out[rel] = ("file", path.read_bytes(), info.st_mode)
-    return out
-
-
-@dataclass
-class Area:
-    """A workspace, a sentinel directory next to it, and how the sentinel looked."""
-
-    ws: Path
-    sentinel: Path
-    original: dict[str, tuple[str, bytes, int]]
-
-    def assert_sentinel_unchanged(self) -> None:
-        assert fingerprint(self.sentinel) == self.original, "something outside changed"
-
-
-@pytest.fixture
-def area(tmp_path: Path) -> Area:
-    ws = tmp_path / "ws"
-    files = {
-        "src/app.py": "x = 1\n",
-        "src/util/helpers.py": "def helper():\n    return 1\n",
-        "docs/guide.md": "# Guide\n",
-        "README.md": "# Project\n",
-        "tests/test_app.py": "def test_ok():\n    assert True\n",
-    }
-    for rel, text in files.items():
-        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
-        (ws / rel).write_text(text)
-    subprocess.run(["git", "init", "-q", str(ws)], check=True)
-    sentinel = tmp_path / "sentinel"
-    (sentinel / "sub").mkdir(parents=True)
-    (sentinel / "keep.txt").write_text("outside, do not touch\n")
-    (sentinel / "sub" / "f.md").write_text("outside-secret-content\n")
-    return Area(ws, sentinel, fingerprint(sentinel))
-
-
-def src_tree(ws: Path) -> dict[str, tuple[str, bytes, int]]:
-    return fingerprint(ws / "src")
-
-
-def audit_text(rows: list[AuditEvent]) -> str:
-    return json.dumps([[r.target, r.result, r.details] for r in rows], ensure_ascii=False)
-
-
-class Caller:
-    """Tool calls made the way the agent loop makes them, with the audit rows they wrote."""
-
-    def __init__(self, session: AgentSession, user: Any, area: Area) -> None:
-        self.session, self.area = session, area
-        self.job = job_create(session=session, request="attack", user=user)
-        self.context = _tool_context(self.job, session)
-        self.rows: list[AuditEvent] = []
-
-    def __call__(self, tool: str, **arguments: Any) -> ToolOutcome:
-        last = self._last_seq()
-        registry.sync()
-        outcome = tool_execute(
-            session=self.session,
-            role=registry.get(self.session.current_role.slug),
-            tool=tool,
-            arguments=arguments,
-            actor="job:test",
-            context=self.context,
-            job=self.job,
-        )
-        self.rows = list(
-            AuditEvent.objects.filter(chain=f"session:{self.session.pk}", seq__gt=last).order_by(
-                "seq"
-            )
-        )
-        self._assert_audited(outcome)
-        assert SECRET not in outcome.for_model()
-        assert SECRET not in audit_text(self.rows)
-        outcome.for_model().encode("utf-8")  # no lone surrogate reaches the model
-        self.area.assert_sentinel_unchanged()
-        return outcome
-
-    def _last_seq(self) -> int:
-        row = AuditEvent.objects.filter(chain=f"session:{self.session.pk}").order_by("-seq").first()
-        return row.seq if row else 0
-
-    def _assert_audited(self, outcome: ToolOutcome) -> None:
-        calls = [r for r in self.rows if r.event_type != "ChangeRecorded"]
-        assert calls, "a call without audit rows"
-        for row in calls:
-            assert row.details["role_hash"] and "role_version" in row.details
-        if len(calls) == 1:
-            (row,) = calls
-            assert row.event_type == "ToolDenied" and row.details["phase"] == "decision"
-            assert row.details["rule"] and outcome.status == "denied"
-            assert row.result == outcome.code
-            return
-        first, *middle, last = calls
-        assert first.event_type == "ToolDecision" and first.result == "allowed"
-        assert first.details["phase"] == "decision" and first.details["rule"]
-        assert last.details["phase"] == "outcome" and last.details["decision"] == first.pk
-        assert last.event_type == ("RoleAction" if outcome.status != "denied" else "ToolDenied")
-        for row in middle:
-            assert (row.event_type, row.details["phase"]) == ("ToolDenied", "command_writes")
-
-    def denied_writes(self) -> set[tuple[str, str, str]]:
-        rows = [r for r in self.rows if r.details.get("phase") == "command_writes"]
-        return {(d["path"], d["change"], d["rule"]) for r in rows for d in r.details["undone"]}
-
-    def outcome_row(self) -> AuditEvent:
-        return next(r for r in reversed(self.rows) if r.details.get("phase") == "outcome")
-
-
-def coder(user: Any, area: Area, **data: Any) -> Caller:
-    role_write(
-        data={"write_paths": ["docs/**"], "command_patterns": [], **data},
-        create=False,
-        slug="coder",
-        actor="test",
-    )
-    return Caller(session_in("coder", user, workspace=area.ws), user, area)
-
-
-def as_tester(user: Any, area: Area, *, loose: bool = True) -> Caller:
-    """The Tester; ``loose`` swaps its structured rules for permissive globs, so the attacks
-    reach the sandbox (the layer under test) instead of being refused by the rules."""
-    if loose:
-        globs = ["pytest", "pytest *", "python -m pytest", "python -m pytest *", "make test"]
-        role_write(data={"command_patterns": globs}, create=False, slug="tester", actor="test")
-    return Caller(session_in("tester", user, workspace=area.ws), user, area)
-
-
-def no_processes_left(marker: str) -> bool:
-    found = subprocess.run(["pgrep", "-af", marker], capture_output=True, text=True, check=False)
-    return not [line for line in found.stdout.splitlines() if "pgrep" not in line]
 
 
 # -- interpreters and launchers -------------------------------------------------------
@@ -367,142 +210,6 @@ def test_proc_environment_reads_find_no_secret(user: Any, area: Area) -> None:
         assert call("execute_command", argv=argv).status == "ok"
 
 
-# -- links ----------------------------------------------------------------------------
-@needs_sandbox
-def test_hard_links_are_refused_by_every_reader(user: Any, area: Area) -> None:
-    os.link(area.sentinel / "keep.txt", area.ws / "docs" / "hard.md")
-    area.original = fingerprint(area.sentinel)  # the link count is now 2 on purpose
-    call = coder(user, area)
-    for tool, args in (
-        ("read_file", {"path": "docs/hard.md"}),
-        ("write_file", {"path": "docs/hard.md", "content": "pwned"}),
-        ("delete_file", {"path": "docs/hard.md"}),
-    ):
-        outcome = call(tool, **args)
-        assert outcome.status == "denied" and "hard link" in outcome.reason
-        assert call.outcome_row().details["rule"] == "path"
-    found = call("grep_search", pattern="do not touch")
-    assert found.output == "(no matches)"
-    bundle = build_context(
-        workspace=area.ws, role_name="Coder", strategy="focused", request="Read docs/hard.md"
-    )
-    assert "do not touch" not in bundle.text
-    linked = call("execute_command", argv=["ln", "src/app.py", "docs/app-link.md"])
-    assert linked.status == "ok"
-    assert ("docs/app-link.md", "created", "file_kind") in call.denied_writes()
-    assert not (area.ws / "docs" / "app-link.md").exists()
-
-
-@needs_sandbox
-def test_symlinks_swapped_during_calls_never_lead_outside(user: Any, area: Area) -> None:
-    inner = area.ws / "docs" / "d"
-    inner.mkdir()
-    (inner / "f.md").write_text("inside\n")
-    parked = area.ws / "docs" / ".parked"
-    call = coder(user, area)
-    stop = threading.Event()
-    swaps = 0
-
-    def swap() -> None:
-        nonlocal swaps
-        while not stop.is_set():
-            os.rename(inner, parked)
-            os.symlink(area.sentinel / "sub", inner)
-            time.sleep(0)
-            os.unlink(inner)
-            os.rename(parked, inner)
-            swaps += 1
-
-    racer = threading.Thread(target=swap)
-    racer.start()
-    try:
-        outputs = []
-        for i in range(200):
-            outputs.append(call("read_file", path="docs/d/f.md").for_model())
-            outputs.append(call("write_file", path="docs/d/f.md", content=f"w{i}\n").for_model())
-            outputs.append(call("grep_search", pattern="secret-content", path="docs").for_model())
-    finally:
-        stop.set()
-        racer.join()
-    assert swaps > 100
-    assert not any("outside-secret-content" in text for text in outputs)
-    assert (area.sentinel / "sub" / "f.md").read_text() == "outside-secret-content\n"
-    area.assert_sentinel_unchanged()
-
-
-@needs_sandbox
-def test_git_directory_is_unreachable_through_links(user: Any, area: Area) -> None:
-    os.symlink(".git", area.ws / "gitlink")
-    os.link(area.ws / ".git" / "config", area.ws / "docs" / "config.md")
-    call = coder(user, area)
-    for tool, args in (
-        ("read_file", {"path": "gitlink/config"}),
-        ("read_file", {"path": "docs/config.md"}),
-        ("read_file", {"path": ".git/config"}),
-        ("read_file", {"path": ".GIT/config"}),
-        ("list_directory", {"path": "gitlink"}),
-        ("write_file", {"path": "docs/config.md", "content": "[core]\nfsmonitor = x\n"}),
-        ("create_file", {"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\n"}),
-    ):
-        assert call(tool, **args).status == "denied", (tool, args)
-    assert ".git" not in call("list_directory", path=".").output
-    assert "repositoryformatversion" not in call("grep_search", pattern="repositoryformat").output
-
-
-@needs_sandbox
-def test_coder_git_config_is_undone_and_planted_hooks_never_run(user: Any, area: Area) -> None:
-    marker = area.sentinel / "fsmonitor-ran"
-    call = coder(user, area)
-    set_it = call("execute_command", argv=["git", "config", "core.fsmonitor", f"touch {marker}"])
-    assert set_it.status == "ok"
-    assert (".git/config", "modified", "git_dir") in call.denied_writes()
-    assert "fsmonitor" not in (area.ws / ".git" / "config").read_text()
-    # Planted anyway (say by a run without the sandbox): a read-only role's searches,
-    # listings and context never run it.
-    for key, value in (
-        ("core.fsmonitor", f"touch {marker}"),
-        ("core.hooksPath", str(area.sentinel)),
-        ("diff.external", f"touch {marker}"),
-        ("filter.evil.clean", f"touch {marker}"),
-        ("filter.evil.smudge", f"touch {marker}"),
-        ("core.pager", f"touch {marker}"),
-    ):
-        subprocess.run(["git", "-C", str(area.ws), "config", key, value], check=True)
-    (area.ws / ".gitattributes").write_text("* filter=evil diff=evil\n")
-    area.original = fingerprint(area.sentinel)
-    explorer = Caller(session_in("explorer", user, workspace=area.ws), user, area)
-    assert explorer("grep_search", pattern="helper").status == "ok"
-    assert explorer("list_directory", path="src").status == "ok"
-    assert explorer("read_file", path="src/app.py").status == "ok"
-    for strategy in ("broad", "focused"):
-        build_context(
-            workspace=area.ws, role_name="Explorer", strategy=strategy, request="helper in app.py"
-        )
-    assert not marker.exists()
-
-
-# -- text the audit must take -----------------------------------------------------------
-@needs_sandbox
-def test_lone_surrogates_and_over_long_paths_are_audited_refusals(user: Any, area: Area) -> None:
-    call = coder(user, area)
-    cases = [
-        ("read_file", {"path": "docs/\ud800.md"}, "path"),
-        ("create_file", {"path": "docs/\udcff.md", "content": "x"}, "path"),
-        ("read_file", {"path": "docs/" + "a" * 5000}, "path"),
-        ("read_file", {"path": "docs/" + "b" * 300 + ".md"}, "path"),
-        ("execute_command", {"argv": ["echo", "\ud800"]}, "argv"),
-        ("execute_command", {"argv": ["echo", "x" * 200_000]}, "argv"),
-        ("grep_search", {"pattern": "x", "path": "\udc80"}, "path"),
-    ]
-    for tool, args, rule in cases:
-        outcome = call(tool, **args)
-        assert outcome.status == "denied", (tool, outcome)
-        assert call.rows[-1].details["rule"] == rule
-    surrogate_content = call("create_file", path="docs/x.md", content="bad \ud800 text")
-    assert surrogate_content.status == "denied" and "lone surrogate" in surrogate_content.reason
-    assert not (area.ws / "docs" / "x.md").exists()
-
-
 # -- processes and output -----------------------------------------------------------------
 @needs_sandbox
 def test_background_daemons_die_with_the_call(user: Any, area: Area) -> None:
@@ -544,61 +251,6 @@ def test_catastrophic_regex_is_bounded(user: Any, area: Area) -> None:
     assert time.monotonic() - started < 15
     assert outcome.status == "denied" and "catastrophic" in outcome.reason
     assert call.outcome_row().details["rule"] == "regex_timeout"
-
-
-# -- the write rules, by every tool -------------------------------------------------------
-@needs_sandbox
-def test_a_docs_only_coder_cannot_change_src_by_any_tool(user: Any, area: Area) -> None:
-    call = coder(user, area)
-    before = src_tree(area.ws)
-    for tool, args in (
-        ("write_file", {"path": "src/app.py", "content": "pwned"}),
-        ("create_file", {"path": "src/new.py", "content": "pwned"}),
-        ("delete_file", {"path": "src/app.py"}),
-        ("write_file", {"path": "docs/../src/app.py", "content": "pwned"}),
-        ("create_file", {"path": "./src/x.py", "content": "pwned"}),
-    ):
-        outcome = call(tool, **args)
-        assert outcome.status == "denied"
-        assert call.rows[-1].details["rule"] in ("write_paths", "path")
-    for argv in (
-        ["sh", "-c", "echo pwned > src/app.py; rm -f src/util/helpers.py; touch src/new.py"],
-        ["sh", "-c", "rm -rf src; ln -s /etc src"],
-        ["sh", "-c", "rm -rf src && mkdir src && echo x > src/app.py"],
-        ["mv", "src", "docs/src"],
-        ["python", "-c", "import shutil; shutil.rmtree('src')"],
-        ["sed", "-i", "s/1/2/", "src/app.py"],
-        ["chmod", "000", "src/app.py"],
-        ["git", "rm", "-r", "-q", "--cached", "src"],
-    ):
-        outcome = call("execute_command", argv=argv)
-        assert outcome.status == "ok", (argv, outcome.for_model())
-        assert src_tree(area.ws) == before, argv
-    assert call("execute_command", argv=["sh", "-c", "echo ok > docs/notes.md"]).status == "ok"
-    changed = set(PendingChange.objects.filter(session=call.session).values_list("path", flat=True))
-    assert changed and all(p.startswith("docs/") for p in changed)
-    assert "docs/notes.md" in changed
-
-
-@needs_sandbox
-def test_allowed_command_writes_become_pending_changes(user: Any, area: Area) -> None:
-    call = coder(user, area)
-    outcome = call("execute_command", argv=["sh", "-c", "echo new > docs/new.md; rm docs/guide.md"])
-    assert "recorded as pending changes: docs/guide.md, docs/new.md" in outcome.output
-    changes = {c.path: c.kind for c in PendingChange.objects.filter(session=call.session)}
-    assert changes == {"docs/new.md": "created", "docs/guide.md": "deleted"}
-    recorded = [r for r in call.rows if r.event_type == "ChangeRecorded"]
-    assert {r.target for r in recorded} == {"docs/new.md", "docs/guide.md"}
-    assert call.outcome_row().details["recorded"] == ["docs/guide.md", "docs/new.md"]
-
-
-@needs_sandbox
-def test_a_role_without_write_permission_gets_a_read_only_workspace(user: Any, area: Area) -> None:
-    call = as_tester(user, area)
-    outcome = call("execute_command", argv=["pytest", "--basetemp=docs"])
-    assert outcome.status == "ok"
-    assert call.rows[0].details["normalised"]["writable"] is False
-    assert fingerprint(area.ws / "docs") == {"guide.md": ("file", b"# Guide\n", 0o100644)}
 
 
 # -- the sandbox itself -------------------------------------------------------------------

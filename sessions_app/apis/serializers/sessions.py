@@ -1,12 +1,7 @@
-"""Input and output shapes of the sessions API.
-
-Every text input is a ``Text`` field with a length limit (the README's REST API section
-lists them); DRF's CharField already refuses NUL characters and surrogates.
-"""
+"""Input and output shapes of sessions, transitions, plans and pending changes."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
@@ -18,10 +13,7 @@ from roles.models import RoleVersion
 from roles.registry import registry
 from sessions_app.models import (
     AgentSession,
-    AuditEvent,
-    AuditEventType,
     ChangeKind,
-    Job,
     PendingChange,
     Repository,
     RiskTier,
@@ -322,165 +314,3 @@ class ApproveInput(serializers.Serializer):
 
 class ApproveOutput(serializers.Serializer):
     approved = serializers.IntegerField()
-
-
-class RoleShareOutput(serializers.Serializer):
-    role = serializers.CharField()
-    seconds = serializers.FloatField()
-    share = serializers.FloatField()
-    target = serializers.ListField(child=serializers.FloatField(), allow_null=True)
-    within_target = serializers.BooleanField(allow_null=True)
-
-
-class UsageOutput(serializers.Serializer):
-    total_seconds = serializers.FloatField()
-    roles = RoleShareOutput(many=True)
-
-
-class AuditEventOutput(serializers.ModelSerializer):
-    session = serializers.UUIDField(source="session_id", allow_null=True)
-
-    class Meta:
-        model = AuditEvent
-        fields = [
-            "id",
-            "chain",
-            "seq",
-            "event_type",
-            "session",
-            "role",
-            "actor",
-            "target",
-            "result",
-            "details",
-            "created_at",
-            "prev_hash",
-            "hash",
-        ]
-
-
-class AuditPageOutput(serializers.Serializer):
-    next = serializers.URLField(allow_null=True, help_text="The next (older) page")
-    previous = serializers.URLField(allow_null=True)
-    results = AuditEventOutput(many=True)
-
-
-class AuditFilterInput(serializers.Serializer):
-    event_type = serializers.ChoiceField(
-        choices=AuditEventType.choices, required=False, allow_blank=True
-    )
-    session = serializers.UUIDField(required=False)
-    role = Text(max_length=64, required=False, allow_blank=True)
-    actor = Text(max_length=150, required=False, allow_blank=True)
-    since = serializers.DateTimeField(required=False)
-    until = serializers.DateTimeField(required=False)
-    last = serializers.IntegerField(required=False, min_value=1, max_value=10000)
-
-    def validate_since(self, value: datetime) -> datetime:
-        return _in_utc(value)
-
-    def validate_until(self, value: datetime) -> datetime:
-        return _in_utc(value)
-
-
-def _in_utc(moment: datetime) -> datetime:
-    """PostgreSQL refuses UTC offsets beyond 15:59 that Python accepts: compare in UTC."""
-    try:
-        return moment.astimezone(UTC)
-    except OverflowError:
-        raise serializers.ValidationError("The moment is out of range.") from None
-
-
-class ChainReportOutput(serializers.Serializer):
-    ok = serializers.BooleanField()
-    checked = serializers.IntegerField()
-    chain = serializers.CharField(allow_null=True)
-    first_bad_seq = serializers.IntegerField(allow_null=True)
-    first_bad_id = serializers.IntegerField(allow_null=True)
-    problem = serializers.CharField()
-
-
-class JobEventOutput(serializers.Serializer):
-    seq = serializers.IntegerField()
-    kind = serializers.CharField()
-    data = serializers.JSONField()  # type: ignore[assignment]
-    created_at = serializers.DateTimeField()
-
-
-class JobOutput(serializers.ModelSerializer):
-    session = serializers.UUIDField(source="session_id")
-    role = serializers.SerializerMethodField()
-    role_version = serializers.SerializerMethodField()
-
-    @extend_schema_field(OpenApiTypes.STR)
-    def get_role(self, obj: Job) -> str:
-        return registry.by_id(obj.role_id).slug
-
-    @extend_schema_field(serializers.IntegerField(allow_null=True))
-    def get_role_version(self, obj: Job) -> int | None:
-        return version_number(obj, obj.role_id, obj.role_version_id)
-
-    class Meta:
-        model = Job
-        fields = [
-            "id",
-            "session",
-            "role",
-            "role_version",
-            "request",
-            "status",
-            "provider",
-            "model",
-            "endpoint",
-            "fallback_used",
-            "llm_calls",
-            "tokens_in",
-            "tokens_out",
-            "result",
-            "error_code",
-            "error_message",
-            "attempts",
-            "cancel_requested",
-            "created_by",
-            "created_at",
-            "started_at",
-            "finished_at",
-        ]
-
-
-class JobDetailOutput(JobOutput):
-    events = JobEventOutput(many=True)
-
-    class Meta(JobOutput.Meta):
-        fields = [*JobOutput.Meta.fields, "events"]
-
-
-class JobEventsQuery(serializers.Serializer):
-    after = serializers.IntegerField(min_value=0, required=False, default=0)
-
-
-class JobCreateInput(serializers.Serializer):
-    request = Text(max_length=TASK_MAX_CHARS)
-
-
-class ContextFileOutput(serializers.Serializer):
-    path = serializers.CharField()
-    tokens = serializers.IntegerField()
-    mode = serializers.CharField()
-    share = serializers.FloatField()
-
-
-class ContextOutput(serializers.Serializer):
-    role = serializers.CharField()
-    strategy = serializers.CharField()
-    requested_strategy = serializers.CharField()
-    budget = serializers.IntegerField()
-    token_count = serializers.IntegerField()
-    files = ContextFileOutput(many=True)
-    notes = serializers.ListField(child=serializers.CharField())
-
-
-class SessionToolsOutput(serializers.Serializer):
-    role = serializers.CharField()
-    available = serializers.ListField(child=serializers.DictField())
-    restricted = serializers.ListField(child=serializers.DictField())

@@ -1,0 +1,98 @@
+"""Output shapes of usage and the audit log, and the audit filters."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from rest_framework import serializers
+
+from acode.inputs import Text
+from sessions_app.models import (
+    AuditEvent,
+    AuditEventType,
+)
+
+# Text limits of the API (plans: sessions_app.services.plans).
+TITLE_MAX_CHARS = 200
+TASK_MAX_CHARS = 20_000
+REASON_MAX_CHARS = 2_000
+ROLE_NAME_MAX_CHARS = 100
+PATH_MAX_CHARS = 1_000
+DIFF_MAX_CHARS = 1_000_000
+SUMMARY_MAX_CHARS = 5_000
+
+
+class RoleShareOutput(serializers.Serializer):
+    role = serializers.CharField()
+    seconds = serializers.FloatField()
+    share = serializers.FloatField()
+    target = serializers.ListField(child=serializers.FloatField(), allow_null=True)
+    within_target = serializers.BooleanField(allow_null=True)
+
+
+class UsageOutput(serializers.Serializer):
+    total_seconds = serializers.FloatField()
+    roles = RoleShareOutput(many=True)
+
+
+class AuditEventOutput(serializers.ModelSerializer):
+    session = serializers.UUIDField(source="session_id", allow_null=True)
+
+    class Meta:
+        model = AuditEvent
+        fields = [
+            "id",
+            "chain",
+            "seq",
+            "event_type",
+            "session",
+            "role",
+            "actor",
+            "target",
+            "result",
+            "details",
+            "created_at",
+            "prev_hash",
+            "hash",
+        ]
+
+
+class AuditPageOutput(serializers.Serializer):
+    next = serializers.URLField(allow_null=True, help_text="The next (older) page")
+    previous = serializers.URLField(allow_null=True)
+    results = AuditEventOutput(many=True)
+
+
+class AuditFilterInput(serializers.Serializer):
+    event_type = serializers.ChoiceField(
+        choices=AuditEventType.choices, required=False, allow_blank=True
+    )
+    session = serializers.UUIDField(required=False)
+    role = Text(max_length=64, required=False, allow_blank=True)
+    actor = Text(max_length=150, required=False, allow_blank=True)
+    since = serializers.DateTimeField(required=False)
+    until = serializers.DateTimeField(required=False)
+    last = serializers.IntegerField(required=False, min_value=1, max_value=10000)
+
+    def validate_since(self, value: datetime) -> datetime:
+        return _in_utc(value)
+
+    def validate_until(self, value: datetime) -> datetime:
+        return _in_utc(value)
+
+
+def _in_utc(moment: datetime) -> datetime:
+    """PostgreSQL refuses UTC offsets beyond 15:59 that Python accepts: compare in UTC."""
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise serializers.ValidationError("The moment is out of range.") from None
+
+
+class ChainReportOutput(serializers.Serializer):
+    ok = serializers.BooleanField()
+    checked = serializers.IntegerField()
+    chain = serializers.CharField(allow_null=True)
+    first_bad_seq = serializers.IntegerField(allow_null=True)
+    first_bad_id = serializers.IntegerField(allow_null=True)
+    problem = serializers.CharField()

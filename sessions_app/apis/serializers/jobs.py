@@ -1,0 +1,109 @@
+"""Shapes of jobs, their events, context and the tools of a session."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from acode.inputs import Text
+from roles.registry import registry
+from sessions_app.apis.serializers.sessions import version_number
+from sessions_app.models import (
+    Job,
+)
+
+# Text limits of the API (plans: sessions_app.services.plans).
+TITLE_MAX_CHARS = 200
+TASK_MAX_CHARS = 20_000
+REASON_MAX_CHARS = 2_000
+ROLE_NAME_MAX_CHARS = 100
+PATH_MAX_CHARS = 1_000
+DIFF_MAX_CHARS = 1_000_000
+SUMMARY_MAX_CHARS = 5_000
+
+
+class JobEventOutput(serializers.Serializer):
+    seq = serializers.IntegerField()
+    kind = serializers.CharField()
+    data = serializers.JSONField()  # type: ignore[assignment]
+    created_at = serializers.DateTimeField()
+
+
+class JobOutput(serializers.ModelSerializer):
+    session = serializers.UUIDField(source="session_id")
+    role = serializers.SerializerMethodField()
+    role_version = serializers.SerializerMethodField()
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def get_role(self, obj: Job) -> str:
+        return registry.by_id(obj.role_id).slug
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_role_version(self, obj: Job) -> int | None:
+        return version_number(obj, obj.role_id, obj.role_version_id)
+
+    class Meta:
+        model = Job
+        fields = [
+            "id",
+            "session",
+            "role",
+            "role_version",
+            "request",
+            "status",
+            "provider",
+            "model",
+            "endpoint",
+            "fallback_used",
+            "llm_calls",
+            "tokens_in",
+            "tokens_out",
+            "result",
+            "error_code",
+            "error_message",
+            "attempts",
+            "cancel_requested",
+            "created_by",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+
+
+class JobDetailOutput(JobOutput):
+    events = JobEventOutput(many=True)
+
+    class Meta(JobOutput.Meta):
+        fields = [*JobOutput.Meta.fields, "events"]
+
+
+class JobEventsQuery(serializers.Serializer):
+    after = serializers.IntegerField(min_value=0, required=False, default=0)
+
+
+class JobCreateInput(serializers.Serializer):
+    request = Text(max_length=TASK_MAX_CHARS)
+
+
+class ContextFileOutput(serializers.Serializer):
+    path = serializers.CharField()
+    tokens = serializers.IntegerField()
+    mode = serializers.CharField()
+    share = serializers.FloatField()
+
+
+class ContextOutput(serializers.Serializer):
+    role = serializers.CharField()
+    strategy = serializers.CharField()
+    requested_strategy = serializers.CharField()
+    budget = serializers.IntegerField()
+    token_count = serializers.IntegerField()
+    files = ContextFileOutput(many=True)
+    notes = serializers.ListField(child=serializers.CharField())
+
+
+class SessionToolsOutput(serializers.Serializer):
+    role = serializers.CharField()
+    available = serializers.ListField(child=serializers.DictField())
+    restricted = serializers.ListField(child=serializers.DictField())
