@@ -54,6 +54,17 @@ def audit_anchor_task() -> int | None:
     return anchor.seq if anchor is not None else None
 
 
+@shared_task(name="acode.audit_verify")
+def audit_verify_task() -> bool:
+    """Verify the whole audit log and store the outcome (Celery beat, periodic)."""
+    from sessions_app.services.audit import audit_verify_record
+
+    report, _ = audit_verify_record(actor="system")
+    if not report.ok:
+        logger.error("audit log verification failed: %s", report.problem)
+    return report.ok
+
+
 @worker_ready.connect
 def _recover_lost_jobs(**kwargs: Any) -> None:
     # At start too: this worker may be the one that was lost.

@@ -20,9 +20,11 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 ACODE_JOB_HEARTBEAT_SECONDS = env_float("ACODE_JOB_HEARTBEAT_SECONDS", 10.0)
 ACODE_JOB_STALE_SECONDS = env_float("ACODE_JOB_STALE_SECONDS", 60.0)
 ACODE_AUDIT_ANCHOR_SECONDS = env_float("ACODE_AUDIT_ANCHOR_SECONDS", 300.0)
+ACODE_AUDIT_VERIFY_SECONDS = env_float("ACODE_AUDIT_VERIFY_SECONDS", 3600.0)
 # Periodic work, run by Celery beat (embedded in the worker under `make run`: --beat).
 CELERY_BEAT_SCHEDULE = {
     "recover-lost-jobs": {"task": "acode.recover_lost_jobs", "schedule": ACODE_JOB_STALE_SECONDS},
     "audit-anchor": {"task": "acode.audit_anchor", "schedule": ACODE_AUDIT_ANCHOR_SECONDS},
+    "audit-verify": {"task": "acode.audit_verify", "schedule": ACODE_AUDIT_VERIFY_SECONDS},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")

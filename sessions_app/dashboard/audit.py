@@ -1,5 +1,6 @@
 """The audit log page: newest first, filtered with ``AuditFilter`` (the same names as the
-export API's, so its export links carry the filters), and the chain check on request."""
+export API's, so its export links carry the filters), and the chain status: the last
+stored verification (periodic, or run on request by users who may verify)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from sessions_app.dashboard.formatting import RoleBadge, all_role_badges, role_b
 from sessions_app.filters import AuditFilter
 from sessions_app.models import AuditEvent, AuditEventType
 from sessions_app.permissions import audit_visible_to, can_verify_audit
-from sessions_app.services.audit import audit_verify
+from sessions_app.services.audit import audit_last_verification, audit_verify_record
 
 AUDIT_TEMPLATE = "dashboard/audit.html"
 AUDIT_PAGE_SIZE = 50
@@ -98,6 +99,7 @@ def audit(request: HttpRequest) -> HttpResponse:
             "rows": audit_rows(page_obj.object_list),
             "all_roles": all_role_badges(),
             "can_verify": can_verify_audit(user),
+            "chain": audit_last_verification(),
         },
     )
 
@@ -105,10 +107,11 @@ def audit(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def audit_chain(request: HttpRequest) -> HttpResponse:
-    """Verify the whole audit log now and show the outcome (the page's "Verify now").
+    """Verify the whole audit log now, store and show the outcome (the page's "Verify now").
 
     It re-hashes every row, so only users who may verify the audit log can ask for it.
     """
     if not can_verify_audit(request.user):
         raise PermissionDenied("Verifying the audit chain needs the view_auditevent permission.")
-    return render(request, f"{AUDIT_TEMPLATE}#chain", {"chain": audit_verify()})
+    _, stored = audit_verify_record(actor=request.user.get_username())
+    return render(request, f"{AUDIT_TEMPLATE}#chain", {"chain": stored, "can_verify": True})

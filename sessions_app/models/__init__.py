@@ -8,6 +8,7 @@ from sessions_app.models.audit import (
     AuditChain,
     AuditEvent,
     AuditEventType,
+    AuditVerification,
     chain_key,
 )
 from sessions_app.models.base import AppendOnlyError, AppendOnlyModel, AppendOnlyQuerySet
@@ -41,6 +42,7 @@ __all__ = [
     "AuditChain",
     "AuditEvent",
     "AuditEventType",
+    "AuditVerification",
     "ChangeKind",
     "IdempotencyRecord",
     "Job",

@@ -100,3 +100,22 @@ class AuditAnchor(AppendOnlyModel):
 
     def __str__(self) -> str:
         return f"anchor #{self.seq}"
+
+
+class AuditVerification(models.Model):
+    """One run of the whole-log verification: what the audit page shows as the chain status."""
+
+    ok = models.BooleanField()
+    checked = models.PositiveBigIntegerField()
+    chain = models.CharField(max_length=64, blank=True)
+    first_bad_seq = models.PositiveBigIntegerField(null=True, blank=True)
+    first_bad_id = models.PositiveBigIntegerField(null=True, blank=True)
+    problem = models.TextField(blank=True)
+    actor = models.CharField(max_length=150)
+    verified_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-verified_at"]
+
+    def __str__(self) -> str:
+        return f"{'intact' if self.ok else 'broken'} at {self.verified_at:%Y-%m-%d %H:%M}"

@@ -28,6 +28,7 @@ from sessions_app.models import (
     AuditChain,
     AuditEvent,
     AuditEventType,
+    AuditVerification,
     chain_key,
 )
 
@@ -304,3 +305,24 @@ def audit_verify() -> ChainReport:
         return ChainReport(True, checked)
     first = min(problems, key=_Problem.order)
     return ChainReport(False, checked, first.seq, first.row_id, first.chain, first.text)
+
+
+def audit_verify_record(*, actor: str) -> tuple[ChainReport, AuditVerification]:
+    """Verify the whole log now and store the outcome (the audit page's chain status)."""
+    report = audit_verify()
+    stored = AuditVerification.objects.create(
+        ok=report.ok,
+        checked=report.checked,
+        chain=report.chain,
+        first_bad_seq=report.first_bad_seq,
+        first_bad_id=report.first_bad_id,
+        problem=report.problem,
+        actor=actor[:150],
+        verified_at=timezone.now(),
+    )
+    return report, stored
+
+
+def audit_last_verification() -> AuditVerification | None:
+    """The newest stored verification, if any."""
+    return AuditVerification.objects.order_by("-verified_at").first()

@@ -157,6 +157,20 @@ def test_roles_export_import_over_api(boss_api: APIClient) -> None:
 
 
 @pytest.mark.django_db
+def test_a_role_import_that_is_not_utf8_is_a_clean_400(boss_api: APIClient) -> None:
+    before = boss_api.get("/api/roles/export/").content
+    response = boss_api.generic(
+        "POST",
+        "/api/roles/import/",
+        b"format: acode-roles/1\n\xff\xfe\x00",
+        content_type="application/yaml",
+    )
+    assert response.status_code == 400 and response.json()["code"].startswith("ACODE-")
+    assert "UTF-8" in response.json()["message"]
+    assert boss_api.get("/api/roles/export/").content == before
+
+
+@pytest.mark.django_db
 def test_prompt_packs_and_me(api: APIClient) -> None:
     packs = api.get("/api/prompt-packs/").json()
     assert packs[0]["name"] == "acode-standard" and packs[0]["active"] is True

@@ -4,14 +4,14 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from sessions_app.services.audit import audit_verify
+from sessions_app.services.audit import audit_verify_record
 
 
 class Command(BaseCommand):
     help = "Verify the audit log's hash chain; names the first row that does not fit."
 
     def handle(self, *args: Any, **options: Any) -> None:
-        report = audit_verify()
+        report, _ = audit_verify_record(actor="manage.py audit_verify")
         if not report.ok:
             raise CommandError(
                 f"audit chain broken at event #{report.first_bad_seq} (id {report.first_bad_id}): "

@@ -10,8 +10,9 @@ from django.contrib.auth.models import Permission, User
 from django.db import connection
 from django.test import Client
 
-from sessions_app.models import AgentSession, AuditEvent
+from sessions_app.models import AgentSession, AuditEvent, AuditVerification
 from sessions_app.services.sessions import session_create, session_update
+from sessions_app.tasks import audit_verify_task
 
 pytestmark = pytest.mark.django_db
 
@@ -89,8 +90,22 @@ def test_only_a_verifier_is_offered_the_chain_check(
     assert "Verify now" in lead_client.get("/audit/").content.decode()
     html = dev_client.get("/audit/").content.decode()
     assert "Verify now" not in html
-    assert 'id="chain-slot"' not in html
+    assert "Not verified yet" in html
     assert dev_client.get("/audit/chain/").status_code == 403
+
+
+def test_everyone_sees_the_last_stored_verification(
+    lead_client: Client, dev_client: Client, session: AgentSession, lead: Any
+) -> None:
+    lead_client.get("/audit/chain/")  # a verifier's "Verify now" stores the outcome
+    stored = AuditVerification.objects.get()
+    assert stored.ok and stored.actor == lead.username
+    html = dev_client.get("/audit/").content.decode()
+    assert "Chain intact" in html and f"by {lead.username}" in html
+    verify_task = audit_verify_task.run if hasattr(audit_verify_task, "run") else audit_verify_task
+    assert verify_task() is True
+    assert AuditVerification.objects.count() == 2
+    assert AuditVerification.objects.first().actor == "system"
 
 
 def test_view_auditevent_permission_may_verify(
