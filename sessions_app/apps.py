@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import logging
+
 from django.apps import AppConfig
 
 
@@ -16,3 +18,10 @@ class SessionsAppConfig(AppConfig):
         from sessions_app import receivers
 
         receivers.connect()
+        from sessions_app.agent.sandbox import sandbox_required
+
+        if not sandbox_required():  # development only: say so loudly in every process
+            logging.getLogger("sessions_app").warning(
+                "ACODE_SANDBOX=off: agent commands run WITHOUT the OS sandbox; every call "
+                "records sandboxed=false. Never use this in production."
+            )
