@@ -413,10 +413,17 @@ def bench_user() -> tuple[Any, str]:
 
 def session_pool(user: Any, workspace: Path, size: int) -> list[Any]:
     """``size`` sessions in Explorer on ``workspace``, reused from run to run."""
+    # The bench's own directory is attached as a workspace: allow exactly that, here.
+    from django.conf import settings
+    from django.contrib.auth.models import Permission
+
     from sessions_app.models import AgentSession
     from sessions_app.services.sessions import session_create
     from sessions_app.services.transitions import session_transition
 
+    user.user_permissions.add(Permission.objects.get(codename="attach_workspace"))
+    user = type(user).objects.get(pk=user.pk)  # a fresh permission cache
+    settings.ACODE_ATTACH_ROOTS = [*settings.ACODE_ATTACH_ROOTS, str(workspace.parent)]
     found = list(
         AgentSession.objects.filter(
             owner=user, title__startswith="bench jobs ", workspace=str(workspace)
