@@ -74,8 +74,28 @@ def _start_model(env: dict[str, str]) -> subprocess.Popen[bytes] | None:
     return proc
 
 
+def role_queues(env: dict[str, str]) -> str:
+    """Every Celery queue a role routes its jobs to (comma-separated), so the one embedded
+    worker consumes them all: a role given a queue of its own in admin would otherwise wait
+    for a worker that never comes. Falls back to the default queue."""
+    code = (
+        "from roles.models import Role\n"
+        "print(','.join(sorted({q for q in Role.objects.values_list('queue', flat=True) if q})))"
+    )
+    found = subprocess.run(
+        [sys.executable, "manage.py", "shell", "--verbosity", "0", "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    last = found.stdout.strip().splitlines()[-1:] if found.returncode == 0 else []
+    queues = {q for q in "".join(last).split(",") if q}
+    return ",".join(sorted(queues | {env.get("ACODE_DEFAULT_QUEUE", "agents")}))
+
+
 WORKER_COMMAND = [
-    *("-m", "celery", "-A", "acode", "worker", "-Q", "agents"),
+    *("-m", "celery", "-A", "acode", "worker"),
     *("--pool", "threads", "--concurrency", "4"),
     "--beat",  # the periodic tasks (lost-job recovery, audit anchors)
     *("--loglevel", "INFO"),
@@ -118,7 +138,10 @@ def _run(env: dict[str, str]) -> int:
     model = _start_model(env)
     if model is not None:
         procs.append(("model", model))
-    procs.append(("worker", subprocess.Popen([sys.executable, *WORKER_COMMAND], env=env)))
+    queues = role_queues(env)
+    worker = [sys.executable, *WORKER_COMMAND, "-Q", queues]
+    procs.append(("worker", subprocess.Popen(worker, env=env)))
+    print(f"acode: the worker consumes the queues {queues}", flush=True)
     web = [sys.executable, "-m", "daphne", "-b", HOST, "-p", str(PORT), "acode.asgi:application"]
     procs.append(("web", subprocess.Popen(web, env=env)))
     print(f"acode is up: http://{HOST}:{PORT}/  (admin: /admin/, API docs: /api/docs/)", flush=True)
