@@ -33,13 +33,21 @@ class SessionFilter(django_filters.FilterSet):
         return qs.filter(Q(current_role__slug__iexact=value) | Q(current_role__name__iexact=value))
 
 
+def to_utc(moment: datetime) -> datetime:
+    """A moment in UTC: PostgreSQL refuses UTC offsets beyond 15:59, which Python accepts.
+    Raises OverflowError for a moment UTC cannot hold."""
+    return moment.astimezone(UTC) if moment.tzinfo is not None else moment
+
+
 class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
-    """An ISO 8601 moment compared in UTC: PostgreSQL refuses offsets beyond 15:59, which
-    Python accepts."""
+    """An ISO 8601 moment compared in UTC (``to_utc``)."""
 
     def filter(self, qs: Any, value: Any) -> Any:
-        if isinstance(value, datetime) and value.tzinfo is not None:
-            value = value.astimezone(UTC)
+        if isinstance(value, datetime):
+            try:
+                value = to_utc(value)
+            except OverflowError:
+                return qs.none()  # no row was written at a moment UTC cannot hold
         return super().filter(qs, value)
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from rest_framework import serializers
 
 from acode.inputs import Text
+from sessions_app.filters import to_utc
 from sessions_app.models import (
     AuditEvent,
     AuditEventType,
@@ -82,9 +83,8 @@ class AuditFilterInput(serializers.Serializer):
 
 
 def _in_utc(moment: datetime) -> datetime:
-    """PostgreSQL refuses UTC offsets beyond 15:59 that Python accepts: compare in UTC."""
     try:
-        return moment.astimezone(UTC)
+        return to_utc(moment)
     except OverflowError:
         raise serializers.ValidationError("The moment is out of range.") from None
 
