@@ -159,6 +159,85 @@ _CODES = [
         "The session left the job's role; start a new job in the current role.",
     ),
     ErrorCode(
+        "ACODE-JOB-008",
+        422,
+        "Answer is not a plan",
+        "A planning role's answer had no numbered steps or JSON steps; nothing was set. "
+        "Ask again for a structured plan.",
+    ),
+    ErrorCode(
+        "ACODE-RUN-001",
+        400,
+        "No workflow template",
+        "No enabled workflow template has that name or serves that risk tier; see "
+        "/api/workflows/ and admin.",
+    ),
+    ErrorCode(
+        "ACODE-RUN-002",
+        409,
+        "A run is already executing",
+        "One run at a time per session: wait for it, answer it, or cancel it.",
+    ),
+    ErrorCode(
+        "ACODE-RUN-003",
+        409,
+        "The session belongs to a run",
+        "While a run executes only it changes the session's role or starts jobs; cancel "
+        "the run first.",
+    ),
+    ErrorCode(
+        "ACODE-RUN-004",
+        409,
+        "Run is not in that state",
+        "The action needs the run to be waiting for it (an answer, an approval) or not "
+        "yet ended; the details say its status.",
+    ),
+    ErrorCode(
+        "ACODE-RUN-005",
+        409,
+        "Stage failed",
+        "A stage's job ended without success; the run's message says why.",
+    ),
+    ErrorCode(
+        "ACODE-RUN-006",
+        409,
+        "Run budget spent",
+        "The run used its LLM calls, tokens or wall time; raise the template's budget or "
+        "start a smaller run.",
+    ),
+    ErrorCode(
+        "ACODE-RUN-007",
+        409,
+        "No progress",
+        "A revision left the changes exactly as they were; the run stopped instead of "
+        "repeating it.",
+    ),
+    ErrorCode(
+        "ACODE-RUN-008",
+        403,
+        "Approval permission required",
+        "Approving or rejecting a run needs the 'approve run' permission.",
+    ),
+    ErrorCode(
+        "ACODE-RUN-009",
+        403,
+        "Starter cannot approve",
+        "Separation of duties: another approver must approve a run you started.",
+    ),
+    ErrorCode(
+        "ACODE-RUN-010",
+        409,
+        "Approval request expired",
+        "A new request was opened for what is pending now; review it and approve again.",
+    ),
+    ErrorCode(
+        "ACODE-RUN-011",
+        409,
+        "Approval no longer matches",
+        "The digest approved is not what is pending now (something changed, or the digest "
+        "is wrong); approve the new digest after reviewing it.",
+    ),
+    ErrorCode(
         "ACODE-LLM-001",
         400,
         "Unknown model endpoint",

@@ -71,6 +71,7 @@ class Provider(Protocol):
         *,
         call_index: int,
         max_tokens: int,
+        job_ordinal: int = 0,
     ) -> Completion: ...
 
 
@@ -201,6 +202,7 @@ class OpenAIProvider:
         *,
         call_index: int,
         max_tokens: int,
+        job_ordinal: int = 0,
     ) -> Completion:
         openai = self._openai
         kwargs: dict[str, Any] = {
@@ -259,6 +261,8 @@ class ScriptedProvider:
     Each script step is ``{"content": str, "tool_calls": [{"name", "arguments"}], "usage":
     {"prompt_tokens", "completion_tokens"}, "delay": seconds, "error": "connection" |
     "timeout" | "server"}``; all keys optional. Past the end it answers "(script ended)".
+    A script that is a list of lists holds one script per job: the n-th job of a role in a
+    session (``job_ordinal``) replays the n-th list, the last one when there are fewer.
     """
 
     def __init__(self, endpoint: Endpoint) -> None:
@@ -272,9 +276,12 @@ class ScriptedProvider:
         *,
         call_index: int,
         max_tokens: int,
+        job_ordinal: int = 0,
     ) -> Completion:
         self.requests.append({"messages": messages, "tools": tools})
-        script = self.endpoint.script
+        script: Any = self.endpoint.script
+        if script and all(isinstance(item, list) for item in script):
+            script = script[min(job_ordinal, len(script) - 1)]
         step: dict[str, Any] = (
             dict(script[call_index]) if call_index < len(script) else {"content": "(script ended)"}
         )

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.apps import apps
+from django.db.models.signals import post_migrate
+
 from roles.models import RoleVersion
 from roles.signals import prompt_rejected, role_data_changed, role_version_created
 from sessions_app.models import AuditEventType
@@ -46,7 +49,18 @@ def _role_data_changed(
     )
 
 
+def _seed_runs(sender: Any, **kwargs: Any) -> None:
+    # After roles are seeded (their app migrates first): the shipped workflow templates and
+    # risk signals, written only when there are none, so admins' edits are kept.
+    from sessions_app.services.runs import runs_seed_defaults
+
+    runs_seed_defaults()
+
+
 def connect() -> None:
+    post_migrate.connect(
+        _seed_runs, sender=apps.get_app_config("sessions_app"), dispatch_uid="acode-runs-seed"
+    )
     role_data_changed.connect(_role_data_changed, dispatch_uid="acode-audit-role-data")
     role_version_created.connect(_role_versioned, dispatch_uid="acode-audit-role-version")
     prompt_rejected.connect(_prompt_rejected, dispatch_uid="acode-audit-prompt-rejected")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from celery import shared_task
+from celery import Task, shared_task
 from celery.signals import task_prerun, worker_ready
 from django.db import close_old_connections
 
@@ -18,12 +18,20 @@ from roles.registry import registry
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="acode.run_job", acks_late=True, reject_on_worker_lost=True)
-def run_job_task(job_id: str) -> str:
+@shared_task(bind=True, name="acode.run_job", acks_late=True, reject_on_worker_lost=True)
+def run_job_task(self: Task, job_id: str) -> str:
     """Run one job. ``acks_late``: a worker killed mid-job leaves the message to be redelivered."""
     from sessions_app.agent.loop import run_job
+    from sessions_app.services.runs import run_after_job
 
-    return str(run_job(job_id).status)
+    # Which worker took it from which queue: the job's running event records both.
+    delivery = self.request.delivery_info or {}
+    worker = {"worker": self.request.hostname, "queue": delivery.get("routing_key")}
+    status = str(run_job(job_id, worker={k: str(v) for k, v in worker.items() if v}).status)
+    # A job of a run moves the run on. Also on a redelivery after a worker died between
+    # the job's end and this line: the run never waits on a message that was lost.
+    run_after_job(job_id)
+    return status
 
 
 @task_prerun.connect
@@ -36,8 +44,12 @@ def _sync_registry(**kwargs: Any) -> None:
 def recover_lost_jobs_task() -> list[str]:
     """Requeue or fail jobs whose worker stopped sending heartbeats (Celery beat, periodic)."""
     from sessions_app.services.jobs import jobs_recover_stale
+    from sessions_app.services.runs import runs_resume_stalled
 
     recovered = jobs_recover_stale()
+    resumed = runs_resume_stalled()
+    if resumed:
+        logger.warning("resumed %d run(s) that stopped between stages: %s", len(resumed), resumed)
     if recovered:
         logger.warning(
             "recovered %d job(s) left running by a lost worker: %s", len(recovered), recovered

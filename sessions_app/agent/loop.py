@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from django.db import close_old_connections
 
 from acode.errors import AcodeError
 from acode.llm import Completion, EndpointUnavailable, Provider, endpoint_for, provider_for
+from acode.logs import bind_log_context, restore_log_context
+from acode.metrics import observe_llm_call
 from roles.prompts import compose_prompt
 from roles.registry import RoleDef, registry
 from sessions_app.agent.context import build_context
@@ -39,6 +42,7 @@ from sessions_app.services.jobs import (
     job_start,
 )
 from sessions_app.services.plans import plan_set
+from sessions_app.services.runs import run_question_ask, run_review_record
 
 logger = logging.getLogger(__name__)
 EVENT_TEXT_CAP = 8000
@@ -90,12 +94,17 @@ class _Heartbeat:
         self.thread.join(timeout=5)
 
 
-def run_job(job_id: Any, *, provider: Provider | None = None) -> Job:
-    """Run one job to a final status. ``provider`` overrides model routing (tests)."""
+def run_job(
+    job_id: Any, *, provider: Provider | None = None, worker: Mapping[str, str] | None = None
+) -> Job:
+    """Run one job to a final status. ``provider`` overrides model routing (tests);
+    ``worker`` says which Celery worker and queue delivered it (see ``job_start``)."""
     registry.sync()
-    job = job_start(job_id)
+    job = job_start(job_id, worker=worker)
     if job is None:
         return Job.objects.get(pk=job_id)
+    # Every log line of the job (ours, Django's, a tool's) says which job, session and role.
+    log_context = bind_log_context(job=str(job.pk), session=str(job.session_id), role=job.role.slug)
     try:
         with _Heartbeat(job.pk):
             _loop(job, provider)
@@ -108,6 +117,8 @@ def run_job(job_id: Any, *, provider: Provider | None = None) -> Job:
         job_finish(
             job, JobStatus.FAILED, code="ACODE-API-500", message=f"{type(exc).__name__}: {exc}"
         )
+    finally:
+        restore_log_context(log_context)
     return Job.objects.get(pk=job.pk)
 
 
@@ -125,6 +136,8 @@ class _Run:
     deadline: float
     seen: Counter[str] = field(default_factory=Counter)
     sent: int = 0
+    ordinal: int = 0  # earlier jobs of this role in the session (scripted replays)
+    asked: list[str] = field(default_factory=list)  # questions put to a person (ask_human)
 
 
 def _loop(job: Job, provider_override: Provider | None) -> None:
@@ -138,6 +151,9 @@ def _loop(job: Job, provider_override: Provider | None) -> None:
         run.messages.append(_assistant_message(completion))
         for call in completion.tool_calls:
             _run_tool_call(run, call)
+            if run.asked:  # the run waits for a person's answer
+                job_finish(job, JobStatus.SUCCEEDED, result=f"Asked a person: {run.asked[0]}")
+                return
         run.tool_ctx.pending_diffs = dict(run.session.pending_changes.values_list("path", "diff"))
 
 
@@ -146,7 +162,8 @@ def _prepare(job: Job) -> _Run:
     session: AgentSession = job.session
     role = registry.get(job.role.slug)
     pending = dict(session.pending_changes.values_list("path", "diff"))
-    if role.spec.context_strategy == "change_focused" and not pending:
+    reviews = any(spec.name == "submit_review" for spec in registry.effective_tools(role.slug))
+    if role.spec.context_strategy == "change_focused" and not pending and reviews:
         raise _Stop(
             JobStatus.FAILED,
             "ACODE-JOB-004",
@@ -165,8 +182,8 @@ def _prepare(job: Job) -> _Run:
             "chars": len(prompt.text),
         },
     )
-    endpoints = [endpoint_for(role.spec.preferred_model)]
-    if role.spec.fallback_model:
+    endpoints = [endpoint_for(job.model_override or role.spec.preferred_model)]
+    if role.spec.fallback_model and not job.model_override:
         endpoints.append(endpoint_for(role.spec.fallback_model))
     context = build_context(
         workspace=Path(session.workspace),
@@ -183,6 +200,7 @@ def _prepare(job: Job) -> _Run:
         {"role": "system", "content": prompt.text},
         {"role": "user", "content": f"{context.text}\n\n## Your task\n{job.request}"},
     ]
+    asked: list[str] = []
     return _Run(
         job=job,
         session=session,
@@ -190,8 +208,12 @@ def _prepare(job: Job) -> _Run:
         endpoints=endpoints,
         tools=tool_definitions(role),
         messages=messages,
-        tool_ctx=_tool_context(job, session),
-        deadline=time.monotonic() + role.spec.timeout_seconds,
+        tool_ctx=_tool_context(job, session, asked),
+        asked=asked,
+        deadline=time.monotonic() + _limit(role.spec.timeout_seconds, job.limit_seconds),
+        ordinal=Job.objects.filter(
+            session_id=job.session_id, role_id=job.role_id, created_at__lt=job.created_at
+        ).count(),
     )
 
 
@@ -228,7 +250,12 @@ def _ask_model(run: _Run, provider_override: Provider | None) -> Completion:
         },
     )
     run.sent = len(run.messages)
-    completion = _complete(job, run.endpoints, provider_override, run.messages, run.tools)
+    started = time.monotonic()
+    completion = _complete(
+        job, run.endpoints, provider_override, run.messages, run.tools, run.ordinal
+    )
+    observe_llm_call(role=run.role.slug, model=completion.model, seconds=time.monotonic() - started,
+                     tokens_in=completion.tokens_in, tokens_out=completion.tokens_out)  # fmt: skip
     job_record_usage(
         job,
         tokens_in=completion.tokens_in,
@@ -314,15 +341,22 @@ def _run_tool_call(run: _Run, call: Any) -> None:
     run.messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome.for_model()})
 
 
+def _limit(own: int, cap: int | None) -> int:
+    return min(own, cap) if cap is not None else own
+
+
 def _check_budgets(job: Job, role: RoleDef, deadline: float) -> None:
     spec = role.spec
+    whose = "the role's" if job.run_stage_id is None else "the role's or run's"
+    calls = _limit(spec.max_llm_calls, job.limit_llm_calls)
+    tokens = _limit(spec.max_tokens, job.limit_tokens)
     reason = ""
-    if job.llm_calls >= spec.max_llm_calls:
-        reason = f"reached the role's limit of {spec.max_llm_calls} LLM calls"
-    elif job.tokens_in + job.tokens_out >= spec.max_tokens:
-        reason = f"used {job.tokens_in + job.tokens_out} tokens of the role's {spec.max_tokens}"
+    if job.llm_calls >= calls:
+        reason = f"reached {whose} limit of {calls} LLM calls"
+    elif job.tokens_in + job.tokens_out >= tokens:
+        reason = f"used {job.tokens_in + job.tokens_out} tokens of {whose} {tokens}"
     elif time.monotonic() > deadline:
-        reason = f"ran past the role's {spec.timeout_seconds} s timeout"
+        reason = f"ran past {whose} timeout of {_limit(spec.timeout_seconds, job.limit_seconds)} s"
     if reason:
         job_event(job, JobEventKind.LIMIT, {"limit": "budget", "reason": reason})
         raise _Stop(JobStatus.LIMIT_EXCEEDED, "ACODE-JOB-001", reason)
@@ -334,15 +368,22 @@ def _complete(
     override: Provider | None,
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]],
+    ordinal: int = 0,
 ) -> Completion:
     max_tokens = settings.ACODE_LLM_MAX_ANSWER_TOKENS
     if override is not None:
-        return override.complete(messages, tools, call_index=job.llm_calls, max_tokens=max_tokens)
+        return override.complete(
+            messages, tools, call_index=job.llm_calls, max_tokens=max_tokens, job_ordinal=ordinal
+        )
     failures = []
     for index, endpoint in enumerate(endpoints):
         try:
             completion = provider_for(endpoint).complete(
-                messages, tools, call_index=job.llm_calls, max_tokens=max_tokens
+                messages,
+                tools,
+                call_index=job.llm_calls,
+                max_tokens=max_tokens,
+                job_ordinal=ordinal,
             )
         except EndpointUnavailable as exc:
             failures.append(str(exc))
@@ -357,28 +398,47 @@ def _complete(
 
 
 def _final_answer(job: Job, role: RoleDef, session: AgentSession, content: str) -> None:
-    if role.spec.answer_sets_plan and content.strip():
+    if role.spec.answer_sets_plan:
         steps = plan_from_answer(content)
+        if not steps:
+            raise _Stop(
+                JobStatus.FAILED,
+                "ACODE-JOB-008",
+                "The answer is not a plan: it needs numbered steps or JSON "
+                '{"steps": [{"title": ...}]}; nothing was set.',
+            )
         plan_set(session=session, steps=steps, actor="orchestrator")
         job_event(job, JobEventKind.NOTE, {"message": f"plan set with {len(steps)} steps"})
     job_finish(job, JobStatus.SUCCEEDED, result=content)
 
 
-def _tool_context(job: Job, session: AgentSession) -> ToolContext:
+def _tool_context(job: Job, session: AgentSession, asked: list[str]) -> ToolContext:
     actor = f"job:{str(job.pk)[:8]}"
 
     def record_change(path: str, before: str | None, after: str | None) -> None:
         change_track(session=session, path=path, before=before, after=after, actor=actor)
 
     def approve(summary: str) -> int:
+        if job.run_stage_id is not None:  # in a run, the run commits (or its gate does)
+            run_review_record(job=job, verdict="approve", summary=summary, comments=[])
+            return session.pending_changes.count()
         return changes_approve(session=session, summary=summary, actor=actor)
 
     def request_changes(summary: str, comments: list[Any]) -> None:
+        if job.run_stage_id is not None:
+            run_review_record(
+                job=job, verdict="request_changes", summary=summary, comments=comments
+            )
         job_event(
             job,
             JobEventKind.NOTE,
             {"message": "revision requested", "summary": summary, "comments": comments},
         )
+
+    def ask(question: str) -> None:
+        run_question_ask(job=job, question=question)
+        asked.append(question)
+        job_event(job, JobEventKind.NOTE, {"message": "asked a person", "question": question})
 
     return ToolContext(
         workspace=Path(session.workspace),
@@ -386,5 +446,6 @@ def _tool_context(job: Job, session: AgentSession) -> ToolContext:
         record_change=record_change,
         approve_changes=approve,
         request_changes=request_changes,
+        ask_human=ask if job.run_stage_id is not None else None,
         command_timeout=settings.ACODE_TOOL_TIMEOUT,
     )

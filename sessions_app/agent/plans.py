@@ -8,7 +8,8 @@ from typing import Any
 
 
 def plan_from_answer(text: str) -> list[dict[str, Any]]:
-    """Structured steps when the answer holds them (JSON or a numbered list), else the text."""
+    """Structured steps when the answer holds them (JSON, numbered steps or a list of at
+    least two bullets); none when it is free text, which is not a plan."""
     match = re.search(r"\{.*\}|\[.*\]", text, re.DOTALL)
     if match:
         try:
@@ -23,6 +24,7 @@ def plan_from_answer(text: str) -> list[dict[str, Any]]:
                         out.append(
                             {
                                 "title": str(s["title"]).strip()[:300],
+                                "detail": str(s.get("detail", ""))[:20_000],
                                 "files": [
                                     f[:1000] for f in s.get("files", []) if isinstance(f, str)
                                 ][:100],
@@ -35,10 +37,7 @@ def plan_from_answer(text: str) -> list[dict[str, Any]]:
                     return out[:200]  # the plan's limits (services/plans.py)
         except (ValueError, TypeError):
             pass
-    lines = re.findall(
-        r"^\s*(?:step\s*)?(?:\d+[.):]|[-*])\s+(.+)$", text, re.IGNORECASE | re.MULTILINE
-    )
-    if len(lines) >= 2:
-        return [{"title": line.strip()[:300]} for line in lines][:200]
-    first = text.strip().splitlines()[0] if text.strip() else "Plan"
-    return [{"title": first[:300], "detail": text.strip()[:20_000]}]
+    numbered = re.findall(r"^\s*(?:step\s*)?\d+[.):]\s+(.+)$", text, re.IGNORECASE | re.MULTILINE)
+    bullets = re.findall(r"^\s*[-*]\s+(.+)$", text, re.MULTILINE)
+    lines = numbered or (bullets if len(bullets) >= 2 else [])
+    return [{"title": line.strip()[:300]} for line in lines][:200]

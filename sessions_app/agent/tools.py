@@ -49,6 +49,7 @@ class ToolContext:
     record_change: Callable[[str, str | None, str | None], None]  # path, before, after
     approve_changes: Callable[[str], int]
     request_changes: Callable[[str, list[Any]], None]
+    ask_human: Callable[[str], None] | None = None  # None: no run, nobody to ask
     command_timeout: float = 120.0
     may_write: bool = False
     network: bool = False
@@ -309,6 +310,24 @@ def submit_review(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     raise Refused("verdict must be 'approve' or 'request_changes'")
 
 
+def ask_human(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    question = str(args.get("question", "")).strip()
+    if not question:
+        raise Refused("a question is required")
+    if ctx.ask_human is None:
+        raise Refused(
+            "ask_human works only inside a run: nobody is waiting to answer this job. "
+            "Decide yourself and say what you assumed."
+        )
+    ctx.ask_human(question)  # the job ends after this call; the run waits for the answer
+    return ToolResult(
+        "Your question was sent to a person. Stop here: the run pauses until they answer, "
+        "and you will get the answer in a new request.",
+        "person",
+        "asked",
+    )
+
+
 READ = frozenset({"read_files"})
 TOOL_IMPLEMENTATIONS: dict[str, ToolImpl] = {
     impl.name: impl
@@ -329,5 +348,6 @@ TOOL_IMPLEMENTATIONS: dict[str, ToolImpl] = {
         ),
         ToolImpl("run_tests", run_tests, frozenset({"execute_commands"}), runs_command=True),
         ToolImpl("submit_review", submit_review, frozenset({"approve_changes"})),
+        ToolImpl("ask_human", ask_human, frozenset({"ask_human"})),
     )
 }

@@ -20,6 +20,23 @@ from sessions_app.models.jobs import (
     JobStatus,
 )
 from sessions_app.models.repositories import Repository
+from sessions_app.models.runs import (
+    ACTIVE_RUN_STATUSES,
+    FINAL_RUN_STATUSES,
+    TIER_ORDER,
+    ApprovalStatus,
+    RiskSignal,
+    Run,
+    RunApproval,
+    RunQuestion,
+    RunStage,
+    RunStatus,
+    SignalKind,
+    StagePurpose,
+    StageStatus,
+    WorkflowStage,
+    WorkflowTemplate,
+)
 from sessions_app.models.sessions import (
     AgentSession,
     ChangeKind,
@@ -32,12 +49,16 @@ from sessions_app.models.sessions import (
 )
 
 __all__ = [
+    "ACTIVE_RUN_STATUSES",
     "FINAL_JOB_STATUSES",
+    "FINAL_RUN_STATUSES",
     "GLOBAL_CHAIN",
+    "TIER_ORDER",
     "AgentSession",
     "AppendOnlyError",
     "AppendOnlyModel",
     "AppendOnlyQuerySet",
+    "ApprovalStatus",
     "AuditAnchor",
     "AuditChain",
     "AuditEvent",
@@ -51,9 +72,20 @@ __all__ = [
     "JobStatus",
     "PendingChange",
     "Repository",
+    "RiskSignal",
     "RiskTier",
     "RoleTransition",
+    "Run",
+    "RunApproval",
+    "RunQuestion",
+    "RunStage",
+    "RunStatus",
     "SessionStatus",
+    "SignalKind",
+    "StagePurpose",
+    "StageStatus",
     "StepStatus",
+    "WorkflowStage",
+    "WorkflowTemplate",
     "chain_key",
 ]

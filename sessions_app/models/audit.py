@@ -25,6 +25,8 @@ class AuditEventType(models.TextChoices):
     ROLE_DATA_CHANGED = "RoleDataChanged", "Role, rule, tool, permission or prompt saved or deleted"
     PROMPT_REJECTED = "PromptRejected", "Dangerous prompt text refused"
     JOB_EVENT = "JobEvent", "Inference job lifecycle"
+    RUN_EVENT = "RunEvent", "Orchestrated run started, moved to a stage, paused or ended"
+    RUN_DECISION = "RunDecision", "A person answered, approved, rejected or cancelled a run"
 
 
 GLOBAL_CHAIN = "global"

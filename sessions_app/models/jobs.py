@@ -54,6 +54,21 @@ class Job(models.Model):
     cancel_requested = models.BooleanField(default=False)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     created_by = models.CharField(max_length=150)
+    run_stage = models.ForeignKey(
+        "sessions_app.RunStage",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="jobs",
+        help_text="The run stage this job executes (empty: started by hand).",
+    )
+    # Caps on top of the role's own limits (a run stage's share of the run's budget).
+    limit_llm_calls = models.PositiveIntegerField(null=True, blank=True)
+    limit_tokens = models.PositiveIntegerField(null=True, blank=True)
+    limit_seconds = models.PositiveIntegerField(null=True, blank=True)
+    model_override = models.CharField(
+        max_length=100, blank=True, help_text="Model endpoint chosen by the run stage."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

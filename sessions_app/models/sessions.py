@@ -71,6 +71,14 @@ class AgentSession(models.Model):
     status = models.CharField(
         max_length=20, choices=SessionStatus.choices, default=SessionStatus.ACTIVE
     )
+    active_run = models.ForeignKey(
+        "sessions_app.Run",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The run in progress: while set, only that run changes the session's role.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -138,6 +138,24 @@ def changes_approve(
             f"Approving changes is not allowed in role {role.name}.",
             {"role": role.slug, "missing_permission": "approve_changes"},
         )
+    return changes_commit(session=locked, summary=summary, actor=actor, user=user)
+
+
+@transaction.atomic
+def changes_commit(
+    *,
+    session: AgentSession,
+    summary: str = "",
+    actor: str | None = None,
+    user: User | None = None,
+) -> int:
+    """Commit the pending changes on the session branch and clear them; how many there were.
+
+    The caller decided that they may be committed: a review in a role holding
+    ``approve_changes`` (``changes_approve``), a run whose review approved them, or a
+    person approving a run at its gate.
+    """
+    locked = lock_session(session.pk)
     paths = list(locked.pending_changes.values_list("path", flat=True))
     locked.pending_changes.all().delete()
     commit = workspace_commit(locked, paths, _commit_message(locked, summary))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -16,8 +17,17 @@ from django.db.models import Max
 from django.utils import timezone
 
 from acode.errors import AcodeError
+from acode.workers import queue_has_consumer
 from roles.registry import registry
-from sessions_app.models import AgentSession, AuditEventType, Job, JobEvent, JobEventKind, JobStatus
+from sessions_app.models import (
+    AgentSession,
+    AuditEventType,
+    Job,
+    JobEvent,
+    JobEventKind,
+    JobStatus,
+    RunStage,
+)
 from sessions_app.services.audit import audit_record
 from sessions_app.services.events import publish_job_event
 from sessions_app.services.sessions import actor_name, lock_session
@@ -26,6 +36,16 @@ from sessions_app.tasks import run_job_task  # service -> task; tasks import ser
 logger = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 2  # a job whose worker died is run once more, then failed
+
+
+@dataclass(frozen=True)
+class JobLimits:
+    """Caps on top of the role's own limits, and the model endpoint to use (a run's)."""
+
+    llm_calls: int | None = None
+    tokens: int | None = None
+    seconds: int | None = None
+    model: str = ""
 
 
 def _enqueue(job: Job, queue: str) -> None:
@@ -37,15 +57,34 @@ def _enqueue_later(job: Job, queue: str) -> Callable[[], None]:
 
 
 def job_create(
-    *, session: AgentSession, request: str, user: User | None = None, actor: str | None = None
+    *,
+    session: AgentSession,
+    request: str,
+    user: User | None = None,
+    actor: str | None = None,
+    run_stage: RunStage | None = None,
+    limits: JobLimits | None = None,
 ) -> Job:
-    """Queue a job in the session's current role, pinned to that role's version."""
+    """Queue a job in the session's current role, pinned to that role's version.
+
+    While a run is in progress only the run queues jobs (``run_stage``), with its
+    stage's share of the run's budget and model (``limits``)."""
     if not request or not request.strip():
         raise AcodeError("ACODE-API-400", "A job needs a non-blank request.", {"field": "request"})
     who = actor_name(user, actor)
+    limits = limits or JobLimits()
     with transaction.atomic():
         # The role in force now (not the caller's possibly stale copy), held while queuing.
         session = lock_session(session.pk)
+        if session.active_run_id is not None and (
+            run_stage is None or run_stage.run_id != session.active_run_id
+        ):
+            raise AcodeError(
+                "ACODE-RUN-003",
+                f"The session is executing run {session.active_run_id}; only the run starts "
+                "jobs in it. Cancel the run first.",
+                {"run": str(session.active_run_id)},
+            )
         role = registry.by_id(session.current_role_id)
         job = Job.objects.create(
             session=session,
@@ -53,6 +92,11 @@ def job_create(
             role_version_id=role.version_id,
             request=request.strip(),
             created_by=who,
+            run_stage=run_stage,
+            limit_llm_calls=limits.llm_calls,
+            limit_tokens=limits.tokens,
+            limit_seconds=limits.seconds,
+            model_override=limits.model,
         )
         job_event(
             job,
@@ -69,6 +113,7 @@ def job_create(
             details={"request": job.request[:500]},
         )
         transaction.on_commit(lambda: _enqueue(job, role.spec.queue))
+        transaction.on_commit(lambda: _warn_if_unconsumed(job, role.spec.queue))
     return job
 
 
@@ -110,8 +155,12 @@ def job_event(job: Job, kind: str, data: dict[str, Any]) -> JobEvent:
     return event
 
 
-def job_start(job_id: Any) -> Job | None:
-    """Mark a queued (or requeued) job running for this attempt; None if it must not run."""
+def job_start(job_id: Any, *, worker: Mapping[str, str] | None = None) -> Job | None:
+    """Mark a queued (or requeued) job running for this attempt; None if it must not run.
+
+    ``worker`` ({"worker": hostname, "queue": routing key} of the Celery delivery) is
+    recorded on the running event, so a job shows which pool ran it.
+    """
     with transaction.atomic():
         # No joins under FOR UPDATE (see lock_session); relations load lazily after.
         job = Job.objects.select_for_update().get(pk=job_id)
@@ -134,7 +183,11 @@ def job_start(job_id: Any) -> Job | None:
         job.started_at = job.started_at or timezone.now()
         job.heartbeat_at = timezone.now()
         job.save(update_fields=["attempts", "status", "started_at", "heartbeat_at"])
-        job_event(job, JobEventKind.STATUS, {"status": JobStatus.RUNNING, "attempt": job.attempts})
+        job_event(
+            job,
+            JobEventKind.STATUS,
+            {"status": JobStatus.RUNNING, "attempt": job.attempts, **(worker or {})},
+        )
     return job
 
 
@@ -253,3 +306,38 @@ def jobs_recover_stale() -> list[str]:
                     transaction.on_commit(_enqueue_later(job, queue))
         recovered.append(str(job.pk))
     return recovered
+
+
+def job_queue(job: Job) -> str:
+    """The Celery queue a job was sent to (its queued event says), else its role's queue now."""
+    data = (
+        job.events.filter(kind=JobEventKind.STATUS, data__status=JobStatus.QUEUED)
+        .order_by("seq")
+        .values_list("data", flat=True)
+        .first()
+    )
+    if isinstance(data, dict) and data.get("queue"):
+        return str(data["queue"])
+    return registry.by_id(job.role_id).spec.queue
+
+
+def job_queue_consumed(job: Job) -> bool | None:
+    """Whether a live worker consumes the queue a queued job waits on; None once it left it."""
+    if job.status != JobStatus.QUEUED:
+        return None
+    return queue_has_consumer(job_queue(job))
+
+
+def _warn_if_unconsumed(job: Job, queue: str) -> None:
+    # A job on a queue nobody consumes would wait silently; say so on the job itself.
+    if queue_has_consumer(queue):
+        return
+    job_event(
+        job,
+        JobEventKind.NOTE,
+        {
+            "warning": "no_consumer",
+            "queue": queue,
+            "message": f"No worker is consuming queue '{queue}'; the job waits until one starts.",
+        },
+    )

@@ -88,10 +88,27 @@ class TransitionDecision:
 
 
 def transition_decide(
-    *, session: AgentSession, current: RoleDef, target: RoleDef, expected: RoleDef | None
+    *,
+    session: AgentSession,
+    current: RoleDef,
+    target: RoleDef,
+    expected: RoleDef | None,
+    run_id: uuid.UUID | None = None,
 ) -> TransitionDecision:
     """May the (locked) session go from ``current`` to ``target`` now? The only place this
-    is decided: the API, dashboard, CLI, admin and workers all come through here."""
+    is decided: the API, dashboard, CLI, admin, workers and runs all come through here.
+
+    While a run is in progress only that run (``run_id``) moves the session: nobody skips
+    or reorders its stages."""
+    if session.active_run_id is not None and session.active_run_id != run_id:
+        return TransitionDecision(
+            refusal=AcodeError(
+                "ACODE-RUN-003",
+                f"The session is executing run {session.active_run_id}; its role changes only "
+                "through the run. Cancel the run first.",
+                {"run": str(session.active_run_id), "current_role": current.slug},
+            )
+        )
     if expected is not None and expected.slug != current.slug:
         return TransitionDecision(
             refusal=AcodeError(
@@ -174,6 +191,7 @@ def session_transition(
     expected_role: str | None = None,
     request_id: str | None = None,
     authorize: Callable[[AgentSession], object] | None = None,
+    run_id: uuid.UUID | None = None,
 ) -> TransitionResult:
     """Change a session's role if ``transition_decide`` allows it; the only way it changes.
 
@@ -181,7 +199,8 @@ def session_transition(
     and the audit event in one transaction and publishes after commit. A refusal is
     audited as ``TransitionDenied`` (and committed) before it is raised. ``authorize``,
     when given, sees the locked row first and raises to refuse the caller (nothing is
-    written then); it is not asked about the session's owner (``user``). Raises
+    written then); it is not asked about the session's owner (``user``). ``run_id`` is
+    given by the run executing in the session (see ``transition_decide``). Raises
     ``AgentSession.DoesNotExist`` for an unknown id.
     """
     if not reason or is_blank(reason):  # zero-width spaces are no reason either
@@ -200,7 +219,7 @@ def session_transition(
             authorize(locked)
         current = current_role_of(locked)
         decision = transition_decide(
-            session=locked, current=current, target=target, expected=expected
+            session=locked, current=current, target=target, expected=expected, run_id=run_id
         )
         if decision.noop:
             message = f"Session is already in {current.name}; nothing was written."

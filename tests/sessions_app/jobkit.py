@@ -19,7 +19,7 @@ from sessions_app.services.transitions import session_transition
 
 
 def scripted_model(
-    role: str, steps: list[dict[str, Any]], *, name: str | None = None, fallback: bool = False
+    role: str, steps: list[Any], *, name: str | None = None, fallback: bool = False
 ) -> ModelEndpoint:
     """Route ``role`` to a scripted endpoint replaying ``steps``."""
     endpoint = ModelEndpoint.objects.create(

@@ -1,0 +1,756 @@
+"""Executing a run: start it, move it from stage to stage, finish it.
+
+``run_advance`` is the one place a run moves. It locks the run, closes the stage whose job
+ended (its verdict, evidence and progress), decides the next stage from the template and
+what happened so far, moves the session into that stage's role through the one
+transition service (with a reason a person can read) and queues the stage's job. Every
+job of a run calls it when it ends (``run_after_job``, from the Celery task), and a
+periodic sweep calls it for runs that stopped between stages, so a worker that dies
+loses nothing and a finished stage never runs again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.db.models import Sum
+from django.utils import timezone
+
+from acode.errors import AcodeError
+from acode.inputs import is_blank
+from roles.registry import registry
+from sessions_app.agent.safefs import Refused, WorkspaceFS
+from sessions_app.models import (
+    ACTIVE_RUN_STATUSES,
+    AgentSession,
+    ApprovalStatus,
+    AuditEventType,
+    Job,
+    JobEventKind,
+    JobStatus,
+    RiskTier,
+    Run,
+    RunApproval,
+    RunQuestion,
+    RunStage,
+    RunStatus,
+    StagePurpose,
+    StageStatus,
+    WorkflowStage,
+    WorkflowTemplate,
+)
+from sessions_app.services.audit import audit_record
+from sessions_app.services.changes import changes_commit
+from sessions_app.services.events import publish_session_event
+from sessions_app.services.jobs import JobLimits, job_create
+from sessions_app.services.plans import plan_set, plan_step_update
+from sessions_app.services.runs.risk import RiskInput, higher_tier, risk_assess
+from sessions_app.services.sessions import actor_name, lock_session
+from sessions_app.services.transitions import session_transition
+
+logger = logging.getLogger(__name__)
+
+ORCHESTRATOR = "orchestrator"
+MAX_REQUEST_CHARS = 20_000
+EVIDENCE_CHARS = 4_000
+DIGEST_READ_CAP = 64 << 20
+LOOP_PURPOSES = (StagePurpose.CODE, StagePurpose.TEST, StagePurpose.REVIEW)
+PLAN_FORMAT = (
+    'Answer with the plan only, as JSON: {"steps": [{"title": "...", "detail": "...", '
+    '"files": ["path"], "depends_on": [1]}]}. Each step is one reviewable change.'
+)
+
+
+def lock_run(run_id: Any) -> Run:
+    return Run.objects.select_for_update().get(pk=run_id)
+
+
+def publish_run(run: Run, kind: str = "run.updated") -> None:
+    data = {"run": str(run.pk), "status": run.status}
+    transaction.on_commit(lambda: publish_session_event(run.session_id, kind, data))
+
+
+def _audit(run: Run, session: AgentSession, result: str, **details: Any) -> None:
+    audit_record(
+        event_type=AuditEventType.RUN_EVENT,
+        actor=ORCHESTRATOR,
+        session=session,
+        role=registry.by_id(session.current_role_id).slug,
+        target=f"run {run.pk}",
+        result=result,
+        details=details,
+    )
+
+
+def failed_runs(session: AgentSession) -> int:
+    return session.runs.filter(status__in=[RunStatus.FAILED, RunStatus.BLOCKED]).count()
+
+
+def template_for(tier: str, slug: str | None = None) -> WorkflowTemplate:
+    """The template a run uses: the one named, else the first enabled one for the tier."""
+    found = (
+        WorkflowTemplate.objects.filter(slug=slug).first()
+        if slug
+        else WorkflowTemplate.objects.filter(risk_tier=tier, enabled=True).order_by("name").first()
+    )
+    if found is None or not found.enabled:
+        known = list(WorkflowTemplate.objects.filter(enabled=True).values_list("slug", flat=True))
+        what = f"named {slug!r}" if slug else f"for {tier} risk"
+        raise AcodeError(
+            "ACODE-RUN-001",
+            f"There is no enabled workflow template {what}.",
+            {"template": slug, "tier": tier, "known": known},
+        )
+    if not found.stages.exists():
+        raise AcodeError(
+            "ACODE-RUN-001", f"Workflow template {found.slug!r} has no stages.", {"template": slug}
+        )
+    return found
+
+
+def _gate_for(tier: str, template: WorkflowTemplate) -> bool:
+    """Is an approval gate required: the run's template has one, or the template for its
+    effective tier does."""
+    if template.stages.filter(purpose=StagePurpose.APPROVAL).exists():
+        return True
+    tiered = WorkflowTemplate.objects.filter(risk_tier=tier, enabled=True).order_by("name").first()
+    return tier == RiskTier.HIGH or bool(
+        tiered and tiered.stages.filter(purpose=StagePurpose.APPROVAL).exists()
+    )
+
+
+def _raise_risk(run: Run, fired: list[dict[str, str]]) -> None:
+    known = {(s["signal"], s["where"]) for s in run.signals}
+    new = [s for s in fired if (s["signal"], s["where"]) not in known]
+    if not new:
+        return
+    run.signals = [*run.signals, *new]
+    run.effective_tier = higher_tier(run.effective_tier, *(s["tier"] for s in new))
+    run.gate_required = run.gate_required or _gate_for(run.effective_tier, run.template)
+
+
+@transaction.atomic
+def run_start(
+    *,
+    session: AgentSession,
+    request: str,
+    user: User | None = None,
+    actor: str | None = None,
+    risk: str | None = None,
+    template: str | None = None,
+) -> Run:
+    """Start a run of the request in the session (from Default) and queue its first stage.
+
+    The effective risk tier is the higher of ``risk`` (declared; default low) and the
+    signals that fire on the request and the session; it picks the template unless one
+    is named.
+    """
+    if not request or is_blank(request):
+        raise AcodeError("ACODE-API-400", "A run needs a non-blank request.", {"field": "request"})
+    if len(request) > MAX_REQUEST_CHARS:
+        raise AcodeError(
+            "ACODE-API-400",
+            f"A run's request has at most {MAX_REQUEST_CHARS} characters.",
+            {"field": "request"},
+        )
+    declared = risk or RiskTier.LOW
+    if declared not in RiskTier.values:
+        raise AcodeError(
+            "ACODE-API-400",
+            f"Unknown risk tier {declared!r}.",
+            {"field": "risk", "allowed": list(RiskTier.values)},
+        )
+    locked = lock_session(session.pk)
+    if locked.active_run_id is not None:
+        raise AcodeError(
+            "ACODE-RUN-002",
+            f"The session is already executing run {locked.active_run_id}; one run at a time.",
+            {"run": str(locked.active_run_id)},
+        )
+    fired = risk_assess(
+        RiskInput(request=request, failed_runs=failed_runs(locked)), where="request"
+    )
+    tier = higher_tier(declared, *(s["tier"] for s in fired))
+    chosen = template_for(tier, template)
+    who = actor_name(user, actor)
+    run = Run.objects.create(
+        session=locked,
+        template=chosen,
+        request=request.strip(),
+        declared_tier=declared,
+        effective_tier=tier,
+        signals=fired,
+        gate_required=_gate_for(tier, chosen),
+        max_llm_calls=chosen.max_llm_calls,
+        max_tokens=chosen.max_tokens,
+        max_seconds=chosen.max_seconds,
+        started_by=user if user is not None and user.is_authenticated else None,
+        created_by=who,
+    )
+    default = registry.default()
+    if locked.current_role_id != default.id:
+        session_transition(session=locked, to_role=default.slug, reason="Starting a run", actor=who)
+    locked.refresh_from_db()
+    locked.active_run = run
+    locked.save(update_fields=["active_run", "updated_at"])
+    audit_record(
+        event_type=AuditEventType.RUN_EVENT,
+        actor=who,
+        session=locked,
+        role=default.slug,
+        target=f"run {run.pk}",
+        result="started",
+        details={
+            "template": chosen.slug,
+            "declared_tier": declared,
+            "effective_tier": tier,
+            "signals": fired,
+            "request": run.request[:500],
+        },
+    )
+    publish_run(run, "run.started")
+    advance_locked(run, locked)
+    return run
+
+
+def run_after_job(job_id: Any) -> None:
+    """A job ended (or its task was redelivered): move its run on, if it belongs to one."""
+    run_id = (
+        Job.objects.filter(pk=job_id, run_stage__isnull=False)
+        .values_list("run_stage__run_id", flat=True)
+        .first()
+    )
+    if run_id is not None:
+        run_advance(run_id)
+
+
+def runs_resume_stalled() -> list[str]:
+    """Advance running runs whose current stage's job has ended (a lost ``run_after_job``)."""
+    resumed = []
+    for stage in RunStage.objects.filter(
+        status=StageStatus.RUNNING, run__status=RunStatus.RUNNING, job__status__in=_final_jobs()
+    ).select_related("job"):
+        run_advance(stage.run_id)
+        resumed.append(str(stage.run_id))
+    return resumed
+
+
+def _final_jobs() -> list[str]:
+    return [JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.LIMIT_EXCEEDED]
+
+
+def run_advance(run_id: Any) -> Run:
+    """Move a run on if its current stage is done: the only place a run changes stage."""
+    with transaction.atomic():
+        run = lock_run(run_id)
+        if run.status != RunStatus.RUNNING:
+            return run
+        session = lock_session(run.session_id)
+        advance_locked(run, session)
+    return run
+
+
+def advance_locked(run: Run, session: AgentSession) -> None:
+    last = run.stages.order_by("-seq").first()
+    if last is not None and last.status == StageStatus.RUNNING:
+        job = Job.objects.get(pk=last.job_id) if last.job_id else None
+        if job is not None and not job.is_final:
+            return  # still working; its end calls us again
+        _close_stage(run, session, last, job)
+        if run.status != RunStatus.RUNNING:
+            return
+    if run.cancel_requested:
+        run_finish(run, session, RunStatus.CANCELLED, "", "Run cancelled")
+        return
+    try:
+        _next(run, session, last)
+    except AcodeError as exc:  # a refused transition, a spent budget: the run stops, saying why
+        run_finish(run, session, RunStatus.FAILED, exc.code, exc.message)
+
+
+# -- closing a stage ---------------------------------------------------------------------
+
+
+def changes_digest(session: AgentSession) -> str:
+    """A digest of the session's pending changes (what a code stage produced)."""
+    rows = list(session.pending_changes.order_by("path").values_list("path", "kind", "diff"))
+    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()
+
+
+def _test_evidence(job: Job) -> dict[str, Any]:
+    for event in job.events.filter(kind=JobEventKind.TOOL_RESULT).order_by("-seq"):
+        if event.data.get("name") in ("run_tests", "execute_command"):
+            return {
+                "ran": True,
+                "status": event.data.get("status", ""),
+                "command": event.data.get("target", ""),
+                "output": str(event.data.get("output", ""))[-EVIDENCE_CHARS:],
+                "summary": job.result[:EVIDENCE_CHARS],
+            }
+    return {"ran": False, "summary": job.result[:EVIDENCE_CHARS]}
+
+
+def _close_stage(run: Run, session: AgentSession, stage: RunStage, job: Job | None) -> None:
+    """Record how the stage's job ended; stop or pause the run where that decides it."""
+    stage.finished_at = timezone.now()
+    if job is None or job.status != JobStatus.SUCCEEDED:
+        stage.status = (
+            StageStatus.CANCELLED
+            if job is not None and job.status == JobStatus.CANCELLED
+            else StageStatus.FAILED
+        )
+        stage.save()
+        if run.cancel_requested:
+            run_finish(run, session, RunStatus.CANCELLED, "", "Run cancelled")
+            return
+        code = (job.error_code if job else "") or "ACODE-RUN-005"
+        what = f"{job.status}: {job.error_message}" if job else "its job is gone"
+        run_finish(run, session, RunStatus.FAILED, code, f"The {stage.purpose} stage {what}")
+        return
+    question = stage.questions.filter(answered_at__isnull=True).first()
+    if question is not None:
+        stage.status = StageStatus.AWAITING_INPUT
+        stage.save()
+        _pause(
+            run, session, RunStatus.AWAITING_INPUT, f"Waiting for an answer: {question.question}"
+        )
+        return
+    stage.status = StageStatus.SUCCEEDED
+    session.refresh_from_db(fields=["plan"])
+    if stage.purpose == StagePurpose.PLAN:
+        stage.evidence = {"steps": len(session.plan)}
+        _raise_risk(run, risk_assess(RiskInput(plan=tuple(session.plan)), where="plan"))
+    elif stage.purpose == StagePurpose.EXPLORE:
+        stage.evidence = {"findings": job.result[:EVIDENCE_CHARS]}
+    elif stage.purpose == StagePurpose.CODE:
+        stage.progress = changes_digest(session)
+        paths = tuple(session.pending_changes.values_list("path", flat=True))
+        stage.evidence = {"changed": list(paths), "summary": job.result[:EVIDENCE_CHARS]}
+        _raise_risk(
+            run, risk_assess(RiskInput(paths=paths), where=f"changes of step {stage.plan_step}")
+        )
+    elif stage.purpose == StagePurpose.TEST:
+        stage.evidence = _test_evidence(job)
+    stage.save()
+    run.save()
+
+
+# -- choosing the next stage -------------------------------------------------------------
+
+
+@dataclass
+class _Step:
+    """Where the run is in its plan."""
+
+    number: int
+    total: int
+    title: str
+    detail: str = ""
+    files: list[str] = field(default_factory=list)
+
+
+def _plan_step(session: AgentSession, number: int) -> _Step:
+    plan = session.plan or []
+    step = next((s for s in plan if s["number"] == number), None) or {"title": f"step {number}"}
+    return _Step(number, len(plan), step["title"], step.get("detail", ""), step.get("files", []))
+
+
+def template_stages(run: Run) -> list[WorkflowStage]:
+    return list(run.template.stages.select_related("role").order_by("position"))
+
+
+def _next(run: Run, session: AgentSession, last: RunStage | None) -> None:
+    stages = template_stages(run)
+    if last is None:
+        _enter(run, session, stages, 0, step=1, revision=0)
+        return
+    index = next(i for i, s in enumerate(stages) if s.position == last.position)
+    purpose = last.purpose
+    if purpose in (StagePurpose.PLAN, StagePurpose.EXPLORE):
+        _enter(run, session, stages, index + 1, step=1, revision=0)
+    elif purpose == StagePurpose.CODE:
+        _after_code(run, session, last)
+        if run.status == RunStatus.RUNNING:
+            _enter(run, session, stages, index + 1, step=last.plan_step, revision=last.revision)
+    elif purpose == StagePurpose.TEST:
+        _enter(run, session, stages, index + 1, step=last.plan_step, revision=last.revision)
+    elif purpose == StagePurpose.REVIEW:
+        _after_review(run, session, stages, last)
+
+
+def _after_code(run: Run, session: AgentSession, stage: RunStage) -> None:
+    """Fail fast when a revision changed nothing."""
+    previous = (
+        run.stages.filter(purpose=StagePurpose.CODE, plan_step=stage.plan_step, seq__lt=stage.seq)
+        .order_by("-seq")
+        .first()
+    )
+    if previous is not None and previous.progress == stage.progress:
+        run_finish(
+            run,
+            session,
+            RunStatus.FAILED,
+            "ACODE-RUN-007",
+            f"No progress: the Coder's revision of plan step {stage.plan_step} left the "
+            "changes exactly as they were.",
+        )
+
+
+def _after_review(
+    run: Run, session: AgentSession, stages: list[WorkflowStage], review: RunStage
+) -> None:
+    verdict = review.verdict.get("verdict")
+    code_index = next(i for i, s in enumerate(stages) if s.purpose == StagePurpose.CODE)
+    if verdict == "request_changes":
+        limit = run.template.max_revisions_per_step
+        if review.revision >= limit or run.revisions >= run.template.max_revisions_per_run:
+            bound = (
+                f"{limit} revisions of plan step {review.plan_step}"
+                if review.revision >= limit
+                else f"{run.template.max_revisions_per_run} revisions in the run"
+            )
+            _block(
+                run,
+                session,
+                f"The Reviewer still requests changes after {bound}. Answer to give the Coder "
+                "guidance and try again, or cancel the run.",
+            )
+            return
+        run.revisions += 1
+        run.save(update_fields=["revisions", "updated_at"])
+        _enter(
+            run, session, stages, code_index, step=review.plan_step, revision=review.revision + 1
+        )
+        return
+    if verdict != "approve":
+        _block(run, session, "The Reviewer ended without a verdict (approve or request changes).")
+        return
+    _step_done(run, session, stages, review.plan_step)
+
+
+def _step_done(run: Run, session: AgentSession, stages: list[WorkflowStage], number: int) -> None:
+    if number and any(s["number"] == number for s in session.plan or []):
+        plan_step_update(session=session, number=number, status="done", actor=ORCHESTRATOR)
+        session.refresh_from_db()
+    if number < len(session.plan or []):
+        code_index = next(i for i, s in enumerate(stages) if s.purpose == StagePurpose.CODE)
+        _enter(run, session, stages, code_index, step=number + 1, revision=0)
+        return
+    loop_end = max(i for i, s in enumerate(stages) if s.purpose in LOOP_PURPOSES)
+    _enter(run, session, stages, loop_end + 1, step=0, revision=0)
+
+
+def _enter(
+    run: Run,
+    session: AgentSession,
+    stages: list[WorkflowStage],
+    index: int,
+    *,
+    step: int,
+    revision: int,
+) -> None:
+    """Start the stage at ``index`` (past the end: finish; the gate: wait for approval)."""
+    if index >= len(stages) or stages[index].purpose == StagePurpose.APPROVAL:
+        if run.gate_required:
+            _open_gate(run, session, stages[index] if index < len(stages) else None)
+        else:
+            run_complete(run, session, summary=f"Run {run.pk}: {run.request[:60]}")
+        return
+    stage = stages[index]
+    if stage.purpose == StagePurpose.CODE and not session.plan:
+        # No planning stage: the request is its own one-step plan (said so in the history).
+        plan_set(session=session, steps=[{"title": run.request[:300]}], actor=ORCHESTRATOR)
+        session.refresh_from_db()
+    stage_start(run, session, stage, step=step, revision=revision)
+
+
+def _reason(purpose: str, step: _Step, revision: int, run: Run) -> str:
+    where = f"plan step {step.number}/{step.total}: {step.title}"
+    if purpose == StagePurpose.PLAN:
+        return f"Planning the request ({run.effective_tier} risk)"
+    if purpose == StagePurpose.EXPLORE:
+        return "Exploring the codebase before coding"
+    if purpose == StagePurpose.CODE:
+        return f"Revising {where} (revision {revision})" if revision else f"Executing {where}"
+    if purpose == StagePurpose.TEST:
+        return f"Testing plan step {step.number}/{step.total}"
+    return f"Verifying plan step {step.number}/{step.total} completion"
+
+
+def budget_left(run: Run) -> JobLimits:
+    used = Job.objects.filter(run_stage__run=run).aggregate(
+        calls=Sum("llm_calls"), tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out")
+    )
+    calls = run.max_llm_calls - (used["calls"] or 0)
+    tokens = run.max_tokens - (used["tokens_in"] or 0) - (used["tokens_out"] or 0)
+    seconds = run.max_seconds - int((timezone.now() - run.created_at).total_seconds())
+    if calls <= 0 or tokens <= 0 or seconds <= 0:
+        spent = "LLM calls" if calls <= 0 else ("tokens" if tokens <= 0 else "wall time")
+        raise AcodeError(
+            "ACODE-RUN-006",
+            f"The run's budget of {spent} is spent.",
+            {"llm_calls_left": calls, "tokens_left": tokens, "seconds_left": seconds},
+        )
+    return JobLimits(llm_calls=calls, tokens=tokens, seconds=seconds)
+
+
+def _cap(own: int, left: int | None) -> int | None:
+    return min(own, left) if own and left is not None else left
+
+
+def stage_start(
+    run: Run,
+    session: AgentSession,
+    template_stage: WorkflowStage,
+    *,
+    step: int,
+    revision: int,
+    extra: str = "",
+) -> RunStage:
+    left = budget_left(run)
+    assert template_stage.role_id is not None  # only the gate has no role
+    role = registry.by_id(template_stage.role_id)
+    plan_step = _plan_step(session, step) if step else _Step(0, 0, "")
+    reason = _reason(template_stage.purpose, plan_step, revision, run)
+    session_transition(
+        session=session, to_role=role.slug, reason=reason, actor=ORCHESTRATOR, run_id=run.pk
+    )
+    session.refresh_from_db()
+    stage = RunStage.objects.create(
+        run=run,
+        seq=run.stages.count() + 1,
+        position=template_stage.position,
+        purpose=template_stage.purpose,
+        role_id=role.id,
+        plan_step=plan_step.number,
+        revision=revision,
+        reason=reason,
+    )
+    if template_stage.purpose == StagePurpose.CODE and plan_step.number:
+        plan_step_update(
+            session=session, number=plan_step.number, status="in_progress", actor=ORCHESTRATOR
+        )
+    request = stage_request(run, session, stage, plan_step) + extra
+    job = job_create(
+        session=session,
+        request=request,
+        actor=ORCHESTRATOR,
+        run_stage=stage,
+        limits=JobLimits(
+            llm_calls=_cap(template_stage.max_llm_calls, left.llm_calls),
+            tokens=_cap(template_stage.max_tokens, left.tokens),
+            seconds=_cap(template_stage.timeout_seconds, left.seconds),
+            model=template_stage.model,
+        ),
+    )
+    stage.job = job
+    stage.save(update_fields=["job"])
+    _audit(run, session, f"stage {stage.seq} {stage.purpose}", reason=reason, job=str(job.pk))
+    publish_run(run)
+    return stage
+
+
+# -- what each stage is asked ------------------------------------------------------------
+
+
+def _findings_text(verdict: dict[str, Any]) -> str:
+    lines = [f"Reviewer summary: {verdict.get('summary', '')}"]
+    for finding in verdict.get("findings", []):
+        where = finding.get("path", "")
+        if finding.get("line"):
+            where += f":{finding['line']}"
+        lines.append(f"- {where + ': ' if where else ''}{finding.get('body', '')}")
+    return "\n".join(lines)
+
+
+def _answers_text(run: Run) -> str:
+    answered = run.questions.filter(answered_at__isnull=False).order_by("answered_at")
+    return "\n".join(f"Q: {q.question}\nA: {q.answer}" for q in answered)
+
+
+def stage_request(run: Run, session: AgentSession, stage: RunStage, step: _Step) -> str:
+    """The request a stage's job gets: the run's request, the step, and what earlier stages
+    found (the plan, the Explorer's findings, the reviewer's findings, test results)."""
+    parts: list[str] = []
+    if stage.purpose == StagePurpose.PLAN:
+        parts = [f"Plan this request: {run.request}", PLAN_FORMAT]
+    elif stage.purpose == StagePurpose.EXPLORE:
+        plan = "\n".join(f"{s['number']}. {s['title']}" for s in session.plan or [])
+        parts = [
+            "Explore the workspace for this request and report the files, entry points and "
+            f"risks the Coder must know about: {run.request}",
+            f"## Plan\n{plan}",
+        ]
+    elif stage.purpose == StagePurpose.CODE:
+        parts = [f"Executing plan step {step.number}/{step.total}: {step.title}"]
+        if step.detail:
+            parts.append(step.detail)
+        if step.files:
+            parts.append("Files: " + ", ".join(step.files))
+        parts.append(f"## The whole request\n{run.request}")
+        explored = run.stages.filter(purpose=StagePurpose.EXPLORE, status=StageStatus.SUCCEEDED)
+        for found in explored:
+            parts.append(f"## Explorer's findings\n{found.evidence.get('findings', '')}")
+        if stage.revision:
+            review = (
+                run.stages.filter(purpose=StagePurpose.REVIEW, plan_step=step.number)
+                .order_by("-seq")
+                .first()
+            )
+            if review is not None:
+                parts.append("## Reviewer findings to address\n" + _findings_text(review.verdict))
+            tested = (
+                run.stages.filter(purpose=StagePurpose.TEST, plan_step=step.number)
+                .order_by("-seq")
+                .first()
+            )
+            if tested is not None:
+                parts.append(f"## Last test results\n{_evidence_text(tested.evidence)}")
+    elif stage.purpose == StagePurpose.TEST:
+        parts = [
+            f"Run the test suite for plan step {step.number}/{step.total}: {step.title}. "
+            "Report whether the tests pass and what failed."
+        ]
+    elif stage.purpose == StagePurpose.REVIEW:
+        parts = [
+            f"Review the pending changes for plan step {step.number}/{step.total}: {step.title}.",
+            "Call submit_review with verdict approve or request_changes, a summary, and "
+            "findings (comments) with file path and line.",
+        ]
+        tested = (
+            run.stages.filter(purpose=StagePurpose.TEST, plan_step=step.number)
+            .order_by("-seq")
+            .first()
+        )
+        if tested is not None:
+            parts.append(f"## Test results (evidence)\n{_evidence_text(tested.evidence)}")
+    answers = _answers_text(run)
+    if answers:
+        parts.append(f"## Answers from a person\n{answers}")
+    return "\n\n".join(parts)[:MAX_REQUEST_CHARS]
+
+
+def _evidence_text(evidence: dict[str, Any]) -> str:
+    if not evidence.get("ran"):
+        return f"The Tester ran no tests. {evidence.get('summary', '')}".strip()
+    return (
+        f"{evidence.get('command', '')}: {evidence.get('status', '')}\n"
+        f"{evidence.get('output', '')}\n{evidence.get('summary', '')}"
+    ).strip()
+
+
+# -- pausing and ending ------------------------------------------------------------------
+
+
+def _pause(run: Run, session: AgentSession, status: str, message: str) -> None:
+    run.status = status
+    run.message = message
+    run.save(update_fields=["status", "message", "updated_at"])
+    _audit(run, session, status, message=message)
+    publish_run(run)
+
+
+def _block(run: Run, session: AgentSession, message: str) -> None:
+    """Stop and ask a person (an answer resumes the step; a cancel ends the run)."""
+    last = run.stages.order_by("-seq").first()
+    RunQuestion.objects.create(run=run, stage=last, asked_by=ORCHESTRATOR, question=message)
+    _pause(run, session, RunStatus.BLOCKED, message)
+
+
+def approval_digest(run: Run, session: AgentSession) -> str:
+    """What an approval is bound to: the run, its pending changes as they are in the
+    workspace now, and the versions of the roles its stages ran in."""
+    changes = []
+    with WorkspaceFS(session.workspace) as fs:
+        for path, kind, diff in session.pending_changes.order_by("path").values_list(
+            "path", "kind", "diff"
+        ):
+            try:
+                content = hashlib.sha256(fs.read_bytes(path, DIGEST_READ_CAP)).hexdigest()
+            except (OSError, Refused):
+                content = "absent"
+            changes.append([path, kind, diff, content])
+    versions = sorted(
+        {
+            (registry.by_id(role_id).slug, registry.by_id(role_id).content_hash)
+            for role_id in run.stages.exclude(role=None).values_list("role_id", flat=True)
+        }
+    )
+    payload = {"run": str(run.pk), "changes": changes, "roles": versions}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def _open_gate(run: Run, session: AgentSession, gate: WorkflowStage | None) -> None:
+    RunStage.objects.create(
+        run=run,
+        seq=run.stages.count() + 1,
+        position=gate.position if gate else run.template.stages.count(),
+        purpose=StagePurpose.APPROVAL,
+        status=StageStatus.AWAITING_APPROVAL,
+        reason="Waiting for a person to approve",
+    )
+    gate_open(run, session)
+
+
+def gate_open(run: Run, session: AgentSession) -> RunApproval:
+    """Ask for approval of exactly what is pending now (superseding any earlier request)."""
+    run.approvals.filter(status=ApprovalStatus.PENDING).update(status=ApprovalStatus.SUPERSEDED)
+    approval = RunApproval.objects.create(
+        run=run,
+        digest=approval_digest(run, session),
+        expires_at=timezone.now() + timedelta(minutes=run.template.approval_ttl_minutes),
+    )
+    _pause(
+        run,
+        session,
+        RunStatus.AWAITING_APPROVAL,
+        f"Waiting for approval of {session.pending_changes.count()} pending changes "
+        f"(digest {approval.digest[:12]}).",
+    )
+    return approval
+
+
+def run_complete(
+    run: Run, session: AgentSession, *, summary: str, user: User | None = None
+) -> None:
+    """Commit the approved changes on the session branch and end the run."""
+    if session.pending_changes.exists():
+        changes_commit(session=session, summary=summary, actor=ORCHESTRATOR, user=user)
+    run_finish(run, session, RunStatus.SUCCEEDED, "", "All steps complete")
+
+
+def run_finish(run: Run, session: AgentSession, status: str, code: str, message: str) -> None:
+    """End the run and hand the session back to Default."""
+    run.status = status
+    run.error_code = code
+    run.message = message
+    run.finished_at = timezone.now()
+    run.save()
+    run.stages.filter(
+        status__in=[StageStatus.AWAITING_INPUT, StageStatus.AWAITING_APPROVAL]
+    ).update(status=StageStatus.CANCELLED, finished_at=run.finished_at)
+    default = registry.default()
+    if session.current_role_id != default.id:
+        reason = message if status == RunStatus.SUCCEEDED else f"Run {status}: {message}"
+        session_transition(
+            session=session,
+            to_role=default.slug,
+            reason=reason[:500],
+            actor=ORCHESTRATOR,
+            run_id=run.pk,
+        )
+    AgentSession.objects.filter(pk=session.pk, active_run=run).update(active_run=None)
+    session.active_run = None
+    _audit(run, session, status, code=code, message=message)
+    publish_run(run, "run.finished")
+
+
+def is_active(run: Run) -> bool:
+    return run.status in ACTIVE_RUN_STATUSES
