@@ -77,13 +77,10 @@ def _start_model(env: dict[str, str]) -> subprocess.Popen[bytes] | None:
 def role_queues(env: dict[str, str]) -> str:
     """Every Celery queue a role routes its jobs to (comma-separated), so the one embedded
     worker consumes them all: a role given a queue of its own in admin would otherwise wait
-    for a worker that never comes. Falls back to the default queue."""
-    code = (
-        "from roles.models import Role\n"
-        "print(','.join(sorted({q for q in Role.objects.values_list('queue', flat=True) if q})))"
-    )
+    for a worker that never comes. The list is ``manage.py acode_worker_queues``'s, as a
+    deployment's; falls back to the default queue."""
     found = subprocess.run(
-        [sys.executable, "manage.py", "shell", "--verbosity", "0", "-c", code],
+        [sys.executable, "manage.py", "acode_worker_queues"],
         env=env,
         capture_output=True,
         text=True,

@@ -1,5 +1,7 @@
 """Project-level probes: liveness (``/healthz``) and readiness (``/readyz``).
 
+The checks import the apps inside their bodies, so the project package stays below them.
+
 Anonymous callers learn only ``ok`` or not, per check; staff also get the reasons.
 """
 
@@ -11,6 +13,8 @@ from collections.abc import Callable
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
+
+from acode.workers import queues_with_consumers, tracks_workers
 
 logger = logging.getLogger(__name__)
 
@@ -45,15 +49,30 @@ def _sandbox() -> str:
     return "" if status.available else status.reason
 
 
+def _workers() -> str:
+    from roles.registry import registry
+
+    if not tracks_workers():
+        return ""  # tasks run eagerly, in this process
+    registry.sync()
+    needed = {role.spec.queue for role in registry.list_roles() if role.spec.queue}
+    missing = sorted(needed - queues_with_consumers())
+    if missing:
+        return f"no live worker consumes queue(s) {', '.join(missing)}: their jobs would wait"
+    return ""
+
+
 CHECKS: dict[str, Callable[[], str]] = {
     "database": _database,
     "redis": _redis,
     "sandbox": _sandbox,
+    "workers": _workers,
 }
 
 
 def ready(request: HttpRequest) -> JsonResponse:
-    """Whether this process can serve: database, Redis and the command sandbox."""
+    """Whether this process can serve: database, Redis, the command sandbox, and a live
+    worker on every queue a role routes jobs to."""
     results: dict[str, str] = {}
     for name, check in CHECKS.items():
         try:

@@ -26,7 +26,7 @@ from sessions_app.apis.serializers import (
     JobEventsQuery,
     JobOutput,
 )
-from sessions_app.services.jobs import job_cancel, job_create
+from sessions_app.services.jobs import job_cancel, job_create, job_queue_consumed
 
 
 class SessionJobsApi(APIView):
@@ -76,6 +76,7 @@ class JobDetailApi(APIView):
     def get(self, request: Request, pk: str) -> Response:
         job = job_for(request, pk)
         data = JobOutput(job).data
+        data["queue_consumed"] = job_queue_consumed(job)
         data["events"] = JobEventOutput(job.events.order_by("seq"), many=True).data
         return Response(data)
 

@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from acode.workers import queue_has_consumer
 from roles.registry import registry
 from sessions_app.dashboard.formatting import RoleBadge, Stamp, role_badge, stamp_of
 from sessions_app.models import Job, JobEventKind, JobStatus
+from sessions_app.services.jobs import job_queue
 
 JOB_LABELS = dict(JobStatus.choices)
 JOB_EVENT_LABELS = dict(JobEventKind.choices)
@@ -49,6 +51,7 @@ class JobView:
     created: Stamp
     events: list[JobEventView]
     denied: int
+    unconsumed_queue: str  # a queued job's queue that no live worker consumes, else ""
 
 
 # Each describes one kind of job event as (tone, summary, detail).
@@ -146,7 +149,16 @@ def _job_view(job: Job, events: list[JobEventView]) -> JobView:
         created=stamp_of(job.created_at),
         events=events,
         denied=job.events.filter(kind=JobEventKind.TOOL_DENIED).count(),
+        unconsumed_queue=_unconsumed_queue(job),
     )
+
+
+def _unconsumed_queue(job: Job) -> str:
+    # A queued job on a queue nobody consumes waits silently: the panel says so.
+    if job.status != JobStatus.QUEUED:
+        return ""
+    queue = job_queue(job)
+    return "" if queue_has_consumer(queue) else queue
 
 
 def session_jobs(session_id: Any) -> list[JobView]:

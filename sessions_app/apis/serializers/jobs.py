@@ -73,9 +73,15 @@ class JobOutput(serializers.ModelSerializer):
 
 class JobDetailOutput(JobOutput):
     events = JobEventOutput(many=True)
+    queue_consumed = serializers.BooleanField(
+        allow_null=True,
+        read_only=True,
+        help_text="For a queued job: whether a live worker consumes its queue (false: it "
+        "waits until one starts); null once the job left the queue.",
+    )
 
     class Meta(JobOutput.Meta):
-        fields = [*JobOutput.Meta.fields, "events"]
+        fields = [*JobOutput.Meta.fields, "queue_consumed", "events"]
 
 
 class JobEventsQuery(serializers.Serializer):
