@@ -19,6 +19,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonRespons
 from acode.error_codes import ERROR_CODES
 from acode.errors import code_for_status
 from acode.inputs import has_forbidden_characters
+from acode.logs import bind_log_context, restore_log_context
 
 logger = logging.getLogger(__name__)
 
@@ -167,3 +168,35 @@ class ApiRequestMiddleware:
             "ACODE-API-500",
             "Internal error; report it with the request id.",
         )
+
+
+# Views whose ``pk`` is a session id: their log lines say which session they are about.
+_SESSION_VIEWS = ("api-session", "dashboard-session")
+
+
+class LogContextMiddleware:
+    """Binds the request id (made up outside ``/api/`` too) for every log line of the
+    request, and the session when the view is about one; restores the context after."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        if not request_id_of(request):
+            _assign_request_id(request)
+        previous = bind_log_context(request_id=request_id_of(request))
+        try:
+            return self.get_response(request)
+        finally:
+            restore_log_context(previous)
+
+    def process_view(
+        self,
+        request: HttpRequest,
+        view: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> None:
+        name = request.resolver_match.url_name if request.resolver_match else None
+        if "pk" in kwargs and (name or "").startswith(_SESSION_VIEWS):
+            bind_log_context(session=str(kwargs["pk"]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.auth.views import LoginView
 from django.urls import include, path
 from drf_spectacular.views import (
     SpectacularAPIView,
@@ -11,10 +12,22 @@ from drf_spectacular.views import (
 )
 
 from acode.auth_api import TokenApi
+from acode.login import (
+    RateLimitedAdminAuthenticationForm,
+    RateLimitedAuthenticationForm,
+    rate_limited_login,
+)
+from acode.metrics_view import metrics
 from acode.views import health, ready
 
+# Both login pages count attempts against the login rate limit (acode/ratelimit.py).
+admin.site.login_form = RateLimitedAdminAuthenticationForm
+login_view = LoginView.as_view(authentication_form=RateLimitedAuthenticationForm)
+
 urlpatterns = [
+    path("admin/login/", rate_limited_login(admin.site.login)),
     path("admin/", admin.site.urls),
+    path("accounts/login/", rate_limited_login(login_view), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
@@ -28,6 +41,7 @@ urlpatterns = [
     path("api/", include("sessions_app.urls")),
     path("healthz", health, name="health"),
     path("readyz", ready, name="ready"),
+    path("metrics", metrics, name="metrics"),
     path("", include("sessions_app.dashboard.urls")),
 ]
 

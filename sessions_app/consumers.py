@@ -33,6 +33,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.layers import get_channel_layer
 from django.contrib.auth.models import User
 
+from acode.metrics import WEBSOCKET_CLIENTS
 from sessions_app.dashboard.board import (
     BoardFilters,
     Viewer,
@@ -251,6 +252,7 @@ class _DashboardConsumer(AsyncWebsocketConsumer, GroupMember):
     channel_layer_alias = "acode-dashboard-sockets-use-the-group-hub"
     user: User
     groups_joined: tuple[str, ...] = ()
+    _counted = False  # accepted, so in the open-websockets gauge until it disconnects
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -282,8 +284,16 @@ class _DashboardConsumer(AsyncWebsocketConsumer, GroupMember):
         await group_hub().join(group, self, layer)
         self.groups_joined = (*self.groups_joined, group)
 
+    async def accept(self, subprotocol: str | None = None, headers: Any = None) -> None:
+        await super().accept(subprotocol, headers)
+        self._counted = True
+        WEBSOCKET_CLIENTS.labels(consumer=type(self).__name__).inc()
+
     async def disconnect(self, code: int) -> None:
         self._closed = True
+        if self._counted:
+            self._counted = False
+            WEBSOCKET_CLIENTS.labels(consumer=type(self).__name__).dec()
         for group in self.groups_joined:
             await group_hub().leave(group, self)
 

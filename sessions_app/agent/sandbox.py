@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from acode.metrics import sandbox_started
 from sessions_app.agent.process import CommandOutcome, Limits, process_limit_kind, run_process
 
 __all__ = [
@@ -164,6 +165,7 @@ def run_sandboxed(
     full_env = _command_env(env_allow, env)
     if not sandbox_required():
         logger.warning("ACODE_SANDBOX=off: running %r UNSANDBOXED in %s", argv[0], ws)
+        sandbox_started(sandboxed=False)
         with tempfile.TemporaryDirectory(prefix="acode-home-") as home:
             full_env["HOME"] = home  # the host /tmp is shared here; give it a private one
             return run_process(
@@ -224,6 +226,7 @@ def _run_in_bwrap(
         os.write(fd, b"".join(os.fsencode(o) + b"\0" for o in options))
         os.lseek(fd, 0, os.SEEK_SET)
         command = [status.binary, "--args", str(fd), "--", *argv]
+        sandbox_started(sandboxed=True)
         # bwrap itself gets an empty environment: it is readable as /proc/1/environ inside.
         return run_process(
             command, cwd=workspace, env={}, timeout=timeout, limits=limits, pass_fds=(fd,),

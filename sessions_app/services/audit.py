@@ -16,12 +16,14 @@ import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from acode.metrics import metrics_from_audit
 from sessions_app.models import (
     AgentSession,
     AuditAnchor,
@@ -136,6 +138,14 @@ def audit_record(
         event.hash = event_hash(event)
         event.save(force_insert=True)
         AuditChain.objects.filter(pk=key).update(last_seq=event.seq, last_hash=event.hash)
+    # Counted once committed: a rolled-back event never shows in the metrics.
+    transaction.on_commit(
+        partial(
+            metrics_from_audit, event_type=event.event_type, role=event.role,
+            target=event.target, result=event.result, details=event.details,
+        ),
+        robust=True,
+    )  # fmt: skip
     return event
 
 
