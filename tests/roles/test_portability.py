@@ -21,11 +21,13 @@ from roles.portability.definitions import export_definitions, import_definitions
 from roles.portability.document import dump_yaml, load_yaml
 from roles.registry import registry
 from roles.services import role_write
+from sessions_app.models import WorkflowTemplate
 from tests.factories import make_role
 
 
 def _wipe_role_data() -> None:
     """Empty every role table, as a new database would be."""
+    WorkflowTemplate.objects.all().delete()  # its stages name roles
     for model in (TransitionRule, PromptComponent, PromptPack, RoleVersion):
         model.objects.all()._raw_delete(model.objects.db)
     Role.objects.update(parent=None)

@@ -37,7 +37,8 @@ def test_deleting_a_role_that_rules_reference_is_refused_and_keeps_the_rules(
     body = response.json()
     assert body["code"] == "ACODE-ROL-005"
     assert "transition rules" in body["message"] and "nothing was deleted" in body["message"]
-    assert set(body["details"]["used_by"]) == {"transition rules"}
+    # The seeded workflow templates use the Reviewer too.
+    assert set(body["details"]["used_by"]) == {"transition rules", "workflow stages"}
     assert "coder->reviewer" in body["details"]["transition_rules"]
     assert Role.objects.filter(slug="reviewer").exists()
     assert _rules() == rules
