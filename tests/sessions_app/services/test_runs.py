@@ -376,3 +376,40 @@ def test_a_stage_cannot_spend_more_than_the_run_has_left(user: User) -> None:
     assert run.error_code in {"ACODE-RUN-006", "ACODE-JOB-001"}
     jobs = Job.objects.filter(session=run.session)
     assert sum(j.llm_calls for j in jobs) <= 2
+
+
+def test_changes_to_a_sensitive_path_raise_the_tier_and_add_the_approval_gate(
+    user: User,
+) -> None:
+    scripted_model(
+        "coder",
+        [calls(("create_file", {"path": "app/migrations/0002_flag.py", "content": "ops = []\n"}))],
+    )
+    scripted_model("tester", [tester_script()])
+    scripted_model("reviewer", [APPROVE])
+    run = drive(run_start(session=_session(user), request="Add a feature flag", user=user))
+    assert run.template.slug == "low"
+    assert run.status == RunStatus.AWAITING_APPROVAL
+    assert run.effective_tier == "high"
+    assert any(
+        s["signal"] == "migration-paths" and s["where"] == "changes of step 1" for s in run.signals
+    )
+
+
+def test_a_review_stage_may_use_a_different_model_endpoint(user: User) -> None:
+    from roles.models import EndpointKind, ModelEndpoint
+    from sessions_app.models import WorkflowStage
+
+    script_medium_run(reviews=[review("request_changes", "never used")])
+    other = ModelEndpoint.objects.create(
+        name="second-engineer", kind=EndpointKind.SCRIPTED, model="other", script=[APPROVE]
+    )
+    WorkflowStage.objects.filter(template__slug="medium", purpose="review").update(model=other.name)
+    run = drive(
+        run_start(session=_session(user), request="Add a greeting", user=user, risk="medium")
+    )
+    assert run.status == RunStatus.SUCCEEDED
+    review_job = Job.objects.get(session=run.session, role__slug="reviewer")
+    assert review_job.endpoint == "scripted:second-engineer"
+    coder_job = Job.objects.filter(session=run.session, role__slug="coder").first()
+    assert coder_job is not None and coder_job.endpoint == "scripted:scripted-coder"
