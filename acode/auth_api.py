@@ -8,13 +8,14 @@ from django.contrib.auth import authenticate
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.authtoken.models import Token
+from rest_framework.exceptions import Throttled
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from acode.errors import AcodeError, error_responses
+from acode.ratelimit import login_retry_after
 
 
 class TokenInput(serializers.Serializer):
@@ -32,8 +33,6 @@ class TokenOutput(serializers.Serializer):
 class TokenApi(APIView):
     """``POST`` logs in (no authentication needed; rate-limited); ``DELETE`` revokes the token."""
 
-    throttle_scope = "login"
-
     def get_permissions(self) -> list[Any]:
         return [AllowAny()] if self.request.method == "POST" else [IsAuthenticated()]
 
@@ -41,9 +40,6 @@ class TokenApi(APIView):
         if self.request is not None and self.request.method == "POST":
             return []  # a stale token in the header must not block logging in again
         return super().get_authenticators()
-
-    def get_throttles(self) -> list[Any]:
-        return [ScopedRateThrottle()] if self.request.method == "POST" else []
 
     @extend_schema(
         request=TokenInput,
@@ -55,7 +51,17 @@ class TokenApi(APIView):
         operation_id="auth_token_create",
     )
     def post(self, request: Request) -> Response:
-        data = TokenInput(data=request.data)
+        body = request.data
+        # Counted before validation, so malformed attempts spend the address's budget too;
+        # the same limit as the login pages (acode/ratelimit.py).
+        username = body.get("username") if isinstance(body, dict) else None
+        retry_after = login_retry_after(
+            request._request, username=username if isinstance(username, str) else ""
+        )
+        if retry_after is not None:
+            # DRF's Throttled: 429 ACODE-API-429 with a Retry-After header.
+            raise Throttled(wait=retry_after, detail="Too many login attempts.")
+        data = TokenInput(data=body)
         data.is_valid(raise_exception=True)
         user = authenticate(
             request._request,

@@ -10,6 +10,7 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
+from acode.ratelimit import reset_login_limits
 from roles.registry import registry
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,6 +21,12 @@ def _fresh_registry() -> None:
     # Tests roll back their writes, which restores the stamp row too; forget the
     # process-wide snapshot so no test reads another test's roles.
     registry.invalidate()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_login_limits() -> None:
+    # Login attempts are counted in a cache that outlives a test (Redis across processes).
+    reset_login_limits()
 
 
 @pytest.fixture(autouse=True)

@@ -4,18 +4,44 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acode.settings.env import env_bool, env_float, env_int, env_list, env_optional, env_str
+from django.core.exceptions import ImproperlyConfigured
+
+from acode.settings.env import (
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_optional,
+    env_required,
+    env_str,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(env_str("ACODE_VAR_DIR", str(BASE_DIR / "var")))
 
+# ``production`` turns the embedded defaults into required settings and safe ones (HTTPS,
+# secure cookies, HSTS: acode/settings/security.py); ``development`` keeps `make run` and
+# the tests working with no configuration at all.
+ACODE_ENV = env_choice("ACODE_ENV", "development", ("development", "production"))
+PRODUCTION = ACODE_ENV == "production"
+
 DEBUG = env_bool("ACODE_DEBUG", False)
-_secret = env_optional("ACODE_SECRET_KEY")
-if _secret is None:
-    # Embedded default only; production sets ACODE_SECRET_KEY (README, configuration table).
-    _secret = "acode-insecure-embedded-default-key-set-ACODE_SECRET_KEY-in-production"
-SECRET_KEY = _secret
-ALLOWED_HOSTS = env_list("ACODE_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
+if PRODUCTION and DEBUG:
+    raise ImproperlyConfigured("ACODE_DEBUG must be off when ACODE_ENV=production")
+_EMBEDDED_SECRET = "acode-insecure-embedded-default-key-set-ACODE_SECRET_KEY-in-production"
+if PRODUCTION:
+    SECRET_KEY = env_required(
+        "ACODE_SECRET_KEY", "ACODE_ENV=production has no default secret key (50+ random characters)"
+    )
+    if SECRET_KEY == _EMBEDDED_SECRET:
+        raise ImproperlyConfigured("ACODE_SECRET_KEY must not be the embedded default key")
+    env_required("ACODE_ALLOWED_HOSTS", "name the hosts the site answers to, comma-separated")
+    ALLOWED_HOSTS = env_list("ACODE_ALLOWED_HOSTS", [])
+else:
+    SECRET_KEY = env_optional("ACODE_SECRET_KEY") or _EMBEDDED_SECRET
+    ALLOWED_HOSTS = env_list("ACODE_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
+# Origins (scheme://host[:port]) whose HTTPS forms and htmx posts pass the CSRF origin check.
 CSRF_TRUSTED_ORIGINS = env_list("ACODE_CSRF_TRUSTED_ORIGINS", [])
 
 # daphne is started directly (make run, production), so it is not an app here: keeping
@@ -40,6 +66,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First, so every answer under /api/ (Django's own 404/500 too) leaves as a JSON error.
     "acode.middleware.ApiRequestMiddleware",
+    # Every log line of the request carries its id (acode/logs.py).
+    "acode.middleware.LogContextMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -105,7 +133,6 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     # ?format= is ours (audit export as jsonl or csv), not DRF's renderer override.
     "URL_FORMAT_OVERRIDE": None,
-    "DEFAULT_THROTTLE_RATES": {"login": env_str("ACODE_LOGIN_RATE", "20/min")},
 }
 
 SPECTACULAR_SETTINGS = {
@@ -126,15 +153,6 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-}
-
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("ACODE_LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
 
 # acode's own knobs.

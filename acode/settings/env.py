@@ -62,3 +62,31 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return list(default)
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_required(name: str, why: str) -> str:
+    """Return the variable; refuse to start, naming it and saying why, when it is unset."""
+    value = env_optional(name)
+    if value is None:
+        raise ImproperlyConfigured(f"{name} must be set: {why}")
+    return value
+
+
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    """Return the variable when it is one of ``choices`` (case-insensitive)."""
+    value = os.environ.get(name, default).strip().lower() or default
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def env_rate(name: str, default: str) -> str:
+    """Parse a rate such as ``10/min`` or ``100/hour`` into ``N/s|m|h|d``."""
+    raw = os.environ.get(name, default).strip()
+    count, _, period = raw.partition("/")
+    unit = period.strip()[:1].lower()
+    if not count.strip().isdigit() or int(count) < 1 or unit not in {"s", "m", "h", "d"}:
+        raise ImproperlyConfigured(
+            f"{name} must be a rate such as 10/min (per second, min, hour or day), got {raw!r}"
+        )
+    return f"{int(count)}/{unit}"

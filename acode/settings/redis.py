@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
+
+from acode.settings.base import PRODUCTION
 from acode.settings.env import env_optional
 
 REDIS_URL = env_optional("REDIS_URL")
+if PRODUCTION and REDIS_URL is None:
+    raise ImproperlyConfigured(
+        "REDIS_URL must be set when ACODE_ENV=production: every web and worker process "
+        "shares the cache, login rate limits, websocket groups and Celery through it"
+    )
 
 CACHES: dict[str, Any]
 CHANNEL_LAYERS: dict[str, Any]
@@ -16,7 +24,13 @@ if REDIS_URL:
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "acode",
-        }
+        },
+        # Login attempt counters; a prefix of their own so they can be reset alone.
+        "ratelimit": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "acode-ratelimit",
+        },
     }
     CHANNEL_LAYERS = {
         "default": {
@@ -31,5 +45,12 @@ if REDIS_URL:
         }
     }
 else:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    # One process only (embedded mode, tests): nothing to share.
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+        "ratelimit": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "LOCATION": "acode-ratelimit",
+        },
+    }
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
