@@ -11,6 +11,7 @@ hashing and learns nothing. Rates: ``ACODE_LOGIN_RATE`` (per username) and
 from __future__ import annotations
 
 import ipaddress
+import logging
 
 from django.conf import settings
 from django.core.cache import caches
@@ -19,6 +20,8 @@ from django_ratelimit.core import get_usage
 
 LOGIN_GROUP_IP = "acode.login.ip"
 LOGIN_GROUP_USERNAME = "acode.login.username"
+
+logger = logging.getLogger(__name__)
 
 
 def client_address(request: HttpRequest) -> str:
@@ -49,13 +52,17 @@ def login_retry_after(request: HttpRequest, *, username: str) -> int | None:
     for group, rate, value in checks:
         if not value:
             continue  # no username given: the address limit alone applies
-        usage = get_usage(
-            request,
-            group=group,
-            key=lambda _group, _request, value=value: value,
-            rate=rate,
-            increment=True,
-        )
+        try:
+            usage = get_usage(
+                request,
+                group=group,
+                key=lambda _group, _request, value=value: value,
+                rate=rate,
+                increment=True,
+            )
+        except Exception as exc:  # the counters' store (Redis) is down: logins keep working
+            logger.warning("login rate limit not counted (%s: %s)", type(exc).__name__, exc)
+            continue
         if usage is not None and usage["should_limit"]:
             # time_left is -1 when the cache could not count: refused, retry shortly.
             waits.append(max(int(usage["time_left"]), 1))
