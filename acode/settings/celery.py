@@ -19,6 +19,9 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # A job whose worker stops sending heartbeats for this long is requeued (once) or failed.
 ACODE_JOB_HEARTBEAT_SECONDS = env_float("ACODE_JOB_HEARTBEAT_SECONDS", 10.0)
 ACODE_JOB_STALE_SECONDS = env_float("ACODE_JOB_STALE_SECONDS", 60.0)
+# A job queued this long without starting gets its message sent again (a worker may have
+# died holding it); duplicates are skipped when they arrive.
+ACODE_JOB_RESEND_SECONDS = env_float("ACODE_JOB_RESEND_SECONDS", ACODE_JOB_STALE_SECONDS * 5)
 ACODE_AUDIT_ANCHOR_SECONDS = env_float("ACODE_AUDIT_ANCHOR_SECONDS", 300.0)
 ACODE_AUDIT_VERIFY_SECONDS = env_float("ACODE_AUDIT_VERIFY_SECONDS", 3600.0)
 # Periodic work, run by Celery beat (embedded in the worker under `make run`: --beat).

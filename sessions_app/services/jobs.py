@@ -49,7 +49,30 @@ class JobLimits:
 
 
 def _enqueue(job: Job, queue: str) -> None:
-    run_job_task.apply_async(args=(str(job.pk),), queue=queue)
+    from kombu.exceptions import OperationalError as BrokerUnreachable
+    from redis.exceptions import RedisError
+
+    try:
+        # ignore_result: the job's outcome lives in the database and nobody reads the task's
+        # result. Asking for one subscribed this process to a result channel per job, and
+        # with Redis down that blocked ~20 s, then broke Celery's result consumer for good.
+        run_job_task.apply_async(args=(str(job.pk),), queue=queue, ignore_result=True)
+    except (BrokerUnreachable, RedisError) as exc:
+        # The job committed already: left queued with no message it would wait forever, so
+        # it is failed, and the caller told to submit it again (503, not a half-made job).
+        logger.warning("could not queue job %s on %s: %s", job.pk, queue, exc)
+        job_finish(
+            job,
+            JobStatus.FAILED,
+            code="ACODE-API-503",
+            message=f"the task queue could not be reached: {exc}",
+        )
+        raise AcodeError(
+            "ACODE-API-503",
+            "The task queue (Redis) cannot be reached right now; the job was not queued and "
+            "is marked failed. Submit it again in a moment.",
+            {"job": str(job.pk), "queue": queue},
+        ) from exc
 
 
 def _enqueue_later(job: Job, queue: str) -> Callable[[], None]:
@@ -166,6 +189,8 @@ def job_start(job_id: Any, *, worker: Mapping[str, str] | None = None) -> Job | 
         job = Job.objects.select_for_update().get(pk=job_id)
         if job.is_final:
             return None
+        if job.status == JobStatus.RUNNING and not _stale(job):
+            return None  # a second delivery of a job another worker is running now
         if job.cancel_requested:
             job_finish(job, JobStatus.CANCELLED, message="cancelled before it started")
             return None
@@ -278,11 +303,49 @@ def job_cancel(*, job: Job, user: User | None = None, actor: str | None = None) 
     return locked
 
 
+def _stale(job: Job) -> bool:
+    cutoff = timezone.now() - timedelta(seconds=settings.ACODE_JOB_STALE_SECONDS)
+    return job.heartbeat_at is None or job.heartbeat_at < cutoff
+
+
+def jobs_resend_queued() -> list[str]:
+    """Send again the message of jobs queued too long without starting.
+
+    A worker that died holding a job's message (taken, not yet started), or between the
+    commit and the publish, leaves the job ``queued`` with no message anyone will deliver
+    soon. A duplicate is harmless: ``job_start`` skips a job that is final or running.
+    ``heartbeat_at`` of a queued job is when its message was last sent again.
+    """
+    cutoff = timezone.now() - timedelta(seconds=settings.ACODE_JOB_RESEND_SECONDS)
+    resent: list[str] = []
+    for job in Job.objects.filter(status=JobStatus.QUEUED, created_at__lt=cutoff).select_related(
+        "role"
+    ):
+        if job.heartbeat_at is not None and job.heartbeat_at >= cutoff:
+            continue
+        queue = registry.resolve(job.role.slug).spec.queue
+        if not queue_has_consumer(queue):
+            continue  # nobody would take it; the job already says so (no_consumer)
+        with transaction.atomic():
+            if Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
+                heartbeat_at=timezone.now()
+            ):
+                job_event(
+                    job, JobEventKind.NOTE, {"message": "queued too long; message sent again"}
+                )
+                queue = registry.resolve(job.role.slug).spec.queue
+                transaction.on_commit(_enqueue_later(job, queue))
+                resent.append(str(job.pk))
+    return resent
+
+
 def jobs_recover_stale() -> list[str]:
-    """Requeue (or fail) running jobs whose worker stopped sending heartbeats.
+    """Requeue (or fail) running jobs whose worker stopped sending heartbeats, and send
+    again the messages of jobs queued too long (``jobs_resend_queued``).
 
     Called when a worker starts; a job is never left ``running`` by a dead worker.
     """
+    jobs_resend_queued()
     cutoff = timezone.now() - timedelta(seconds=settings.ACODE_JOB_STALE_SECONDS)
     recovered: list[str] = []
     for job in Job.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=cutoff).select_related(
