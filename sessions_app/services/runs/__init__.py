@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from sessions_app.services.runs.engine import (
-    approval_digest,
     run_advance,
     run_after_job,
     run_start,
     runs_resume_stalled,
-    stage_request,
 )
+from sessions_app.services.runs.gate import approval_digest
 from sessions_app.services.runs.people import (
     run_answer,
     run_approve,
@@ -18,6 +17,7 @@ from sessions_app.services.runs.people import (
     run_reject,
     run_review_record,
 )
+from sessions_app.services.runs.requests import stage_request
 from sessions_app.services.runs.seed import runs_seed_defaults
 
 __all__ = [

@@ -14,8 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -26,18 +24,14 @@ from django.utils import timezone
 from acode.errors import AcodeError
 from acode.inputs import is_blank
 from roles.registry import registry
-from sessions_app.agent.safefs import Refused, WorkspaceFS
 from sessions_app.models import (
-    ACTIVE_RUN_STATUSES,
     AgentSession,
-    ApprovalStatus,
     AuditEventType,
     Job,
     JobEventKind,
     JobStatus,
     RiskTier,
     Run,
-    RunApproval,
     RunQuestion,
     RunStage,
     RunStatus,
@@ -48,45 +42,30 @@ from sessions_app.models import (
 )
 from sessions_app.services.audit import audit_record
 from sessions_app.services.changes import changes_commit
-from sessions_app.services.events import publish_session_event
 from sessions_app.services.jobs import JobLimits, job_create
 from sessions_app.services.plans import plan_set, plan_step_update
+from sessions_app.services.runs.common import (
+    ORCHESTRATOR,
+    lock_run,
+    publish_run,
+    run_audit,
+    run_pause,
+)
+from sessions_app.services.runs.gate import gate_open
+from sessions_app.services.runs.requests import (
+    MAX_REQUEST_CHARS,
+    PlanStep,
+    plan_step_of,
+    stage_request,
+)
 from sessions_app.services.runs.risk import RiskInput, higher_tier, risk_assess
 from sessions_app.services.sessions import actor_name, lock_session
 from sessions_app.services.transitions import session_transition
 
 logger = logging.getLogger(__name__)
 
-ORCHESTRATOR = "orchestrator"
-MAX_REQUEST_CHARS = 20_000
 EVIDENCE_CHARS = 4_000
-DIGEST_READ_CAP = 64 << 20
 LOOP_PURPOSES = (StagePurpose.CODE, StagePurpose.TEST, StagePurpose.REVIEW)
-PLAN_FORMAT = (
-    'Answer with the plan only, as JSON: {"steps": [{"title": "...", "detail": "...", '
-    '"files": ["path"], "depends_on": [1]}]}. Each step is one reviewable change.'
-)
-
-
-def lock_run(run_id: Any) -> Run:
-    return Run.objects.select_for_update().get(pk=run_id)
-
-
-def publish_run(run: Run, kind: str = "run.updated") -> None:
-    data = {"run": str(run.pk), "status": run.status}
-    transaction.on_commit(lambda: publish_session_event(run.session_id, kind, data))
-
-
-def _audit(run: Run, session: AgentSession, result: str, **details: Any) -> None:
-    audit_record(
-        event_type=AuditEventType.RUN_EVENT,
-        actor=ORCHESTRATOR,
-        session=session,
-        role=registry.by_id(session.current_role_id).slug,
-        target=f"run {run.pk}",
-        result=result,
-        details=details,
-    )
 
 
 def failed_runs(session: AgentSession) -> int:
@@ -275,9 +254,6 @@ def advance_locked(run: Run, session: AgentSession) -> None:
         run_finish(run, session, RunStatus.FAILED, exc.code, exc.message)
 
 
-# -- closing a stage ---------------------------------------------------------------------
-
-
 def changes_digest(session: AgentSession) -> str:
     """A digest of the session's pending changes (what a code stage produced)."""
     rows = list(session.pending_changes.order_by("path").values_list("path", "kind", "diff"))
@@ -318,7 +294,7 @@ def _close_stage(run: Run, session: AgentSession, stage: RunStage, job: Job | No
     if question is not None:
         stage.status = StageStatus.AWAITING_INPUT
         stage.save()
-        _pause(
+        run_pause(
             run, session, RunStatus.AWAITING_INPUT, f"Waiting for an answer: {question.question}"
         )
         return
@@ -340,26 +316,6 @@ def _close_stage(run: Run, session: AgentSession, stage: RunStage, job: Job | No
         stage.evidence = _test_evidence(job)
     stage.save()
     run.save()
-
-
-# -- choosing the next stage -------------------------------------------------------------
-
-
-@dataclass
-class _Step:
-    """Where the run is in its plan."""
-
-    number: int
-    total: int
-    title: str
-    detail: str = ""
-    files: list[str] = field(default_factory=list)
-
-
-def _plan_step(session: AgentSession, number: int) -> _Step:
-    plan = session.plan or []
-    step = next((s for s in plan if s["number"] == number), None) or {"title": f"step {number}"}
-    return _Step(number, len(plan), step["title"], step.get("detail", ""), step.get("files", []))
 
 
 def template_stages(run: Run) -> list[WorkflowStage]:
@@ -471,7 +427,7 @@ def _enter(
     stage_start(run, session, stage, step=step, revision=revision)
 
 
-def _reason(purpose: str, step: _Step, revision: int, run: Run) -> str:
+def _reason(purpose: str, step: PlanStep, revision: int, run: Run) -> str:
     where = f"plan step {step.number}/{step.total}: {step.title}"
     if purpose == StagePurpose.PLAN:
         return f"Planning the request ({run.effective_tier} risk)"
@@ -517,7 +473,7 @@ def stage_start(
     left = budget_left(run)
     assert template_stage.role_id is not None  # only the gate has no role
     role = registry.by_id(template_stage.role_id)
-    plan_step = _plan_step(session, step) if step else _Step(0, 0, "")
+    plan_step = plan_step_of(session, step) if step else PlanStep(0, 0, "")
     reason = _reason(template_stage.purpose, plan_step, revision, run)
     session_transition(
         session=session, to_role=role.slug, reason=reason, actor=ORCHESTRATOR, run_id=run.pk
@@ -552,139 +508,16 @@ def stage_start(
     )
     stage.job = job
     stage.save(update_fields=["job"])
-    _audit(run, session, f"stage {stage.seq} {stage.purpose}", reason=reason, job=str(job.pk))
+    run_audit(run, session, f"stage {stage.seq} {stage.purpose}", reason=reason, job=str(job.pk))
     publish_run(run)
     return stage
-
-
-# -- what each stage is asked ------------------------------------------------------------
-
-
-def _findings_text(verdict: dict[str, Any]) -> str:
-    lines = [f"Reviewer summary: {verdict.get('summary', '')}"]
-    for finding in verdict.get("findings", []):
-        where = finding.get("path", "")
-        if finding.get("line"):
-            where += f":{finding['line']}"
-        lines.append(f"- {where + ': ' if where else ''}{finding.get('body', '')}")
-    return "\n".join(lines)
-
-
-def _answers_text(run: Run) -> str:
-    answered = run.questions.filter(answered_at__isnull=False).order_by("answered_at")
-    return "\n".join(f"Q: {q.question}\nA: {q.answer}" for q in answered)
-
-
-def stage_request(run: Run, session: AgentSession, stage: RunStage, step: _Step) -> str:
-    """The request a stage's job gets: the run's request, the step, and what earlier stages
-    found (the plan, the Explorer's findings, the reviewer's findings, test results)."""
-    parts: list[str] = []
-    if stage.purpose == StagePurpose.PLAN:
-        parts = [f"Plan this request: {run.request}", PLAN_FORMAT]
-    elif stage.purpose == StagePurpose.EXPLORE:
-        plan = "\n".join(f"{s['number']}. {s['title']}" for s in session.plan or [])
-        parts = [
-            "Explore the workspace for this request and report the files, entry points and "
-            f"risks the Coder must know about: {run.request}",
-            f"## Plan\n{plan}",
-        ]
-    elif stage.purpose == StagePurpose.CODE:
-        parts = [f"Executing plan step {step.number}/{step.total}: {step.title}"]
-        if step.detail:
-            parts.append(step.detail)
-        if step.files:
-            parts.append("Files: " + ", ".join(step.files))
-        parts.append(f"## The whole request\n{run.request}")
-        explored = run.stages.filter(purpose=StagePurpose.EXPLORE, status=StageStatus.SUCCEEDED)
-        for found in explored:
-            parts.append(f"## Explorer's findings\n{found.evidence.get('findings', '')}")
-        if stage.revision:
-            review = (
-                run.stages.filter(purpose=StagePurpose.REVIEW, plan_step=step.number)
-                .order_by("-seq")
-                .first()
-            )
-            if review is not None:
-                parts.append("## Reviewer findings to address\n" + _findings_text(review.verdict))
-            tested = (
-                run.stages.filter(purpose=StagePurpose.TEST, plan_step=step.number)
-                .order_by("-seq")
-                .first()
-            )
-            if tested is not None:
-                parts.append(f"## Last test results\n{_evidence_text(tested.evidence)}")
-    elif stage.purpose == StagePurpose.TEST:
-        parts = [
-            f"Run the test suite for plan step {step.number}/{step.total}: {step.title}. "
-            "Report whether the tests pass and what failed."
-        ]
-    elif stage.purpose == StagePurpose.REVIEW:
-        parts = [
-            f"Review the pending changes for plan step {step.number}/{step.total}: {step.title}.",
-            "Call submit_review with verdict approve or request_changes, a summary, and "
-            "findings (comments) with file path and line.",
-        ]
-        tested = (
-            run.stages.filter(purpose=StagePurpose.TEST, plan_step=step.number)
-            .order_by("-seq")
-            .first()
-        )
-        if tested is not None:
-            parts.append(f"## Test results (evidence)\n{_evidence_text(tested.evidence)}")
-    answers = _answers_text(run)
-    if answers:
-        parts.append(f"## Answers from a person\n{answers}")
-    return "\n\n".join(parts)[:MAX_REQUEST_CHARS]
-
-
-def _evidence_text(evidence: dict[str, Any]) -> str:
-    if not evidence.get("ran"):
-        return f"The Tester ran no tests. {evidence.get('summary', '')}".strip()
-    return (
-        f"{evidence.get('command', '')}: {evidence.get('status', '')}\n"
-        f"{evidence.get('output', '')}\n{evidence.get('summary', '')}"
-    ).strip()
-
-
-# -- pausing and ending ------------------------------------------------------------------
-
-
-def _pause(run: Run, session: AgentSession, status: str, message: str) -> None:
-    run.status = status
-    run.message = message
-    run.save(update_fields=["status", "message", "updated_at"])
-    _audit(run, session, status, message=message)
-    publish_run(run)
 
 
 def _block(run: Run, session: AgentSession, message: str) -> None:
     """Stop and ask a person (an answer resumes the step; a cancel ends the run)."""
     last = run.stages.order_by("-seq").first()
     RunQuestion.objects.create(run=run, stage=last, asked_by=ORCHESTRATOR, question=message)
-    _pause(run, session, RunStatus.BLOCKED, message)
-
-
-def approval_digest(run: Run, session: AgentSession) -> str:
-    """What an approval is bound to: the run, its pending changes as they are in the
-    workspace now, and the versions of the roles its stages ran in."""
-    changes = []
-    with WorkspaceFS(session.workspace) as fs:
-        for path, kind, diff in session.pending_changes.order_by("path").values_list(
-            "path", "kind", "diff"
-        ):
-            try:
-                content = hashlib.sha256(fs.read_bytes(path, DIGEST_READ_CAP)).hexdigest()
-            except (OSError, Refused):
-                content = "absent"
-            changes.append([path, kind, diff, content])
-    versions = sorted(
-        {
-            (registry.by_id(role_id).slug, registry.by_id(role_id).content_hash)
-            for role_id in run.stages.exclude(role=None).values_list("role_id", flat=True)
-        }
-    )
-    payload = {"run": str(run.pk), "changes": changes, "roles": versions}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+    run_pause(run, session, RunStatus.BLOCKED, message)
 
 
 def _open_gate(run: Run, session: AgentSession, gate: WorkflowStage | None) -> None:
@@ -697,24 +530,6 @@ def _open_gate(run: Run, session: AgentSession, gate: WorkflowStage | None) -> N
         reason="Waiting for a person to approve",
     )
     gate_open(run, session)
-
-
-def gate_open(run: Run, session: AgentSession) -> RunApproval:
-    """Ask for approval of exactly what is pending now (superseding any earlier request)."""
-    run.approvals.filter(status=ApprovalStatus.PENDING).update(status=ApprovalStatus.SUPERSEDED)
-    approval = RunApproval.objects.create(
-        run=run,
-        digest=approval_digest(run, session),
-        expires_at=timezone.now() + timedelta(minutes=run.template.approval_ttl_minutes),
-    )
-    _pause(
-        run,
-        session,
-        RunStatus.AWAITING_APPROVAL,
-        f"Waiting for approval of {session.pending_changes.count()} pending changes "
-        f"(digest {approval.digest[:12]}).",
-    )
-    return approval
 
 
 def run_complete(
@@ -748,9 +563,5 @@ def run_finish(run: Run, session: AgentSession, status: str, code: str, message:
         )
     AgentSession.objects.filter(pk=session.pk, active_run=run).update(active_run=None)
     session.active_run = None
-    _audit(run, session, status, code=code, message=message)
+    run_audit(run, session, status, code=code, message=message)
     publish_run(run, "run.finished")
-
-
-def is_active(run: Run) -> bool:
-    return run.status in ACTIVE_RUN_STATUSES

@@ -24,18 +24,16 @@ from sessions_app.models import (
 )
 from sessions_app.services.audit import audit_record
 from sessions_app.services.jobs import JobLimits, job_create
+from sessions_app.services.runs.common import lock_run, publish_run
 from sessions_app.services.runs.engine import (
     advance_locked,
-    approval_digest,
     budget_left,
-    gate_open,
-    lock_run,
-    publish_run,
     run_complete,
     run_finish,
     stage_start,
     template_stages,
 )
+from sessions_app.services.runs.gate import approval_digest, gate_open
 from sessions_app.services.sessions import actor_name, current_role_of, lock_session
 
 APPROVE_PERMISSION = "sessions_app.approve_run"

@@ -1,0 +1,47 @@
+"""What every part of a run uses: its lock, its audit rows and live events, pausing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from roles.registry import registry
+from sessions_app.models import (
+    AgentSession,
+    AuditEventType,
+    Run,
+)
+from sessions_app.services.audit import audit_record
+from sessions_app.services.events import publish_session_event
+
+ORCHESTRATOR = "orchestrator"
+
+
+def lock_run(run_id: Any) -> Run:
+    return Run.objects.select_for_update().get(pk=run_id)
+
+
+def publish_run(run: Run, kind: str = "run.updated") -> None:
+    data = {"run": str(run.pk), "status": run.status}
+    transaction.on_commit(lambda: publish_session_event(run.session_id, kind, data))
+
+
+def run_audit(run: Run, session: AgentSession, result: str, **details: Any) -> None:
+    audit_record(
+        event_type=AuditEventType.RUN_EVENT,
+        actor=ORCHESTRATOR,
+        session=session,
+        role=registry.by_id(session.current_role_id).slug,
+        target=f"run {run.pk}",
+        result=result,
+        details=details,
+    )
+
+
+def run_pause(run: Run, session: AgentSession, status: str, message: str) -> None:
+    run.status = status
+    run.message = message
+    run.save(update_fields=["status", "message", "updated_at"])
+    run_audit(run, session, status, message=message)
+    publish_run(run)
