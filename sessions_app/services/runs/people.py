@@ -15,6 +15,7 @@ from sessions_app.models import (
     ApprovalStatus,
     AuditEventType,
     Job,
+    JobStatus,
     Run,
     RunQuestion,
     RunStage,
@@ -23,7 +24,7 @@ from sessions_app.models import (
     StageStatus,
 )
 from sessions_app.services.audit import audit_record
-from sessions_app.services.jobs import JobLimits, job_create
+from sessions_app.services.jobs import JobLimits, job_cancel, job_create
 from sessions_app.services.runs.common import lock_run, publish_run
 from sessions_app.services.runs.engine import (
     advance_locked,
@@ -291,13 +292,18 @@ def run_cancel(*, run: Run, user: User | None = None, actor: str | None = None) 
         _decision(run, who, "cancel requested")
         session = lock_session(run.session_id)
         current = run.stages.order_by("-seq").first()
-        job_running = (
-            current is not None
-            and current.status == StageStatus.RUNNING
-            and current.job_id is not None
-            and not Job.objects.get(pk=current.job_id).is_final
+        job = (
+            Job.objects.get(pk=current.job_id)
+            if current is not None and current.status == StageStatus.RUNNING and current.job_id
+            else None
         )
-        if job_running and run.status == RunStatus.RUNNING:
+        if job is not None and job.status == JobStatus.QUEUED:
+            job_cancel(job=job, actor=who)  # not started: nothing to wait for
+            job = None
+            current.status = StageStatus.CANCELLED
+            current.finished_at = timezone.now()
+            current.save(update_fields=["status", "finished_at"])
+        if job is not None and not job.is_final and run.status == RunStatus.RUNNING:
             run.message = f"Cancel requested by {who}; stops when the current stage ends."
             run.save(update_fields=["message"])
             publish_run(run)

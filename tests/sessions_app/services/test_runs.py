@@ -23,6 +23,7 @@ from sessions_app.models import (
 from sessions_app.services.changes import change_track
 from sessions_app.services.jobs import job_create
 from sessions_app.services.runs import (
+    run_after_job,
     run_answer,
     run_approve,
     run_cancel,
@@ -331,12 +332,29 @@ def test_while_a_run_executes_nobody_else_changes_the_role_or_starts_jobs(user: 
     assert second.value.code == "ACODE-RUN-002"
 
 
-def test_cancel_stops_at_the_stage_boundary_and_returns_to_default(user: User) -> None:
+def test_cancelling_before_the_first_job_starts_ends_the_run_at_once(user: User) -> None:
     script_medium_run(reviews=[APPROVE])
     run = run_start(session=_session(user), request="Add a greeting", user=user, risk="medium")
     run = run_cancel(run=run, user=user)
+    assert run.status == RunStatus.CANCELLED
+    assert history(run) == ["Default", "Planner", "Default"]
+    assert Job.objects.get(session=run.session).status == "cancelled"
+
+
+def test_cancel_stops_at_the_stage_boundary_and_returns_to_default(user: User) -> None:
+    from sessions_app.services.jobs import job_start
+
+    script_medium_run(reviews=[APPROVE])
+    run = run_start(session=_session(user), request="Add a greeting", user=user, risk="medium")
+    planning = Job.objects.get(session=run.session)
+    job_start(planning.pk)  # a worker picked the Planner's job up
+    run = run_cancel(run=run, user=user)
     assert run.status == RunStatus.RUNNING and run.cancel_requested  # the Planner job runs on
-    run = drive(run)
+    from sessions_app.services.jobs import job_finish
+
+    job_finish(planning, "succeeded", result="(plan)")  # the job ends; the run stops there
+    run_after_job(planning.pk)
+    run.refresh_from_db()
     assert run.status == RunStatus.CANCELLED
     assert history(run) == ["Default", "Planner", "Default"]
     assert Job.objects.filter(session=run.session).count() == 1
