@@ -297,7 +297,7 @@ def run_cancel(*, run: Run, user: User | None = None, actor: str | None = None) 
             if current is not None and current.status == StageStatus.RUNNING and current.job_id
             else None
         )
-        if job is not None and job.status == JobStatus.QUEUED:
+        if current is not None and job is not None and job.status == JobStatus.QUEUED:
             job_cancel(job=job, actor=who)  # not started: nothing to wait for
             job = None
             current.status = StageStatus.CANCELLED

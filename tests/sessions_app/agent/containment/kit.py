@@ -71,7 +71,7 @@ class Caller:
     def __init__(self, session: AgentSession, user: Any, area: Area) -> None:
         self.session, self.area = session, area
         self.job = job_create(session=session, request="attack", user=user)
-        self.context = _tool_context(self.job, session)
+        self.context = _tool_context(self.job, session, [])
         self.rows: list[AuditEvent] = []
 
     def __call__(self, tool: str, **arguments: Any) -> ToolOutcome:
