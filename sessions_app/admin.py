@@ -1,15 +1,34 @@
-"""Admin: sessions are read-mostly (the role changes only through a transition); history is read-only."""
+"""Admin: sessions are read-mostly (the role changes only through a transition); history is read-only.
+
+Workflow templates and risk signals are edited here; runs are read-only (people act on them
+through the API, the dashboard or the CLI)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
+from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from sessions_app.models import AgentSession, AuditEvent, PendingChange, Repository, RoleTransition
-from sessions_app.permissions import audit_visible_to, sessions_visible_to
+from sessions_app.models import (
+    AgentSession,
+    AuditEvent,
+    PendingChange,
+    Repository,
+    RiskSignal,
+    RoleTransition,
+    Run,
+    RunApproval,
+    RunQuestion,
+    RunStage,
+    WorkflowStage,
+    WorkflowTemplate,
+)
+from sessions_app.permissions import audit_visible_to, runs_visible_to, sessions_visible_to
+from sessions_app.services.runs.portability import stage_order_problems
 from sessions_app.services.sessions import session_update
 
 
@@ -115,3 +134,144 @@ class RepositoryAdmin(admin.ModelAdmin):
     list_display = ("name", "source", "default_branch", "created_at")
     search_fields = ("name", "description", "source")
     filter_horizontal = ("users", "groups")
+
+
+class WorkflowStageFormSet(forms.BaseInlineFormSet):
+    """Refuses a stage order a run could not go through (the import checks the same)."""
+
+    def clean(self) -> None:
+        super().clean()
+        stages = []
+        for form in self.forms:
+            data = getattr(form, "cleaned_data", None)
+            if not data or data.get("DELETE") or data.get("position") is None:
+                continue
+            role = data.get("role")
+            stages.append((data["position"], data.get("purpose", ""), role.slug if role else None))
+        if not stages:
+            return
+        problems = stage_order_problems(stages)
+        if problems:
+            raise ValidationError(problems)
+
+
+class WorkflowStageInline(admin.TabularInline):
+    model = WorkflowStage
+    formset = WorkflowStageFormSet
+    extra = 0
+    ordering = ("position",)
+    fields = (
+        "position",
+        "purpose",
+        "role",
+        "max_llm_calls",
+        "max_tokens",
+        "timeout_seconds",
+        "model",
+    )
+
+
+@admin.register(WorkflowTemplate)
+class WorkflowTemplateAdmin(admin.ModelAdmin):
+    """The stages runs go through; saving checks each role stage can follow the one before."""
+
+    list_display = ("name", "slug", "risk_tier", "enabled", "max_llm_calls", "updated_at")
+    list_filter = ("risk_tier", "enabled")
+    search_fields = ("name", "slug", "description")
+    prepopulated_fields = {"slug": ("name",)}
+    inlines = [WorkflowStageInline]
+
+
+@admin.register(RiskSignal)
+class RiskSignalAdmin(admin.ModelAdmin):
+    list_display = ("name", "kind", "tier", "threshold", "enabled")
+    list_filter = ("kind", "tier", "enabled")
+    search_fields = ("name", "description")
+
+
+class _ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class RunStageInline(_ReadOnlyInline):
+    model = RunStage
+    fields = (
+        "seq",
+        "purpose",
+        "role",
+        "plan_step",
+        "revision",
+        "status",
+        "reason",
+        "job",
+        "verdict",
+        "started_at",
+        "finished_at",
+    )
+    readonly_fields = fields
+    ordering = ("seq",)
+
+
+class RunQuestionInline(_ReadOnlyInline):
+    model = RunQuestion
+    fields = ("asked_by", "question", "answer", "answered_by", "asked_at", "answered_at")
+    readonly_fields = fields
+
+
+class RunApprovalInline(_ReadOnlyInline):
+    model = RunApproval
+    fields = ("digest", "status", "requested_at", "expires_at", "decided_by", "reason")
+    readonly_fields = fields
+
+
+@admin.register(Run)
+class RunAdmin(_ReadOnly):
+    """Runs as they went; answering, approving and cancelling go through the API."""
+
+    list_display = (
+        "id",
+        "session",
+        "template",
+        "status",
+        "effective_tier",
+        "created_by",
+        "created_at",
+        "finished_at",
+    )
+    list_filter = ("status", "effective_tier", "template")
+    search_fields = ("request", "created_by", "session__title")
+    date_hierarchy = "created_at"
+    fields = (
+        "id",
+        "session",
+        "template",
+        "request",
+        "status",
+        "message",
+        "error_code",
+        "declared_tier",
+        "effective_tier",
+        "signals",
+        "gate_required",
+        "revisions",
+        "max_llm_calls",
+        "max_tokens",
+        "max_seconds",
+        "cancel_requested",
+        "started_by",
+        "created_by",
+        "created_at",
+        "finished_at",
+    )
+    readonly_fields = fields
+    inlines = [RunStageInline, RunQuestionInline, RunApprovalInline]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Run]:
+        return runs_visible_to(request.user)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions_app.apis import audit, jobs, plans, sessions, transitions, workspaces
+from sessions_app.apis import audit, jobs, plans, runs, sessions, transitions, workflows, workspaces
 
 urlpatterns = [
     path("sessions/", sessions.SessionListApi.as_view(), name="api-sessions"),
@@ -51,6 +51,19 @@ urlpatterns = [
     path("jobs/<uuid:pk>/", jobs.JobDetailApi.as_view(), name="api-job"),
     path("jobs/<uuid:pk>/events/", jobs.JobEventsApi.as_view(), name="api-job-events"),
     path("jobs/<uuid:pk>/cancel/", jobs.JobCancelApi.as_view(), name="api-job-cancel"),
+    path("sessions/<uuid:pk>/runs/", runs.SessionRunsApi.as_view(), name="api-session-runs"),
+    path("runs/", runs.RunListApi.as_view(), name="api-runs"),
+    path("runs/<uuid:pk>/", runs.RunDetailApi.as_view(), name="api-run"),
+    path("runs/<uuid:pk>/events/", runs.RunEventsApi.as_view(), name="api-run-events"),
+    path("runs/<uuid:pk>/answer/", runs.RunAnswerApi.as_view(), name="api-run-answer"),
+    path("runs/<uuid:pk>/approve/", runs.RunApproveApi.as_view(), name="api-run-approve"),
+    path("runs/<uuid:pk>/reject/", runs.RunRejectApi.as_view(), name="api-run-reject"),
+    path("runs/<uuid:pk>/cancel/", runs.RunCancelApi.as_view(), name="api-run-cancel"),
+    path("workflows/", workflows.WorkflowListApi.as_view(), name="api-workflows"),
+    path("workflows/export/", workflows.WorkflowExportApi.as_view(), name="api-workflows-export"),
+    path("workflows/import/", workflows.WorkflowImportApi.as_view(), name="api-workflows-import"),
+    path("workflows/<str:slug>/", workflows.WorkflowDetailApi.as_view(), name="api-workflow"),
+    path("risk-signals/", workflows.RiskSignalListApi.as_view(), name="api-risk-signals"),
     path("usage/", sessions.UsageApi.as_view(), name="api-usage"),
     path("audit/", audit.AuditListApi.as_view(), name="api-audit"),
     path("audit/export/", audit.AuditExportApi.as_view(), name="api-audit-export"),

@@ -2,7 +2,8 @@
 
 Rows come from the generated schema, so an endpoint without a row here fails
 ``test_every_operation_has_a_row``. Each cell runs against a fresh world: ``owner`` has a
-session in Reviewer with a plan, a pending change and a queued job. A refused write
+session in Reviewer with a plan, a pending change and a queued job, and a second session
+whose run waits at its approval gate. A refused write
 (401, 403, 404) must change nothing, and ``other`` must never see any of the owner's data.
 Who may see and act is decided in ``sessions_app/permissions.py``.
 """
@@ -27,10 +28,15 @@ from sessions_app.models import (
     Job,
     PendingChange,
     RoleTransition,
+    Run,
+    RunApproval,
+    WorkflowStage,
+    WorkflowTemplate,
 )
 from sessions_app.services.changes import change_record
 from sessions_app.services.jobs import job_create
 from sessions_app.services.plans import plan_set
+from sessions_app.services.runs import run_start
 from sessions_app.services.sessions import session_create
 from sessions_app.services.transitions import session_transition
 from tests.factories import make_role
@@ -63,6 +69,11 @@ SESSION_CREATE = {**SESSION_WRITE, "owner": 201, "actor": 201, "superuser": 201}
 ANY_USER = {actor: 200 for actor in ACTORS} | {"anonymous": 401}
 # Role definitions: Django's model permissions, which only the superuser holds here.
 ROLE_ADMIN = {actor: 403 for actor in ACTORS} | {"anonymous": 401, "superuser": 200}
+# Deciding at a run's gate: approve_run (only the superuser here) and sight of the session;
+# the owner started the run and holds no approve_run.
+RUN_DECIDE = SESSION_READ | {"owner": 403, "viewer": 403, "actor": 403}
+# Workflow export and import: staff.
+STAFF = ROLE_ADMIN
 
 EXPECTED: dict[str, dict[str, int]] = {
     "POST /api/auth/token/": {actor: 200 for actor in ACTORS},  # logging in needs no login
@@ -103,6 +114,20 @@ EXPECTED: dict[str, dict[str, int]] = {
     "GET /api/jobs/{id}/": SESSION_READ,
     "GET /api/jobs/{id}/events/": SESSION_READ,
     "POST /api/jobs/{id}/cancel/": SESSION_WRITE,
+    "POST /api/sessions/{id}/runs/": SESSION_CREATE,
+    "GET /api/runs/": ANY_USER,
+    "GET /api/runs/{id}/": SESSION_READ,
+    "GET /api/runs/{id}/events/": SESSION_READ,
+    # The run waits for approval, not an answer: who may act gets the state conflict.
+    "POST /api/runs/{id}/answer/": SESSION_WRITE | {"owner": 409, "actor": 409, "superuser": 409},
+    "POST /api/runs/{id}/approve/": RUN_DECIDE,
+    "POST /api/runs/{id}/reject/": RUN_DECIDE,
+    "POST /api/runs/{id}/cancel/": SESSION_WRITE,
+    "GET /api/workflows/": ANY_USER,
+    "GET /api/workflows/{slug}/": ANY_USER,
+    "GET /api/workflows/export/": STAFF,
+    "POST /api/workflows/import/": STAFF,
+    "GET /api/risk-signals/": ANY_USER,
     "GET /api/usage/": ANY_USER,
     "GET /api/audit/": ANY_USER,
     "GET /api/audit/export/": ANY_USER,
@@ -124,6 +149,9 @@ BODIES: dict[str, Any] = {
     "POST /api/sessions/{id}/changes/": {"path": "b.py", "kind": "created", "diff": "+b"},
     "POST /api/sessions/{id}/changes/approve/": {"summary": "Looks right"},
     "POST /api/sessions/{id}/jobs/": {"request": "Explain the code"},
+    "POST /api/sessions/{id}/runs/": {"request": "Explain the code"},
+    "POST /api/runs/{id}/answer/": {"answer": "Yes"},
+    "POST /api/runs/{id}/reject/": {"reason": "Not now"},
 }
 QUERIES: dict[str, dict[str, str]] = {"GET /api/audit/export/": {"format": "jsonl"}}
 
@@ -154,18 +182,29 @@ def world(django_user_model: Any, settings: Any) -> dict[str, Any]:
     change_record(session=session, path="a.py", kind="created", diff="+a", user=owner)
     session_transition(session=session, to_role="reviewer", reason="Review it", user=owner)
     job = job_create(session=session, request=f"{SECRET} job", user=owner)
+    # A run that waits at its gate at once: a template of the approval stage alone.
+    gate = WorkflowTemplate.objects.create(slug="matrix-gate", name="Matrix gate", risk_tier="high")
+    WorkflowStage.objects.create(template=gate, position=0, purpose="approval")
+    runs_session = session_create(owner=owner, title="Runs", task="Runs")
+    run = run_start(
+        session=runs_session, request=f"{SECRET} run", user=owner, template="matrix-gate"
+    )
     for user in users.values():
         Token.objects.create(user=user)
     make_role("scratch")
-    return {"users": users, "session": session, "job": job}
+    digest = RunApproval.objects.get(run=run, status="pending").digest
+    return {"users": users, "session": session, "job": job, "run": run, "digest": digest}
 
 
 def url_of(operation: str, world: dict[str, Any]) -> str:
     path = operation.split(" ", 1)[1]
     own_id = world["job"].pk if path.startswith("/api/jobs/") else world["session"].pk
+    if path.startswith("/api/runs/"):
+        own_id = world["run"].pk
     return (
         path.replace("{id}", str(own_id))
         .replace("{number}", "1")
+        .replace("{slug}", "matrix-gate")
         .replace("{name}", "scratch" if "prompt-packs" not in path else "acode-standard")
     )
 
@@ -180,9 +219,13 @@ def client_for(actor: str, world: dict[str, Any]) -> APIClient:
 def call(operation: str, actor: str, world: dict[str, Any]) -> Any:
     method, _ = operation.split(" ", 1)
     client, url = client_for(actor, world), url_of(operation, world)
-    if operation == "POST /api/roles/import/":
-        yaml_text = client_for("superuser", world).get("/api/roles/export/").content
+    if operation in ("POST /api/roles/import/", "POST /api/workflows/import/"):
+        export = url.replace("/import/", "/export/")
+        yaml_text = client_for("superuser", world).get(export).content
         return client.generic("POST", url, yaml_text, content_type="application/yaml")
+    if operation == "POST /api/runs/{id}/approve/":
+        body = json.dumps({"digest": world["digest"]})
+        return client.generic(method, url, body, "application/json")
     if method == "GET":
         return client.get(url, QUERIES.get(operation, {}))
     return client.generic(method, url, json.dumps(BODIES.get(operation, {})), "application/json")
@@ -198,6 +241,9 @@ def state(world: dict[str, Any]) -> tuple[Any, ...]:
         RoleVersion.objects.count(),
         Token.objects.count(),
         Job.objects.filter(cancel_requested=True).count(),
+        tuple(Run.objects.order_by("created_at").values_list("status", "cancel_requested")),
+        tuple(RunApproval.objects.order_by("id").values_list("status", flat=True)),
+        tuple(WorkflowTemplate.objects.order_by("slug").values_list("slug", "updated_at")),
         session.title,
         session.plan,
         session.current_role_id,
@@ -221,5 +267,6 @@ def test_matrix(operation: str, actor: str, world: dict[str, Any]) -> None:
     if not operation.startswith("GET") and response.status_code in (401, 403, 404):
         assert state(world) == before, "a refused write changed something"
     if actor in ("other", "anonymous"):
-        for secret in (SECRET, str(world["session"].pk), str(world["job"].pk)):
+        secrets = (SECRET, str(world["session"].pk), str(world["job"].pk), str(world["run"].pk))
+        for secret in secrets:
             assert secret not in text, f"{actor} saw {secret!r}"

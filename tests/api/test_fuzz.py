@@ -28,8 +28,10 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from sessions_app.models import WorkflowStage, WorkflowTemplate
 from sessions_app.services import jobs
 from sessions_app.services.jobs import job_create
+from sessions_app.services.runs import run_start
 from sessions_app.services.sessions import session_create
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -48,13 +50,18 @@ LEFT_OUT: set[str] = set()
 
 @pytest.fixture
 def fuzz_world(transactional_db: Any, django_user_model: Any, monkeypatch: Any) -> dict[str, Any]:
-    """A superuser who owns a session with a queued job (no worker picks it up)."""
+    """A superuser who owns a session with a queued job (no worker picks it up), and a
+    second session whose run waits at its approval gate."""
     monkeypatch.setattr(jobs, "_enqueue", lambda job, queue: None)
     user = django_user_model.objects.create_superuser("fuzz", "fuzz@example.com", "pw-fuzz-1")
     Token.objects.create(user=user, key=TOKEN)
     session = session_create(owner=user, title="Fuzzed", task="Be fuzzed")
     job = job_create(session=session, request="Explain the code", user=user)
-    return {"user": user, "session": session, "job": job}
+    gate = WorkflowTemplate.objects.create(slug="fuzz-gate", name="Fuzz gate", risk_tier="high")
+    WorkflowStage.objects.create(template=gate, position=0, purpose="approval")
+    runs_session = session_create(owner=user, title="Fuzzed runs", task="Be fuzzed")
+    run = run_start(session=runs_session, request="Be approved", user=user, template="fuzz-gate")
+    return {"user": user, "session": session, "job": job, "run": run}
 
 
 def _use_real_ids(case: Any, world: dict[str, Any]) -> None:
@@ -66,6 +73,8 @@ def _use_real_ids(case: Any, world: dict[str, Any]) -> None:
     except ValueError:
         return
     target = world["job"] if case.path.startswith("/api/jobs/") else world["session"]
+    if case.path.startswith("/api/runs/"):
+        target = world["run"]
     case.path_parameters["id"] = str(target.pk)
 
 

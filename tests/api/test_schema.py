@@ -89,6 +89,14 @@ def test_every_operation_documents_the_errors_any_request_can_get(
         ("/api/jobs/{id}/events/", "get", "400", "ACODE-API-400"),
         ("/api/audit/verify/", "get", "403", "ACODE-API-403"),
         ("/api/auth/token/", "post", "429", "ACODE-API-429"),
+        ("/api/sessions/{id}/runs/", "post", "409", "ACODE-RUN-002"),
+        ("/api/runs/{id}/answer/", "post", "409", "ACODE-RUN-004"),
+        ("/api/runs/{id}/approve/", "post", "403", "ACODE-RUN-008"),
+        ("/api/runs/{id}/approve/", "post", "403", "ACODE-RUN-009"),
+        ("/api/runs/{id}/approve/", "post", "409", "ACODE-RUN-011"),
+        ("/api/runs/{id}/events/", "get", "400", "ACODE-API-400"),
+        ("/api/workflows/import/", "post", "400", "ACODE-IMP-001"),
+        ("/api/workflows/export/", "get", "403", "ACODE-API-403"),
     ],
 )
 def test_operations_name_the_codes_they_raise(

@@ -1,0 +1,282 @@
+"""Orchestrated runs: start one in a session, list and read them, follow their events,
+answer, approve, reject or cancel them. The services decide; these views check who asks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from acode.errors import AcodeError, error_responses
+from acode.idempotency import idempotent
+from sessions_app.apis.common import (
+    ACT_CODES,
+    IDEMPOTENCY,
+    INVALID_CODES,
+    NOT_VISIBLE_CODES,
+    request_user,
+    session_for,
+)
+from sessions_app.apis.serializers import (
+    RunAnswerInput,
+    RunApproveInput,
+    RunDetailOutput,
+    RunEventsOutput,
+    RunEventsQuery,
+    RunListQuery,
+    RunPageOutput,
+    RunRejectInput,
+    RunStartInput,
+    RunSummaryOutput,
+)
+from sessions_app.models import Run, RunStatus
+from sessions_app.permissions import (
+    APPROVE_RUN_PERMISSION,
+    run_can_act,
+    run_can_decide,
+    runs_visible_to,
+)
+from sessions_app.selectors import run_events, runs_with_details, runs_with_stages
+from sessions_app.services.runs import run_answer, run_approve, run_cancel, run_reject, run_start
+
+NOT_VISIBLE = "No run with that id is visible to you."
+DECIDE_CODES = ("ACODE-RUN-008", "ACODE-API-404")  # approve_run missing; run not visible
+
+
+def run_for(request: Request, pk: Any, *, act: bool = False, decide: bool = False) -> Run:
+    """The run if the user may see it (and act on it, or decide at its gate); else 404 / 403."""
+    user = request_user(request)
+    run = runs_visible_to(user).filter(pk=pk).first()
+    if run is None:
+        raise NotFound(NOT_VISIBLE)
+    if act and not run_can_act(user, run):
+        raise PermissionDenied("You may view this run but not act on it.")
+    # Checked here as well as in the service, so a refused caller writes nothing.
+    if decide and not run_can_decide(user, run):
+        raise AcodeError(
+            "ACODE-RUN-008",
+            "Approving or rejecting runs needs the 'approve run' permission.",
+            {"missing_permission": APPROVE_RUN_PERMISSION},
+        )
+    return run
+
+
+def detail(request: Request, pk: Any, *, status_code: int = status.HTTP_200_OK) -> Response:
+    run = runs_with_details(Run.objects.filter(pk=pk)).get()
+    context = {"user": request_user(request)}
+    return Response(RunDetailOutput(run, context=context).data, status=status_code)
+
+
+class RunPagination(LimitOffsetPagination):
+    default_limit = 50
+    max_limit = 500
+    max_offset = 2**31 - 1  # beyond what the database takes as an OFFSET
+
+    def get_offset(self, request: Request) -> int:
+        return min(super().get_offset(request), self.max_offset)
+
+
+class SessionRunsApi(APIView):
+    @extend_schema(
+        request=RunStartInput,
+        responses={
+            201: RunDetailOutput,
+            **error_responses(
+                *ACT_CODES, *INVALID_CODES, "ACODE-RUN-001", "ACODE-RUN-002", "ACODE-RUN-003"
+            ),
+        },
+        parameters=[IDEMPOTENCY],
+        operation_id="sessions_runs_create",
+        description="Start a run of the request: the effective risk tier (the declared one "
+        "raised by risk signals) picks the workflow template unless one is named; the "
+        "first stage's job is queued. One run at a time per session.",
+    )
+    def post(self, request: Request, pk: str) -> Response:
+        session = session_for(request, pk, act=True)
+
+        def start() -> Response:
+            data = RunStartInput(data=request.data)
+            data.is_valid(raise_exception=True)
+            run = run_start(
+                session=session,
+                request=data.validated_data["request"],
+                user=request_user(request),
+                risk=data.validated_data.get("risk"),
+                template=data.validated_data.get("template"),
+            )
+            return detail(request, run.pk, status_code=status.HTTP_201_CREATED)
+
+        return idempotent(request, start)
+
+
+class RunListApi(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "session", OpenApiTypes.UUID, description="Only runs of this session (its id)"
+            ),
+            OpenApiParameter(
+                "status",
+                str,
+                description="Comma-separated run statuses, e.g. running,awaiting_approval "
+                f"(of {', '.join(RunStatus.values)})",
+            ),
+            OpenApiParameter("limit", int, description="Page size (default 50, at most 500)"),
+            OpenApiParameter("offset", int, description="Runs to skip"),
+        ],
+        responses={200: RunPageOutput, **error_responses("ACODE-API-400")},
+        operation_id="runs_list",
+        description="Runs of the sessions you may see, newest first.",
+    )
+    def get(self, request: Request) -> Response:
+        query = RunListQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        runs = runs_visible_to(request_user(request)).order_by("-created_at")
+        if "session" in query.validated_data:
+            runs = runs.filter(session_id=query.validated_data["session"])
+        if query.validated_data.get("status"):
+            runs = runs.filter(status__in=query.validated_data["status"])
+        paginator = RunPagination()
+        page = paginator.paginate_queryset(runs_with_stages(runs), request, view=self)
+        return paginator.get_paginated_response(RunSummaryOutput(page, many=True).data)
+
+
+class RunDetailApi(APIView):
+    @extend_schema(
+        responses={200: RunDetailOutput, **error_responses(*NOT_VISIBLE_CODES)},
+        operation_id="runs_retrieve",
+    )
+    def get(self, request: Request, pk: str) -> Response:
+        return detail(request, run_for(request, pk).pk)
+
+
+class RunEventsApi(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "after", int, description="The last n seen (>= 0): only newer events come"
+            )
+        ],
+        responses={
+            200: RunEventsOutput,
+            **error_responses("ACODE-API-400", *NOT_VISIBLE_CODES),
+        },
+        operation_id="runs_events",
+        description="The run's stage starts and ends, pauses and decisions, and the events "
+        "of its jobs, in time order (at most 200 per answer: poll again with ?after=next).",
+    )
+    def get(self, request: Request, pk: str) -> Response:
+        run = run_for(request, pk)
+        query = RunEventsQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        return Response(RunEventsOutput(run_events(run, after=query.validated_data["after"])).data)
+
+
+class RunAnswerApi(APIView):
+    @extend_schema(
+        request=RunAnswerInput,
+        responses={
+            200: RunDetailOutput,
+            **error_responses(*ACT_CODES, *INVALID_CODES, "ACODE-RUN-004", "ACODE-RUN-006"),
+        },
+        parameters=[IDEMPOTENCY],
+        operation_id="runs_answer",
+        description="Answer the run's open question: a waiting stage goes on with the "
+        "answer; a blocked run sends the plan step back to the Coder with it.",
+    )
+    def post(self, request: Request, pk: str) -> Response:
+        run = run_for(request, pk, act=True)
+
+        def answer() -> Response:
+            data = RunAnswerInput(data=request.data)
+            data.is_valid(raise_exception=True)
+            run_answer(run=run, answer=data.validated_data["answer"], user=request_user(request))
+            return detail(request, run.pk)
+
+        return idempotent(request, answer)
+
+
+class RunApproveApi(APIView):
+    @extend_schema(
+        request=RunApproveInput,
+        responses={
+            200: RunDetailOutput,
+            **error_responses(
+                *DECIDE_CODES,
+                *INVALID_CODES,
+                "ACODE-RUN-004",
+                "ACODE-RUN-009",
+                "ACODE-RUN-010",
+                "ACODE-RUN-011",
+                "ACODE-SES-006",
+            ),
+        },
+        parameters=[IDEMPOTENCY],
+        operation_id="runs_approve",
+        description="Approve the run at its gate: commits exactly what the digest names. "
+        "Needs approve_run; whoever started the run cannot approve it.",
+    )
+    def post(self, request: Request, pk: str) -> Response:
+        run = run_for(request, pk, decide=True)
+
+        def approve() -> Response:
+            data = RunApproveInput(data=request.data)
+            data.is_valid(raise_exception=True)
+            run_approve(
+                run=run,
+                user=request_user(request),
+                digest=data.validated_data["digest"],
+                reason=data.validated_data["reason"],
+            )
+            return detail(request, run.pk)
+
+        return idempotent(request, approve)
+
+
+class RunRejectApi(APIView):
+    @extend_schema(
+        request=RunRejectInput,
+        responses={
+            200: RunDetailOutput,
+            **error_responses(*DECIDE_CODES, *INVALID_CODES, "ACODE-RUN-004"),
+        },
+        parameters=[IDEMPOTENCY],
+        operation_id="runs_reject",
+        description="Reject the run at its gate: it ends rejected; the changes stay pending.",
+    )
+    def post(self, request: Request, pk: str) -> Response:
+        run = run_for(request, pk, decide=True)
+
+        def reject() -> Response:
+            data = RunRejectInput(data=request.data)
+            data.is_valid(raise_exception=True)
+            run_reject(run=run, user=request_user(request), reason=data.validated_data["reason"])
+            return detail(request, run.pk)
+
+        return idempotent(request, reject)
+
+
+class RunCancelApi(APIView):
+    @extend_schema(
+        request=None,
+        responses={200: RunDetailOutput, **error_responses(*ACT_CODES, "ACODE-RUN-004")},
+        parameters=[IDEMPOTENCY],
+        operation_id="runs_cancel",
+        description="Cancel the run: at once when it waits, at the end of the running "
+        "stage otherwise. The session goes back to Default.",
+    )
+    def post(self, request: Request, pk: str) -> Response:
+        run = run_for(request, pk, act=True)
+
+        def cancel() -> Response:
+            run_cancel(run=run, user=request_user(request))
+            return detail(request, run.pk)
+
+        return idempotent(request, cancel)

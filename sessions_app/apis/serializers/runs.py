@@ -1,0 +1,408 @@
+"""Shapes of orchestrated runs, their events, workflow templates and risk signals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from acode.inputs import Text
+from roles.registry import registry
+from sessions_app.models import (
+    ApprovalStatus,
+    RiskSignal,
+    RiskTier,
+    Run,
+    RunQuestion,
+    RunStage,
+    RunStatus,
+    SignalKind,
+    StagePurpose,
+    StageStatus,
+    WorkflowStage,
+    WorkflowTemplate,
+)
+from sessions_app.permissions import run_can_answer, run_can_approve, run_can_cancel
+from sessions_app.selectors import (
+    run_current_stage,
+    run_open_question,
+    run_pending_approval,
+    run_usage,
+)
+
+# Text limits (the run services refuse longer text too).
+REQUEST_MAX_CHARS = 20_000
+ANSWER_MAX_CHARS = 20_000
+REASON_MAX_CHARS = 4_000
+DIGEST_MAX_CHARS = 64
+SLUG_MAX_CHARS = 64
+
+NULLABLE_TEXT = serializers.CharField(allow_null=True)
+
+
+# Choice fields as named enum components: several of these choice sets share a field name
+# (status, kind, tier) with other sets in the schema, which would leave them hashed names.
+@extend_schema_field({"type": "string", "enum": RunStatus.values}, component_name="RunStatusEnum")
+class RunStatusField(serializers.ChoiceField):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(choices=RunStatus.choices, **kwargs)
+
+
+@extend_schema_field(
+    {"type": "string", "enum": StageStatus.values}, component_name="RunStageStatusEnum"
+)
+class StageStatusField(serializers.ChoiceField):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(choices=StageStatus.choices, **kwargs)
+
+
+@extend_schema_field(
+    {"type": "string", "enum": ApprovalStatus.values}, component_name="RunApprovalStatusEnum"
+)
+class ApprovalStatusField(serializers.ChoiceField):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(choices=ApprovalStatus.choices, **kwargs)
+
+
+@extend_schema_field(
+    {"type": "string", "enum": StagePurpose.values}, component_name="StagePurposeEnum"
+)
+class StagePurposeField(serializers.ChoiceField):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(choices=StagePurpose.choices, **kwargs)
+
+
+@extend_schema_field({"type": "string", "enum": SignalKind.values}, component_name="SignalKindEnum")
+class SignalKindField(serializers.ChoiceField):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(choices=SignalKind.choices, **kwargs)
+
+
+@extend_schema_field({"type": "string", "enum": RiskTier.values}, component_name="RunRiskTierEnum")
+class RiskTierField(serializers.ChoiceField):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(choices=RiskTier.choices, **kwargs)
+
+
+def _role_slug(role_id: int | None) -> str | None:
+    return registry.by_id(role_id).slug if role_id is not None else None
+
+
+def _role_name(role_id: int | None) -> str | None:
+    return registry.by_id(role_id).name if role_id is not None else None
+
+
+def _username(user: Any) -> str | None:
+    return user.get_username() if user is not None else None
+
+
+# -- runs ---------------------------------------------------------------------------------
+
+
+class RunStageRefOutput(serializers.Serializer):
+    """Where a run is: its latest stage."""
+
+    seq = serializers.IntegerField()
+    purpose = StagePurposeField()
+    role = serializers.SerializerMethodField(help_text="Role slug; null for the approval gate.")
+    role_name = serializers.SerializerMethodField()
+    plan_step = serializers.IntegerField(help_text="0: not tied to a plan step.")
+    revision = serializers.IntegerField()
+    status = StageStatusField()
+    reason = serializers.CharField()
+
+    @extend_schema_field(NULLABLE_TEXT)
+    def get_role(self, obj: RunStage) -> str | None:
+        return _role_slug(obj.role_id)
+
+    @extend_schema_field(NULLABLE_TEXT)
+    def get_role_name(self, obj: RunStage) -> str | None:
+        return _role_name(obj.role_id)
+
+
+class RunStageOutput(RunStageRefOutput):
+    position = serializers.IntegerField(help_text="The template stage it executes.")
+    job = serializers.UUIDField(source="job_id", allow_null=True)
+    verdict = serializers.JSONField(
+        help_text="A review's {verdict, summary, findings: [{path, line, body}]}; {} otherwise."
+    )
+    evidence = serializers.JSONField(
+        help_text="What the stage produced: the plan's size, findings, changed files, tests."
+    )
+    started_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class RiskSignalHitOutput(serializers.Serializer):
+    signal = serializers.CharField()
+    tier = RiskTierField()
+    why = serializers.CharField()
+    where = serializers.CharField(help_text="request, plan, or the changes of a plan step")
+
+
+class RunBudgetOutput(serializers.Serializer):
+    max_llm_calls = serializers.IntegerField()
+    max_tokens = serializers.IntegerField()
+    max_seconds = serializers.IntegerField()
+    used_llm_calls = serializers.IntegerField()
+    used_tokens = serializers.IntegerField()
+    elapsed_seconds = serializers.IntegerField()
+
+
+class RunQuestionOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    asked_by = serializers.CharField(help_text="The role that asked, or 'orchestrator'.")
+    question = serializers.CharField()
+    answer = serializers.CharField()
+    answered_by = serializers.SerializerMethodField()
+    asked_at = serializers.DateTimeField()
+    answered_at = serializers.DateTimeField(allow_null=True)
+
+    @extend_schema_field(NULLABLE_TEXT)
+    def get_answered_by(self, obj: RunQuestion) -> str | None:
+        return _username(obj.answered_by)
+
+
+class OpenQuestionOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    question = serializers.CharField()
+    asked_by = serializers.CharField()
+    asked_at = serializers.DateTimeField()
+
+
+class RunApprovalOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    digest = serializers.CharField()
+    status = ApprovalStatusField()
+    requested_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField()
+    decided_by = serializers.SerializerMethodField()
+    decided_at = serializers.DateTimeField(allow_null=True)
+    reason = serializers.CharField()
+
+    @extend_schema_field(NULLABLE_TEXT)
+    def get_decided_by(self, obj: Any) -> str | None:
+        return _username(obj.decided_by)
+
+
+class PendingApprovalOutput(serializers.Serializer):
+    digest = serializers.CharField(help_text="Send exactly this to approve.")
+    expires_at = serializers.DateTimeField()
+
+
+class RunChangeOutput(serializers.Serializer):
+    path = serializers.CharField()
+    kind = serializers.CharField()
+    diff = serializers.CharField()
+
+
+class RunSummaryOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    session = serializers.UUIDField(source="session_id")
+    template = serializers.CharField(source="template.slug")
+    request = serializers.CharField()
+    status = RunStatusField()
+    declared_tier = RiskTierField()
+    effective_tier = RiskTierField()
+    current_stage = serializers.SerializerMethodField()
+    message = serializers.CharField(help_text="How the run ended, or why it waits.")
+    error_code = serializers.CharField(help_text="The ACODE code a failed run ended with.")
+    created_by = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+    @extend_schema_field(RunStageRefOutput(allow_null=True))
+    def get_current_stage(self, obj: Run) -> dict[str, Any] | None:
+        stage = run_current_stage(obj)
+        return dict(RunStageRefOutput(stage).data) if stage is not None else None
+
+
+class RunDetailOutput(RunSummaryOutput):
+    """A run with its stages, questions and approvals, and what the caller may do with it
+    (``context["user"]``)."""
+
+    signals = RiskSignalHitOutput(many=True)
+    gate_required = serializers.BooleanField()
+    revisions = serializers.IntegerField()
+    budget = serializers.SerializerMethodField()
+    stages = RunStageOutput(many=True)
+    questions = RunQuestionOutput(many=True)
+    open_question = serializers.SerializerMethodField()
+    approvals = RunApprovalOutput(many=True)
+    pending_approval = serializers.SerializerMethodField()
+    pending_changes = serializers.SerializerMethodField()
+    can_answer = serializers.SerializerMethodField()
+    can_approve = serializers.SerializerMethodField()
+    can_cancel = serializers.SerializerMethodField()
+
+    @extend_schema_field(RunBudgetOutput)
+    def get_budget(self, obj: Run) -> dict[str, int]:
+        return {
+            "max_llm_calls": obj.max_llm_calls,
+            "max_tokens": obj.max_tokens,
+            "max_seconds": obj.max_seconds,
+            **run_usage(obj),
+        }
+
+    @extend_schema_field(OpenQuestionOutput(allow_null=True))
+    def get_open_question(self, obj: Run) -> dict[str, Any] | None:
+        question = run_open_question(obj)
+        return dict(OpenQuestionOutput(question).data) if question is not None else None
+
+    @extend_schema_field(PendingApprovalOutput(allow_null=True))
+    def get_pending_approval(self, obj: Run) -> dict[str, Any] | None:
+        approval = run_pending_approval(obj)
+        return dict(PendingApprovalOutput(approval).data) if approval is not None else None
+
+    @extend_schema_field(RunChangeOutput(many=True))
+    def get_pending_changes(self, obj: Run) -> list[dict[str, str]]:
+        rows = obj.session.pending_changes.order_by("path").values_list("path", "kind", "diff")
+        return [{"path": path, "kind": kind, "diff": diff} for path, kind, diff in rows]
+
+    @extend_schema_field(serializers.BooleanField())
+    def get_can_answer(self, obj: Run) -> bool:
+        return run_can_answer(self.context["user"], obj)
+
+    @extend_schema_field(serializers.BooleanField())
+    def get_can_approve(self, obj: Run) -> bool:
+        return run_can_approve(self.context["user"], obj)
+
+    @extend_schema_field(serializers.BooleanField())
+    def get_can_cancel(self, obj: Run) -> bool:
+        return run_can_cancel(self.context["user"], obj)
+
+
+class RunPageOutput(serializers.Serializer):
+    count = serializers.IntegerField()
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+    results = RunSummaryOutput(many=True)
+
+
+class RunEventOutput(serializers.Serializer):
+    n = serializers.IntegerField(help_text="Position in the run's events, from 1.")
+    at = serializers.DateTimeField()
+    kind = serializers.CharField(
+        help_text="run (stage started, paused, ended), decision (answered, approved, "
+        "rejected, cancel requested, refusals) or job.<kind> (the events of its jobs)."
+    )
+    data = serializers.JSONField()  # type: ignore[assignment]
+
+
+class RunEventsOutput(serializers.Serializer):
+    events = RunEventOutput(many=True)
+    next = serializers.IntegerField(help_text="Pass as ?after= to get only newer events.")
+
+
+class RunStartInput(serializers.Serializer):
+    request = Text(max_length=REQUEST_MAX_CHARS)
+    risk = RiskTierField(
+        required=False,
+        help_text="The tier you declare (default low); risk signals may raise it.",
+    )
+    template = serializers.SlugField(
+        max_length=SLUG_MAX_CHARS,
+        required=False,
+        help_text="A workflow template's slug (default: the one for the effective tier).",
+    )
+
+
+class RunAnswerInput(serializers.Serializer):
+    answer = Text(max_length=ANSWER_MAX_CHARS)
+
+
+class RunApproveInput(serializers.Serializer):
+    digest = Text(
+        max_length=DIGEST_MAX_CHARS,
+        help_text="The pending approval's digest: what you reviewed and approve.",
+    )
+    reason = Text(max_length=REASON_MAX_CHARS, required=False, allow_blank=True, default="")
+
+
+class RunRejectInput(serializers.Serializer):
+    reason = Text(max_length=REASON_MAX_CHARS)
+
+
+class RunListQuery(serializers.Serializer):
+    session = serializers.UUIDField(required=False)
+    status = serializers.CharField(required=False, max_length=200)
+
+    def validate_status(self, value: str) -> list[str]:
+        statuses = [s.strip() for s in value.split(",") if s.strip()]
+        unknown = sorted(set(statuses) - set(RunStatus.values))
+        if unknown:
+            raise serializers.ValidationError(
+                f"Unknown run status {', '.join(unknown)}; one of {', '.join(RunStatus.values)}."
+            )
+        return statuses
+
+
+class RunEventsQuery(serializers.Serializer):
+    after = serializers.IntegerField(min_value=0, max_value=2**62, required=False, default=0)
+
+
+# -- workflow templates and risk signals --------------------------------------------------
+
+
+class WorkflowStageOutput(serializers.Serializer):
+    position = serializers.IntegerField()
+    purpose = StagePurposeField()
+    role = serializers.SerializerMethodField(help_text="Role slug; null for the approval gate.")
+    role_name = serializers.SerializerMethodField()
+    max_llm_calls = serializers.IntegerField(help_text="0: the role's own limit.")
+    max_tokens = serializers.IntegerField(help_text="0: the role's own limit.")
+    timeout_seconds = serializers.IntegerField(help_text="0: the role's own limit.")
+    model = serializers.CharField(help_text="Model endpoint override; empty: the role's.")
+
+    @extend_schema_field(NULLABLE_TEXT)
+    def get_role(self, obj: WorkflowStage) -> str | None:
+        return obj.role.slug if obj.role is not None else None
+
+    @extend_schema_field(NULLABLE_TEXT)
+    def get_role_name(self, obj: WorkflowStage) -> str | None:
+        return obj.role.name if obj.role is not None else None
+
+
+class WorkflowOutput(serializers.ModelSerializer):
+    stages = WorkflowStageOutput(many=True)
+
+    class Meta:
+        model = WorkflowTemplate
+        fields = [
+            "slug",
+            "name",
+            "description",
+            "risk_tier",
+            "enabled",
+            "max_revisions_per_step",
+            "max_revisions_per_run",
+            "max_llm_calls",
+            "max_tokens",
+            "max_seconds",
+            "approval_ttl_minutes",
+            "stages",
+        ]
+
+
+class RiskSignalOutput(serializers.ModelSerializer):
+    kind = SignalKindField()
+    tier = RiskTierField()
+    patterns = serializers.ListField(child=serializers.CharField())
+
+    class Meta:
+        model = RiskSignal
+        fields = ["name", "description", "kind", "patterns", "threshold", "tier", "enabled"]
+
+
+class WorkflowImportOutput(serializers.Serializer):
+    templates = serializers.IntegerField(help_text="Templates written (created or updated).")
+    stages = serializers.IntegerField()
+    signals = serializers.IntegerField(help_text="Risk signals written.")
+    removed = serializers.ListField(
+        child=serializers.CharField(), help_text="What --replace removed."
+    )
+    disabled = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Templates --replace would remove but runs still use: disabled instead.",
+    )
