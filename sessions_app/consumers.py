@@ -42,6 +42,7 @@ from sessions_app.dashboard.board import (
     viewer_for,
 )
 from sessions_app.dashboard.live import data_version
+from sessions_app.dashboard.runs import run_panel_variant
 from sessions_app.dashboard.session import (
     SESSION_FRAGMENTS,
     fragments_for,
@@ -370,6 +371,7 @@ class SessionConsumer(_DashboardConsumer):
 
     session_id: str
     can_act: bool
+    run_variant = 0  # who sees the same run panel (runs.run_panel_variant)
     timeline_seq = 0  # the newest transition this page's timeline shows
 
     async def connect(self) -> None:
@@ -383,6 +385,7 @@ class SessionConsumer(_DashboardConsumer):
             # Never joins the session's group, so it receives nothing about it.
             await self.close()
             return
+        self.run_variant = await database_sync_to_async(run_panel_variant)(self.user)
         async with self._sending:
             # Join before rendering: an event during the render is then sent after it.
             await self._join(session_group(self.session_id))
@@ -397,18 +400,20 @@ class SessionConsumer(_DashboardConsumer):
     ) -> None:
         if not names:
             return
-        session_id, can_act = self.session_id, self.can_act
+        session_id, can_act, user = self.session_id, self.can_act, self.user
         # The timeline only grows: a page that has it up to some transition gets the newer
         # ones. Sockets that are up to date share this key, and so one rendering.
         after = 0 if full else self.timeline_seq
 
         def render() -> tuple[str, int]:
             return render_session_fragments(
-                session_id, names, can_act=can_act, timeline_after=after
+                session_id, names, can_act=can_act, timeline_after=after, user=user
             )
 
-        # The transition buttons depend on whether the user may act: one variant each.
-        key = ("session", session_id, names, can_act, after, *extra)
+        # The transition buttons depend on whether the user may act: one variant each; the
+        # run panel's approval buttons also on which approver is looking.
+        variant = self.run_variant if "run" in names else 0
+        key = ("session", session_id, names, can_act, variant, after, *extra)
         html, newest = await shared_renders.get(key, render)
         if "timeline" in names:
             self.timeline_seq = max(self.timeline_seq, newest)

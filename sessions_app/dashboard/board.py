@@ -1,4 +1,5 @@
-"""The board: the sessions a user may see, as cards in one column per current role.
+"""The board: the sessions a user may see, as cards in one column per current role, and
+the form that opens a new session.
 
 It is live over ``/ws/board/`` (``sessions_app.consumers.BoardConsumer``): the view and
 the socket render the same partials of ``dashboard/board.html``.
@@ -14,13 +15,18 @@ from urllib.parse import parse_qs, urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.db.models import Count, OuterRef, QuerySet, Subquery
-from django.http import HttpRequest, HttpResponse
+from django.db.models import Count, F, OuterRef, QuerySet, Subquery, Window
+from django.db.models.functions import RowNumber
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
+from acode.errors import AcodeError
+from acode.inputs import has_forbidden_characters, is_blank, trim_invisible
+from acode.middleware import request_id_of
 from roles.registry import registry
 from sessions_app.dashboard.formatting import (
     RoleBadge,
@@ -34,12 +40,24 @@ from sessions_app.dashboard.formatting import (
 from sessions_app.dashboard.jobs import JOB_LABELS
 from sessions_app.dashboard.live import BOARD_SOCKET_PATH
 from sessions_app.filters import SessionFilter
-from sessions_app.models import AgentSession, Job, SessionStatus
-from sessions_app.permissions import can_view_all, sessions_visible_to
+from sessions_app.models import AgentSession, Job, Run, RunStatus, SessionStatus
+from sessions_app.permissions import (
+    can_attach_workspace,
+    can_view_all,
+    repositories_usable_by,
+    sessions_visible_to,
+)
+from sessions_app.services.sessions import session_create
 
 BOARD_TEMPLATE = "dashboard/board.html"
-# Cards shown per board column; the rest are counted ("and 12 more").
-COLUMN_LIMIT = 60
+# Cards shown per board column; the rest are counted ("and 12 more"). A card costs about
+# 0.3 ms to render, so six full columns stay well inside the page's 200 ms at any volume
+# (bench/scale.py); search and filters reach the rest.
+COLUMN_LIMIT = 25
+RUN_LABELS = dict(RunStatus.choices)
+# The API's limits for a new session's fields (SessionCreateInput).
+TITLE_MAX_CHARS = 200
+TASK_MAX_CHARS = 20_000
 
 
 @dataclass(frozen=True)
@@ -134,6 +152,8 @@ class BoardCard:
     changes: int
     job_status: str = ""
     job_label: str = ""
+    run_status: str = ""
+    run_label: str = ""
 
 
 @dataclass(frozen=True)
@@ -152,11 +172,13 @@ class BoardColumn:
 def board_queryset(user: User, filters: BoardFilters) -> QuerySet[AgentSession]:
     """Visible sessions matching the filters, with what their cards show."""
     latest_job = Job.objects.filter(session=OuterRef("pk")).order_by("-created_at")
+    latest_run = Run.objects.filter(session=OuterRef("pk")).order_by("-created_at")
     return (
         filters.sessions(user)
         .annotate(
             changes_count=Count("pending_changes"),
             latest_job_status=Subquery(latest_job.values("status")[:1]),
+            latest_run_status=Subquery(latest_run.values("status")[:1]),
         )
         .order_by("-role_since")
     )
@@ -166,10 +188,11 @@ def board_card(session: AgentSession, now: datetime) -> BoardCard:
     """A session's card; ``session`` comes annotated from :func:`board_queryset`."""
     done, total = plan_progress(session.plan)
     job_status = session.latest_job_status or ""  # type: ignore[attr-defined]
+    run_status = session.latest_run_status or ""  # type: ignore[attr-defined]
     return BoardCard(
         id=str(session.id),
         title=session.title,
-        role=role_badge(session.current_role.slug),
+        role=role_badge(registry.by_id(session.current_role_id).slug),
         since=stamp_of(session.role_since),
         in_role=duration_text((now - session.role_since).total_seconds()),
         last_reason=session.last_reason,
@@ -182,13 +205,26 @@ def board_card(session: AgentSession, now: datetime) -> BoardCard:
         changes=session.changes_count,  # type: ignore[attr-defined]
         job_status=job_status,
         job_label=JOB_LABELS.get(job_status, ""),
+        run_status=run_status,
+        run_label=RUN_LABELS.get(run_status, ""),
     )
+
+
+CARD_FIELDS = (
+    "id", "title", "current_role_id", "role_since", "last_reason", "status", "risk_tier",
+    "plan", "owner__username",
+)  # fmt: skip
 
 
 def board_columns(
     user: User, filters: BoardFilters, only: Iterable[str] | None = None
 ) -> list[BoardColumn]:
-    """The board's columns (all shown ones, or just ``only``) with their cards."""
+    """The board's columns (all shown ones, or just ``only``) with their cards.
+
+    Three queries at any volume: the sessions per column are counted in the database, and
+    only each column's newest ``COLUMN_LIMIT`` (ranked there) are read, with what their
+    cards show.
+    """
     slugs = filters.role_slugs()
     if only is not None:
         wanted = set(only)
@@ -196,14 +232,24 @@ def board_columns(
     if not slugs:
         return []
     now = timezone.now()
-    qs = board_queryset(user, filters).filter(current_role__slug__in=slugs)
-    cards: dict[str, list[BoardCard]] = {s: [] for s in slugs}
+    slug_of = {registry.get(s).id: s for s in slugs}
+    matching = filters.sessions(user).filter(current_role_id__in=list(slug_of))
     totals = dict.fromkeys(slugs, 0)
-    for session in qs.iterator(chunk_size=500):
-        slug = session.current_role.slug
-        totals[slug] += 1
-        if len(cards[slug]) < COLUMN_LIMIT:
-            cards[slug].append(board_card(session, now))
+    per_role = matching.order_by().values_list("current_role_id").annotate(n=Count("pk"))
+    for role_id, count in per_role:
+        totals[slug_of[role_id]] = count
+    newest = matching.annotate(
+        rank=Window(RowNumber(), partition_by=F("current_role_id"), order_by=F("role_since").desc())
+    ).filter(rank__lte=COLUMN_LIMIT)
+    # Read as a list first: with the ids known, the planner sizes the cards query right
+    # (as a subquery it guesses thousands of rows, and on PostgreSQL compiles it with JIT).
+    shown = list(newest.values_list("pk", flat=True))
+    cards: dict[str, list[BoardCard]] = {s: [] for s in slugs}
+    # Only what a card shows: no role row (the registry has it), no task or workspace.
+    rows = board_queryset(user, filters).filter(pk__in=shown).select_related(None)
+    rows = rows.select_related("owner").only(*CARD_FIELDS)
+    for session in rows:
+        cards[slug_of[session.current_role_id]].append(board_card(session, now))
     return [BoardColumn(role_badge(s), cards[s], totals[s]) for s in slugs]
 
 
@@ -244,10 +290,67 @@ def render_board_update(
     return render_board_columns(board_columns(user, filters, only=affected))
 
 
-@login_required
-@require_GET
-def board(request: HttpRequest) -> HttpResponse:
-    """Sessions as cards in one column per current role, live over ``/ws/board/``."""
+@dataclass
+class NewSessionForm:
+    """The board's "New session" form: what was typed, and the refusal if there was one."""
+
+    title: str = ""
+    task: str = ""
+    repository: str = ""
+    workspace: str = ""
+    error_code: str = ""
+    error_message: str = ""
+    error_field: str = ""
+
+    @classmethod
+    def from_post(cls, data: Mapping[str, Any]) -> NewSessionForm:
+        return cls(
+            title=str(data.get("title", "")),
+            task=str(data.get("task", "")),
+            repository=str(data.get("repository", "")).strip(),
+            workspace=str(data.get("workspace", "")).strip(),
+        )
+
+    def refuse(self, error: AcodeError) -> NewSessionForm:
+        self.error_code, self.error_message = error.code, error.message
+        self.error_field = str(error.details.get("field", "")) if error.details else ""
+        if not self.error_field:
+            known = {"ACODE-SES-005": "repository", "ACODE-SES-002": "workspace"}
+            self.error_field = known.get(error.code, "")
+        return self
+
+
+def _invalid(field: str, message: str) -> AcodeError:
+    return AcodeError("ACODE-API-400", message, {"field": field})
+
+
+def new_session_values(form: NewSessionForm) -> dict[str, Any]:
+    """The form's fields as ``session_create`` takes them, or the first refusal (the API's
+    rules for the same fields: a visible title, the length limits, one workspace source)."""
+    for name in ("title", "task", "repository", "workspace"):
+        if has_forbidden_characters(getattr(form, name)):
+            raise _invalid(name, f"The {name} contains characters that are not allowed.")
+    title = trim_invisible(form.title)
+    if not title or is_blank(title):
+        raise _invalid("title", "A session needs a title.")
+    if len(title) > TITLE_MAX_CHARS:
+        raise _invalid("title", f"The title has at most {TITLE_MAX_CHARS} characters.")
+    task = trim_invisible(form.task)
+    if len(task) > TASK_MAX_CHARS:
+        raise _invalid("task", f"The task has at most {TASK_MAX_CHARS} characters.")
+    if form.repository and form.workspace:
+        raise _invalid("workspace", "Choose a repository or a workspace directory, not both.")
+    return {
+        "title": title,
+        "task": task,
+        "repository": form.repository or None,
+        "workspace": form.workspace or None,
+    }
+
+
+def _board_page(
+    request: HttpRequest, new_session: NewSessionForm | None = None, status: int = 200
+) -> HttpResponse:
     user = cast(User, request.user)
     filters = BoardFilters.from_mapping(request.GET)
     query = filters.as_query()
@@ -263,5 +366,36 @@ def board(request: HttpRequest) -> HttpResponse:
             "statuses": SessionStatus.choices,
             "view_all": can_view_all(user),
             "ws_url": BOARD_SOCKET_PATH + (f"?{query}" if query else ""),
+            "new_session": new_session or NewSessionForm(),
+            "repositories": list(
+                repositories_usable_by(user).order_by("name").values_list("name", flat=True)
+            ),
+            "can_attach": can_attach_workspace(user),
         },
+        status=status,
     )
+
+
+@login_required
+@require_GET
+def board(request: HttpRequest) -> HttpResponse:
+    """Sessions as cards in one column per current role, live over ``/ws/board/``."""
+    return _board_page(request)
+
+
+@login_required
+@require_POST
+def session_new(request: HttpRequest) -> HttpResponse:
+    """Open a session from the board's form (the same rules as ``POST /api/sessions/``)
+    and go to its page; a refusal comes back in the form, with its code."""
+    user = cast(User, request.user)
+    form = NewSessionForm.from_post(request.POST)
+    try:
+        session = session_create(
+            owner=user,
+            request_id=request_id_of(request),
+            **new_session_values(form),
+        )
+    except AcodeError as error:
+        return _board_page(request, form.refuse(error), status=400)
+    return HttpResponseRedirect(reverse("dashboard-session", kwargs={"pk": session.pk}))

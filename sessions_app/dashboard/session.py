@@ -1,5 +1,5 @@
-"""The session page: one session's role, the transitions allowed now, its timeline, plan,
-pending changes, jobs and time in role.
+"""The session page: one session's role, the transitions allowed now, its run (``runs``),
+timeline, plan, pending changes, jobs and time in role.
 
 It is live over ``/ws/sessions/<id>/`` (``sessions_app.consumers.SessionConsumer``): the
 view and the socket render the same partials of ``dashboard/session.html``.
@@ -33,6 +33,7 @@ from sessions_app.dashboard.formatting import (
 )
 from sessions_app.dashboard.jobs import JobView, session_jobs
 from sessions_app.dashboard.live import session_socket_path
+from sessions_app.dashboard.runs import run_panel
 from sessions_app.dashboard.session_panels import (
     ChangeView,
     PlanView,
@@ -56,6 +57,7 @@ TIMELINE_LIMIT = 12
 SESSION_FRAGMENTS: tuple[str, ...] = (
     "header",
     "transitions",
+    "run",
     "timeline",
     "plan",
     "changes",
@@ -74,6 +76,10 @@ SESSION_FRAGMENTS_BY_KIND: dict[str, tuple[str, ...]] = {
     # Sent to the board group only; the session page gets job events as "job.event".
     "job.status": (),
     "job.event": ("jobs",),
+    # A run moving on also changes whether the role may be changed by hand.
+    "run.started": ("transitions", "run"),
+    "run.updated": ("transitions", "run"),
+    "run.finished": ("transitions", "run"),
 }
 
 
@@ -196,19 +202,26 @@ def session_access(user: User, session_id: Any) -> tuple[bool, bool]:
 
 
 def render_session_fragments(
-    session_id: Any, names: Iterable[str], *, can_act: bool, timeline_after: int = 0
+    session_id: Any,
+    names: Iterable[str],
+    *,
+    can_act: bool,
+    timeline_after: int = 0,
+    user: Any = None,
 ) -> tuple[str, int]:
     """Session page fragments for a push, and the newest transition they include.
 
-    ``can_act`` picks the transition-buttons variant; nothing else in them depends on who
-    is looking, so one rendering serves every socket of the same variant. A page that has
-    the timeline up to transition ``timeline_after`` gets only the newer entries.
+    ``can_act`` picks the transition-buttons variant; the run panel's buttons are those
+    ``user`` may press (``runs.run_panel_variant`` tells which users see the same). A page
+    that has the timeline up to transition ``timeline_after`` gets only the newer entries.
     """
     page = SessionPage.load(session_id)
     if page is None:
         return "", 0
-    context = {"page": page, "can_act": can_act}
     wanted = set(names)
+    context: dict[str, Any] = {"page": page, "can_act": can_act}
+    if "run" in wanted:
+        context["runs"] = run_panel(page.session, user)
     parts = []
     for name in SESSION_FRAGMENTS:
         if name not in wanted:
@@ -243,6 +256,7 @@ def session_detail(request: HttpRequest, pk: UUID) -> HttpResponse:
             "nav": "board",
             "page": page,
             "can_act": session_can_act(user, page.session),
+            "runs": run_panel(page.session, user),
             "ws_url": session_socket_path(pk),
         },
     )

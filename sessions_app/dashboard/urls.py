@@ -4,16 +4,23 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions_app.dashboard import audit, board, roles, session, usage
+from sessions_app.dashboard import audit, board, roles, runs, session, usage
 
 urlpatterns = [
     path("", board.board, name="dashboard-board"),
+    path("sessions/new/", board.session_new, name="dashboard-session-new"),
     path("sessions/<uuid:pk>/", session.session_detail, name="dashboard-session"),
     path(
         "sessions/<uuid:pk>/transition/",
         session.session_transition,
         name="dashboard-session-transition",
     ),
+    path("sessions/<uuid:pk>/runs/", runs.run_start, name="dashboard-run-start"),
+    path("sessions/<uuid:pk>/jobs/<uuid:job_id>/", runs.stage_job, name="dashboard-session-job"),
+    path("runs/<uuid:pk>/answer/", runs.run_answer, name="dashboard-run-answer"),
+    path("runs/<uuid:pk>/approve/", runs.run_approve, name="dashboard-run-approve"),
+    path("runs/<uuid:pk>/reject/", runs.run_reject, name="dashboard-run-reject"),
+    path("runs/<uuid:pk>/cancel/", runs.run_cancel, name="dashboard-run-cancel"),
     path("roles/", roles.roles, name="dashboard-roles"),
     path("audit/", audit.audit, name="dashboard-audit"),
     path("audit/chain/", audit.audit_chain, name="dashboard-audit-chain"),

@@ -173,6 +173,7 @@ def test_session_socket_sends_every_fragment_on_connect(owned: AgentSession, use
         assert root_ids(html) == [
             "session-header",
             "session-transitions",
+            "run-panel",
             "session-timeline",
             "session-plan",
             "session-changes",
