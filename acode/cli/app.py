@@ -11,11 +11,14 @@ from acode.cli.commands import (
     agent,
     audit,
     auth,
+    changes,
     context,
     jobs,
+    plans,
     prompt_packs,
     role,
     roles,
+    runs,
     sessions,
     status,
     tools,
@@ -76,6 +79,9 @@ app.add_typer(audit.app, name="audit")
 app.add_typer(prompt_packs.app, name="prompt-pack")
 app.add_typer(context.app, name="context")
 app.add_typer(jobs.app, name="job")
+app.add_typer(runs.app, name="run")
+app.add_typer(plans.app, name="plan")
+app.add_typer(changes.app, name="changes")
 
 
 def main() -> None:

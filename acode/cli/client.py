@@ -65,6 +65,14 @@ class ApiClient:
         )
         return self._json(response) if response.content else None
 
+    def put(self, path: str, body: Any) -> Any:
+        """PUT JSON (replace a resource, such as a session's plan) and return the answer."""
+        return self._json(self._send("PUT", path, json=body))
+
+    def patch(self, path: str, body: Any) -> Any:
+        """PATCH JSON (change part of a resource, such as one plan step's status)."""
+        return self._json(self._send("PATCH", path, json=body))
+
     def delete(self, path: str) -> None:
         """DELETE a resource."""
         self._send("DELETE", path)

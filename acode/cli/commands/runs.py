@@ -1,0 +1,468 @@
+"""``acode run "<request>"`` and ``acode run list|show|follow|cancel|approve|reject|answer``.
+
+An orchestrated run moves the session through its roles stage by stage (plan, explore,
+code, test, review, approval) on the server; the CLI starts it and follows it. Uses the
+runs API: ``POST /api/sessions/{id}/runs/``, ``GET /api/runs/``, ``GET /api/runs/{id}/``,
+``GET /api/runs/{id}/events/`` and ``POST /api/runs/{id}/answer|approve|reject|cancel/``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from typer.core import TyperGroup
+
+from acode.cli.client import ApiClient
+from acode.cli.commands.run_follow import (
+    RunFollower,
+    brief,
+    evidence_line,
+    follow_run,
+    print_outcome,
+    print_verdict,
+    run_failure,
+    usage_line,
+)
+from acode.cli.commands.sessions import RiskTier
+from acode.cli.errors import ApiError, CliError, ExitCode
+from acode.cli.output import emit_json, err, esc, fmt_time, out, plural, print_error, short_id
+from acode.cli.runtime import (
+    JsonOption,
+    SessionOption,
+    handles_errors,
+    role_names,
+    runtime,
+    selected_session_id,
+)
+
+
+class RunGroup(TyperGroup):
+    """``acode run "REQUEST"`` is ``acode run start "REQUEST"``: anything that is not a
+    subcommand's name starts a run (a request spelled like one: ``acode run start list``)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = ["start", *args]
+        return super().parse_args(ctx, args)
+
+
+app = typer.Typer(
+    cls=RunGroup,
+    help='Orchestrated runs: `acode run "REQUEST"` moves the session through Planner, '
+    "Coder, Tester, Reviewer (and an approval for high risk) and shows it live.",
+    no_args_is_help=True,
+)
+
+RunArgument = Annotated[str, typer.Argument(help="Run id, or its first characters.")]
+IntervalOption = Annotated[
+    float, typer.Option("--interval", min=0.05, hidden=True, help="Seconds between polls.")
+]
+VerboseOption = Annotated[
+    bool, typer.Option("--verbose", "-v", help="Also show the tool calls of the run's jobs.")
+]
+
+
+def resolve_run(client: ApiClient, run: str) -> str:
+    """A full run id: the id itself, or the one run you can see whose id starts with it."""
+    try:
+        return str(uuid.UUID(run.strip()))
+    except ValueError:
+        pass
+    page = client.get("/api/runs/", params={"limit": 500})
+    rows = page.get("results", []) if isinstance(page, dict) else page
+    matches = [r["id"] for r in rows if str(r["id"]).startswith(run.strip().lower())]
+    if len(matches) == 1:
+        return str(matches[0])
+    raise CliError(
+        f"No single run you can see starts with {run!r} "
+        f"({plural(len(matches), 'match', 'matches')}).",
+        title="Unknown run",
+        suggestion="Run `acode run list` and use more characters of the id.",
+        exit_code=ExitCode.NOT_FOUND,
+    )
+
+
+def _runs_api_missing(client: ApiClient) -> CliError:
+    return CliError(
+        f"The server at {client.settings.url} has no runs API yet "
+        "(POST /api/sessions/{id}/runs/).",
+        title="Orchestrated runs not available on this server",
+        suggestion="Update the server to a version with orchestrated runs.",
+        exit_code=ExitCode.NOT_FOUND,
+    )
+
+
+def _follower(
+    client: ApiClient, run: dict[str, Any], *, as_json: bool, verbose: bool
+) -> RunFollower:
+    # Progress goes to stderr under --json so stdout holds only the final JSON.
+    console = err() if as_json else out()
+    return RunFollower(client, run, console, verbose=verbose, names=role_names(client))
+
+
+def _follow_and_finish(
+    client: ApiClient, follower: RunFollower, *, as_json: bool, interval: float
+) -> None:
+    run = follow_run(client, follower, interval, status_console=follower.console)
+    finish(run, as_json=as_json)
+
+
+def finish(run: dict[str, Any], *, as_json: bool) -> None:
+    """Print the outcome (or the JSON) and end with the run's exit code."""
+    if as_json:
+        emit_json(run)
+    else:
+        print_outcome(out(), run)
+    failure = run_failure(run)
+    if failure is not None:
+        if not as_json:
+            print_error(failure)
+        raise typer.Exit(int(failure.exit_code))
+
+
+@app.command("start")
+@handles_errors
+def start(
+    ctx: typer.Context,
+    request: Annotated[str, typer.Argument(help="What you want done, in plain words.")],
+    risk: Annotated[
+        RiskTier | None,
+        typer.Option(
+            "--risk",
+            help="Declared risk tier (default low); risk signals in the request, plan and "
+            "changed paths can only raise it.",
+            show_default=False,
+        ),
+    ] = None,
+    template: Annotated[
+        str | None,
+        typer.Option("--template", help="Workflow template slug (default: the one for the tier)."),
+    ] = None,
+    no_follow: Annotated[
+        bool, typer.Option("--no-follow", help="Start the run and return its id at once.")
+    ] = False,
+    verbose: VerboseOption = False,
+    interval: IntervalOption = 0.5,
+    session: SessionOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Start a run of the request in the session and follow it until it ends or pauses.
+
+    Prints each role transition, the plan, every review verdict and test result, and
+    the outcome. Exits 0 when the run succeeds or waits for a person (an answer, an
+    approval), 7 when it fails, is rejected or cancelled; Ctrl-C offers to cancel it.
+    """
+    with runtime(ctx).client(session) as client:
+        sid = selected_session_id(client)
+        body: dict[str, Any] = {"request": request}
+        if risk is not None:
+            body["risk"] = risk.value
+        if template:
+            body["template"] = template
+        try:
+            run: dict[str, Any] = client.post(f"/api/sessions/{sid}/runs/", body)
+        except ApiError as error:
+            if error.endpoint_missing:
+                raise _runs_api_missing(client) from error
+            raise
+        if no_follow:
+            if as_json:
+                emit_json(run)
+                return
+            console = out()
+            console.print(
+                f"Run [bold]{esc(run['id'])}[/] {esc(run['status'])} "
+                f"({esc(run['effective_tier'])} risk, template {esc(run['template'])})."
+            )
+            console.print(f"Follow it with `acode run follow {short_id(run['id'])}`.")
+            return
+        if not as_json:
+            _print_start(run)
+        follower = _follower(client, run, as_json=as_json, verbose=verbose)
+        _follow_and_finish(client, follower, as_json=as_json, interval=interval)
+
+
+def _print_start(run: dict[str, Any]) -> None:
+    console = out()
+    tier = str(run.get("effective_tier"))
+    declared = str(run.get("declared_tier"))
+    raised = f" (declared {declared}, raised by risk signals)" if tier != declared else ""
+    console.print(
+        f"Run {esc(short_id(run['id']))} started: {esc(tier)} risk{esc(raised)}, template "
+        f"{esc(run.get('template'))}" + (", approval required" if run.get("gate_required") else "")
+    )
+    for signal in run.get("signals") or []:
+        if isinstance(signal, dict):
+            console.print(
+                f"[dim]  signal {esc(signal.get('signal'))}: {esc(signal.get('where'))} → "
+                f"{esc(signal.get('tier'))}[/]"
+            )
+
+
+@app.command("follow")
+@handles_errors
+def follow(
+    ctx: typer.Context,
+    run: RunArgument,
+    verbose: VerboseOption = False,
+    interval: IntervalOption = 0.5,
+    as_json: JsonOption = False,
+) -> None:
+    """Follow a run live from its start until it ends or pauses (as `acode run` does)."""
+    with runtime(ctx).client() as client:
+        data = client.get(f"/api/runs/{resolve_run(client, run)}/")
+        follower = _follower(client, data, as_json=as_json, verbose=verbose)
+        _follow_and_finish(client, follower, as_json=as_json, interval=interval)
+
+
+@app.command("list")
+@handles_errors
+def list_runs(
+    ctx: typer.Context,
+    status: Annotated[
+        str | None,
+        typer.Option(
+            "--status",
+            help="Comma-separated statuses: running, awaiting_input, awaiting_approval, "
+            "blocked, succeeded, failed, rejected, cancelled.",
+        ),
+    ] = None,
+    every_session: Annotated[
+        bool, typer.Option("--all", help="Runs of every session you can see.")
+    ] = False,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=500, help="At most this many.")] = 50,
+    session: SessionOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The runs of the current (or given) session, newest first."""
+    with runtime(ctx).client(session) as client:
+        sid = "" if every_session else selected_session_id(client, required=False)
+        page = client.get(
+            "/api/runs/", params={"session": sid or None, "status": status, "limit": limit}
+        )
+    rows: list[dict[str, Any]] = page.get("results", []) if isinstance(page, dict) else page
+    if as_json:
+        emit_json(rows)
+        return
+    console = out()
+    if not rows:
+        console.print('No runs. Start one with `acode run "request"`.')
+        return
+    table = Table(box=None, pad_edge=False)
+    for column in ("ID", "Session", "Status", "Risk", "Stage", "Request", "Created"):
+        table.add_column(column)
+    for r in rows:
+        stage = r.get("current_stage") or {}
+        where = f"{stage.get('purpose')} ({stage.get('role_name') or '-'})" if stage else "-"
+        table.add_row(
+            short_id(r["id"]),
+            short_id(r["session"]),
+            esc(r["status"]) + (f" {esc(r['error_code'])}" if r.get("error_code") else ""),
+            esc(r.get("effective_tier")),
+            esc(where),
+            esc(brief(r["request"], 50)),
+            fmt_time(r.get("created_at")),
+        )
+    console.print(table)
+
+
+@app.command("show")
+@handles_errors
+def show(ctx: typer.Context, run: RunArgument, as_json: JsonOption = False) -> None:
+    """A run: its risk, stages with verdicts and evidence, questions, approvals, changes."""
+    with runtime(ctx).client() as client:
+        data: dict[str, Any] = client.get(f"/api/runs/{resolve_run(client, run)}/")
+    if as_json:
+        emit_json(data)
+        return
+    print_run(data)
+
+
+def print_run(data: dict[str, Any]) -> None:
+    """Everything a person needs to know about a run, then what they may do next."""
+    console = out()
+    console.print(f"Run: [bold]{esc(data['id'])}[/]")
+    console.print(f"Session: {esc(data['session'])}")
+    console.print(f"Request: {esc(data['request'])}")
+    status = esc(data["status"]) + (f" ({esc(data['error_code'])})" if data["error_code"] else "")
+    console.print(f"Status: {status}" + (f" — {esc(data['message'])}" if data["message"] else ""))
+    console.print(
+        f"Risk: {esc(data['effective_tier'])} (declared {esc(data['declared_tier'])}); template "
+        f"{esc(data['template'])}; approval {'required' if data['gate_required'] else 'not required'}"
+    )
+    for signal in data.get("signals") or []:
+        console.print(
+            f"  signal {esc(signal.get('signal'))}: {esc(signal.get('where'))} → "
+            f"{esc(signal.get('tier'))}"
+        )
+    console.print(f"Started by {esc(data['created_by'])} at {fmt_time(data['created_at'])}")
+    if data.get("finished_at"):
+        console.print(f"Finished: {fmt_time(data['finished_at'])}")
+    console.print()
+    console.print("Stages:")
+    for stage in data.get("stages") or []:
+        # Plan and explore stages carry step 1 too; only the step loop is about a step.
+        looped = stage["purpose"] in ("code", "test", "review") and stage.get("plan_step")
+        step = f" step {stage['plan_step']}" if looped else ""
+        revision = f" revision {stage['revision']}" if stage.get("revision") else ""
+        where = f"in {esc(stage['role_name'])}" if stage.get("role_name") else "gate"
+        console.print(
+            f"  {stage['seq']}. {esc(stage['purpose'])} {where}"
+            f"{esc(step)}{esc(revision)}: {esc(stage['status'])}"
+            + (f" (job {esc(short_id(stage['job']))})" if stage.get("job") else "")
+        )
+        evidence = stage.get("evidence") or {}
+        if stage["purpose"] == "review" and stage.get("verdict"):
+            print_verdict(console, stage["verdict"], indent="     ")
+        elif stage["purpose"] == "test" and evidence:
+            console.print(f"     Tests: {esc(evidence_line(evidence))}")
+        elif stage["purpose"] == "code" and evidence.get("changed"):
+            console.print(f"     Pending changes: {esc(', '.join(evidence['changed']))}")
+    for question in data.get("questions") or []:
+        console.print()
+        console.print(f"Question from {esc(question['asked_by'])}: {esc(question['question'])}")
+        if question.get("answered_at"):
+            console.print(f"  Answer by {esc(question['answered_by'])}: {esc(question['answer'])}")
+    for approval in data.get("approvals") or []:
+        decided = (
+            f" by {esc(approval['decided_by'])} at {fmt_time(approval['decided_at'])}"
+            if approval.get("decided_at")
+            else ""
+        )
+        reason = f": {esc(approval['reason'])}" if approval.get("reason") else ""
+        console.print(
+            f"Approval {esc(str(approval['digest'])[:12])}: {esc(approval['status'])}"
+            f"{decided}{reason}"
+        )
+    if data["status"] in ("awaiting_approval", "awaiting_input", "blocked", "running"):
+        print_outcome(console, data)
+    else:
+        console.print(f"[dim]{esc(usage_line(data))}[/]")
+
+
+@app.command("cancel")
+@handles_errors
+def cancel(ctx: typer.Context, run: RunArgument, as_json: JsonOption = False) -> None:
+    """Cancel a run: it stops when its current stage ends and hands the session back to Default."""
+    with runtime(ctx).client() as client:
+        data: dict[str, Any] = client.post(f"/api/runs/{resolve_run(client, run)}/cancel/", {})
+    if as_json:
+        emit_json(data)
+        return
+    rid = short_id(data["id"])
+    if data["status"] == "running":
+        out().print(f"Cancel requested for run {rid}; it stops when its current stage ends.")
+    else:
+        out().print(f"Run {rid}: {esc(data['status'])}.")
+
+
+@app.command("approve")
+@handles_errors
+def approve(
+    ctx: typer.Context,
+    run: RunArgument,
+    digest: Annotated[
+        str | None,
+        typer.Option(
+            "--digest",
+            help="The digest you approve (default: the one waiting now, after showing what it "
+            "covers).",
+        ),
+    ] = None,
+    reason: Annotated[str, typer.Option("--reason", "-r", help="Why (recorded).")] = "",
+    as_json: JsonOption = False,
+) -> None:
+    """Approve a run waiting at its approval gate: commits exactly the changes shown.
+
+    Needs the 'approve run' permission, and you cannot approve a run you started.
+    """
+    with runtime(ctx).client() as client:
+        run_id = resolve_run(client, run)
+        if not digest:
+            current: dict[str, Any] = client.get(f"/api/runs/{run_id}/")
+            pending = current.get("pending_approval") or {}
+            if current["status"] != "awaiting_approval" or not pending.get("digest"):
+                raise CliError(
+                    f"Run {short_id(run_id)} is {current['status']}, not waiting for approval.",
+                    title="Nothing to approve",
+                    suggestion=f"See the run with `acode run show {short_id(run_id)}`.",
+                    exit_code=ExitCode.REFUSED,
+                )
+            digest = str(pending["digest"])
+            # Someone who may not approve gets the server's refusal without a preview.
+            if not as_json and current.get("can_approve"):
+                _print_approving(current, digest)
+        body = {"digest": digest, **({"reason": reason} if reason else {})}
+        data: dict[str, Any] = client.post(f"/api/runs/{run_id}/approve/", body)
+    if as_json:
+        emit_json(data)
+        return
+    out().print(
+        f"[bold green][APPROVED][/] Run {short_id(run_id)} approved (digest {esc(digest[:12])})."
+    )
+    print_outcome(out(), data)
+
+
+def _print_approving(run: dict[str, Any], digest: str) -> None:
+    console = out()
+    changes = run.get("pending_changes") or []
+    console.print(f"Approving run {short_id(run['id'])}: {esc(run['request'])}")
+    console.print(f"Digest: {esc(digest)}")
+    console.print(f"Pending changes ({len(changes)}):")
+    for change in changes:
+        console.print(f"  - {esc(change.get('path'))} ({esc(change.get('kind'))})")
+
+
+@app.command("reject")
+@handles_errors
+def reject(
+    ctx: typer.Context,
+    run: RunArgument,
+    reason: Annotated[str, typer.Option("--reason", "-r", help="Why (recorded; required).")],
+    as_json: JsonOption = False,
+) -> None:
+    """Reject a run at its approval gate: it ends, its changes stay pending, uncommitted."""
+    with runtime(ctx).client() as client:
+        run_id = resolve_run(client, run)
+        data: dict[str, Any] = client.post(f"/api/runs/{run_id}/reject/", {"reason": reason})
+    if as_json:
+        emit_json(data)
+        return
+    out().print(f"Run {short_id(run_id)} {esc(data['status'])}: {esc(reason)}")
+
+
+@app.command("answer")
+@handles_errors
+def answer(
+    ctx: typer.Context,
+    run: RunArgument,
+    text: Annotated[str, typer.Argument(help="Your answer to the run's question.")],
+    follow_on: Annotated[
+        bool, typer.Option("--follow/--no-follow", help="Follow the run after answering.")
+    ] = True,
+    verbose: VerboseOption = False,
+    interval: IntervalOption = 0.5,
+    as_json: JsonOption = False,
+) -> None:
+    """Answer the question a run is waiting on; the run goes on from where it stopped."""
+    with runtime(ctx).client() as client:
+        run_id = resolve_run(client, run)
+        before: dict[str, Any] = client.get(f"/api/runs/{run_id}/")
+        follower = _follower(client, before, as_json=as_json, verbose=verbose)
+        if follow_on:
+            follower.skip_past()  # print only what the answer sets going
+        data: dict[str, Any] = client.post(f"/api/runs/{run_id}/answer/", {"answer": text})
+        if not as_json:
+            question = (before.get("open_question") or {}).get("question") or before["message"]
+            out().print(f"Answered run {short_id(run_id)}: {esc(question)}")
+            out().print(f"  → {esc(text)}")
+        if follow_on:
+            _follow_and_finish(client, follower, as_json=as_json, interval=interval)
+            return
+    if as_json:
+        emit_json(data)
+    else:
+        out().print(f"Run {short_id(run_id)} is {esc(data['status'])}.")
