@@ -334,6 +334,13 @@ _CODES = [
         "Internal error",
         "Retry; if it persists, report it with the request id.",
     ),
+    ErrorCode(
+        "ACODE-API-503",
+        503,
+        "Service temporarily unavailable",
+        "The database or Redis cannot be reached right now; retry after the Retry-After "
+        "seconds. A job refused this way is recorded as failed: submit it again.",
+    ),
 ]
 
 ERROR_CODES: dict[str, ErrorCode] = {entry.code: entry for entry in _CODES}

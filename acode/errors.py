@@ -158,6 +158,7 @@ _ANY_REQUEST = {
     406: ("ACODE-API-406",),
     413: ("ACODE-API-413",),
     431: ("ACODE-API-431",),
+    503: ("ACODE-API-503",),  # the database (or, creating a job, Redis) cannot be reached
 }
 _UNSAFE = {"post", "put", "patch", "delete"}
 

@@ -1,19 +1,23 @@
 """Everything under ``/api/`` gets a request id, limits checked before anything parses the
 request, and a JSON error body whatever answered: a view, DRF, Django or an exception.
 
-Outside ``/api/`` (dashboard, admin) this middleware does nothing.
+Outside ``/api/`` (dashboard, admin) this middleware only turns a database that cannot be
+reached into a plain 503 page; under ``/api/`` that is 503 ``ACODE-API-503``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import SuspiciousOperation
+from django.core.signals import got_request_exception
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 
 from acode.error_codes import ERROR_CODES
@@ -29,6 +33,15 @@ MAX_HEADER_CHARS = 200
 LIMITED_HEADERS = (REQUEST_ID_HEADER, "Idempotency-Key")
 # Headers of an error response worth keeping when its body is replaced.
 _KEPT_HEADERS = ("Allow", "Retry-After", "WWW-Authenticate")
+# A database that cannot be reached (restarted, failed over, connections cut) raises these;
+# Django reconnects on a later request, so the client is told to retry, not that we broke.
+DATABASE_ERRORS = (OperationalError, InterfaceError)
+RETRY_AFTER_SECONDS = 5
+_UNAVAILABLE_PAGE = (
+    "<!doctype html><title>Service temporarily unavailable</title>"
+    "<h1>Service temporarily unavailable</h1>"
+    "<p>The database cannot be reached right now. Retry in a few seconds.</p>"
+)
 
 
 def request_id_of(request: Any) -> str:
@@ -44,6 +57,39 @@ def error_response(request: HttpRequest, code: str, message: str, **details: Any
         "request_id": request_id_of(request),
     }
     return JsonResponse(body, status=ERROR_CODES[code].http_status)
+
+
+def database_unavailable(request: HttpRequest) -> HttpResponse:
+    """503: JSON ``ACODE-API-503`` under ``/api/``, a plain page elsewhere; retry soon."""
+    response: HttpResponse
+    if request.path_info.startswith(API_PREFIX):
+        response = error_response(
+            request,
+            "ACODE-API-503",
+            "The database cannot be reached right now; retry in a few seconds.",
+        )
+    else:
+        response = HttpResponse(_UNAVAILABLE_PAGE, status=503)
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
+
+
+def _note_database_error(sender: Any, request: HttpRequest | None = None, **kwargs: Any) -> None:
+    # An exception raised by a middleware (the registry sync reads the database first thing
+    # in every request) is answered 500 by Django before any outer middleware sees it; the
+    # signal is sent while it is being handled, so remember it for ApiRequestMiddleware.
+    exception = sys.exc_info()[1]
+    if request is not None and isinstance(exception, DATABASE_ERRORS):
+        request.acode_database_error = exception  # type: ignore[attr-defined]
+
+
+got_request_exception.connect(_note_database_error, dispatch_uid="acode.middleware.database")
+
+
+def _unless_database_error(request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
+    if response.status_code == 500 and getattr(request, "acode_database_error", None):
+        return database_unavailable(request)
+    return response
 
 
 def _assign_request_id(request: HttpRequest) -> None:
@@ -124,6 +170,8 @@ def _json_error(request: HttpRequest, response: HttpResponseBase) -> HttpRespons
             body = None
     if isinstance(body, dict) and body.get("code") in ERROR_CODES:
         body.setdefault("request_id", request_id_of(request))
+        if body["code"] == "ACODE-API-503":  # raised by a service (Redis away): retry soon
+            response.setdefault("Retry-After", str(RETRY_AFTER_SECONDS))
         response.content = json.dumps(body).encode()  # type: ignore[attr-defined]
         if response.has_header("Content-Length"):  # set by CommonMiddleware, inside this one
             response["Content-Length"] = str(len(response.content))  # type: ignore[attr-defined]
@@ -138,22 +186,32 @@ def _json_error(request: HttpRequest, response: HttpResponseBase) -> HttpRespons
 
 
 class ApiRequestMiddleware:
-    """Request ids, early limits and JSON errors for ``/api/``."""
+    """Request ids, early limits and JSON errors for ``/api/``; 503 when the database is away."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
         if not request.path_info.startswith(API_PREFIX):
-            return self.get_response(request)
+            return _unless_database_error(request, self.get_response(request))
         _assign_request_id(request)
         response = _refusal(request) or self.get_response(request)
-        response = _json_error(request, response)
+        response = _json_error(request, _unless_database_error(request, response))
         response[REQUEST_ID_HEADER] = request_id_of(request)
         return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        """A view failed: log it with the request id and answer ACODE-API-500 in JSON."""
+        """A view failed: log it with the request id and answer ACODE-API-500 in JSON (503,
+        also outside ``/api/``, when the database could not be reached)."""
+        if isinstance(exception, DATABASE_ERRORS):
+            logger.warning(
+                "%s %s: the database cannot be reached (request id %s): %s",
+                request.method,
+                request.path,
+                request_id_of(request),
+                exception,
+            )
+            return database_unavailable(request)
         if not request.path_info.startswith(API_PREFIX):
             return None
         logger.error(

@@ -210,6 +210,8 @@ class GroupHub:
                 if type(error).__name__ != "TimeoutError":
                     logger.exception("dashboard: reading group %s failed", group)
                     await asyncio.sleep(RETRY_SECONDS)
+                    # Redis may have restarted and forgotten the group: join it again.
+                    joined_at = float("-inf")
                 # An event may have been lost: resynchronise the pages, unless nothing
                 # was committed since the last look (events only follow commits).
                 current = await database_sync_to_async(data_version)()

@@ -39,6 +39,7 @@ _STATUS_CLASSES: dict[int, ExitCode] = {
     404: ExitCode.NOT_FOUND,
     409: ExitCode.REFUSED,
     422: ExitCode.REFUSED,
+    503: ExitCode.UNREACHABLE,  # the server answers, but its database or broker does not
 }
 
 

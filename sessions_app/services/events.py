@@ -69,8 +69,15 @@ class _Publisher:
             for group, message in sends:
                 try:
                     await layer.group_send(group, message)
-                except Exception:  # a push failure must not undo or hide the change
-                    logger.exception("could not publish %s to %s", message.get("type"), group)
+                except Exception as exc:  # a push failure must not undo or hide the change
+                    # A warning, not a traceback per event: while Redis is down every push
+                    # fails the same way, and pages resynchronise when it is back.
+                    logger.warning(
+                        "live push skipped: could not publish %s to %s: %r",
+                        message.get("type"),
+                        group,
+                        exc,
+                    )
 
         with self._lock:
             self._last = asyncio.run_coroutine_threadsafe(send_all(), loop)
@@ -90,8 +97,8 @@ def _send(sends: Sends) -> None:
         try:
             for group, message in sends:
                 async_to_sync(layer.group_send)(group, message)
-        except Exception:
-            logger.exception("could not publish live events")
+        except Exception as exc:
+            logger.warning("live push skipped: could not publish live events: %r", exc)
         return
     publisher.submit(layer, sends)
 
