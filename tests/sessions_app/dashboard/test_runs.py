@@ -20,6 +20,7 @@ from acode.routing import websocket_urlpatterns
 from sessions_app.models import AgentSession, ApprovalStatus, Job, Run, RunStatus
 from sessions_app.services.changes import change_track
 from sessions_app.services.events import session_group
+from sessions_app.services.jobs import job_start
 from sessions_app.services.runs import run_start
 from sessions_app.services.sessions import session_create
 from tests.sessions_app import runkit
@@ -359,6 +360,8 @@ def test_cancel_stops_a_waiting_run_at_once_and_a_running_one_at_its_stage_end(
     assert 'data-status="cancelled"' in cancelled.content.decode()
     other = session_create(owner=user, title="second")
     running = run_start(session=other, request="Add a greeting helper", user=user)
+    first_job = Job.objects.get(session=other)
+    job_start(first_job.pk)  # a worker is running the first stage's job
     response = dev_client.post(f"/runs/{running.id}/cancel/", {}, follow=True)
     assert response.redirect_chain == [(f"/sessions/{other.id}/", 302)]
     assert "Cancel requested" in response.content.decode()
