@@ -43,8 +43,10 @@ pytest: install
 
 test: lint typecheck pytest
 
+# Every bench script records its figures (bench/_report.py); bench/RESULTS.md is written
+# from them at the end, listing any script that failed.
 bench: install
-	$(PY) -m acode.embedded sh -c 'for f in bench/[a-z]*.py; do echo "== $$f"; $(PY) $$f || exit 1; done'
+	$(PY) -m acode.embedded sh -c 'results=$$(mktemp); export ACODE_BENCH_RESULTS=$$results; failed=""; for f in bench/[a-z]*.py; do echo "== $$f"; $(PY) $$f || failed="$$failed $$f"; done; $(PY) -m bench._report "$$results" --failed "$$failed"; rm -f "$$results"; test -z "$$failed"'
 
 clean:
 	rm -rf $(VENV) var/*.sqlite3 .pytest_cache .mypy_cache .ruff_cache

@@ -52,6 +52,7 @@ from typing import Any, TypeVar
 from unittest import mock
 
 import httpx
+from _report import record
 from _setup import ROOT, django_setup, fmt_time, verdict, web_server
 
 TOOL_CHECK_TARGET = 100e-6
@@ -235,6 +236,14 @@ def bench_enforcement(workspace: Path) -> bool:
             )
             + f"  target {_ms(TOOL_CHECK_TARGET)}  ratio to stat {cpu / stat_cpu:5.1f}x"
         )
+        record(
+            f"tool_check {' '.join(label.split())} ({shown})",
+            cpu * 1e6,
+            "µs",
+            target=TOOL_CHECK_TARGET * 1e6,
+            baseline=stat_cpu * 1e6,
+            note="CPU time; baseline: os.stat of the same file",
+        )
     print(
         f"{verdict(max(cpus), TOOL_CHECK_TARGET)} enforcement overhead per call: mean of the mix "
         f"{_ms(statistics.fmean(cpus))}, worst {_ms(max(cpus))} (cpu)  target under {_ms(TOOL_CHECK_TARGET)}"
@@ -276,6 +285,14 @@ def bench_context(runs: int) -> None:
             row(f"{verdict(cpu, target)} {strategy:<8} {request!r}", fmt_time(cpu), fmt_time(wall))
             + f"  target {_ms(target)}  ratio to listing {cpu / list_cpu:4.1f}x  "
             f"{bundle.token_count} of {bundle.budget} tokens; parts: {shown}"
+        )
+        record(
+            f"context assembly, {strategy}",
+            cpu * 1e3,
+            "ms",
+            target=target * 1e3,
+            baseline=list_cpu * 1e3,
+            note=f"CPU time over {len(files)} files; baseline: listing them",
         )
 
 
@@ -697,6 +714,7 @@ def bench_jobs(n: int, clients: int, single: int, scratch: Path) -> list[str]:
             f"baseline in-process, one after another (job_create + run_job)    {in_rate:6.1f} jobs/s"
             f"  ({_ms(elapsed / n)} a job; run p50 {_ms(in_run)})"
         )
+        record("jobs in-process, one after another", in_rate, "jobs/s", higher_is_better=True)
         if not os.environ.get("REDIS_URL"):
             print("SKIP     worker, web and memory: REDIS_URL is unset (no Celery broker)")
             return errors
@@ -721,6 +739,14 @@ def bench_jobs(n: int, clients: int, single: int, scratch: Path) -> list[str]:
     )
     if rate:
         print(f"info     queue overhead in throughput: in-process / worker = {in_rate / rate:.2f}x")
+    record(
+        "jobs through 1 worker (threads, concurrency 4)",
+        rate,
+        "jobs/s",
+        baseline=in_rate,
+        note=f"{clients} API clients; baseline: in-process, one after another",
+        higher_is_better=True,
+    )
     in_p50, via_p50 = statistics.median(each), statistics.median(run.single_latencies)
     single_wait, single_run = median_phases(run.single_ids)
     print(
@@ -730,6 +756,26 @@ def bench_jobs(n: int, clients: int, single: int, scratch: Path) -> list[str]:
     )
     web, worker = run.peak_rss["web"], run.peak_rss["worker"]
     worker_pss, procs = run.peak_pss["worker"], len(run.worker_process_peaks)
+    record(
+        "one job at a time, POST to final through the worker, p50",
+        via_p50 * 1e3,
+        "ms",
+        baseline=in_p50 * 1e3,
+        note="baseline: in-process p50",
+    )
+    record("web peak RSS (daphne)", web / 2**20, "MB", target=WEB_RSS_TARGET / 2**20)
+    record(
+        f"worker peak RSS, {procs} processes summed",
+        worker / 2**20,
+        "MB",
+        target=WORKER_RSS_TARGET / 2**20,
+    )
+    record(
+        f"worker peak PSS, {procs} processes summed",
+        worker_pss / 2**20,
+        "MB",
+        target=WORKER_RSS_TARGET / 2**20,
+    )
     print(
         f"{verdict(web, WEB_RSS_TARGET)} web peak RSS, daphne (1 process){'':<14}{_mb(web)}"
         f"  target {_mb(WEB_RSS_TARGET).strip()}  (idle {_mb(run.idle_rss['web']).strip()}, "

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from _report import record
 from _setup import ROOT, django_setup, fmt_time, verdict, web_server
 
 P95_TARGET = 50e-3
@@ -428,6 +429,26 @@ def measure(args: argparse.Namespace) -> int:
     print(
         f"{verdict(p99, P99_TARGET)} push p99 {fmt_time(p99).strip()}  target under "
         f"{fmt_time(P99_TARGET).strip()}  (raw Redis p99 {fmt_time(percentile(many, 99)).strip()})"
+    )
+    audience = f"{args.clients} clients on {socket[args.page]}"
+    record(
+        "commit → fragment p95, each client",
+        p95 * 1e3,
+        "ms",
+        target=P95_TARGET * 1e3,
+        baseline=percentile(many, 95) * 1e3,
+        note=f"{audience}; baseline: raw Redis PUBLISH to as many subscribers",
+    )
+    record(
+        "commit → fragment p99, each client",
+        p99 * 1e3,
+        "ms",
+        target=P99_TARGET * 1e3,
+        baseline=percentile(many, 99) * 1e3,
+        note=audience,
+    )
+    record(
+        "commit → fragment at every client, p95 per round", percentile(per_round, 95) * 1e3, "ms"
     )
     if errors:
         print(f"ERROR {len(errors)} problems, first: {errors[:5]}", file=sys.stderr)

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from _report import record
 from _setup import fmt_time, per_call, verdict
 
 from sessions_app.agent import safefs
@@ -89,10 +90,22 @@ def file_rows(ws: Path) -> None:
             f"{verdict(value, 200e-6)} {label}         {fmt_time(value)}  target "
             f"{fmt_time(200e-6).strip()}  added {fmt_time(value - base).strip()}"
         )
+        record(
+            label.strip(),
+            value * 1e6,
+            "µs",
+            target=200.0,
+            baseline=base * 1e6,
+            note="baseline: plain open().read()",
+        )
     print(f"info atomic write (temp + fsync + rename)             {fmt_time(write)}")
     print(f"info walk of a 3-file workspace                       {fmt_time(walk)}")
     print(f"info grep plain text (in-process)                     {fmt_time(grep_lit)}")
     print(f"info grep regex (child interpreter, time-bounded)     {fmt_time(grep_re)}")
+    record("atomic write (temp + fsync + rename)", write * 1e6, "µs")
+    record("walk of a 3-file workspace", walk * 1e6, "µs")
+    record("grep plain text (in-process)", grep_lit * 1e3, "ms")
+    record("grep regex (child interpreter, time-bounded)", grep_re * 1e3, "ms")
 
 
 def main() -> None:
@@ -111,8 +124,17 @@ def main() -> None:
                     f"{fmt_time(added)}  target {fmt_time(30e-3).strip()}  (sandboxed p95 "
                     f"{fmt_time(b95).strip()})"
                 )
+                record(
+                    f"added command overhead p50, {label}",
+                    added * 1e3,
+                    "ms",
+                    target=30.0,
+                    note=f"sandboxed p50 {boxed * 1e3:.1f} ms, p95 {b95 * 1e3:.1f} ms; "
+                    f"unsandboxed p50 {bare * 1e3:.1f} ms",
+                )
         else:
             print("MISS sandbox unavailable: command overhead not measured")
+            record("sandbox available", 0, "yes/no", target=1, higher_is_better=True)
         file_rows(ws)
     print(f"total bench time {time.perf_counter() - started:.1f} s")
 

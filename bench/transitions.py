@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from _report import record
 from _setup import django_setup, fmt_time, web_server
 from _writers import measure as measure_writers
 
@@ -355,6 +356,17 @@ def print_report(
         f"{ok(p99 <= P99_RATIO_TARGET * p50)} transition p99 / its p50 = {p99 / p50:.2f}"
         f"  target at most {P99_RATIO_TARGET}"
     )
+    record("GET /api/me/ p50 (trivial endpoint)", base * 1e3, "ms", note=f"{trivial.rps:.0f} req/s")
+    record(
+        "POST transition p50",
+        p50 * 1e3,
+        "ms",
+        target=P50_RATIO_TARGET * base * 1e3,
+        baseline=base * 1e3,
+        note=f"target: {P50_RATIO_TARGET}x the trivial endpoint's p50; {moves.rps:.0f} req/s",
+    )
+    record("POST transition p99 / its p50", p99 / p50, "x", target=P99_RATIO_TARGET)
+    record("INSERT + COMMIT p50 (the disk flush floor)", commit.percentile(50) * 1e3, "ms")
     print("audited writes per second (each process its own session) vs bare INSERT + COMMIT:")
     first = writers[0]
     for rates in writers:
@@ -368,6 +380,22 @@ def print_report(
             f"  audited/bare {rates.audited / rates.bare if rates.bare else 0:.2f}"
             f"  scaling vs bare {relative:.2f}  target at least {SCALING_TARGET}"
         )
+        record(
+            f"audited writes, {rates.processes} process(es)",
+            rates.audited,
+            "writes/s",
+            baseline=rates.bare,
+            note="baseline: bare INSERT + COMMIT at the same concurrency",
+            higher_is_better=True,
+        )
+        if rates.processes > 1:
+            record(
+                f"audited scaling vs bare, {rates.processes} processes",
+                relative,
+                "x",
+                target=SCALING_TARGET,
+                higher_is_better=True,
+            )
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -69,3 +70,14 @@ class AuditFilter(django_filters.FilterSet):
     class Meta:
         model = AuditEvent
         fields = ["event_type", "session", "role", "actor", "since", "until"]
+
+
+def audit_order(params: Mapping[str, Any], *, newest_first: bool = True) -> list[str]:
+    """The order of audit rows: by id. With a time filter, by (id, created_at): the same
+    rows in the same order (ids are unique), but an order only the (id, created_at) index
+    gives, so PostgreSQL reads the window off that index, checking the times inside it,
+    instead of walking back row by row from the newest (it does not know that ids and
+    times grow together, and a window a month back cost a third of a second at 1M rows)."""
+    sign = "-" if newest_first else ""
+    timed = any(params.get(name) for name in ("since", "until"))
+    return [f"{sign}id", f"{sign}created_at"] if timed else [f"{sign}id"]

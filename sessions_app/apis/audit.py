@@ -5,10 +5,17 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
+from contextlib import AbstractContextManager, nullcontext
+from datetime import tzinfo
 from typing import Any
 
+from asgiref.sync import sync_to_async
+from django.core.handlers.asgi import ASGIRequest
+from django.db import connection, transaction
+from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import NotFound, PermissionDenied
@@ -25,14 +32,14 @@ from sessions_app.apis.serializers import (
     AuditPageOutput,
     ChainReportOutput,
 )
-from sessions_app.filters import AuditFilter
-from sessions_app.models import AuditEventType
+from sessions_app.filters import AuditFilter, audit_order
+from sessions_app.models import AuditEvent, AuditEventType
 from sessions_app.permissions import audit_visible_to, can_verify_audit
 from sessions_app.services.audit import audit_verify_record
 
 
 class AuditCursor(CursorPagination):
-    ordering = "-id"
+    ordering: str | list[str] = "-id"
     page_size = 100
     page_size_query_param = "page_size"
     max_page_size = 1000
@@ -72,7 +79,9 @@ def _audit_queryset(request: Request) -> Any:
     qs = AuditFilter(request.query_params, queryset=audit_visible_to(request_user(request))).qs
     if "last" in params.validated_data:
         newest = list(
-            qs.order_by("-id").values_list("id", flat=True)[: params.validated_data["last"]]
+            qs.order_by(*audit_order(request.query_params)).values_list("id", flat=True)[
+                : params.validated_data["last"]
+            ]
         )
         qs = qs.filter(id__in=newest)
     return qs
@@ -90,6 +99,7 @@ class AuditListApi(APIView):
     )
     def get(self, request: Request) -> Response:
         paginator = AuditCursor()
+        paginator.ordering = audit_order(request.query_params)  # the position stays the id
         page = paginator.paginate_queryset(_audit_queryset(request), request, view=self)
         return paginator.get_paginated_response(AuditEventOutput(page, many=True).data)
 
@@ -111,34 +121,103 @@ class AuditExportApi(APIView):
         fmt = request.query_params.get("format", "jsonl")
         if fmt not in ("jsonl", "csv"):
             raise AcodeError("ACODE-API-400", "format must be jsonl or csv.", {"format": fmt})
-        qs = _audit_queryset(request).order_by("id")
-        rows = (AuditEventOutput(e).data for e in qs.iterator(chunk_size=1000))
+        qs = _audit_queryset(request).order_by(
+            *audit_order(request.query_params, newest_first=False)
+        )
         if fmt == "jsonl":
-            body: Iterator[str] = (json.dumps(r, default=str) + "\n" for r in rows)
-            response = StreamingHttpResponse(body, content_type="application/x-ndjson")
+            body = _chunks(qs, _jsonl_lines)
+            response = StreamingHttpResponse(
+                _served(body, request), content_type="application/x-ndjson"
+            )
             response["Content-Disposition"] = 'attachment; filename="acode-audit.jsonl"'
         else:
-            response = StreamingHttpResponse(_csv_lines(rows), content_type="text/csv")
+            body = _chunks(qs, _csv_lines)
+            response = StreamingHttpResponse(_served(body, request), content_type="text/csv")
             response["Content-Disposition"] = 'attachment; filename="acode-audit.csv"'
         return response
 
 
-def _csv_lines(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
-    columns = list(AuditEventOutput.Meta.fields)
+# Rows per piece of the export sent at once (and per fetch from the database cursor);
+# the first piece is small, so the download starts at once.
+EXPORT_CHUNK_ROWS = 1000
+EXPORT_FIRST_CHUNK_ROWS = 100
+EXPORT_FIELDS = list(AuditEventOutput.Meta.fields)
+_EXPORT_SOURCES = ["session_id" if f == "session" else f for f in EXPORT_FIELDS]
+
+
+def export_row(values: tuple[Any, ...], zone: tzinfo) -> dict[str, Any]:
+    """One exported event, as ``AuditEventOutput`` shapes it (DRF's ISO 8601 in the
+    current time zone, ``Z`` for UTC), from a ``values_list`` row: a model instance and
+    a serializer per row made the export several times slower."""
+    row = dict(zip(EXPORT_FIELDS, values, strict=True))
+    row["session"] = str(row["session"]) if row["session"] is not None else None
+    moment = row["created_at"].astimezone(zone).isoformat()
+    row["created_at"] = moment[:-6] + "Z" if moment.endswith("+00:00") else moment
+    return row
+
+
+def _chunks(qs: QuerySet[AuditEvent], lines: Any) -> Generator[str, None, None]:
+    """The export, a chunk of rows at a time, read through a database cursor.
+
+    On PostgreSQL the cursor is read inside a transaction: outside one Django declares it
+    WITH HOLD, and PostgreSQL then copies the whole result aside at the first fetch (a
+    full export would wait for, and hold, every row before its first byte). It is also
+    one consistent snapshot. SQLite reads in chunks without one (and a transaction there
+    would take the write lock for the whole export).
+    """
+    held: AbstractContextManager[Any] = (
+        transaction.atomic() if connection.vendor == "postgresql" else nullcontext()
+    )
+    zone = timezone.get_current_timezone()
+    with held:
+        rows = qs.values_list(*_EXPORT_SOURCES).iterator(chunk_size=EXPORT_CHUNK_ROWS)
+        batch: list[dict[str, Any]] = []
+        first = True
+        for values in rows:
+            batch.append(export_row(values, zone))
+            if len(batch) >= (EXPORT_FIRST_CHUNK_ROWS if first else EXPORT_CHUNK_ROWS):
+                yield lines(batch, header=first)
+                batch, first = [], False
+        if batch or first:
+            yield lines(batch, header=first)
+
+
+def _jsonl_lines(rows: list[dict[str, Any]], *, header: bool) -> str:
+    return "".join(json.dumps(r, default=str) + "\n" for r in rows)
+
+
+def _csv_lines(rows: list[dict[str, Any]], *, header: bool) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-
-    def flush() -> str:
-        text = buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate()
-        return text
-
-    writer.writerow(columns)
-    yield flush()
+    if header:
+        writer.writerow(EXPORT_FIELDS)
     for row in rows:
-        writer.writerow([json.dumps(row[c]) if c == "details" else row[c] for c in columns])
-        yield flush()
+        writer.writerow([json.dumps(row[c]) if c == "details" else row[c] for c in EXPORT_FIELDS])
+    return buffer.getvalue()
+
+
+def _served(
+    body: Generator[str, None, None], request: Request
+) -> Iterator[str] | AsyncIterator[str]:
+    """The body as the server needs it to stream: under ASGI (daphne, uvicorn) Django reads
+    a plain iterator to the end before sending anything, so it gets an async one there."""
+    if isinstance(getattr(request, "_request", request), ASGIRequest):
+        return _pulled(body)
+    return body
+
+
+async def _pulled(body: Generator[str, None, None]) -> AsyncIterator[str]:
+    # Each chunk is made on the request's own thread (thread-sensitive): the one holding
+    # its database connection, transaction and cursor.
+    def pull() -> str | None:
+        return next(body, None)
+
+    take = sync_to_async(pull, thread_sensitive=True)
+    try:
+        while (chunk := await take()) is not None:
+            yield chunk
+    finally:
+        await sync_to_async(body.close, thread_sensitive=True)()
 
 
 class AuditVerifyApi(APIView):

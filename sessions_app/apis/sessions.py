@@ -62,7 +62,9 @@ class SessionListApi(APIView):
         operation_id="sessions_list",
     )
     def get(self, request: Request) -> Response:
-        visible = sessions_visible_to(request_user(request)).select_related("role_version")
+        visible = sessions_visible_to(request_user(request)).select_related(
+            "role_version", "repository"
+        )
         filters = SessionFilter(request.query_params, queryset=visible)
         if not filters.is_valid():
             raise ValidationError(filters.errors)

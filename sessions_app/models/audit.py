@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import models
+from django.db.models.functions import Upper
 
 from sessions_app.models.base import AppendOnlyModel
 from sessions_app.models.sessions import AgentSession
@@ -47,12 +48,17 @@ class AuditEvent(AppendOnlyModel):
 
     chain = models.CharField(max_length=64)
     seq = models.PositiveBigIntegerField(help_text="Position in its chain, from 1.")
-    event_type = models.CharField(max_length=40, choices=AuditEventType.choices, db_index=True)
+    event_type = models.CharField(max_length=40, choices=AuditEventType.choices)
     session = models.ForeignKey(
-        AgentSession, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events"
+        AgentSession,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="audit_events",
+        db_index=False,  # (session, id) below serves it
     )
-    role = models.CharField(max_length=64, blank=True, db_index=True)
-    actor = models.CharField(max_length=150, db_index=True)
+    role = models.CharField(max_length=64, blank=True)
+    actor = models.CharField(max_length=150)
     target = models.CharField(max_length=1000, blank=True)
     result = models.CharField(max_length=200, blank=True)
     details = models.JSONField(default=dict, blank=True)
@@ -64,6 +70,19 @@ class AuditEvent(AppendOnlyModel):
         ordering = ["id"]
         constraints = [
             models.UniqueConstraint(fields=["chain", "seq"], name="unique_audit_chain_seq")
+        ]
+        # The log is read as "the rows matching a filter, newest first" (the page, the
+        # API's cursor, the export). Each filter's index ends in id, so a page comes
+        # straight off the index at any volume, not from a walk back through the whole log.
+        indexes = [
+            models.Index(fields=["session", "id"], name="audit_session_id_idx"),
+            models.Index(fields=["event_type", "id"], name="audit_type_id_idx"),
+            models.Index(fields=["actor", "id"], name="audit_actor_id_idx"),
+            # The role filter ignores case: UPPER(role) = UPPER(%s).
+            models.Index(Upper("role"), "id", name="audit_role_upper_id_idx"),
+            # Time filters: newest first with the window checked inside the index
+            # (sessions_app.filters.audit_order).
+            models.Index(fields=["id", "created_at"], name="audit_id_created_idx"),
         ]
 
     def __str__(self) -> str:

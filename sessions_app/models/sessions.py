@@ -92,7 +92,13 @@ class AgentSession(models.Model):
                 "Can start a session on an existing server directory under an allowed root",
             ),
         ]
-        indexes = [models.Index(fields=["status", "current_role"])]
+        indexes = [
+            models.Index(fields=["status", "current_role"]),
+            # The session list's order, for everyone and per owner; each board column's.
+            models.Index(fields=["-created_at"], name="session_created_idx"),
+            models.Index(fields=["owner", "-created_at"], name="session_owner_created_idx"),
+            models.Index(fields=["current_role", "-role_since"], name="session_role_since_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.title} ({self.id})"

@@ -1,0 +1,438 @@
+"""Synthetic session histories for ``acode_generate_data``: plausible and valid.
+
+A ``SessionStory`` is one session's life as rows: its transitions walk the transition
+rules from Default, its audit events form the session's hash chain (SessionCreated first,
+one RoleTransition per change of role, tool calls in the role in force at the time), and
+its jobs carry numbered events. The session row is derived from that history, as the
+services would have left it.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.contrib.auth.models import User
+
+from roles.registry import RoleDef, RoleRegistry
+from sessions_app.models import (
+    AuditEventType,
+    ChangeKind,
+    JobEventKind,
+    JobStatus,
+    RiskTier,
+    SessionStatus,
+    StepStatus,
+    chain_key,
+)
+from sessions_app.services.audit import GENESIS_HASH
+
+Row = dict[str, Any]
+
+VERBS = ["Add", "Fix", "Refactor", "Speed up", "Document", "Test", "Remove", "Port", "Harden"]
+THINGS = [
+    "rate limiting", "the login form", "CSV export", "the billing job", "search filters",
+    "retry logic", "the cache layer", "webhooks", "pagination", "the settings page",
+    "input validation", "the audit trail", "file uploads", "the scheduler", "error pages",
+]  # fmt: skip
+PATHS = [
+    "src/app.py", "src/models.py", "src/views.py", "src/api/handlers.py", "src/util/text.py",
+    "tests/test_app.py", "tests/test_api.py", "docs/usage.md", "README.md", "setup.cfg",
+]  # fmt: skip
+REASONS = {
+    "planner": "Work out the steps first",
+    "coder": "Plan approved; implement the next step",
+    "reviewer": "Changes ready for review",
+    "tester": "Run the test suite on the changes",
+    "explorer": "Find where this lives in the code",
+    "default": "Step finished; back to Default",
+}
+FILLER_EVENTS = [
+    (AuditEventType.TOOL_DECISION, 32),
+    (AuditEventType.ROLE_ACTION, 32),
+    (AuditEventType.CHANGE_RECORDED, 10),
+    (AuditEventType.TOOL_DENIED, 6),
+    (AuditEventType.PLAN_UPDATED, 5),
+    (AuditEventType.TRANSITION_DENIED, 3),
+    (AuditEventType.SESSION_UPDATED, 2),
+]
+
+
+def split(total: int, parts: int, minimum: int, rng: random.Random) -> list[int]:
+    """``total`` spread over ``parts``, each at least ``minimum``, unevenly (some sessions
+    are much busier than others); the parts sum to ``total`` exactly."""
+    extra = total - minimum * parts
+    if extra < 0:
+        raise ValueError(f"{total} cannot give {parts} parts at least {minimum} each")
+    weights = [rng.lognormvariate(0, 0.75) for _ in range(parts)]
+    factor = extra / sum(weights)
+    out = [minimum + int(w * factor) for w in weights]
+    for i in rng.sample(range(parts), total - sum(out)):  # what flooring left over (< parts)
+        out[i] += 1
+    return out
+
+
+def new_uuid(rng: random.Random) -> uuid.UUID:
+    return uuid.UUID(int=rng.getrandbits(128), version=4)
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The roles, rules and tools the stories draw from (read once from the registry)."""
+
+    roles: dict[str, RoleDef]
+    rules: dict[str, list[str]]
+    tools: dict[str, list[str]]
+    withheld: dict[str, list[str]]
+    default: str
+
+    @classmethod
+    def from_registry(cls, registry: RoleRegistry) -> Vocabulary:
+        roles = {r.slug: r for r in registry.list_roles()}
+        every = sorted(t.name for t in registry.tools())
+        tools = {s: [t.name for t in registry.effective_tools(s)] for s in roles}
+        return cls(
+            roles=roles,
+            rules={s: [r.to_slug for r in registry.rules_from(s)] for s in roles},
+            tools={s: names or every for s, names in tools.items()},
+            withheld={s: [t for t in every if t not in tools[s]] for s in roles},
+            default=registry.default().slug,
+        )
+
+    def next_role(self, current: str, rng: random.Random) -> str:
+        options = self.rules.get(current) or [s for s in self.roles if s != current]
+        return rng.choice(options)
+
+    def session_event(self, role: str, rng: random.Random) -> tuple[str, str, str, Row]:
+        """(type, target, result, details) of one thing that happens in a role."""
+        kind = rng.choices([k for k, _ in FILLER_EVENTS], [w for _, w in FILLER_EVENTS])[0]
+        path = rng.choice(PATHS)
+        spec = self.roles[role]
+        if kind in (AuditEventType.TOOL_DECISION, AuditEventType.ROLE_ACTION):
+            tool = rng.choice(self.tools[role])
+            details = {
+                "tool": tool, "arguments": f'{{"path": "{path}"}}', "normalised": path,
+                "rule": "allowed", "role_version": spec.version, "role_hash": spec.content_hash,
+            }  # fmt: skip
+            result = "allowed" if kind == AuditEventType.TOOL_DECISION else "ok"
+            return kind, f"{tool} {path}", result, details
+        if kind == AuditEventType.TOOL_DENIED:
+            tool = rng.choice(self.withheld[role] or self.tools[role])
+            reason = f"{spec.name} may not use {tool}"
+            details = {"tool": tool, "arguments": f'{{"path": "{path}"}}', "reason": reason}
+            return kind, f"{tool} {path}", "ACODE-TOL-001", details
+        if kind == AuditEventType.CHANGE_RECORDED:
+            return kind, path, "modified", {"path": path, "kind": "modified", "lines": 12}
+        if kind == AuditEventType.PLAN_UPDATED:
+            return kind, "plan", "updated", {"steps": rng.randint(3, 6)}
+        if kind == AuditEventType.TRANSITION_DENIED:
+            blocked = [s for s in self.roles if s != role and s not in self.rules.get(role, [])]
+            target = rng.choice(blocked or [role])
+            message = f"Cannot transition from {spec.name} to {self.roles[target].name}."
+            return kind, target, "ACODE-ROL-002", {"reason": "try it", "message": message}
+        return kind, "title", "updated", {"changed": ["title"]}
+
+    def global_event(self, rng: random.Random) -> tuple[str, str, str, Row]:
+        role = rng.choice(list(self.roles))
+        if rng.random() < 0.3:
+            spec = self.roles[role]
+            details = {"number": spec.version or 1, "content_hash": spec.content_hash}
+            return AuditEventType.ROLE_EDITED, f"{role} v{spec.version or 1}", "versioned", details
+        details = {"kind": "role", "name": role}
+        return AuditEventType.ROLE_DATA_CHANGED, f"role {role}", "saved", details
+
+
+@dataclass
+class Moment:
+    at: datetime
+    role: str  # the role in force once the moment has happened
+    change: tuple[str | None, str, str] | None = None  # (from, to, reason) of a transition
+    job: Row | None = None  # the job started at this moment
+
+
+class SessionStory:
+    """One session with its transitions, audit chain, jobs, job events and changes."""
+
+    def __init__(
+        self,
+        *,
+        vocabulary: Vocabulary,
+        rng: random.Random,
+        owner: User,
+        created: datetime,
+        now: datetime,
+        transitions: int,
+        audit_events: int,
+        jobs: list[int],
+        hasher: Callable[[Row], str],
+    ) -> None:
+        self.words, self.rng, self.owner, self.now = vocabulary, rng, owner, now
+        self.transitions, self.audit_events, self.jobs = transitions, audit_events, jobs
+        self.hasher = hasher
+        self.id = new_uuid(rng)
+        self.created = created
+        thing = rng.choice(THINGS)
+        self.title = f"{rng.choice(VERBS)} {thing} #{rng.randint(1, 9999)}"
+        self.task = f"{self.title}: keep the public behaviour, cover it with tests."
+        self.risk_tier = rng.choices(list(RiskTier.values), [6, 3, 1])[0]
+
+    def timeline(self) -> list[Moment]:
+        """Every moment of the session in order, with the role after it."""
+        count = max(self.audit_events, self.transitions)
+        rng = self.rng
+        mean = rng.lognormvariate(math.log(60), 0.8)
+        gaps = [rng.expovariate(1 / mean) for _ in range(count - 1)]
+        room = max(1.0, (self.now - self.created).total_seconds() * 0.95)
+        if sum(gaps) > room:  # a young session: squeeze its history into its lifetime
+            gaps = [g * room / sum(gaps) for g in gaps]
+        changes = set(rng.sample(range(1, count), self.transitions - 1))
+        role = self.words.default
+        at = self.created
+        moments = [Moment(at, role, (None, role, "Initial state"))]
+        for i, gap in enumerate(gaps, start=1):
+            at = at + timedelta(seconds=gap)
+            if i in changes:
+                target = self.words.next_role(role, rng)
+                moments.append(Moment(at, target, (role, target, REASONS.get(target, "Next"))))
+                role = target
+            else:
+                moments.append(Moment(at, role))
+        return moments
+
+    def tables(self) -> dict[str, list[Row]]:
+        moments = self.timeline()
+        last_change = max(i for i, m in enumerate(moments) if m.change is not None)
+        status = self.status(moments[-1].at)
+        role = moments[-1].role
+        spec = self.words.roles[role]
+        out: dict[str, list[Row]] = {
+            "transitions": self.transition_rows(moments),
+            "jobs": [],
+            "job events": [],
+            "pending changes": [],
+        }
+        self.place_jobs(moments, status, out)
+        events = self.audit_rows(moments)
+        out["audit events"] = events
+        out["audit chains"] = [
+            {
+                "key": chain_key(self.id),
+                "last_seq": len(events),
+                "last_hash": events[-1]["hash"] if events else GENESIS_HASH,
+                "anchored_seq": 0,
+            }
+        ]
+        visited = {m.role for m in moments}
+        out["sessions"] = [
+            {
+                "id": self.id, "title": self.title, "task": self.task, "owner_id": self.owner.pk,
+                "workspace": f"/srv/acode/workspaces/{self.id}", "workspace_managed": True,
+                "repository_id": None, "branch": f"acode/{self.id}",
+                "base_commit": f"{self.rng.getrandbits(160):040x}",
+                "current_role_id": spec.id, "role_version_id": spec.version_id,
+                "role_since": moments[last_change].at, "last_reason": moments[last_change].change[2],  # type: ignore[index]
+                "transition_count": self.transitions,
+                "plan": self.plan(role) if visited & {"planner", "coder"} else [],
+                "risk_tier": self.risk_tier,
+                "status": status, "active_run_id": None,
+                "created_at": self.created, "updated_at": moments[-1].at,
+            }
+        ]  # fmt: skip
+        if status == SessionStatus.ACTIVE and role in ("coder", "reviewer", "tester"):
+            out["pending changes"] = self.changes(moments[-1].at)
+        return out
+
+    def status(self, last: datetime) -> str:
+        recent = (self.now - last) < timedelta(days=30)
+        weights = [60, 20, 15, 5] if recent else [5, 5, 55, 35]
+        return self.rng.choices(list(SessionStatus.values), weights)[0]
+
+    def transition_rows(self, moments: list[Moment]) -> list[Row]:
+        rows: list[Row] = []
+        for moment in moments:
+            if moment.change is None:
+                continue
+            source, target, reason = moment.change
+            by_owner = source is None or self.rng.random() < 0.6
+            rows.append(
+                {
+                    "session_id": self.id, "seq": len(rows) + 1,
+                    "from_role_id": self.words.roles[source].id if source else None,
+                    "to_role_id": self.words.roles[target].id,
+                    "role_version_id": self.words.roles[target].version_id,
+                    "reason": reason,
+                    "actor": self.owner.username if by_owner else "orchestrator",
+                    "user_id": self.owner.pk if by_owner else None,
+                    "request_id": "", "created_at": moment.at,
+                }
+            )  # fmt: skip
+        return rows
+
+    def audit_rows(self, moments: list[Moment]) -> list[Row]:
+        """The session's hash chain over its first ``audit_events`` moments."""
+        rows: list[Row] = []
+        prev = GENESIS_HASH
+        key = chain_key(self.id)
+        for seq, moment in enumerate(moments[: self.audit_events], start=1):
+            actor = self.owner.username
+            kind: str
+            if seq == 1:
+                kind, target, result = AuditEventType.SESSION_CREATED, str(self.id), "created"
+                details: Row = {
+                    "title": self.title, "workspace": f"/srv/acode/workspaces/{self.id}",
+                    "repository": None, "branch": f"acode/{self.id}", "risk_tier": self.risk_tier,
+                }  # fmt: skip
+            elif moment.change is not None:
+                source, to, reason = moment.change
+                kind, target, result = AuditEventType.ROLE_TRANSITION, f"{source}->{to}", "ok"
+                version = self.words.roles[to].version
+                details = {
+                    "from_role": source, "to_role": to, "reason": reason,
+                    "role_version": version, "request_id": "",
+                }  # fmt: skip
+            elif moment.job is not None:
+                kind, target, result = AuditEventType.JOB_EVENT, f"job {moment.job['id']}", "queued"
+                details = {"request": moment.job["request"]}
+            else:
+                kind, target, result, details = self.words.session_event(moment.role, self.rng)
+                actor = f"job:{new_uuid(self.rng).hex[:8]}"
+            row = {
+                "chain": key, "seq": seq, "event_type": str(kind), "session_id": self.id,
+                "role": moment.role, "actor": actor, "target": target, "result": result,
+                "details": details, "created_at": moment.at, "prev_hash": prev,
+            }  # fmt: skip
+            prev = row["hash"] = self.hasher(row)
+            rows.append(row)
+        return rows
+
+    def place_jobs(self, moments: list[Moment], status: str, out: dict[str, list[Row]]) -> None:
+        """Each job starts at a quiet moment (its audit event says it was queued)."""
+        quiet = [i for i, m in enumerate(moments[: self.audit_events]) if m.change is None]
+        spots = self.rng.sample(quiet, min(len(quiet), len(self.jobs)))
+        spots += [self.rng.randrange(len(moments)) for _ in range(len(self.jobs) - len(spots))]
+        for number, (size, spot) in enumerate(zip(self.jobs, sorted(spots), strict=True)):
+            live = status == SessionStatus.ACTIVE and number == len(self.jobs) - 1
+            job, events = self.job(moments[spot].role, moments[spot].at, size, live)
+            if moments[spot].job is None and moments[spot].change is None:
+                moments[spot].job = job
+            out["jobs"].append(job)
+            out["job events"].extend(events)
+
+    def job(self, role: str, at: datetime, size: int, live: bool) -> tuple[Row, list[Row]]:
+        rng = self.rng
+        final = JobStatus.RUNNING if live and rng.random() < 0.2 else None
+        final = (
+            final
+            or rng.choices(
+                [
+                    JobStatus.SUCCEEDED,
+                    JobStatus.FAILED,
+                    JobStatus.CANCELLED,
+                    JobStatus.LIMIT_EXCEEDED,
+                ],
+                [80, 8, 5, 7],
+            )[0]
+        )
+        job_id = new_uuid(rng)
+        kinds = job_event_kinds(size, running=final == JobStatus.RUNNING)
+        tools = self.words.tools[role]
+        events, moment, tokens_in, tokens_out = [], at, 0, 0
+        for seq, kind in enumerate(kinds, start=1):
+            moment = min(self.now, moment + timedelta(seconds=rng.uniform(0.2, 4.0)))
+            tool, path = rng.choice(tools), rng.choice(PATHS)
+            data: Row
+            if kind == JobEventKind.STATUS:
+                data = {"status": JobStatus.RUNNING if seq == 1 else final}
+            elif kind == JobEventKind.PROMPT:
+                data = {"components": ["system", f"roles/{role}"], "notes": []}
+            elif kind == JobEventKind.CONTEXT:
+                files = [{"path": p, "tokens": rng.randint(50, 900)} for p in PATHS[:4]]
+                data = {
+                    "strategy": "focused",
+                    "token_count": rng.randint(800, 6000),
+                    "files": files,
+                }
+            elif kind == JobEventKind.LLM_REQUEST:
+                data = {"message_count": seq, "tools": tools[:6]}
+            elif kind == JobEventKind.LLM_RESPONSE:
+                got, sent = rng.randint(500, 4000), rng.randint(20, 400)
+                tokens_in, tokens_out = tokens_in + got, tokens_out + sent
+                last = seq >= len(kinds) - 1
+                calls = [] if last else [{"name": tool, "arguments": {"path": path}}]
+                content = "Done: the change is in place and the tests pass." if last else ""
+                data = {
+                    "tokens_in": got,
+                    "tokens_out": sent,
+                    "tool_calls": calls,
+                    "content": content,
+                }
+            elif kind == JobEventKind.TOOL_CALL:
+                data = {"name": tool, "arguments": {"path": path}}
+            else:
+                data = {"name": tool, "target": path, "output": f"{path}: 42 lines"}
+            events.append(
+                {"job_id": job_id, "seq": seq, "kind": kind, "data": data, "created_at": moment}
+            )
+        llm_calls = sum(1 for k in kinds if k == JobEventKind.LLM_RESPONSE)
+        request = f"{rng.choice(VERBS)} {rng.choice(THINGS)} in {rng.choice(PATHS)}"
+        job = {
+            "id": job_id, "session_id": self.id, "role_id": self.words.roles[role].id,
+            "role_version_id": self.words.roles[role].version_id, "request": request,
+            "status": final, "provider": "openai", "model": "qwen2.5-coder-7b-instruct",
+            "endpoint": "http://127.0.0.1:8080/v1", "llm_calls": llm_calls,
+            "tokens_in": tokens_in, "tokens_out": tokens_out,
+            "result": "Done." if final == JobStatus.SUCCEEDED else "",
+            "error_code": "ACODE-JOB-003" if final == JobStatus.FAILED else "",
+            "error_message": "The model endpoint did not answer." if final == JobStatus.FAILED else "",
+            "attempts": 1, "created_by": self.owner.username, "created_at": at,
+            "started_at": at, "heartbeat_at": moment,
+            "finished_at": None if final == JobStatus.RUNNING else moment,
+        }  # fmt: skip
+        return job, events
+
+    def plan(self, role: str) -> list[Row]:
+        steps = self.rng.randint(3, 6)
+        done = {"planner": 0, "coder": steps // 2, "reviewer": steps - 1, "tester": steps - 1}
+        finished = done.get(role, steps)
+        return [
+            {
+                "number": n, "title": f"Step {n}: {self.rng.choice(THINGS)}", "detail": "",
+                "files": [self.rng.choice(PATHS)], "depends_on": [n - 1] if n > 1 else [],
+                "status": StepStatus.DONE if n <= finished else StepStatus.PENDING,
+            }
+            for n in range(1, steps + 1)
+        ]  # fmt: skip
+
+    def changes(self, at: datetime) -> list[Row]:
+        paths = self.rng.sample(PATHS, self.rng.randint(0, 3))
+        diff = "--- a/{p}\n+++ b/{p}\n@@ -1,2 +1,2 @@\n-old = 1\n+new = 2\n context\n"
+        return [
+            {
+                "session_id": self.id, "path": p, "kind": ChangeKind.MODIFIED,
+                "diff": diff.format(p=p), "baseline": "old = 1\n context\n",
+                "role_id": self.words.roles["coder"].id if "coder" in self.words.roles else None,
+                "created_at": at, "updated_at": at,
+            }
+            for p in paths
+        ]  # fmt: skip
+
+
+def job_event_kinds(size: int, *, running: bool) -> list[str]:
+    """A job's event kinds: start, prompt, context, tool rounds, final answer, final status."""
+    head = [JobEventKind.STATUS, JobEventKind.PROMPT, JobEventKind.CONTEXT]
+    rounds = [
+        JobEventKind.LLM_REQUEST, JobEventKind.LLM_RESPONSE,
+        JobEventKind.TOOL_CALL, JobEventKind.TOOL_RESULT,
+    ]  # fmt: skip
+    tail = [JobEventKind.LLM_REQUEST, JobEventKind.LLM_RESPONSE, JobEventKind.STATUS]
+    middle = max(0, size - len(head) - len(tail))
+    kinds = head + (rounds * (middle // len(rounds) + 1))[:middle] + tail
+    kinds = [*kinds[: size - 1], JobEventKind.STATUS] if size < len(kinds) else kinds
+    if running:  # still working: no final status yet
+        kinds[-1] = JobEventKind.LLM_REQUEST
+    return [str(k) for k in kinds]
