@@ -42,7 +42,7 @@ def test_a_question_from_a_run_is_answered_on_the_page_and_the_run_ends_live(
             runkit.calls(("create_file", {"path": "greet.py", "content": runkit.FIRST})),
         ],
     )
-    scripted_model("tester", [runkit.tester_script()])
+    scripted_model("tester", [runkit.script_tester()])
     scripted_model("reviewer", [runkit.review("approve", "looks right")])
     session = session_create(owner=dev, title="Greeting helper", task="Say hello")
 

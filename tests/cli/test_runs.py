@@ -16,6 +16,7 @@ import pytest
 
 from acode.celery import app as celery_app
 from sessions_app.models import Job, Run
+from sessions_app.services.jobs import job_start
 from tests.cli.approvers import approver_runner
 from tests.cli.conftest import RunCli
 from tests.sessions_app import runkit
@@ -133,7 +134,7 @@ def test_a_question_pauses_with_exit_0_and_the_answer_resumes_it(
             calls(("create_file", {"path": "greet.py", "content": FIRST}), final="ok"),
         ],
     )
-    scripted_model("tester", [runkit.tester_script()])
+    scripted_model("tester", [runkit.script_tester()])
     scripted_model("reviewer", [APPROVE])
     asked = cli("run", "Add a greeting", "--risk", "medium", "--interval", "0.05")
     assert asked.exit_code == 0, asked.output
@@ -172,7 +173,7 @@ def test_high_run_waits_for_another_approver_who_sees_what_is_approved(
     scripted_model(
         "coder", [calls(("create_file", {"path": "greet.py", "content": FIRST}), final="ok")]
     )
-    scripted_model("tester", [runkit.tester_script()])
+    scripted_model("tester", [runkit.script_tester()])
     scripted_model("reviewer", [APPROVE])
     result = cli("run", "Add a greeting helper", "--risk", "high", "--interval", "0.05")
     assert result.exit_code == 0, result.output
@@ -222,7 +223,7 @@ def test_reject_at_the_gate_ends_the_run(
     scripted_model(
         "coder", [calls(("create_file", {"path": "greet.py", "content": FIRST}), final="ok")]
     )
-    scripted_model("tester", [runkit.tester_script()])
+    scripted_model("tester", [runkit.script_tester()])
     scripted_model("reviewer", [APPROVE])
     assert cli("run", "Add a greeting helper", "--risk", "high", "--no-follow").exit_code == 0
     rid = str(only_run().pk)[:8]
@@ -264,6 +265,7 @@ def test_no_follow_list_show_and_cancel(
     assert manual.exit_code == 4 and "ACODE-RUN-003" in manual.stderr
     assert Job.objects.count() == 1
 
+    job_start(Job.objects.get().pk)  # a worker runs the Planner's job
     cancelled = cli("run", "cancel", rid)
     assert cancelled.exit_code == 0, cancelled.output
     assert f"Cancel requested for run {rid}; it stops when its current stage ends." in (

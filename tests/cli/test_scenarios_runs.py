@@ -125,7 +125,7 @@ def script_scenario_4() -> None:
             ),
         ],
     )
-    scripted_model("tester", [runkit.tester_script() for _ in range(3)])
+    scripted_model("tester", [runkit.script_tester() for _ in range(3)])
     scripted_model(
         "reviewer",
         [

@@ -33,7 +33,7 @@ def review(verdict: str, summary: str, *findings: dict[str, Any]) -> list[dict[s
     return calls(("submit_review", args), final=f"verdict: {verdict}")
 
 
-def tester_script() -> list[dict[str, Any]]:
+def script_tester() -> list[dict[str, Any]]:
     return calls(("run_tests", {"argv": ["python", "-m", "pytest", "-q"]}), final="tests ran")
 
 
@@ -48,7 +48,7 @@ def script_medium_run(*, reviews: list[list[dict[str, Any]]]) -> None:
             calls(("write_file", {"path": "greet.py", "content": SECOND}), final="revised"),
         ],
     )
-    scripted_model("tester", [tester_script()])
+    scripted_model("tester", [script_tester()])
     scripted_model("reviewer", reviews)
 
 

@@ -89,7 +89,7 @@ def script_slow_coder_run() -> None:
     slow = calls(("create_file", {"path": "greet.py", "content": FIRST}), final="created")
     slow[0]["delay"] = 3
     scripted_model("coder", [slow])
-    scripted_model("tester", [runkit.tester_script()])
+    scripted_model("tester", [runkit.script_tester()])
     scripted_model("reviewer", [review("approve", "looks right")])
 
 

@@ -15,9 +15,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from sessions_app.models import AuditEvent, Run, RunStatus, WorkflowStage, WorkflowTemplate
+from sessions_app.models import AuditEvent, Job, Run, RunStatus, WorkflowStage, WorkflowTemplate
 from sessions_app.services.changes import change_track
-from sessions_app.services.runs import run_start
+from sessions_app.services.jobs import job_finish, job_start
+from sessions_app.services.runs import run_after_job, run_start
 from sessions_app.services.sessions import session_create
 from tests.sessions_app import runkit
 from tests.sessions_app.apis.apikit import new_session
@@ -76,7 +77,7 @@ def script_high_run() -> None:
     scripted_model(
         "coder", [calls(("create_file", {"path": "greet.py", "content": FIRST}), final="ok")]
     )
-    scripted_model("tester", [runkit.tester_script()])
+    scripted_model("tester", [runkit.script_tester()])
     scripted_model("reviewer", [APPROVE])
 
 
@@ -212,7 +213,7 @@ def test_a_coder_question_pauses_the_run_and_an_answer_resumes_it(api: APIClient
             calls(("create_file", {"path": "greet.py", "content": FIRST}), final="ok"),
         ],
     )
-    scripted_model("tester", [runkit.tester_script()])
+    scripted_model("tester", [runkit.script_tester()])
     scripted_model("reviewer", [APPROVE])
     sid = new_session(api)["id"]
     run = drive_api(api, start(api, sid, risk="medium").json()["id"])
@@ -244,13 +245,17 @@ def test_cancel_a_running_run_stops_it_at_the_stage_end(api: APIClient) -> None:
     script_medium_run(reviews=[APPROVE])
     sid = new_session(api)["id"]
     run_id = start(api, sid, risk="medium").json()["id"]
+    planning = job_start(Job.objects.get(session_id=sid).pk)  # a worker runs the Planner's job
+    assert planning is not None
 
     cancelled = api.post(f"/api/runs/{run_id}/cancel/")
 
     assert cancelled.status_code == 200, cancelled.content
     assert cancelled.json()["status"] == "running"
     assert "Cancel requested by dev" in cancelled.json()["message"]
-    run = drive_api(api, run_id)
+    job_finish(planning, "succeeded", result="(plan)")  # the job ends; the run stops there
+    run_after_job(planning.pk)
+    run = api.get(f"/api/runs/{run_id}/").json()
     assert run["status"] == "cancelled"
     assert run["can_cancel"] is False
     again = api.post(f"/api/runs/{run_id}/cancel/")
@@ -258,6 +263,16 @@ def test_cancel_a_running_run_stops_it_at_the_stage_end(api: APIClient) -> None:
     assert again.json()["code"] == "ACODE-RUN-004"
     session = api.get(f"/api/sessions/{sid}/").json()
     assert session["current_role"]["slug"] == "default"
+
+
+def test_cancel_before_the_first_job_starts_ends_the_run_at_once(api: APIClient) -> None:
+    script_medium_run(reviews=[APPROVE])
+    sid = new_session(api)["id"]
+    run_id = start(api, sid, risk="medium").json()["id"]
+    cancelled = api.post(f"/api/runs/{run_id}/cancel/")
+    assert cancelled.status_code == 200
+    assert cancelled.json()["status"] == "cancelled"
+    assert Job.objects.get(session_id=sid).status == "cancelled"
 
 
 def test_cancel_a_waiting_run_ends_it_at_once(api: APIClient) -> None:

@@ -71,7 +71,7 @@ def script_question() -> None:
             calls(("create_file", {"path": "greet.py", "content": FIRST}), final="ok"),
         ],
     )
-    scripted_model("tester", [runkit.tester_script()])
+    scripted_model("tester", [runkit.script_tester()])
     scripted_model("reviewer", [APPROVE])
 
 
@@ -81,7 +81,7 @@ def high_run_at_gate(session: AgentSession, starter: User) -> Run:
     scripted_model(
         "coder", [calls(("create_file", {"path": "greet.py", "content": FIRST}), final="ok")]
     )
-    scripted_model("tester", [runkit.tester_script()])
+    scripted_model("tester", [runkit.script_tester()])
     scripted_model("reviewer", [APPROVE])
     run = drive(run_start(session=session, request="Add a greeting", user=starter, risk="high"))
     assert run.status == RunStatus.AWAITING_APPROVAL, run.message

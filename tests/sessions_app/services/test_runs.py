@@ -44,7 +44,7 @@ from tests.sessions_app.runkit import (
     history,
     review,
     script_medium_run,
-    tester_script,
+    script_tester,
 )
 
 pytestmark = pytest.mark.django_db
@@ -177,7 +177,7 @@ def _high_run_at_gate(owner: User) -> Any:
     scripted_model(
         "coder", [calls(("create_file", {"path": "greet.py", "content": FIRST}), final="ok")]
     )
-    scripted_model("tester", [tester_script()])
+    scripted_model("tester", [script_tester()])
     scripted_model("reviewer", [APPROVE])
     run = run_start(
         session=_session(owner), request="Add a greeting helper", user=owner, risk="high"
@@ -277,7 +277,7 @@ def test_a_question_pauses_the_run_and_the_answer_resumes_the_waiting_stage(user
             calls(("create_file", {"path": "greet.py", "content": FIRST}), final="ok"),
         ],
     )
-    scripted_model("tester", [tester_script()])
+    scripted_model("tester", [script_tester()])
     scripted_model("reviewer", [APPROVE])
     run = drive(
         run_start(session=_session(user), request="Add a greeting", user=user, risk="medium")
@@ -376,7 +376,7 @@ def test_a_low_run_is_its_own_one_step_plan(user: User) -> None:
     scripted_model(
         "coder", [calls(("create_file", {"path": "greet.py", "content": FIRST}), final="ok")]
     )
-    scripted_model("tester", [tester_script()])
+    scripted_model("tester", [script_tester()])
     scripted_model("reviewer", [APPROVE])
     run = drive(run_start(session=_session(user), request="Add a greeting helper", user=user))
     assert run.status == RunStatus.SUCCEEDED, run.message
@@ -403,7 +403,7 @@ def test_changes_to_a_sensitive_path_raise_the_tier_and_add_the_approval_gate(
         "coder",
         [calls(("create_file", {"path": "app/migrations/0002_flag.py", "content": "ops = []\n"}))],
     )
-    scripted_model("tester", [tester_script()])
+    scripted_model("tester", [script_tester()])
     scripted_model("reviewer", [APPROVE])
     run = drive(run_start(session=_session(user), request="Add a feature flag", user=user))
     assert run.template.slug == "low"
