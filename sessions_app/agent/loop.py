@@ -211,10 +211,18 @@ def _prepare(job: Job) -> _Run:
         tool_ctx=_tool_context(job, session, asked),
         asked=asked,
         deadline=time.monotonic() + _limit(role.spec.timeout_seconds, job.limit_seconds),
-        ordinal=Job.objects.filter(
-            session_id=job.session_id, role_id=job.role_id, created_at__lt=job.created_at
-        ).count(),
+        ordinal=_scripted_ordinal(job, endpoints),
     )
+
+
+def _scripted_ordinal(job: Job, endpoints: list[Any]) -> int:
+    """Earlier jobs of this role in the session: which per-job script a scripted endpoint
+    replays (a query only scripted endpoints need)."""
+    if not any(e.kind == "scripted" for e in endpoints):
+        return 0
+    return Job.objects.filter(
+        session_id=job.session_id, role_id=job.role_id, created_at__lt=job.created_at
+    ).count()
 
 
 def _guard(run: _Run) -> None:

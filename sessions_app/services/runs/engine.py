@@ -25,6 +25,7 @@ from acode.errors import AcodeError
 from acode.inputs import is_blank
 from roles.registry import registry
 from sessions_app.models import (
+    FINAL_JOB_STATUSES,
     AgentSession,
     AuditEventType,
     Job,
@@ -214,15 +215,13 @@ def runs_resume_stalled() -> list[str]:
     """Advance running runs whose current stage's job has ended (a lost ``run_after_job``)."""
     resumed = []
     for stage in RunStage.objects.filter(
-        status=StageStatus.RUNNING, run__status=RunStatus.RUNNING, job__status__in=_final_jobs()
+        status=StageStatus.RUNNING,
+        run__status=RunStatus.RUNNING,
+        job__status__in=FINAL_JOB_STATUSES,
     ).select_related("job"):
         run_advance(stage.run_id)
         resumed.append(str(stage.run_id))
     return resumed
-
-
-def _final_jobs() -> list[str]:
-    return [JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.LIMIT_EXCEEDED]
 
 
 def run_advance(run_id: Any) -> Run:

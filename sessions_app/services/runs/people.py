@@ -23,6 +23,7 @@ from sessions_app.models import (
     StagePurpose,
     StageStatus,
 )
+from sessions_app.permissions import APPROVE_RUN_PERMISSION
 from sessions_app.services.audit import audit_record
 from sessions_app.services.jobs import JobLimits, job_cancel, job_create
 from sessions_app.services.runs.common import lock_run, publish_run
@@ -37,7 +38,6 @@ from sessions_app.services.runs.engine import (
 from sessions_app.services.runs.gate import approval_digest, gate_open
 from sessions_app.services.sessions import actor_name, current_role_of, lock_session
 
-APPROVE_PERMISSION = "sessions_app.approve_run"
 MAX_ANSWER_CHARS = 20_000
 MAX_FINDINGS = 100
 
@@ -168,11 +168,11 @@ def _resume_stage(run: Run, stage: RunStage, question: str, answer: str) -> None
 
 def _may_decide(run: Run, user: User, *, approving: bool) -> AcodeError | None:
     """Why ``user`` may not decide on the run at its gate (None: they may)."""
-    if not user.has_perm(APPROVE_PERMISSION):
+    if not user.has_perm(APPROVE_RUN_PERMISSION):
         return AcodeError(
             "ACODE-RUN-008",
             "Approving or rejecting runs needs the 'approve run' permission.",
-            {"missing_permission": APPROVE_PERMISSION},
+            {"missing_permission": APPROVE_RUN_PERMISSION},
         )
     if approving and run.started_by_id is not None and run.started_by_id == user.pk:
         return AcodeError(
