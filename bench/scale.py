@@ -109,7 +109,7 @@ def endpoints() -> list[Endpoint]:
 
     from django.urls import reverse
 
-    from sessions_app.models import AgentSession, AuditChain
+    from sessions_app.models import AgentSession
 
     rng = random.Random(17)
     busiest = list(
@@ -120,8 +120,8 @@ def endpoints() -> list[Endpoint]:
         reverse("dashboard-session", args=[pk])
         for pk in busiest + rng.sample(ids, min(25, len(ids)))
     ]
-    chain = AuditChain.objects.exclude(key="global").order_by("-last_seq").first()
-    session = chain.key.removeprefix("session:") if chain else ""
+    longest = AgentSession.objects.order_by("-audit_seq").values_list("pk", flat=True).first()
+    session = str(longest) if longest else ""
     first, last, oldest = time_range()
     week = f"since={first}&until={last}"
     return [

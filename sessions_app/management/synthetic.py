@@ -219,14 +219,6 @@ class SessionStory:
         self.place_jobs(moments, status, out)
         events = self.audit_rows(moments)
         out["audit events"] = events
-        out["audit chains"] = [
-            {
-                "key": chain_key(self.id),
-                "last_seq": len(events),
-                "last_hash": events[-1]["hash"] if events else GENESIS_HASH,
-                "anchored_seq": 0,
-            }
-        ]
         visited = {m.role for m in moments}
         out["sessions"] = [
             {
@@ -240,6 +232,9 @@ class SessionStory:
                 "plan": self.plan(role) if visited & {"planner", "coder"} else [],
                 "risk_tier": self.risk_tier,
                 "status": status, "active_run_id": None,
+                "audit_seq": len(events),
+                "audit_hash": events[-1]["hash"] if events else GENESIS_HASH,
+                "audit_anchored_seq": 0,
                 "created_at": self.created, "updated_at": moments[-1].at,
             }
         ]  # fmt: skip

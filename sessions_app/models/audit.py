@@ -31,11 +31,12 @@ class AuditEventType(models.TextChoices):
 
 
 GLOBAL_CHAIN = "global"
+SESSION_CHAIN_PREFIX = "session:"
 
 
 def chain_key(session_id: object | None) -> str:
     """The chain an event belongs to: its session's, or the one for events without one."""
-    return f"session:{session_id}" if session_id else GLOBAL_CHAIN
+    return f"{SESSION_CHAIN_PREFIX}{session_id}" if session_id else GLOBAL_CHAIN
 
 
 class AuditEvent(AppendOnlyModel):
@@ -90,7 +91,8 @@ class AuditEvent(AppendOnlyModel):
 
 
 class AuditChain(models.Model):
-    """The end of one chain; only writers to that chain lock it while they append."""
+    """The end of the chain of events without a session; writers to it lock it while they
+    append. A session's chain ends on the session's own row (``AgentSession.audit_seq``)."""
 
     key = models.CharField(max_length=64, primary_key=True)
     last_seq = models.PositiveBigIntegerField(default=0)

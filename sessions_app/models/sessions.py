@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -30,6 +31,11 @@ class StepStatus(models.TextChoices):
     DONE = "done", "Done"
     BLOCKED = "blocked", "Blocked"
     SKIPPED = "skipped", "Skipped"
+
+
+# The head of a session's audit chain, kept on the session's own row: whoever locks the
+# session to change it already holds the chain. Written only by sessions_app.services.audit.
+AUDIT_HEAD_FIELDS = ("audit_seq", "audit_hash", "audit_anchored_seq")
 
 
 class AgentSession(models.Model):
@@ -79,6 +85,15 @@ class AgentSession(models.Model):
         related_name="+",
         help_text="The run in progress: while set, only that run changes the session's role.",
     )
+    audit_seq = models.PositiveBigIntegerField(
+        default=0, editable=False, help_text="The newest event of the session's audit chain."
+    )
+    audit_hash = models.CharField(
+        max_length=64, default="0" * 64, editable=False, help_text="That event's hash."
+    )
+    audit_anchored_seq = models.PositiveBigIntegerField(
+        default=0, editable=False, help_text="The last event of the chain an anchor has sealed."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -102,6 +117,17 @@ class AgentSession(models.Model):
 
     def __str__(self) -> str:
         return f"{self.title} ({self.id})"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Save; an update writes the audit head only when asked by name, so an instance
+        read before an audited write never rewinds the chain when it is saved."""
+        if not self._state.adding and kwargs.get("update_fields") is None:
+            kwargs["update_fields"] = [
+                f.name
+                for f in self._meta.concrete_fields
+                if not f.primary_key and f.name not in AUDIT_HEAD_FIELDS
+            ]
+        super().save(*args, **kwargs)
 
 
 class RoleTransition(AppendOnlyModel):

@@ -33,6 +33,7 @@ from sessions_app.models import (
     AuditVerification,
     chain_key,
 )
+from sessions_app.models.audit import GLOBAL_CHAIN, SESSION_CHAIN_PREFIX
 
 GENESIS_HASH = "0" * 64
 
@@ -96,12 +97,17 @@ def anchor_hash(anchor: AuditAnchor) -> str:
     )
 
 
-def _locked_chain(key: str) -> AuditChain:
-    head = AuditChain.objects.select_for_update().filter(pk=key).first()
-    if head is None:
-        AuditChain.objects.get_or_create(key=key)  # a savepoint: a racing creator is fine
-        head = AuditChain.objects.select_for_update().get(pk=key)
-    return head
+def _locked_head(session: AgentSession | None) -> tuple[int, str]:
+    """Lock the chain's head (a session's own row, or the chain for events without one)
+    until the transaction ends; its newest event's number and hash."""
+    if session is not None:
+        head = AgentSession.objects.select_for_update().filter(pk=session.pk)
+        return head.values_list("audit_seq", "audit_hash").get()
+    chain = AuditChain.objects.select_for_update().filter(pk=GLOBAL_CHAIN).first()
+    if chain is None:
+        AuditChain.objects.get_or_create(key=GLOBAL_CHAIN)  # a savepoint: a racing creator is fine
+        chain = AuditChain.objects.select_for_update().get(pk=GLOBAL_CHAIN)
+    return chain.last_seq, chain.last_hash
 
 
 def audit_record(
@@ -113,18 +119,28 @@ def audit_record(
     target: str = "",
     result: str = "",
     details: dict[str, Any] | None = None,
+    head_saved_by_caller: bool = False,
 ) -> AuditEvent:
     """Append one event to its session's chain, in the caller's transaction.
 
-    Only that chain's head row is locked, so events of one session get consecutive
-    numbers and each links to the one before it, while other sessions write in parallel.
+    Only that chain's head is locked (for a session, its own row), so events of one
+    session get consecutive numbers and each links to the one before it, while other
+    sessions write in parallel.
+
+    ``head_saved_by_caller``: the caller locked ``session`` (``lock_session``) in this
+    transaction and saves ``AUDIT_HEAD_FIELDS`` with its own update of the row; the head
+    is read from and advanced on that instance, so the append costs one INSERT. Should
+    the instance be stale, the INSERT breaks the chain's unique numbering and fails.
     """
     key = chain_key(session.pk if session is not None else None)
     with transaction.atomic(savepoint=False):
-        head = _locked_chain(key)
+        if head_saved_by_caller and session is not None:
+            last_seq, last_hash = session.audit_seq, session.audit_hash
+        else:
+            last_seq, last_hash = _locked_head(session)
         event = AuditEvent(
             chain=key,
-            seq=head.last_seq + 1,
+            seq=last_seq + 1,
             event_type=str(event_type),
             session=session,
             role=safe_text(role)[:64],
@@ -133,11 +149,18 @@ def audit_record(
             result=safe_text(result)[:200],
             details=safe_details(details or {}),
             created_at=timezone.now(),
-            prev_hash=head.last_hash,
+            prev_hash=last_hash,
         )
         event.hash = event_hash(event)
         event.save(force_insert=True)
-        AuditChain.objects.filter(pk=key).update(last_seq=event.seq, last_hash=event.hash)
+        if session is not None:
+            session.audit_seq, session.audit_hash = event.seq, event.hash
+            if not head_saved_by_caller:
+                AgentSession.objects.filter(pk=session.pk).update(
+                    audit_seq=event.seq, audit_hash=event.hash
+                )
+        else:
+            AuditChain.objects.filter(pk=key).update(last_seq=event.seq, last_hash=event.hash)
     # Counted once committed: a rolled-back event never shows in the metrics.
     transaction.on_commit(
         partial(
@@ -149,19 +172,36 @@ def audit_record(
     return event
 
 
-def audit_chain_open(session: AgentSession) -> None:
-    """Create a new session's chain head (so its first append never races to create it)."""
-    AuditChain.objects.create(key=chain_key(session.pk))
+Head = tuple[int, str, int]  # last seq, last hash, anchored seq
+
+
+def _heads(moved_only: bool = False) -> dict[str, Head]:
+    """Every chain's head by chain key: sessions' from their rows, the global chain's."""
+    sessions = AgentSession.objects.exclude(audit_seq=0)
+    chains = AuditChain.objects.all()
+    if moved_only:
+        sessions = sessions.exclude(audit_anchored_seq=F("audit_seq"))
+        chains = chains.exclude(last_seq=0).exclude(anchored_seq=F("last_seq"))
+    heads = {
+        chain_key(pk): (seq, digest, anchored)
+        for pk, seq, digest, anchored in sessions.values_list(
+            "pk", "audit_seq", "audit_hash", "audit_anchored_seq"
+        ).iterator(chunk_size=2000)
+    }
+    heads.update(
+        (key, (seq, digest, anchored))
+        for key, seq, digest, anchored in chains.values_list(
+            "key", "last_seq", "last_hash", "anchored_seq"
+        )
+    )
+    return heads
 
 
 @transaction.atomic
 def audit_anchor() -> AuditAnchor | None:
     """Seal the head of every chain that moved since the last anchor (None if none did)."""
     last = AuditAnchor.objects.select_for_update().order_by("-seq").first()
-    moved = AuditChain.objects.exclude(last_seq=0).exclude(anchored_seq=F("last_seq"))
-    heads = {
-        key: [seq, digest] for key, seq, digest in moved.values_list("key", "last_seq", "last_hash")
-    }
+    heads = {key: [seq, digest] for key, (seq, digest, _) in _heads(moved_only=True).items()}
     if not heads:
         return None
     anchor = AuditAnchor(
@@ -173,7 +213,12 @@ def audit_anchor() -> AuditAnchor | None:
     anchor.hash = anchor_hash(anchor)
     anchor.save(force_insert=True)
     for key, (seq, _) in heads.items():
-        AuditChain.objects.filter(pk=key, anchored_seq__lt=seq).update(anchored_seq=seq)
+        if key == GLOBAL_CHAIN:
+            AuditChain.objects.filter(pk=key, anchored_seq__lt=seq).update(anchored_seq=seq)
+        else:
+            AgentSession.objects.filter(
+                pk=key.removeprefix(SESSION_CHAIN_PREFIX), audit_anchored_seq__lt=seq
+            ).update(audit_anchored_seq=seq)
     return anchor
 
 
@@ -273,15 +318,15 @@ class _ChainWalk:
             self.expected_prev, self.expected_seq = event.hash, event.seq + 1
             self.checked += 1
 
-    def finish(self, head: AuditChain | None) -> None:
+    def finish(self, head: Head | None) -> None:
         last = self.expected_seq - 1
         if self.problem is not None:
             return
-        if head is not None and (head.last_seq != last or head.last_hash != self.expected_prev):
+        if head is not None and (head[0] != last or head[1] != self.expected_prev):
             self._fail(
                 None,
                 last + 1,
-                f"the chain ends at #{last} but #{head.last_seq} was written: events were removed",
+                f"the chain ends at #{last} but #{head[0]} was written: events were removed",
             )
         elif self.seals and max(self.seals) > last:
             seq = max(self.seals)
@@ -295,7 +340,7 @@ class _ChainWalk:
 def audit_verify() -> ChainReport:
     """Recompute every hash of every chain and of the anchors; name the first bad row."""
     sealed, anchor_problem = _verify_anchors()
-    heads = {head.key: head for head in AuditChain.objects.all()}
+    heads = _heads()
     walks: dict[str, _ChainWalk] = {}
     walk: _ChainWalk | None = None
     for event in AuditEvent.objects.order_by("chain", "seq").iterator(chunk_size=2000):
@@ -303,7 +348,7 @@ def audit_verify() -> ChainReport:
             walk = walks[event.chain] = _ChainWalk(event.chain, sealed.get(event.chain, {}))
         walk.step(event)
     for key in set(heads) | set(sealed):
-        if key not in walks and (heads.get(key) is None or heads[key].last_seq or sealed.get(key)):
+        if key not in walks and (heads.get(key) is None or heads[key][0] or sealed.get(key)):
             walks[key] = _ChainWalk(key, sealed.get(key, {}))
     for key, chain_walk in walks.items():
         chain_walk.finish(heads.get(key))

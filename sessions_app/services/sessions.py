@@ -13,7 +13,7 @@ from django.utils import timezone
 from acode.errors import AcodeError
 from roles.registry import RoleDef, registry
 from sessions_app.models import AgentSession, AuditEventType, RiskTier, RoleTransition
-from sessions_app.services.audit import audit_chain_open, audit_record
+from sessions_app.services.audit import audit_record
 from sessions_app.services.events import publish_session_event
 from sessions_app.services.workspaces import repository_for, workspace_attach, workspace_create
 
@@ -80,7 +80,6 @@ def _history_start(session: AgentSession, owner: User, request_id: str) -> None:
         request_id=request_id,
         created_at=session.role_since,
     )
-    audit_chain_open(session)
     audit_record(
         event_type=AuditEventType.SESSION_CREATED,
         actor=actor,

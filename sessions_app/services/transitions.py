@@ -268,16 +268,6 @@ def _apply(
     session.role_since = now
     session.last_reason = reason
     session.transition_count = seq
-    session.save(
-        update_fields=[
-            "current_role",
-            "role_version",
-            "role_since",
-            "last_reason",
-            "transition_count",
-            "updated_at",
-        ]
-    )
     audit_record(
         event_type=AuditEventType.ROLE_TRANSITION,
         actor=who,
@@ -292,6 +282,19 @@ def _apply(
             "role_version": target.version,
             "request_id": request_id,
         },
+        head_saved_by_caller=True,  # the session row is locked and saved just below
+    )
+    session.save(
+        update_fields=[
+            "current_role",
+            "role_version",
+            "role_since",
+            "last_reason",
+            "transition_count",
+            "updated_at",
+            "audit_seq",
+            "audit_hash",
+        ]
     )
     change = {"from_role": current.slug, "to_role": target.slug, "reason": reason}
     transaction.on_commit(lambda: publish_session_event(session.pk, "role.changed", change))

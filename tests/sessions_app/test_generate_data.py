@@ -54,6 +54,11 @@ def test_generated_audit_chains_verify_and_are_anchored() -> None:
         assert chain.anchored_seq == chain.last_seq
         newest = AuditEvent.objects.filter(chain=chain.key).order_by("-seq").first()
         assert newest is not None and (newest.seq, newest.hash) == (chain.last_seq, chain.last_hash)
+    for session in AgentSession.objects.exclude(audit_seq=0):
+        assert session.audit_anchored_seq == session.audit_seq
+        newest = AuditEvent.objects.filter(session=session).order_by("-seq").first()
+        assert newest is not None
+        assert (newest.seq, newest.hash) == (session.audit_seq, session.audit_hash)
 
 
 def test_a_second_run_adds_to_what_is_there_and_still_verifies() -> None:

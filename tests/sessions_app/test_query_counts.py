@@ -15,7 +15,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from sessions_app.models import AgentSession, AuditChain
+from sessions_app.models import AgentSession
 
 pytestmark = pytest.mark.django_db
 
@@ -56,8 +56,7 @@ class SessionPages:
 
 
 def busiest_chain_session() -> str:
-    key = AuditChain.objects.exclude(key="global").order_by("-last_seq", "key")[0].key
-    return key.removeprefix("session:")
+    return str(AgentSession.objects.order_by("-audit_seq", "pk").values_list("pk", flat=True)[0])
 
 
 def read(client: Client, path: str) -> int:

@@ -8,7 +8,7 @@ events, spread over a few owners, every role, every status and ``--days`` of his
 The data is valid for the product: each session's ``transition_count``, current role,
 role version and last reason match its history, which follows the transition rules;
 every session has its own audit hash chain (``event_hash``, consecutive ``seq``, the
-chain head in ``AuditChain``), events without a session continue the global chain, and
+chain head on the session row), events without a session continue the global chain, and
 an anchor seals every chain at the end (``audit_anchor``), so ``audit_verify`` passes.
 Written with ``COPY`` on PostgreSQL, batched ``executemany`` elsewhere, in one
 transaction per batch of sessions; it only adds rows next to what is there.
@@ -222,7 +222,6 @@ class Command(BaseCommand):
             for name, model in (
                 ("sessions", AgentSession),
                 ("transitions", RoleTransition),
-                ("audit chains", AuditChain),
                 ("audit events", AuditEvent),
                 ("jobs", Job),
                 ("job events", JobEvent),

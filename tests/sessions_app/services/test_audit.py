@@ -7,9 +7,9 @@ import threading
 from typing import Any
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import IntegrityError, connection, connections, transaction
 
-from sessions_app.models import AuditAnchor, AuditChain, AuditEvent, AuditEventType
+from sessions_app.models import AgentSession, AuditAnchor, AuditEvent, AuditEventType
 from sessions_app.services.audit import audit_anchor, audit_record, audit_verify
 from sessions_app.services.sessions import session_create
 from sessions_app.services.transitions import session_transition
@@ -19,9 +19,7 @@ pytestmark = pytest.mark.django_db
 
 def _raw(sql: str, params: list[Any]) -> None:
     with connection.cursor() as cursor:
-        cursor.execute(
-            sql.format(event=AuditEvent._meta.db_table, chain=AuditChain._meta.db_table), params
-        )
+        cursor.execute(sql.format(event=AuditEvent._meta.db_table), params)
 
 
 def _busy_session(user: Any, title: str, moves: int = 4) -> Any:
@@ -100,10 +98,8 @@ def test_an_anchor_catches_a_tail_removed_together_with_its_head(user: Any) -> N
     events = _chain(session)
     keep = events[-3]
     _raw("DELETE FROM {event} WHERE id IN (%s, %s)", [events[-1].pk, events[-2].pk])
-    _raw(
-        "UPDATE {chain} SET last_seq = %s, last_hash = %s WHERE key = %s",
-        [keep.seq, keep.hash, f"session:{session.pk}"],
-    )
+    # Rewind the chain's head, on the session's row, to the event now last.
+    AgentSession.objects.filter(pk=session.pk).update(audit_seq=keep.seq, audit_hash=keep.hash)
     report = audit_verify()
     assert not report.ok and "anchor #1" in report.problem
 
@@ -132,6 +128,38 @@ def test_text_unsafe_for_storage_is_audited_and_verifies(user: Any) -> None:
     stored = AuditEvent.objects.get(pk=event.pk)
     assert stored.target == "a\ufffdb\ufffdc"
     assert stored.details == {"argv": ["x\ufffd", "\ufffd"], "n": 1}
+    assert audit_verify().ok
+
+
+def test_the_chain_head_lives_on_the_session_row_and_a_stale_copy_never_rewinds_it(
+    user: Any,
+) -> None:
+    session = _busy_session(user, "Head")
+    stale = AgentSession.objects.get(pk=session.pk)  # read before the next audited write
+    session_transition(session=session, to_role="planner", reason="again", user=user)
+    newest = _chain(session)[-1]
+    stale.title = "Renamed from an old copy"
+    stale.save()  # every field but the audit head
+    row = AgentSession.objects.get(pk=session.pk)
+    assert row.title == "Renamed from an old copy"
+    assert (row.audit_seq, row.audit_hash) == (newest.seq, newest.hash)
+    audit_record(event_type=AuditEventType.SESSION_UPDATED, actor="dev", session=stale)
+    assert audit_verify().ok
+
+
+def test_an_append_from_a_stale_locked_copy_fails_and_writes_nothing(user: Any) -> None:
+    session = _busy_session(user, "Stale")
+    stale = AgentSession.objects.get(pk=session.pk)
+    audit_record(event_type=AuditEventType.SESSION_UPDATED, actor="dev", session=session)
+    count = AuditEvent.objects.count()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        audit_record(
+            event_type=AuditEventType.SESSION_UPDATED,
+            actor="dev",
+            session=stale,
+            head_saved_by_caller=True,
+        )
+    assert AuditEvent.objects.count() == count
     assert audit_verify().ok
 
 
