@@ -169,12 +169,13 @@ class BoardColumn:
         return self.total - len(self.cards)
 
 
-def board_queryset(user: User, filters: BoardFilters) -> QuerySet[AgentSession]:
-    """Visible sessions matching the filters, with what their cards show."""
+def board_cards_queryset(ids: list[Any]) -> QuerySet[AgentSession]:
+    """The sessions ``ids`` (found visible and matching already), with what their cards
+    show: the search is not evaluated a second time."""
     latest_job = Job.objects.filter(session=OuterRef("pk")).order_by("-created_at")
     latest_run = Run.objects.filter(session=OuterRef("pk")).order_by("-created_at")
     return (
-        filters.sessions(user)
+        AgentSession.objects.filter(pk__in=ids)
         .annotate(
             changes_count=Count("pending_changes"),
             latest_job_status=Subquery(latest_job.values("status")[:1]),
@@ -185,7 +186,7 @@ def board_queryset(user: User, filters: BoardFilters) -> QuerySet[AgentSession]:
 
 
 def board_card(session: AgentSession, now: datetime) -> BoardCard:
-    """A session's card; ``session`` comes annotated from :func:`board_queryset`."""
+    """A session's card; ``session`` comes annotated from :func:`board_cards_queryset`."""
     done, total = plan_progress(session.plan)
     job_status = session.latest_job_status or ""  # type: ignore[attr-defined]
     run_status = session.latest_run_status or ""  # type: ignore[attr-defined]
@@ -246,8 +247,7 @@ def board_columns(
     shown = list(newest.values_list("pk", flat=True))
     cards: dict[str, list[BoardCard]] = {s: [] for s in slugs}
     # Only what a card shows: no role row (the registry has it), no task or workspace.
-    rows = board_queryset(user, filters).filter(pk__in=shown).select_related(None)
-    rows = rows.select_related("owner").only(*CARD_FIELDS)
+    rows = board_cards_queryset(shown).select_related("owner").only(*CARD_FIELDS)
     for session in rows:
         cards[slug_of[session.current_role_id]].append(board_card(session, now))
     return [BoardColumn(role_badge(s), cards[s], totals[s]) for s in slugs]
