@@ -175,25 +175,26 @@ def by_hand(session: Any, user: Any) -> list[Any]:
     return jobs
 
 
+# The jobs queued and not yet run, in order: what the broker would deliver to a worker
+# (``_enqueue`` is stubbed to append here, after the queuing transaction commits).
+QUEUED: list[Any] = []
+
+
 def orchestrated(session: Any, user: Any) -> Any:
     """One medium run, each stage's job run here as the Celery task runs it; the run."""
     from sessions_app.agent.loop import run_job
-    from sessions_app.models import RunStage
     from sessions_app.services.runs import run_after_job, run_start
 
+    QUEUED.clear()
     run = run_start(session=session, request=REQUEST, user=user, risk="medium")
-    done: set[Any] = set()
     for _ in range(10):
-        # What the task's message carries: the job of the stage the run is in. When the
-        # last job ended and no stage followed, the run has ended.
-        job_id = (
-            RunStage.objects.filter(run=run).order_by("-seq").values_list("job_id", flat=True)[0]
-        )
-        if job_id is None or job_id in done:
+        # What the task's message carries: the job the engine queued. When the last job
+        # ended and no stage followed, nothing is queued and the run has ended.
+        if not QUEUED:
             break
+        job_id = QUEUED.pop(0)
         run_job(job_id)
         run_after_job(job_id)
-        done.add(job_id)
     return run
 
 
@@ -259,7 +260,7 @@ def bench_runs(n: int) -> list[str]:
     with (
         scripted_roles(token) as script,
         # The jobs run here: no broker publish, no question whether a worker consumes it.
-        mock.patch.object(jobs_module, "_enqueue", lambda job, queue: None),
+        mock.patch.object(jobs_module, "_enqueue", lambda job, queue: QUEUED.append(job.pk)),
         mock.patch.object(jobs_module, "_warn_if_unconsumed", lambda job, queue: None),
     ):
         for i in range(WARMUP):
