@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -197,29 +197,58 @@ def _heads(moved_only: bool = False) -> dict[str, Head]:
     return heads
 
 
-@transaction.atomic
+ANCHOR_BATCH = 500  # sessions marked anchored per statement (and per transaction)
+
+
 def audit_anchor() -> AuditAnchor | None:
-    """Seal the head of every chain that moved since the last anchor (None if none did)."""
-    last = AuditAnchor.objects.select_for_update().order_by("-seq").first()
-    heads = {key: [seq, digest] for key, (seq, digest, _) in _heads(moved_only=True).items()}
-    if not heads:
-        return None
-    anchor = AuditAnchor(
-        seq=last.seq + 1 if last is not None else 1,
-        heads=heads,
-        created_at=timezone.now(),
-        prev_hash=last.hash if last is not None else GENESIS_HASH,
-    )
-    anchor.hash = anchor_hash(anchor)
-    anchor.save(force_insert=True)
-    for key, (seq, _) in heads.items():
-        if key == GLOBAL_CHAIN:
-            AuditChain.objects.filter(pk=key, anchored_seq__lt=seq).update(anchored_seq=seq)
-        else:
-            AgentSession.objects.filter(
-                pk=key.removeprefix(SESSION_CHAIN_PREFIX), audit_anchored_seq__lt=seq
-            ).update(audit_anchored_seq=seq)
+    """Seal the head of every chain that moved since the last anchor (None if none did).
+
+    The anchor is written in one short transaction. Marking how far each chain is sealed
+    follows in batches with transactions of their own, so no session row stays locked
+    while thousands of others are marked; a batch lost to a crash only makes the next
+    anchor seal those heads again.
+    """
+    with transaction.atomic():
+        last = AuditAnchor.objects.select_for_update().order_by("-seq").first()
+        moved = _heads(moved_only=True)
+        if not moved:
+            return None
+        anchor = AuditAnchor(
+            seq=last.seq + 1 if last is not None else 1,
+            heads={key: [seq, digest] for key, (seq, digest, _) in moved.items()},
+            created_at=timezone.now(),
+            prev_hash=last.hash if last is not None else GENESIS_HASH,
+        )
+        anchor.hash = anchor_hash(anchor)
+        anchor.save(force_insert=True)
+    _mark_anchored({key: seq for key, (seq, _, _) in moved.items()})
     return anchor
+
+
+def _mark_anchored(sealed: dict[str, int]) -> None:
+    """Record that each chain is sealed up to its seq (never moving a mark back).
+
+    One parameterised UPDATE per session, sent as a batch (``executemany``): an ORM
+    ``Case``/``When`` over thousands of sessions costs seconds to build.
+    """
+    if GLOBAL_CHAIN in sealed:
+        seq = sealed.pop(GLOBAL_CHAIN)
+        AuditChain.objects.filter(pk=GLOBAL_CHAIN, anchored_seq__lt=seq).update(anchored_seq=seq)
+    pk = AgentSession._meta.pk
+    assert pk is not None
+    quote = connection.ops.quote_name
+    column = quote("audit_anchored_seq")
+    sql = (
+        f"UPDATE {quote(AgentSession._meta.db_table)} SET {column} = %s "
+        f"WHERE {quote(pk.column)} = %s AND {column} < %s"
+    )
+    rows = [
+        (seq, pk.get_db_prep_value(key.removeprefix(SESSION_CHAIN_PREFIX), connection), seq)
+        for key, seq in sealed.items()
+    ]
+    for start in range(0, len(rows), ANCHOR_BATCH):
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.executemany(sql, rows[start : start + ANCHOR_BATCH])
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from django.db import IntegrityError, connection, connections, transaction
 
-from sessions_app.models import AgentSession, AuditAnchor, AuditEvent, AuditEventType
+from sessions_app.models import AgentSession, AuditAnchor, AuditChain, AuditEvent, AuditEventType
+from sessions_app.services import audit as audit_service
 from sessions_app.services.audit import audit_anchor, audit_record, audit_verify
 from sessions_app.services.sessions import session_create
 from sessions_app.services.transitions import session_transition
@@ -102,6 +103,20 @@ def test_an_anchor_catches_a_tail_removed_together_with_its_head(user: Any) -> N
     AgentSession.objects.filter(pk=session.pk).update(audit_seq=keep.seq, audit_hash=keep.hash)
     report = audit_verify()
     assert not report.ok and "anchor #1" in report.problem
+
+
+def test_an_anchor_marks_every_chain_sealed_in_batches(user: Any, monkeypatch: Any) -> None:
+    monkeypatch.setattr(audit_service, "ANCHOR_BATCH", 2)
+    sessions = [_busy_session(user, f"Batch {i}", moves=i) for i in range(5)]
+    audit_record(event_type=AuditEventType.ROLE_EDITED, actor="admin", target="global")
+    anchor = audit_anchor()
+    assert anchor is not None
+    for session in sessions:
+        session.refresh_from_db()
+        assert session.audit_anchored_seq == session.audit_seq == len(_chain(session))
+        assert anchor.heads[f"session:{session.pk}"][0] == session.audit_seq
+    assert AuditChain.objects.get(pk="global").anchored_seq == anchor.heads["global"][0]
+    assert audit_anchor() is None
 
 
 def test_an_edited_anchor_is_detected(user: Any) -> None:
