@@ -19,7 +19,8 @@ ORCHESTRATOR = "orchestrator"
 
 
 def lock_run(run_id: Any) -> Run:
-    return Run.objects.select_for_update().get(pk=run_id)
+    """Lock one run row, read with its template (which is not locked)."""
+    return Run.objects.select_for_update(of=("self",)).select_related("template").get(pk=run_id)
 
 
 def publish_run(run: Run, kind: str = "run.updated") -> None:

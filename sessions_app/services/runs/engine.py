@@ -297,8 +297,7 @@ def _close_stage(run: Run, session: AgentSession, stage: RunStage, job: Job | No
             run, session, RunStatus.AWAITING_INPUT, f"Waiting for an answer: {question.question}"
         )
         return
-    stage.status = StageStatus.SUCCEEDED
-    session.refresh_from_db(fields=["plan"])
+    stage.status = StageStatus.SUCCEEDED  # the session was locked (read) for this advance
     if stage.purpose == StagePurpose.PLAN:
         stage.evidence = {"steps": len(session.plan)}
         _raise_risk(run, risk_assess(RiskInput(plan=tuple(session.plan)), where="plan"))
@@ -474,10 +473,11 @@ def stage_start(
     role = registry.by_id(template_stage.role_id)
     plan_step = plan_step_of(session, step) if step else PlanStep(0, 0, "")
     reason = _reason(template_stage.purpose, plan_step, revision, run)
-    session_transition(
+    moved = session_transition(
         session=session, to_role=role.slug, reason=reason, actor=ORCHESTRATOR, run_id=run.pk
-    )
-    session.refresh_from_db()
+    ).session
+    for field in AgentSession._meta.concrete_fields:  # the transition's locked copy is current
+        setattr(session, field.attname, getattr(moved, field.attname))
     stage = RunStage.objects.create(
         run=run,
         seq=run.stages.count() + 1,
