@@ -38,7 +38,6 @@ from sessions_app.models.runs import (
     WorkflowTemplate,
 )
 from sessions_app.models.sessions import (
-    AUDIT_HEAD_FIELDS,
     AgentSession,
     ChangeKind,
     IdempotencyRecord,
@@ -51,7 +50,6 @@ from sessions_app.models.sessions import (
 
 __all__ = [
     "ACTIVE_RUN_STATUSES",
-    "AUDIT_HEAD_FIELDS",
     "FINAL_JOB_STATUSES",
     "FINAL_RUN_STATUSES",
     "GLOBAL_CHAIN",

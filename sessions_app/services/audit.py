@@ -17,7 +17,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import connection, transaction
 from django.db.models import F
@@ -128,7 +128,7 @@ def audit_record(
     sessions write in parallel.
 
     ``head_saved_by_caller``: the caller locked ``session`` (``lock_session``) in this
-    transaction and saves ``AUDIT_HEAD_FIELDS`` with its own update of the row; the head
+    transaction and saves ``audit_seq`` and ``audit_hash`` with its own update of the row; the head
     is read from and advanced on that instance, so the append costs one INSERT. Should
     the instance be stale, the INSERT breaks the chain's unique numbering and fails.
     """
@@ -172,7 +172,12 @@ def audit_record(
     return event
 
 
-Head = tuple[int, str, int]  # last seq, last hash, anchored seq
+class Head(NamedTuple):
+    """The end of one chain, as its head row records it."""
+
+    seq: int
+    hash: str
+    anchored_seq: int
 
 
 def _heads(moved_only: bool = False) -> dict[str, Head]:
@@ -183,13 +188,13 @@ def _heads(moved_only: bool = False) -> dict[str, Head]:
         sessions = sessions.exclude(audit_anchored_seq=F("audit_seq"))
         chains = chains.exclude(last_seq=0).exclude(anchored_seq=F("last_seq"))
     heads = {
-        chain_key(pk): (seq, digest, anchored)
+        chain_key(pk): Head(seq, digest, anchored)
         for pk, seq, digest, anchored in sessions.values_list(
             "pk", "audit_seq", "audit_hash", "audit_anchored_seq"
         ).iterator(chunk_size=2000)
     }
     heads.update(
-        (key, (seq, digest, anchored))
+        (key, Head(seq, digest, anchored))
         for key, seq, digest, anchored in chains.values_list(
             "key", "last_seq", "last_hash", "anchored_seq"
         )
@@ -215,13 +220,13 @@ def audit_anchor() -> AuditAnchor | None:
             return None
         anchor = AuditAnchor(
             seq=last.seq + 1 if last is not None else 1,
-            heads={key: [seq, digest] for key, (seq, digest, _) in moved.items()},
+            heads={key: [head.seq, head.hash] for key, head in moved.items()},
             created_at=timezone.now(),
             prev_hash=last.hash if last is not None else GENESIS_HASH,
         )
         anchor.hash = anchor_hash(anchor)
         anchor.save(force_insert=True)
-    _mark_anchored({key: seq for key, (seq, _, _) in moved.items()})
+    _mark_anchored({key: head.seq for key, head in moved.items()})
     return anchor
 
 
@@ -351,11 +356,11 @@ class _ChainWalk:
         last = self.expected_seq - 1
         if self.problem is not None:
             return
-        if head is not None and (head[0] != last or head[1] != self.expected_prev):
+        if head is not None and (head.seq != last or head.hash != self.expected_prev):
             self._fail(
                 None,
                 last + 1,
-                f"the chain ends at #{last} but #{head[0]} was written: events were removed",
+                f"the chain ends at #{last} but #{head.seq} was written: events were removed",
             )
         elif self.seals and max(self.seals) > last:
             seq = max(self.seals)
@@ -377,7 +382,7 @@ def audit_verify() -> ChainReport:
             walk = walks[event.chain] = _ChainWalk(event.chain, sealed.get(event.chain, {}))
         walk.step(event)
     for key in set(heads) | set(sealed):
-        if key not in walks and (heads.get(key) is None or heads[key][0] or sealed.get(key)):
+        if key not in walks and (heads.get(key) is None or heads[key].seq or sealed.get(key)):
             walks[key] = _ChainWalk(key, sealed.get(key, {}))
     for key, chain_walk in walks.items():
         chain_walk.finish(heads.get(key))
