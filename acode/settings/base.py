@@ -157,6 +157,12 @@ SPECTACULAR_SETTINGS = {
 
 # acode's own knobs.
 ACODE_WORKSPACES_ROOT = Path(env_str("ACODE_WORKSPACES_ROOT", str(VAR_DIR / "workspaces")))
+# Each managed workspace's git directory lives here, outside every mount a command sees
+# (shared between hosts like the workspaces: the web process commits approved changes).
+ACODE_GIT_ROOT = Path(env_str("ACODE_GIT_ROOT", str(VAR_DIR / "git")))
+# Scratch for the copy-on-write layer of each command (local to a worker; a filesystem that
+# can hold an overlayfs upper directory: ext4, xfs, btrfs, or tmpfs on Linux 6.6+).
+ACODE_LAYERS_ROOT = Path(env_str("ACODE_LAYERS_ROOT", str(VAR_DIR / "layers")))
 # Existing directories users with attach_workspace may start sessions on (none by default).
 ACODE_ATTACH_ROOTS = env_list("ACODE_ATTACH_ROOTS", [])
 ACODE_PROMPT_PACK = env_str("ACODE_PROMPT_PACK", "acode-standard")

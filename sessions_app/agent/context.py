@@ -148,13 +148,15 @@ def build_context(
     plan: list[dict[str, Any]] | None = None,
     pending: dict[str, str] | None = None,
     budget_cap: int | None = None,
+    git_dir: Path | None = None,
 ) -> ContextBundle:
     """Assemble context for one job in one role, within the strategy's token budget.
 
-    ``budget_cap`` keeps the context inside what the model can take (its context window).
+    ``budget_cap`` keeps the context inside what the model can take (its context window);
+    ``git_dir`` is the session's git directory (for ``.gitignore``-aware file listing).
     """
     pending = pending or {}
-    files = candidate_files(workspace)
+    files = candidate_files(workspace, git_dir)
     step_text = " ".join(
         s.get("title", "") + " " + " ".join(s.get("files", []))
         for s in plan or []

@@ -13,7 +13,8 @@ and commands need a sandbox that can start. Each decision names the rule that ma
   normalised arguments), then the outcome: ``RoleAction`` (ran; ``result`` its summary, or
   ACODE-TOL-002 with the exception type when it failed) or ``ToolDenied`` (refused while
   running, e.g. a path that turned out to be a link). A command's writes the role may not
-  make are undone and audited as one more ``ToolDenied`` row (``phase`` "command_writes").
+  make are discarded with its layer and audited as one more ``ToolDenied`` row (``phase``
+  "command_writes").
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from roles.access import ToolSpec, path_allowed
+from roles.access import ToolSpec
 from roles.commands import command_rule_check
 from roles.registry import RoleDef, registry
 from sessions_app.agent.redaction import redact_text
@@ -43,6 +44,7 @@ from sessions_app.agent.tools import (
     normalised_path,
 )
 from sessions_app.agent.workspace import Refused, RuleRefused, check_argv
+from sessions_app.agent.writes import write_rule
 from sessions_app.models import AgentSession, AuditEventType, Job
 from sessions_app.services.audit import audit_record, safe_text
 
@@ -52,9 +54,11 @@ DENIED = "ACODE-ROL-003"
 BAD_ARGUMENTS = "ACODE-TOL-001"
 TOOL_FAILED = "ACODE-TOL-002"
 SANDBOX_UNAVAILABLE = "ACODE-TOL-003"
+LAYER_UNAVAILABLE = "ACODE-TOL-004"
 TOOL_DECISION = AuditEventType.TOOL_DECISION
 WRITE_PERMISSION = "write_files"
 NETWORK_PERMISSION = "network"
+SECRETS_PERMISSION = "read_secrets"
 MAX_AUDITED_WRITES = 100
 
 
@@ -96,14 +100,23 @@ def _deny(
     return Decision(False, code, reason, None, target, rule, normalised or {})
 
 
-def sandbox_problem() -> str:
-    """Why commands cannot run here ("" when they can): the sandbox is required and absent."""
+def sandbox_problem(*, writable: bool = False) -> tuple[str, str, str]:
+    """Why a command cannot run here, as (code, rule, reason); ("", "", "") when it can.
+
+    Commands need the sandbox; write-capable ones also need its copy-on-write layer."""
     if not sandbox_required():
-        return ""
+        return "", "", ""
     status = sandbox_available()
-    if status.available:
-        return ""
-    return f"Commands run only inside a sandbox, and none can start here: {status.reason}."
+    if not status.available:
+        reason = f"Commands run only inside a sandbox, and none can start here: {status.reason}."
+        return SANDBOX_UNAVAILABLE, "sandbox", reason
+    if writable and not status.overlay:
+        reason = (
+            "Commands that may write run only on a copy-on-write layer, and none can be "
+            f"mounted here: {status.overlay_reason}."
+        )
+        return LAYER_UNAVAILABLE, "layer", reason
+    return "", "", ""
 
 
 def tool_check(role: RoleDef, tool: str, arguments: Any, workspace: Path) -> Decision:
@@ -153,17 +166,13 @@ def _check_path(role: RoleDef, impl: ToolImpl, raw: Any) -> Decision:
     if not impl.writes_path:
         rule = f"permission: {', '.join(sorted(impl.permissions))}"
         return Decision(True, impl=impl, target=rel, rule=rule, normalised=normalised)
-    globs = role.spec.write_paths
-    matched = next((g for g in globs if path_allowed(rel, [g])), None)
-    if globs and matched is None:
-        return _deny(
-            f"Role {role.name} may write only {', '.join(globs)}; {rel!r} is outside those paths.",
-            "write_paths",
-            target=rel,
-            normalised=normalised,
-        )
-    rule = f"write_paths: {matched}" if matched else "write_paths: anywhere"
-    return Decision(True, impl=impl, target=rel, rule=rule, normalised=normalised)
+    # The tool's own permissions (checked above) are its write permission.
+    decision = write_rule(
+        rel, may_write=True, write_paths=role.spec.write_paths, role_name=role.name
+    )
+    if not decision.allowed:
+        return _deny(decision.reason, decision.rule, target=rel, normalised=normalised)
+    return Decision(True, impl=impl, target=rel, rule=decision.rule, normalised=normalised)
 
 
 def _check_command(
@@ -190,9 +199,9 @@ def _check_command(
             target=target,
             normalised=normalised,
         )
-    problem = sandbox_problem()
+    code, rule, problem = sandbox_problem(writable=normalised["writable"])
     if problem:
-        return _deny(problem, "sandbox", SANDBOX_UNAVAILABLE, target, normalised)
+        return _deny(problem, rule, code, target, normalised)
     normalised["sandbox"] = "on" if sandbox_required() else "off (ACODE_SANDBOX=off)"
     return Decision(True, impl=impl, target=target, rule=check.rule, normalised=normalised)
 
@@ -284,13 +293,17 @@ def tool_execute(
         context,
         may_write=WRITE_PERMISSION in role.access.permissions,
         network=NETWORK_PERMISSION in role.access.permissions,
+        read_secrets=SECRETS_PERMISSION in role.access.permissions,
         write_paths=tuple(role.spec.write_paths),
+        role_name=role.name,
     )
     try:
         result = decision.impl.run(call_context, arguments)
     except SandboxUnavailable as exc:
-        reason = f"Commands run only inside a sandbox, and none can start here: {exc}."
-        return _refused_while_running(audit, decision, SANDBOX_UNAVAILABLE, "sandbox", reason)
+        code, rule, reason = sandbox_problem(writable=call_context.may_write)
+        reason = reason or f"Commands run only inside a sandbox, and none can start here: {exc}."
+        return _refused_while_running(audit, decision, code or SANDBOX_UNAVAILABLE,
+                                      rule or "sandbox", reason)  # fmt: skip
     except Refused as exc:
         return _refused_while_running(audit, decision, DENIED, _refusal_rule(exc), exc.reason)
     except Exception as exc:  # every failure is an audited, clean tool error
@@ -329,6 +342,6 @@ def _audit_write_denials(audit: _CallAudit, result: ToolResult) -> None:
     rules = sorted({d["rule"] for d in denied})
     audit.row(
         AuditEventType.TOOL_DENIED, DENIED, phase="command_writes", rule=rules[0], rules=rules,
-        count=len(denied), undone=denied[:MAX_AUDITED_WRITES],
-        reason=f"{len(denied)} change(s) the role may not make were undone",
+        count=len(denied), discarded=denied[:MAX_AUDITED_WRITES],
+        reason=f"{len(denied)} change(s) the role may not make were discarded",
     )  # fmt: skip

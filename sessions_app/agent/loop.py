@@ -32,6 +32,7 @@ from sessions_app.agent.context import build_context
 from sessions_app.agent.executor import tool_execute
 from sessions_app.agent.plans import plan_from_answer
 from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolContext
+from sessions_app.agent.writes import RecordedWrite
 from sessions_app.models import AgentSession, Job, JobEventKind, JobStatus
 from sessions_app.services.changes import change_track, changes_approve
 from sessions_app.services.jobs import (
@@ -43,6 +44,7 @@ from sessions_app.services.jobs import (
 )
 from sessions_app.services.plans import plan_set
 from sessions_app.services.runs import run_question_ask, run_review_record
+from sessions_app.services.workspaces import session_git_dir, workspace_writer
 
 logger = logging.getLogger(__name__)
 EVENT_TEXT_CAP = 8000
@@ -194,6 +196,7 @@ def _prepare(job: Job) -> _Run:
         plan=session.plan,
         pending=pending,
         budget_cap=min(e.context_window for e in endpoints) // 2,
+        git_dir=session_git_dir(session),
     )
     job_event(job, JobEventKind.CONTEXT, context.as_dict())
     messages: list[dict[str, Any]] = [
@@ -423,8 +426,8 @@ def _final_answer(job: Job, role: RoleDef, session: AgentSession, content: str) 
 def _tool_context(job: Job, session: AgentSession, asked: list[str]) -> ToolContext:
     actor = f"job:{str(job.pk)[:8]}"
 
-    def record_change(path: str, before: str | None, after: str | None) -> None:
-        change_track(session=session, path=path, before=before, after=after, actor=actor)
+    def record_change(write: RecordedWrite) -> None:
+        change_track(session=session, write=write, actor=actor)
 
     def approve(summary: str) -> int:
         if job.run_stage_id is not None:  # in a run, the run commits (or its gate does)
@@ -450,6 +453,9 @@ def _tool_context(job: Job, session: AgentSession, asked: list[str]) -> ToolCont
 
     return ToolContext(
         workspace=Path(session.workspace),
+        writer=workspace_writer(session),
+        layers_root=Path(settings.ACODE_LAYERS_ROOT),
+        git_dir=session_git_dir(session),
         pending_diffs=dict(session.pending_changes.values_list("path", "diff")),
         record_change=record_change,
         approve_changes=approve,

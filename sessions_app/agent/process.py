@@ -183,11 +183,13 @@ def run_process(
     limits: Limits,
     pass_fds: Sequence[int] = (),
     sandboxed: bool = False,
+    stdin: int | None = None,
 ) -> CommandOutcome:
     """Run ``argv`` with limits, a deadline and capped output; nothing it started survives.
 
     The process gets its own session (so its whole group can be killed) and, where a pids
     cgroup is writable, its own cgroup (so even children that left the group are found).
+    ``stdin`` is a file descriptor to read from (default: nothing).
     """
     cgroup = None
     parent = _cgroup_parent()
@@ -200,7 +202,8 @@ def run_process(
     try:
         prefix, preexec = _launcher(limits, cgroup)
         proc = subprocess.Popen(
-            [*prefix, *argv], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+            [*prefix, *argv], cwd=cwd, env=dict(env),
+            stdin=subprocess.DEVNULL if stdin is None else stdin,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
             pass_fds=tuple(pass_fds), preexec_fn=preexec,
         )  # fmt: skip

@@ -16,7 +16,7 @@ import errno
 import os
 import secrets
 import stat as st
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,28 +157,47 @@ class WorkspaceFS:
         """The file decoded as UTF-8 (undecodable bytes replaced)."""
         return self.read_bytes(rel, max_bytes, truncate=truncate).decode("utf-8", "replace")
 
-    def write_bytes(self, rel: str, data: bytes, *, create_parents: bool = True) -> None:
+    def write_bytes(
+        self, rel: str, data: bytes, *, create_parents: bool = True, mode: int | None = None
+    ) -> None:
         """Replace the file atomically: a crash or error half way leaves the original intact.
 
         The new content goes to a fresh temporary file (``O_EXCL | O_NOFOLLOW``) in the same
         opened directory, is fsynced, then renamed over the name through that directory fd.
+        ``mode`` (permission bits) defaults to the replaced file's, or 0644.
         """
+        self._replace(rel, lambda fd: _write_all(fd, data), create_parents, mode)
+
+    def write_from(self, rel: str, source: int, *, mode: int) -> None:
+        """``write_bytes`` of everything readable from the opened file ``source``, streamed
+        (never held in memory whole)."""
+
+        def copy(fd: int) -> None:
+            os.lseek(source, 0, os.SEEK_SET)
+            while chunk := os.read(source, 1 << 20):
+                _write_all(fd, chunk)
+
+        self._replace(rel, copy, True, mode)
+
+    def _replace(
+        self, rel: str, write: Callable[[int], None], create_parents: bool, mode: int | None
+    ) -> None:
         *parents, name = split_path(rel)
         with self._dir(parents, create=create_parents) as d:
-            mode = 0o644
+            keep = 0o644
             try:
                 info = os.stat(name, dir_fd=d, follow_symlinks=False)
             except FileNotFoundError:
                 pass
             else:
                 _check_file(info, rel)  # never replace a link, directory or special file
-                mode = st.S_IMODE(info.st_mode) & 0o777
+                keep = st.S_IMODE(info.st_mode) & 0o777
             tmp = f".acode-{secrets.token_hex(8)}.tmp"
             fd = os.open(tmp, TMP_FLAGS, 0o600, dir_fd=d)
             try:
                 try:
-                    os.fchmod(fd, mode)
-                    _write_all(fd, data)
+                    os.fchmod(fd, (keep if mode is None else mode) & 0o777)
+                    write(fd)
                     os.fsync(fd)
                 finally:
                     os.close(fd)
@@ -210,6 +229,22 @@ class WorkspaceFS:
             if st.S_ISDIR(os.stat(name, dir_fd=d, follow_symlinks=False).st_mode):
                 raise Refused(f"{rel!r} is a directory; only files are deleted")
             os.unlink(name, dir_fd=d)
+
+    def remove_empty_dir(self, rel: str) -> bool:
+        """Remove the directory at ``rel`` if it is empty (and a directory); whether it was."""
+        *parents, name = split_path(rel)
+        try:
+            with self._dir(parents) as d:
+                os.rmdir(name, dir_fd=d)
+        except (OSError, Refused):
+            return False
+        return True
+
+    def mode(self, rel: str) -> int:
+        """The permission bits of ``rel`` itself (a link is not followed)."""
+        names = split_path(rel, directory=True)
+        with self._dir(names[:-1]) as d:
+            return st.S_IMODE(os.stat(names[-1], dir_fd=d, follow_symlinks=False).st_mode)
 
     def exists(self, rel: str) -> bool:
         """Whether anything (even a link) is at ``rel``; ``Refused`` if the path is."""

@@ -1,7 +1,9 @@
-"""Git run by the server on a workspace the agent could write to, without running its code.
+"""Git run by the server, without running any program a repository names.
 
-A workspace's ``.git/config`` and ``.gitattributes`` are agent-controlled (sandboxed commands
-can write them), and git runs programs named there: ``core.fsmonitor``, hooks,
+A managed workspace's git directory lives in server state (``ACODE_GIT_ROOT``), outside every
+mount a command sees, and only the server writes it; an attached workspace's ``.git`` was
+written by whoever owns it. Either way git could run programs named there or in
+``.gitattributes``: ``core.fsmonitor``, hooks,
 ``diff.external``, textconv and filter drivers, pagers, credential helpers, ssh. Every call
 here gets a clean environment (no inherited ``GIT_*``, an empty ``HOME``, no system or
 global config) and command-line config that overrides each of those (command-line config
@@ -15,7 +17,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from sessions_app.agent.process import CommandOutcome, Limits, run_process
@@ -80,30 +82,63 @@ def git_env(home: str) -> dict[str, str]:
 
 
 def run_git(
-    workspace: Path,
+    git_dir: Path,
     args: Sequence[str],
     *,
+    work_tree: Path | None = None,
     timeout: float = GIT_TIMEOUT,
     limits: Limits | None = None,
+    stdin: int | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> CommandOutcome:
-    """Run ``git <args>`` on the repository at ``workspace`` without running its programs.
+    """Run ``git <args>`` on the repository ``git_dir`` without running its programs.
 
-    Git is pinned to ``workspace/.git`` and ``workspace`` as work tree (never a parent
-    repository, never a ``gitdir:`` file, ``core.worktree`` or shared object store pointing
-    elsewhere). Raises ``GitRefused`` when the layout would let git read outside.
+    Git is pinned to ``git_dir`` (never a parent repository, a ``gitdir:`` file, or a shared
+    object store elsewhere) and to ``work_tree`` when given (overriding ``core.worktree``);
+    without one it runs as on a bare repository. ``stdin`` is a file descriptor to feed it;
+    ``env`` adds variables (``GIT_INDEX_FILE``, author and committer). Raises ``GitRefused``
+    when the layout would let git read outside.
     """
     if not args:
         raise ValueError("a git subcommand is required")
-    root = Path(workspace).resolve(strict=True)
-    git_dir = _checked_git_dir(root)
+    checked = _checked_git_dir(Path(git_dir))
+    with tempfile.TemporaryDirectory(prefix="acode-git-home-") as home:
+        full_env = git_env(home)
+        full_env["GIT_DIR"] = str(checked)
+        if work_tree is not None:
+            root = Path(work_tree).resolve(strict=True)
+            full_env["GIT_WORK_TREE"] = str(root)
+            full_env["GIT_CEILING_DIRECTORIES"] = str(root.parent)
+        for name, value in (env or {}).items():
+            if not name.startswith("GIT_") or name in full_env:
+                raise ValueError(f"not a variable git may be given here: {name}")
+            full_env[name] = value
+        cwd = str(full_env.get("GIT_WORK_TREE", checked))
+        config = list(HARDENING) + _driver_overrides(cwd, full_env, timeout)
+        argv = _git_argv(config, args)
+        return _run(argv, cwd=cwd, env=full_env, timeout=timeout, limits=limits, stdin=stdin)
+
+
+def init_repository(git_dir: Path, branch: str) -> None:
+    """A new, empty repository at ``git_dir`` (no templates: no hooks) whose HEAD names
+    ``branch``; its work tree is given per call (``run_git(work_tree=...)``)."""
+    target = Path(git_dir)
+    if target.exists():
+        raise ValueError(f"repository destination exists: {target}")
+    target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="acode-git-home-") as home:
         env = git_env(home)
-        env["GIT_DIR"] = str(git_dir)
-        env["GIT_WORK_TREE"] = str(root)  # overrides any core.worktree in the repo's config
-        env["GIT_CEILING_DIRECTORIES"] = str(root.parent)
-        config = list(HARDENING) + _driver_overrides(root, env, timeout)
-        argv = _git_argv(config, args)
-        return _run(argv, cwd=str(root), env=env, timeout=timeout, limits=limits)
+        argv = _git_argv(list(HARDENING), ["init", "--quiet", "--bare", "--template=", str(target)])
+        outcome = _run(argv, cwd=str(target.parent), env=env, timeout=GIT_TIMEOUT, limits=None)
+    if outcome.exit_code != 0:
+        raise GitRefused(f"git init failed: {outcome.stderr.strip()[:300]}")
+    for args in (
+        ["config", "core.bare", "false"],
+        ["symbolic-ref", "HEAD", f"refs/heads/{branch}"],
+    ):
+        done = run_git(target, args)
+        if done.exit_code != 0:
+            raise GitRefused(f"git {args[0]} failed: {done.stderr.strip()[:300]}")
 
 
 def clone(
@@ -114,7 +149,8 @@ def clone(
     limits: Limits | None = None,
     extra_args: Sequence[str] = (),
 ) -> CommandOutcome:
-    """Clone ``source`` (a local path, ``file://`` or ``https://`` URL) into new ``dest``.
+    """Clone ``source`` (a local path, ``file://`` or ``https://`` URL) into a new bare
+    repository ``dest`` (the work tree is checked out separately, so it never holds ``.git``).
 
     Only the file and https transports are allowed (no ssh, ext::, fd:: or git://); a local
     source is copied through the transport (``--no-local``), so symlinks in its object
@@ -125,37 +161,38 @@ def clone(
     target = Path(dest)
     if target.exists():
         raise ValueError(f"clone destination exists: {target}")
+    target.parent.mkdir(parents=True, exist_ok=True)
     parent = target.parent.resolve(strict=True)
     with tempfile.TemporaryDirectory(prefix="acode-git-home-") as home:
         env = git_env(home)
         env["GIT_CEILING_DIRECTORIES"] = str(parent)
         config = [*HARDENING, *CLONE_PROTOCOLS]
-        args = ["clone", "--no-local", "--template=", "--no-recurse-submodules", *extra_args]
+        args = ["clone", "--bare", "--no-local", "--template=", "--no-recurse-submodules",
+                *extra_args]  # fmt: skip
         argv = _git_argv(config, [*args, "--", source, str(parent / target.name)])
         return _run(argv, cwd=str(parent), env=env, timeout=timeout, limits=limits)
 
 
-def _checked_git_dir(root: Path) -> Path:
-    """``root/.git``, if it is a real directory that keeps git inside ``root``."""
-    git_dir = root / ".git"
+def _checked_git_dir(git_dir: Path) -> Path:
+    """``git_dir``, if it is a real directory that keeps git inside it."""
     if git_dir.is_symlink() or not git_dir.is_dir():
-        raise GitRefused(f"{root} has no .git directory (a .git file or link is refused)")
+        raise GitRefused(f"{git_dir} is not a git directory (a file or link is refused)")
     for name in ("commondir", "objects/info/alternates"):
         # Both make git read objects/refs from another repository on this host.
         if (git_dir / name).exists() or (git_dir / name).is_symlink():
-            raise GitRefused(f"{root}/.git/{name} points git at another repository")
+            raise GitRefused(f"{git_dir}/{name} points git at another repository")
     with os.scandir(git_dir) as entries:  # e.g. objects/ or config linked to another repo's
         linked = sorted(e.name for e in entries if e.is_symlink())
     if linked:
-        raise GitRefused(f"{root}/.git has symbolic links ({', '.join(linked)})")
-    return git_dir
+        raise GitRefused(f"{git_dir} has symbolic links ({', '.join(linked)})")
+    return git_dir.resolve()
 
 
-def _driver_overrides(root: Path, env: dict[str, str], timeout: float) -> list[str]:
+def _driver_overrides(cwd: str, env: dict[str, str], timeout: float) -> list[str]:
     """Blank every filter/diff/merge driver the repository's config names."""
     listing = _run(
         _git_argv(list(HARDENING), ["config", "--null", "--name-only", "--list"]),
-        cwd=str(root), env=env, timeout=timeout, limits=None,
+        cwd=cwd, env=env, timeout=timeout, limits=None,
     )  # fmt: skip
     if listing.exit_code != 0:
         raise GitRefused(f"git cannot read the repository's config: {listing.stderr.strip()}")
@@ -185,7 +222,15 @@ def _git_argv(config: Sequence[str], args: Sequence[str]) -> list[str]:
 
 
 def _run(
-    argv: list[str], *, cwd: str, env: dict[str, str], timeout: float, limits: Limits | None
+    argv: list[str],
+    *,
+    cwd: str,
+    env: dict[str, str],
+    timeout: float,
+    limits: Limits | None,
+    stdin: int | None = None,
 ) -> CommandOutcome:
     # The same runner as sandboxed commands: deadline, output cap, nothing left running.
-    return run_process(argv, cwd=cwd, env=env, timeout=timeout, limits=limits or Limits())
+    return run_process(
+        argv, cwd=cwd, env=env, timeout=timeout, limits=limits or Limits(), stdin=stdin
+    )

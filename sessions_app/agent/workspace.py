@@ -2,7 +2,7 @@
 
 ``workspace_files`` lists files through ``safegit`` (``.gitignore`` honoured, none of the
 repository's programs run) or ``safefs.walk``; ``check_argv`` checks the shape of a
-command. What a command wrote is checked in ``sessions_app.agent.writes``.
+command. What a command wrote is applied (or not) in ``sessions_app.agent.writes``.
 """
 
 from __future__ import annotations
@@ -44,18 +44,22 @@ def is_binary(data: bytes) -> bool:
     return b"\x00" in data[:BINARY_SNIFF]
 
 
-def workspace_files(root: Path) -> list[str]:
+def workspace_files(root: Path, git_dir: Path | None = None) -> list[str]:
     """Workspace files (POSIX, relative), honouring .gitignore when it is a git repository.
 
-    Only ``.gitignore`` files are read for exclusions (not ``core.excludesFile``, which the
-    repository's config could point anywhere), and git runs through ``safegit``.
+    ``git_dir`` is the session's git directory (server state); an attached workspace may
+    have its own ``.git``. Only ``.gitignore`` files are read for exclusions (not
+    ``core.excludesFile``, which a repository's config could point anywhere), and git runs
+    through ``safegit``.
     """
-    git_dir = root / ".git"
-    if git_dir.is_dir() and not git_dir.is_symlink():
+    if git_dir is None and (root / ".git").is_dir() and not (root / ".git").is_symlink():
+        git_dir = root / ".git"
+    if git_dir is not None:
         try:
             listing = run_git(
-                root,
+                git_dir,
                 ["ls-files", "-z", "--cached", "--others", "--exclude-per-directory=.gitignore"],
+                work_tree=root,
                 timeout=30,
             )
         except GitRefused:

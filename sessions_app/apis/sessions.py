@@ -41,6 +41,7 @@ from sessions_app.models import SessionStatus
 from sessions_app.permissions import sessions_visible_to
 from sessions_app.selectors import session_usage, usage
 from sessions_app.services.sessions import session_create, session_update
+from sessions_app.services.workspaces import session_git_dir
 
 
 class SessionPagination(LimitOffsetPagination):
@@ -182,6 +183,7 @@ class SessionContextApi(APIView):
             task=session.task,
             plan=session.plan,
             pending=dict(session.pending_changes.values_list("path", "diff")),
+            git_dir=session_git_dir(session),
         )
         return Response(bundle.as_dict())
 

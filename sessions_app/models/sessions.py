@@ -181,6 +181,15 @@ class PendingChange(models.Model):
         blank=True,
         help_text="File content before this review cycle (null: did not exist).",
     )
+    # Exactly what was written: the git blob id of the content now at ``path`` ("" when
+    # deleted) and its git mode. Approval commits these, never what the work tree holds.
+    content = models.CharField(max_length=64, blank=True, default="")
+    mode = models.PositiveIntegerField(default=0)
+    content_recorded = models.BooleanField(
+        default=False,
+        help_text="Written by a tool (content above); false for a change described by hand, "
+        "which approval does not commit.",
+    )
     role = models.ForeignKey(Role, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

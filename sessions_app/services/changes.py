@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import difflib
+import hashlib
+import json
 
 from django.contrib.auth.models import User
 from django.db import transaction
 
 from acode.errors import AcodeError
+from sessions_app.agent.writes import CONTROL, RecordedWrite
 from sessions_app.models import AgentSession, AuditEventType, ChangeKind, PendingChange
 from sessions_app.services.sessions import (
     actor_name,
@@ -15,7 +18,31 @@ from sessions_app.services.sessions import (
     lock_session,
     record_and_publish,
 )
-from sessions_app.services.workspaces import workspace_commit
+from sessions_app.services.workspaces import ApprovedChange, workspace_commit
+
+PLACEHOLDER = "["  # binary, large or special content is shown as "[... bytes]" text
+
+
+def _check_path(path: str) -> None:
+    """A diff shown to a reviewer cannot be forged through a file name."""
+    if CONTROL.search(path):
+        raise AcodeError(
+            "ACODE-INP-010",
+            "File names with control characters (newline, carriage return, escape...) are "
+            "refused as pending changes.",
+            {"path": path.encode("unicode_escape").decode("ascii")[:1000]},
+        )
+
+
+def pending_digest(session: AgentSession) -> str:
+    """A digest of exactly what is pending: every change's path, kind, diff, recorded
+    content id and mode. Approvals are bound to it; commits are built from the same rows."""
+    rows = list(
+        session.pending_changes.order_by("path").values_list(
+            "path", "kind", "diff", "content", "mode", "content_recorded"
+        )
+    )
+    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()
 
 
 def unified_diff(path: str, before: str, after: str) -> str:
@@ -39,7 +66,9 @@ def change_record(
     actor: str | None = None,
     user: User | None = None,
 ) -> PendingChange:
-    """Record (or update) a pending file change awaiting review."""
+    """Record (or update) a pending file change awaiting review, described by hand: it
+    carries no recorded content, so approval does not commit it."""
+    _check_path(path)
     if kind not in ChangeKind.values:
         raise AcodeError(
             "ACODE-API-400", f"Unknown change kind {kind!r}.", {"allowed": list(ChangeKind.values)}
@@ -48,8 +77,11 @@ def change_record(
     change, _ = PendingChange.objects.update_or_create(
         session=locked,
         path=path,
-        defaults={"kind": kind, "diff": diff, "role_id": locked.current_role_id},
-    )
+        defaults={
+            "kind": kind, "diff": diff, "role_id": locked.current_role_id,
+            "content": "", "mode": 0, "content_recorded": False,
+        },
+    )  # fmt: skip
     record_and_publish(
         locked,
         "changes.updated",
@@ -66,24 +98,27 @@ def change_record(
 def change_track(
     *,
     session: AgentSession,
-    path: str,
-    before: str | None,
-    after: str | None,
+    write: RecordedWrite,
     actor: str | None = None,
 ) -> PendingChange | None:
-    """Record a file change made by a tool, cumulatively since the last approved review.
+    """Record a file change the server made (``WorkspaceWriter``), cumulatively since the
+    last approved review, with exactly the content written.
 
     The diff is always against the file as it was before this review cycle, so a file
     created and then edited stays "created", and one created then deleted leaves nothing.
     """
+    _check_path(write.path)
+    path, before, after = write.path, write.before, write.after
     locked = lock_session(session.pk)
     existing = PendingChange.objects.filter(session=locked, path=path).first()
     baseline = existing.baseline if existing is not None else before
+    # Placeholder text ("[binary ... bytes]") says nothing about equal content: never a revert.
+    reverted = baseline == after and not (after or "").startswith(PLACEHOLDER)
     if baseline is None and after is None:
         if existing is not None:
             existing.delete()
         kind, change = "discarded", None
-    elif baseline == after:
+    elif reverted:
         if existing is not None:
             existing.delete()
         kind, change = "reverted", None
@@ -101,6 +136,9 @@ def change_track(
                 "diff": unified_diff(path, baseline or "", after or ""),
                 "baseline": baseline,
                 "role_id": locked.current_role_id,
+                "content": write.content,
+                "mode": write.mode,
+                "content_recorded": True,
             },
         )
     record_and_publish(
@@ -110,7 +148,7 @@ def change_track(
         actor=actor_name(None, actor),
         target=path,
         result=str(kind),
-        details={"cumulative": True},
+        details={"cumulative": True, "content": write.content, "mode": write.mode},
     )
     return change
 
@@ -151,14 +189,24 @@ def changes_commit(
 ) -> int:
     """Commit the pending changes on the session branch and clear them; how many there were.
 
-    The caller decided that they may be committed: a review in a role holding
-    ``approve_changes`` (``changes_approve``), a run whose review approved them, or a
-    person approving a run at its gate.
+    The commit holds exactly the content recorded with each change (what the approval's
+    digest covered), on top of the branch: never what the work tree holds. Changes
+    described by hand carry no content and are listed as not committed. The caller decided
+    that they may be committed: a review in a role holding ``approve_changes``
+    (``changes_approve``), a run whose review approved them, or a person approving a run
+    at its gate.
     """
     locked = lock_session(session.pk)
-    paths = list(locked.pending_changes.values_list("path", flat=True))
+    rows = list(locked.pending_changes.order_by("path"))
+    approved = [
+        ApprovedChange(r.path, "" if r.kind == ChangeKind.DELETED else r.content, r.mode)
+        for r in rows
+        if r.content_recorded
+    ]
+    described = [r.path for r in rows if not r.content_recorded]
+    paths = [r.path for r in rows]
+    commit = workspace_commit(locked, approved, _commit_message(locked, summary))
     locked.pending_changes.all().delete()
-    commit = workspace_commit(locked, paths, _commit_message(locked, summary))
     record_and_publish(
         locked,
         "changes.updated",
@@ -166,6 +214,12 @@ def changes_commit(
         actor=actor_name(user, actor),
         target=", ".join(paths)[:1000],
         result=f"{len(paths)} approved",
-        details={"paths": paths, "summary": summary, "commit": commit},
+        details={
+            "paths": paths,
+            "summary": summary,
+            "commit": commit,
+            "committed": {c.path: c.content for c in approved},
+            "not_committed": described,
+        },
     )
     return len(paths)

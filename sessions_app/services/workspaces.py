@@ -1,26 +1,33 @@
-"""Workspaces: every session works in a git checkout of its own under ACODE_WORKSPACES_ROOT,
-empty or cloned from a registered repository, on the branch ``acode/<session>``. Approved
-changes become commits on that branch; the branch is downloadable as a patch.
+"""Workspaces: every session works in a checkout of its own under ACODE_WORKSPACES_ROOT,
+empty or cloned from a registered repository, on the branch ``acode/<session>``. Its git
+directory lives in server state (``ACODE_GIT_ROOT/<session>.git``), outside every mount a
+command sees; only the server writes it. Approved changes become commits built from the
+content recorded with each pending change (never from the work tree), and the branch is
+downloadable as a patch.
 
 Git here always runs through ``sessions_app.agent.safegit``: a clean environment and no
-hooks, fsmonitor, pagers, external diffs or drivers from the (agent-writable) repository.
+hooks, fsmonitor, pagers, external diffs or drivers.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 import uuid
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 
 from acode.errors import AcodeError
-from sessions_app.agent.safegit import GitRefused, clone, git_env, run_git
+from sessions_app.agent.content import ContentStore
+from sessions_app.agent.safegit import GitRefused, clone, init_repository, run_git
+from sessions_app.agent.sandbox import GIT_VIEW_CONFIG
+from sessions_app.agent.secretfiles import SecretIndex
+from sessions_app.agent.writes import WorkspaceWriter
 from sessions_app.models import AgentSession, Repository
 from sessions_app.permissions import can_attach_workspace, repository_can_use
 
@@ -71,11 +78,26 @@ def workspace_attach(user: Any, raw: str) -> Workspace:
     return Workspace(real, managed=False)
 
 
-def _git(path: Path, *args: str) -> str:
+def git_dir_of(session_id: uuid.UUID | str) -> Path:
+    """Where a managed workspace's git directory lives (server state)."""
+    return Path(settings.ACODE_GIT_ROOT) / f"{session_id}.git"
+
+
+def _git(
+    git_dir: Path,
+    *args: str,
+    work_tree: Path | None = None,
+    stdin_data: bytes | None = None,
+    env: dict[str, str] | None = None,
+) -> str:
+    stdin = _memfd(stdin_data) if stdin_data is not None else None
     try:
-        outcome = run_git(path, list(args))
+        outcome = run_git(git_dir, list(args), work_tree=work_tree, stdin=stdin, env=env)
     except GitRefused as exc:
         raise AcodeError("ACODE-SES-006", f"git refused the workspace: {exc}", {}) from exc
+    finally:
+        if stdin is not None:
+            os.close(stdin)
     if outcome.exit_code != 0:
         raise AcodeError(
             "ACODE-SES-006",
@@ -85,16 +107,17 @@ def _git(path: Path, *args: str) -> str:
     return outcome.stdout.strip()
 
 
-def _init(path: Path, branch: str) -> None:
-    git = shutil.which("git", path="/usr/local/bin:/usr/bin:/bin") or "git"
-    with tempfile.TemporaryDirectory(prefix="acode-git-home-") as home:
-        subprocess.run(
-            [git, "init", "--quiet", "--template=", "-b", branch, str(path)],
-            env=git_env(home),
-            check=True,
-            capture_output=True,
-            timeout=30,
-        )
+def _prepare(git_dir: Path, work_tree: Path) -> None:
+    """What acode keeps beside a git directory: the minimal config commands see through
+    the sandbox's read-only git view, and the index of the work tree's secret files."""
+    version = run_git(git_dir, ["config", "--get", "core.repositoryformatversion"])
+    fmt = run_git(git_dir, ["config", "--get", "extensions.objectformat"])
+    lines = ["[core]", f"\trepositoryformatversion = {version.stdout.strip() or '0'}",
+             "\tbare = false"]  # fmt: skip
+    if fmt.exit_code == 0 and fmt.stdout.strip():
+        lines += ["[extensions]", f"\tobjectformat = {fmt.stdout.strip()}"]
+    (git_dir / GIT_VIEW_CONFIG).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    secret_index(work_tree, git_dir).rebuild()
 
 
 def workspace_create(session_id: uuid.UUID, repository: Repository | None = None) -> Workspace:
@@ -102,65 +125,152 @@ def workspace_create(session_id: uuid.UUID, repository: Repository | None = None
     root = Path(settings.ACODE_WORKSPACES_ROOT)
     root.mkdir(parents=True, exist_ok=True)
     path = root / str(session_id)
+    git_dir = git_dir_of(session_id)
     branch = session_branch(session_id)
-    if repository is None:
-        _init(path, branch)
-    else:
-        extra = ["--branch", repository.default_branch] if repository.default_branch else []
-        outcome = clone(repository.source, path, extra_args=extra)
-        if outcome.exit_code != 0:
-            shutil.rmtree(path, ignore_errors=True)
-            raise AcodeError(
-                "ACODE-SES-006",
-                f"Could not clone repository {repository.name}: {outcome.stderr.strip()[:500]}",
-                {"repository": repository.name},
-            )
-        _git(path, "checkout", "--quiet", "-b", branch)
-    _git(path, "config", "user.name", COMMITTER[0])
-    _git(path, "config", "user.email", COMMITTER[1])
-    base = _git(path, "rev-parse", "--verify", "--quiet", "HEAD") if repository else ""
+    try:
+        path.mkdir()
+        if repository is None:
+            init_repository(git_dir, branch)
+        else:
+            extra = ["--branch", repository.default_branch] if repository.default_branch else []
+            outcome = clone(repository.source, git_dir, extra_args=extra)
+            if outcome.exit_code != 0:
+                raise AcodeError(
+                    "ACODE-SES-006",
+                    f"Could not clone repository {repository.name}: {outcome.stderr.strip()[:500]}",
+                    {"repository": repository.name},
+                )
+            _git(git_dir, "config", "core.bare", "false")
+            _git(git_dir, "checkout", "--quiet", "-b", branch, work_tree=path)
+        _prepare(git_dir, path)
+    except (AcodeError, GitRefused, OSError) as exc:
+        shutil.rmtree(path, ignore_errors=True)
+        shutil.rmtree(git_dir, ignore_errors=True)
+        if isinstance(exc, AcodeError):
+            raise
+        raise AcodeError("ACODE-SES-006", f"Could not create the workspace: {exc}", {}) from exc
+    base = _git(git_dir, "rev-parse", "--verify", "--quiet", "HEAD") if repository else ""
     return Workspace(path, managed=True, branch=branch, base_commit=base)
 
 
-def _inside(relative: str) -> bool:
-    pure = PurePosixPath(relative)
-    return bool(relative) and not pure.is_absolute() and ".." not in pure.parts
+def session_git_dir(session: AgentSession) -> Path | None:
+    """The session's git directory in server state; None for an attached workspace.
+
+    A workspace made before git directories moved out keeps its ``.git`` inside: it is
+    moved to server state on first use (only a real directory; a link or file is refused)."""
+    if not session.workspace_managed:
+        return None
+    git_dir = git_dir_of(session.pk)
+    if git_dir.is_dir():
+        return git_dir
+    legacy = Path(session.workspace) / ".git"
+    if legacy.is_symlink() or not legacy.is_dir():
+        return None
+    git_dir.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.rename(legacy, git_dir)
+    except OSError:
+        if not git_dir.is_dir():  # another process moved it meanwhile: fine
+            shutil.move(str(legacy), str(git_dir))
+    _prepare(git_dir, Path(session.workspace))
+    return git_dir
 
 
-def workspace_commit(session: AgentSession, paths: list[str], message: str) -> str:
-    """Commit the approved paths on the session's branch; the new commit's id ('' if none)."""
-    path = Path(session.workspace)
-    if not session.workspace_managed or not session.branch:
+def secret_index(work_tree: Path, git_dir: Path | None) -> SecretIndex:
+    """The workspace's secret files: kept beside its git directory, scanned when attached."""
+    return SecretIndex(work_tree, git_dir / "acode-secret-paths.json" if git_dir else None)
+
+
+def workspace_writer(session: AgentSession) -> WorkspaceWriter:
+    """The one way the server changes the session's workspace (content stored in its git)."""
+    root = Path(session.workspace)
+    git_dir = session_git_dir(session)
+    return WorkspaceWriter(root, ContentStore(git_dir), secret_index(root, git_dir))
+
+
+@dataclass(frozen=True)
+class ApprovedChange:
+    """A pending change as approved: the exact content (blob id) and mode to commit."""
+
+    path: str
+    content: str  # "" for a deletion
+    mode: int  # git mode; 0 for a deletion
+
+
+def workspace_commit(session: AgentSession, changes: Sequence[ApprovedChange], message: str) -> str:
+    """Commit exactly ``changes`` on top of the session branch; the new commit's id ('' when
+    there is nothing to commit or no branch).
+
+    The tree is the branch's tree with each change's recorded blob put in (or its path
+    removed), built in a private index: the work tree is never read, and the repository's
+    own index, hooks and config play no part.
+    """
+    git_dir = session_git_dir(session)
+    if git_dir is None or not session.branch or not changes:
         return ""
-    # Literal pathspecs (no globbing). Changes recorded by hand (API) may name files that
-    # are neither in the work tree nor tracked: those have nothing to commit.
-    specs = [f":(literal){p}" for p in paths if _inside(p)]
-    tracked = set(_git(path, "ls-files", "-z", "--", *specs).split("\0")) if specs else set()
-    present = [
-        f":(literal){p}"
-        for p in paths
-        if _inside(p) and (p in tracked or os.path.lexists(path / p))
-    ]
-    if not present:
+    ref = f"refs/heads/{session.branch}"
+    verify = run_git(git_dir, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"])
+    parent = verify.stdout.strip() if verify.exit_code == 0 else ""
+    with tempfile.TemporaryDirectory(prefix="acode-index-") as tmp:
+        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        _git(git_dir, "read-tree", *([parent] if parent else ["--empty"]), env=env)
+        ordered = sorted(changes, key=lambda c: (bool(c.content), c.path))  # removals first
+        records = b"".join(_index_record(c, _zero_id(git_dir)) for c in ordered)
+        _git(git_dir, "update-index", "-z", "--index-info", stdin_data=records, env=env)
+        tree = _git(git_dir, "write-tree", env=env)
+    if parent and tree == _git(git_dir, "rev-parse", f"{parent}^{{tree}}"):
         return ""
-    # --force: an approved file is committed even if .gitignore names it.
-    _git(path, "add", "--all", "--force", "--", *present)
-    if not _git(path, "diff", "--cached", "--name-only"):
-        return ""
-    _git(path, "config", "user.name", COMMITTER[0])
-    _git(path, "config", "user.email", COMMITTER[1])
-    _git(path, "commit", "--quiet", "--no-verify", "-m", message)
-    return _git(path, "rev-parse", "HEAD")
+    name, email = COMMITTER
+    who = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
+           "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}  # fmt: skip
+    commit = _git(
+        git_dir, "commit-tree", tree, *(["-p", parent] if parent else []),
+        stdin_data=message.encode("utf-8"), env=who,
+    )  # fmt: skip
+    _git(git_dir, "update-ref", ref, commit, parent or _zero_id(git_dir))
+    # The repository's own index follows the branch, so `git status` in a command's view
+    # shows only what is still pending.
+    _git(git_dir, "reset", "--quiet", "--mixed", work_tree=Path(session.workspace))
+    return commit
+
+
+def _zero_id(git_dir: Path) -> str:
+    fmt = run_git(git_dir, ["config", "--get", "extensions.objectformat"]).stdout.strip()
+    return "0" * (64 if fmt == "sha256" else 40)
+
+
+def _index_record(change: ApprovedChange, zero: str) -> bytes:
+    if not change.content:
+        return f"0 {zero}\t{change.path}".encode() + b"\0"
+    return f"{change.mode:o} {change.content}\t{change.path}".encode() + b"\0"
+
+
+def _memfd(data: bytes) -> int:
+    """An fd to read ``data`` from (the caller closes it)."""
+    fd = os.memfd_create("acode-stdin", os.MFD_CLOEXEC)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view[: 1 << 20]) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def workspace_patch(session: AgentSession) -> str:
     """The session branch's commits as a patch series (``git am`` applies it)."""
-    if not session.workspace_managed or not session.branch:
+    git_dir = session_git_dir(session)
+    if git_dir is None or not session.branch:
         raise AcodeError(
             "ACODE-SES-006", "Only workspaces acode created have a session branch.", {}
         )
-    path = Path(session.workspace)
-    if run_git(path, ["rev-parse", "--verify", "--quiet", "HEAD"]).exit_code != 0:
+    ref = f"refs/heads/{session.branch}"
+    if run_git(git_dir, ["rev-parse", "--verify", "--quiet", ref]).exit_code != 0:
         return ""  # nothing committed yet
-    span = [f"{session.base_commit}..HEAD"] if session.base_commit else ["--root", "HEAD"]
-    return _git(path, "format-patch", "--stdout", *span) + "\n"
+    span = [f"{session.base_commit}..{ref}"] if session.base_commit else ["--root", ref]
+    return _git(git_dir, "format-patch", "--stdout", *span) + "\n"
+
+
+def workspace_files_of(session: AgentSession) -> Iterable[str]:
+    """The workspace's files as tools list them (``.gitignore`` honoured)."""
+    from sessions_app.agent.workspace import workspace_files
+
+    return workspace_files(Path(session.workspace), session_git_dir(session))

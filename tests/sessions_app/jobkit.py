@@ -11,11 +11,12 @@ from roles.models import EndpointKind, ModelEndpoint
 from roles.services import role_write
 from sessions_app.agent.loop import run_job
 from sessions_app.models import AgentSession, Job
-from sessions_app.services.changes import change_record
+from sessions_app.services.changes import change_record, change_track
 from sessions_app.services.jobs import job_create
 from sessions_app.services.plans import plan_set
 from sessions_app.services.sessions import session_create
 from sessions_app.services.transitions import session_transition
+from sessions_app.services.workspaces import workspace_writer
 
 
 def scripted_model(
@@ -85,3 +86,11 @@ def session_in(
 def run(session: AgentSession, request: str, owner: User) -> Job:
     job = job_create(session=session, request=request, user=owner)
     return run_job(job.pk)
+
+
+def server_write(session: AgentSession, path: str, text: str | None) -> None:
+    """The server writes (or, with None, deletes) a workspace file and records it as a
+    pending change: what a tool call does, without a model."""
+    writer = workspace_writer(session)
+    written = writer.delete(path) if text is None else writer.write(path, data=text.encode())
+    change_track(session=session, write=written, actor="test")

@@ -11,8 +11,6 @@ loses nothing and a finished stage never runs again.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from typing import Any
 
@@ -42,7 +40,7 @@ from sessions_app.models import (
     WorkflowTemplate,
 )
 from sessions_app.services.audit import audit_record
-from sessions_app.services.changes import changes_commit
+from sessions_app.services.changes import changes_commit, pending_digest
 from sessions_app.services.jobs import JobLimits, job_create
 from sessions_app.services.plans import plan_set, plan_step_update
 from sessions_app.services.runs.common import (
@@ -253,12 +251,6 @@ def advance_locked(run: Run, session: AgentSession) -> None:
         run_finish(run, session, RunStatus.FAILED, exc.code, exc.message)
 
 
-def changes_digest(session: AgentSession) -> str:
-    """A digest of the session's pending changes (what a code stage produced)."""
-    rows = list(session.pending_changes.order_by("path").values_list("path", "kind", "diff"))
-    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()
-
-
 def _test_evidence(job: Job) -> dict[str, Any]:
     for event in job.events.filter(kind=JobEventKind.TOOL_RESULT).order_by("-seq"):
         if event.data.get("name") in ("run_tests", "execute_command"):
@@ -304,7 +296,7 @@ def _close_stage(run: Run, session: AgentSession, stage: RunStage, job: Job | No
     elif stage.purpose == StagePurpose.EXPLORE:
         stage.evidence = {"findings": job.result[:EVIDENCE_CHARS]}
     elif stage.purpose == StagePurpose.CODE:
-        stage.progress = changes_digest(session)
+        stage.progress = pending_digest(session)
         paths = tuple(session.pending_changes.values_list("path", flat=True))
         stage.evidence = {"changed": list(paths), "summary": job.result[:EVIDENCE_CHARS]}
         _raise_risk(

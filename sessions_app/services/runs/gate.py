@@ -9,7 +9,6 @@ from datetime import timedelta
 from django.utils import timezone
 
 from roles.registry import registry
-from sessions_app.agent.safefs import Refused, WorkspaceFS
 from sessions_app.models import (
     AgentSession,
     ApprovalStatus,
@@ -17,31 +16,21 @@ from sessions_app.models import (
     RunApproval,
     RunStatus,
 )
+from sessions_app.services.changes import pending_digest
 from sessions_app.services.runs.common import run_pause
-
-DIGEST_READ_CAP = 64 << 20
 
 
 def approval_digest(run: Run, session: AgentSession) -> str:
-    """What an approval is bound to: the run, its pending changes as they are in the
-    workspace now, and the versions of the roles its stages ran in."""
-    changes = []
-    with WorkspaceFS(session.workspace) as fs:
-        for path, kind, diff in session.pending_changes.order_by("path").values_list(
-            "path", "kind", "diff"
-        ):
-            try:
-                content = hashlib.sha256(fs.read_bytes(path, DIGEST_READ_CAP)).hexdigest()
-            except (OSError, Refused):
-                content = "absent"
-            changes.append([path, kind, diff, content])
+    """What an approval is bound to: the run, exactly what is pending (each change's diff
+    and the id of the content that approval commits), and the versions of the roles its
+    stages ran in."""
     versions = sorted(
         {
             (registry.by_id(role_id).slug, registry.by_id(role_id).content_hash)
             for role_id in run.stages.exclude(role=None).values_list("role_id", flat=True)
         }
     )
-    payload = {"run": str(run.pk), "changes": changes, "roles": versions}
+    payload = {"run": str(run.pk), "changes": pending_digest(session), "roles": versions}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 

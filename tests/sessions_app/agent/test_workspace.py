@@ -1,16 +1,27 @@
-"""What a command wrote: detected, allowed changes returned, every other change undone."""
+"""What a command wrote: it lands in a copy-on-write layer, the server applies what the role
+may write and discards the rest; the workspace never changes while the command runs."""
 
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from sessions_app.agent.snapshot import Snapshot, SnapshotLimits, workspace_snapshot
+from sessions_app.agent.content import ContentStore
+from sessions_app.agent.layer import copy_changes, layer_changes, layer_create
+from sessions_app.agent.sandbox import SandboxView, run_sandboxed, sandbox_available
+from sessions_app.agent.secretfiles import SecretIndex
 from sessions_app.agent.workspace import RuleRefused, check_argv, workspace_files
-from sessions_app.agent.writes import CommandWrites, command_writes_settle
+from sessions_app.agent.writes import CommandWrites, WorkspaceWriter, layer_apply, write_rule
+
+STATUS = sandbox_available()
+needs_layer = pytest.mark.skipif(
+    not (STATUS.available and STATUS.overlay),
+    reason=f"no sandbox with a copy-on-write layer here: {STATUS.reason} {STATUS.overlay_reason}",
+)
 
 
 @pytest.fixture
@@ -20,6 +31,8 @@ def ws(tmp_path: Path) -> Path:
         "src/app.py": "x = 1\n",
         "src/util/helpers.py": "def h(): pass\n",
         "docs/guide.md": "# Guide\n",
+        "docs/old/a.md": "a\n",
+        "docs/old/b.md": "b\n",
         "README.md": "readme\n",
     }.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -29,20 +42,60 @@ def ws(tmp_path: Path) -> Path:
     return root
 
 
-def settle(
-    ws: Path, before: Snapshot, *, may_write: bool = True, globs: tuple[str, ...] = ()
+def tree(root: Path) -> dict[str, tuple[str, bytes, int]]:
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = Path(dirpath, name)
+            info = path.lstat()
+            kind = "link" if path.is_symlink() else "dir" if path.is_dir() else "file"
+            data = path.read_bytes() if kind == "file" else b""
+            out[str(path.relative_to(root))] = (kind, data, stat.S_IMODE(info.st_mode))
+    return out
+
+
+def command(
+    ws: Path,
+    script: str,
+    *,
+    globs: tuple[str, ...] = (),
+    may_write: bool = True,
+    sandboxed: bool = True,
 ) -> CommandWrites:
-    return command_writes_settle(ws, before, may_write=may_write, write_paths=globs)
+    """``sh -c script`` as a write-capable command, then its layer applied for the role."""
+    layer = layer_create(ws.parent / "layers")
+    try:
+        before = tree(ws)
+        outcome = run_sandboxed(
+            ["/bin/sh", "-c", script], workspace=ws, writable=True, timeout=30,
+            view=SandboxView(layer=layer),
+        )  # fmt: skip
+        assert outcome.exit_code == 0, outcome.output
+        if sandboxed:
+            assert tree(ws) == before, "the command changed the workspace itself"
+        found = (layer_changes if sandboxed else copy_changes)(layer, ws)
+        writer = WorkspaceWriter(ws, ContentStore(None), SecretIndex(ws, None))
+        return layer_apply(
+            writer, found, source_root=layer.upper if sandboxed else layer.copy,
+            may_write=may_write, write_paths=globs,
+        )  # fmt: skip
+    finally:
+        layer.remove()
+    assert not layer.path.exists()
 
 
-def test_allowed_changes_are_returned_with_their_texts(ws: Path) -> None:
-    before = workspace_snapshot(ws, content=True)
-    (ws / "docs" / "guide.md").write_text("# Guide\nmore\n")
-    (ws / "docs" / "new.md").write_text("new\n")
-    (ws / "docs" / "api").mkdir()
-    (ws / "docs" / "api" / "index.md").write_text("api\n")
-    (ws / "README.md").unlink()
-    writes = settle(ws, before, globs=("docs/**", "README.md"))
+def denied(writes: CommandWrites) -> set[tuple[str, str, str]]:
+    return {(d["path"], d["change"], d["rule"]) for d in writes.denied}
+
+
+@needs_layer
+def test_allowed_changes_are_applied_with_their_texts_and_content_ids(ws: Path) -> None:
+    writes = command(
+        ws,
+        "printf '# Guide\\nmore\\n' > docs/guide.md; echo new > docs/new.md; "
+        "mkdir docs/api; echo api > docs/api/index.md; rm README.md; rm -r docs/old",
+        globs=("docs/**", "README.md"),
+    )
     assert writes.denied == []
     got = {c.path: (c.before, c.after) for c in writes.allowed}
     assert got == {
@@ -50,157 +103,171 @@ def test_allowed_changes_are_returned_with_their_texts(ws: Path) -> None:
         "docs/new.md": (None, "new\n"),
         "docs/api/index.md": (None, "api\n"),
         "README.md": ("readme\n", None),
+        "docs/old/a.md": ("a\n", None),
+        "docs/old/b.md": ("b\n", None),
     }
-    assert (ws / "docs" / "api" / "index.md").exists()
+    assert (ws / "docs" / "api" / "index.md").read_text() == "api\n"
+    assert not (ws / "README.md").exists() and not (ws / "docs" / "old").exists()
+    new = next(c for c in writes.allowed if c.path == "docs/new.md")
+    blob = subprocess.run(
+        ["git", "hash-object", str(ws / "docs" / "new.md")], capture_output=True, text=True
+    ).stdout.strip()
+    assert (new.content, new.mode) == (blob, 0o100644)
 
 
-def test_changes_outside_the_write_paths_are_undone(ws: Path) -> None:
-    before = workspace_snapshot(ws, content=True)
-    (ws / "src" / "app.py").write_text("pwned\n")
-    (ws / "src" / "app.py").chmod(0o777)
-    (ws / "README.md").unlink()
-    (ws / "src" / "evil.py").write_text("evil\n")
-    (ws / "src" / "deep" / "er").mkdir(parents=True)
-    (ws / "src" / "deep" / "er" / "x.py").write_text("x\n")
-    (ws / "run.sh").chmod(0o644)
-    (ws / "docs" / "ok.md").write_text("fine\n")
-    writes = settle(ws, before, globs=("docs/**",))
-    assert [c.path for c in writes.allowed] == ["docs/ok.md"]
-    assert {(d["path"], d["change"], d["rule"]) for d in writes.denied} == {
+@needs_layer
+def test_changes_outside_the_write_paths_are_discarded(ws: Path) -> None:
+    before = tree(ws)
+    writes = command(
+        ws,
+        "echo pwned > src/app.py; chmod 777 src/app.py; echo n > src/new.py; "
+        "rm src/util/helpers.py; mkdir src/made; echo x > docs/ok.md",
+        globs=("docs/**",),
+    )
+    assert denied(writes) == {
         ("src/app.py", "modified", "write_paths"),
-        ("README.md", "deleted", "write_paths"),
-        ("src/evil.py", "created", "write_paths"),
-        ("src/deep/er/x.py", "created", "write_paths"),
-        ("run.sh", "modified", "write_paths"),
+        ("src/new.py", "created", "write_paths"),
+        ("src/util/helpers.py", "deleted", "write_paths"),
     }
-    assert (ws / "src" / "app.py").read_text() == "x = 1\n"
-    assert (ws / "src" / "app.py").stat().st_mode & 0o777 == 0o644
-    assert (ws / "README.md").read_text() == "readme\n"
-    assert not (ws / "src" / "evil.py").exists() and not (ws / "src" / "deep").exists()
-    assert (ws / "run.sh").stat().st_mode & 0o777 == 0o755
-    assert (ws / "docs" / "ok.md").read_text() == "fine\n"
+    assert [c.path for c in writes.allowed] == ["docs/ok.md"]
+    after = tree(ws)
+    del after["docs/ok.md"]
+    assert after == before
 
 
+@needs_layer
 def test_a_role_without_write_permission_changes_nothing(ws: Path) -> None:
-    before = workspace_snapshot(ws, content=True)
-    (ws / "docs" / "guide.md").write_text("changed\n")
-    (ws / "new.txt").write_text("new\n")
-    writes = settle(ws, before, may_write=False)
-    assert writes.allowed == []
-    assert {d["rule"] for d in writes.denied} == {"write_permission"}
-    assert (ws / "docs" / "guide.md").read_text() == "# Guide\n"
-    assert not (ws / "new.txt").exists()
+    before = tree(ws)
+    writes = command(ws, "echo x > docs/guide.md; rm README.md", may_write=False)
+    assert denied(writes) == {
+        ("docs/guide.md", "modified", "write_permission"),
+        ("README.md", "deleted", "write_permission"),
+    }
+    assert writes.allowed == [] and tree(ws) == before
 
 
-def test_directory_swapped_for_a_link_is_put_back(ws: Path, tmp_path: Path) -> None:
+@needs_layer
+def test_a_directory_swapped_for_a_link_is_discarded(ws: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
-    before = workspace_snapshot(ws, content=True)
-    subprocess.run(["rm", "-rf", str(ws / "src")], check=True)
-    os.symlink(outside, ws / "src")
-    writes = settle(ws, before, globs=("docs/**",))
-    assert ("src", "created", "write_paths") in {
-        (d["path"], d["change"], d["rule"]) for d in writes.denied
+    (outside / "keep.md").write_text("outside\n")
+    writes = command(ws, f"rm -r docs && ln -s {outside} docs", globs=("docs/**", "docs"))
+    assert ("docs", "modified", "file_kind") in denied(writes)  # a directory became a link
+    assert (ws / "docs").is_dir() and not (ws / "docs").is_symlink()
+    assert (outside / "keep.md").read_text() == "outside\n"
+    assert sorted(os.listdir(outside)) == ["keep.md"]
+
+
+@needs_layer
+def test_a_file_replaced_by_a_directory_where_allowed(ws: Path) -> None:
+    writes = command(ws, "rm docs/guide.md && mkdir docs/guide.md && echo x > docs/guide.md/in",
+                     globs=("docs/**",))  # fmt: skip
+    assert {(c.path, c.after) for c in writes.allowed} == {
+        ("docs/guide.md", None), ("docs/guide.md/in", "x\n"),
+    }  # fmt: skip
+    assert (ws / "docs" / "guide.md" / "in").read_text() == "x\n"
+
+
+@needs_layer
+def test_links_special_files_and_privileged_modes_are_never_applied(ws: Path) -> None:
+    writes = command(
+        ws,
+        "ln -s /etc/passwd docs/link; mkfifo docs/fifo; ln docs/guide.md docs/hard; "
+        "cp /bin/sh docs/sh; chmod 4755 docs/sh; echo s > docs/sgid; chmod 2755 docs/sgid; "
+        "mkdir docs/sticky; chmod 1777 docs/sticky",
+        globs=("docs/**",),
+    )
+    assert denied(writes) == {
+        ("docs/link", "created", "file_kind"),
+        ("docs/fifo", "created", "file_kind"),
+        ("docs/sh", "created", "file_mode"),
+        ("docs/sgid", "created", "file_mode"),
+        ("docs/sticky", "modified", "file_mode"),
     }
-    assert (ws / "src").is_dir() and not (ws / "src").is_symlink()
-    assert (ws / "src" / "util" / "helpers.py").read_text() == "def h(): pass\n"
-    assert list(outside.iterdir()) == []
+    # A hard link made inside the layer is just another file: its content is applied.
+    assert [c.path for c in writes.allowed] == ["docs/hard"]
+    for name in ("link", "fifo", "sh", "sgid"):
+        assert not os.path.lexists(ws / "docs" / name)
+    assert os.stat(ws / "docs" / "hard").st_nlink == 1
 
 
-def test_file_replaced_by_a_directory_is_put_back(ws: Path) -> None:
-    before = workspace_snapshot(ws, content=True)
-    (ws / "src" / "app.py").unlink()
-    (ws / "src" / "app.py").mkdir()
-    (ws / "src" / "app.py" / "inner").write_text("x")
-    settle(ws, before, globs=("docs/**",))
-    assert (ws / "src" / "app.py").read_text() == "x = 1\n"
-
-
-def test_links_and_special_files_are_never_left_behind(ws: Path, tmp_path: Path) -> None:
-    (tmp_path / "outside.txt").write_text("outside\n")
-    before = workspace_snapshot(ws, content=True)
-    os.symlink("/etc/passwd", ws / "docs" / "passwd.md")
-    os.link(ws / "docs" / "guide.md", ws / "docs" / "hard.md")
-    os.mkfifo(ws / "docs" / "fifo.md")
-    writes = settle(ws, before, globs=("docs/**",))
-    assert {(d["path"], d["rule"]) for d in writes.denied} == {
-        ("docs/passwd.md", "file_kind"),
-        ("docs/hard.md", "file_kind"),
-        ("docs/fifo.md", "file_kind"),
-    }
-    assert sorted(p.name for p in (ws / "docs").iterdir()) == ["guide.md"]
-    assert (ws / "docs" / "guide.md").stat().st_nlink == 1
-    assert writes.allowed == []  # guide.md only gained and lost a link
-
-
-def test_git_config_and_hooks_are_restored(ws: Path) -> None:
+@needs_layer
+def test_git_metadata_is_never_applied(ws: Path) -> None:
     subprocess.run(["git", "init", "-q", str(ws)], check=True)
-    config = (ws / ".git" / "config").read_text()
-    before = workspace_snapshot(ws, content=True)
-    with (ws / ".git" / "config").open("a") as f:
-        f.write("[core]\n\tfsmonitor = touch /tmp/pwned\n")
-    (ws / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\ntouch /tmp/pwned\n")
-    (ws / ".git" / "objects" / "info" / "alternates").write_text("/elsewhere/objects\n")
-    (ws / "sub" / ".git").mkdir(parents=True)
-    (ws / "sub" / ".git" / "config").write_text("[core]\n")
-    writes = settle(ws, before)  # anywhere allowed, but never .git
-    assert {(d["path"], d["rule"]) for d in writes.denied} == {
-        (".git/config", "git_dir"),
-        (".git/hooks/pre-commit", "git_dir"),
-        (".git/objects/info/alternates", "git_dir"),
-        ("sub/.git/config", "git_dir"),
+    config = (ws / ".git" / "config").read_bytes()
+    writes = command(
+        ws,
+        "printf '[core]\\n\\tfsmonitor = touch /tmp/pwn\\n' >> .git/config; "
+        "mkdir -p .git/hooks && echo x > .git/hooks/pre-commit; mkdir -p sub/.git; "
+        "echo y > sub/.git/config; echo z > docs/ok.md",
+    )
+    rules = {path: rule for path, _, rule in denied(writes)}
+    assert rules == {".git/config": "git_dir", ".git/hooks/pre-commit": "git_dir",
+                     "sub/.git/config": "git_dir"}  # fmt: skip
+    assert (ws / ".git" / "config").read_bytes() == config
+    assert not (ws / "sub").exists()
+
+
+@needs_layer
+def test_file_names_with_control_characters_are_refused(ws: Path) -> None:
+    writes = command(ws, "echo a > \"$(printf 'docs/x\\ny')\"; echo b > \"$(printf 'docs/e\\033[31m')\"")
+    assert denied(writes) == {
+        ("docs/x\\x0ay", "created", "file_name"),
+        ("docs/e\\x1b[31m", "created", "file_name"),
     }
-    assert (ws / ".git" / "config").read_text() == config
-    assert not (ws / ".git" / "hooks" / "pre-commit").exists()
-    assert not (ws / ".git" / "objects" / "info" / "alternates").exists()
-    assert not (ws / "sub" / ".git").exists()
+    assert sorted(os.listdir(ws / "docs")) == ["guide.md", "old"]
 
 
-def test_touching_without_changing_is_no_change(ws: Path) -> None:
-    before = workspace_snapshot(ws, content=True)
-    os.utime(ws / "src" / "app.py", (1, 1))
-    (ws / "docs" / "guide.md").write_text("# Guide\n")  # same content, new inode times
-    writes = settle(ws, before, globs=("nothing/**",))
+@needs_layer
+def test_touching_or_rewriting_the_same_content_is_no_change(ws: Path) -> None:
+    writes = command(ws, "touch docs/guide.md; cat README.md > r && cat r > README.md; rm r; "
+                         "chmod 755 run.sh")  # fmt: skip
     assert writes.allowed == [] and writes.denied == []
 
 
-def test_directory_mode_changes_outside_the_write_paths_are_undone(ws: Path) -> None:
-    before = workspace_snapshot(ws, content=True)
-    (ws / "src" / "util").chmod(0o000)
-    (ws / "docs").chmod(0o700)
-    settle(ws, before, globs=("docs/**",))
-    assert (ws / "src" / "util").stat().st_mode & 0o777 == 0o755
-    assert (ws / "docs").stat().st_mode & 0o777 == 0o700
+@needs_layer
+def test_a_mode_change_is_a_change(ws: Path) -> None:
+    writes = command(ws, "chmod -x run.sh; chmod +x docs/guide.md", globs=("**",))
+    modes = {c.path: c.mode for c in writes.allowed}
+    assert modes == {"run.sh": 0o100644, "docs/guide.md": 0o100755}
+    assert os.access(ws / "docs" / "guide.md", os.X_OK) and not os.access(ws / "run.sh", os.X_OK)
 
 
-def test_a_large_allowed_file_is_recorded_by_its_size(ws: Path) -> None:
-    before = workspace_snapshot(ws, content=True)
-    (ws / "docs" / "big.md").write_bytes(b"x" * (3 << 20))
-    (ws / "docs" / "blob.md").write_bytes(b"\0binary")
-    writes = settle(ws, before, globs=("docs/**",))
-    got = {c.path: c.after for c in writes.allowed}
-    assert got == {
-        "docs/big.md": f"[large file: {3 << 20} bytes]\n",
-        "docs/blob.md": "[binary or large file: 7 bytes]\n",
-    }
+@needs_layer
+def test_a_large_allowed_file_is_recorded_by_its_size_and_content(ws: Path) -> None:
+    writes = command(ws, "head -c 3000000 /dev/zero | tr '\\0' a > docs/big.txt", globs=("docs/**",))
+    (change,) = writes.allowed
+    assert change.after == "[binary or large file: 1048577 bytes]\n"
+    assert (ws / "docs" / "big.txt").stat().st_size == 3_000_000
+    assert len(change.content) == 40
 
 
-def test_snapshot_over_its_limits_refuses(ws: Path) -> None:
-    with pytest.raises(RuleRefused) as refused:
-        workspace_snapshot(ws, content=True, limits=SnapshotLimits(max_entries=3))
-    assert refused.value.rule == "snapshot" and "the command was not run" in refused.value.reason
-    with pytest.raises(RuleRefused):
-        workspace_snapshot(ws, content=True, limits=SnapshotLimits(max_bytes=10))
-    assert workspace_snapshot(ws, content=False, limits=SnapshotLimits(max_bytes=10)).entries
+def test_without_the_sandbox_the_command_runs_in_a_copy(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ACODE_SANDBOX", "off")
+    writes = command(ws, "echo x > src/app.py; echo y > docs/y.md; rm README.md",
+                     globs=("docs/**",), sandboxed=False)  # fmt: skip
+    assert denied(writes) == {
+        ("src/app.py", "modified", "write_paths"), ("README.md", "deleted", "write_paths"),
+    }  # fmt: skip
+    assert [c.path for c in writes.allowed] == ["docs/y.md"]
+    assert (ws / "src" / "app.py").read_text() == "x = 1\n" and (ws / "README.md").exists()
 
 
-def test_snapshot_limits_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ACODE_COMMAND_SNAPSHOT_FILES", "7")
-    monkeypatch.setenv("ACODE_COMMAND_SNAPSHOT_BYTES", "99")
-    assert SnapshotLimits.from_env() == SnapshotLimits(7, 99)
-    monkeypatch.setenv("ACODE_COMMAND_SNAPSHOT_FILES", "many")
-    with pytest.raises(ValueError, match="ACODE_COMMAND_SNAPSHOT_FILES"):
-        SnapshotLimits.from_env()
+@pytest.mark.parametrize(
+    ("path", "rule"),
+    [
+        (".git/config", "git_dir"), ("a/.GIT/x", "git_dir"), ("src/a.py", "write_paths"),
+        ("docs/a\nb", "file_name"), ("docs/\x1b", "file_name"), ("docs/\udcff", "file_name"),
+        ("docs/ok.md", "write_paths: docs/**"),
+    ],
+)  # fmt: skip
+def test_one_write_rule_names_what_decided(path: str, rule: str) -> None:
+    assert write_rule(path, may_write=True, write_paths=["docs/**"]).rule == rule
+    assert write_rule("docs/x", may_write=False, write_paths=[]).rule == "write_permission"
+    assert write_rule("docs/x", may_write=True, write_paths=[], kind="symlink").rule == "file_kind"
+    assert write_rule("docs/x", may_write=True, write_paths=[], mode=0o4755).rule == "file_mode"
 
 
 def test_workspace_files_honour_gitignore_and_never_follow_links(ws: Path, tmp_path: Path) -> None:

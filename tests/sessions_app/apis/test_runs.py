@@ -6,7 +6,6 @@ scripted models; everything a client does goes through the API.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,13 +15,12 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from sessions_app.models import AuditEvent, Job, Run, RunStatus, WorkflowStage, WorkflowTemplate
-from sessions_app.services.changes import change_track
 from sessions_app.services.jobs import job_finish, job_start
 from sessions_app.services.runs import run_after_job, run_start
 from sessions_app.services.sessions import session_create
 from tests.sessions_app import runkit
 from tests.sessions_app.apis.apikit import new_session
-from tests.sessions_app.jobkit import scripted_model
+from tests.sessions_app.jobkit import scripted_model, server_write
 from tests.sessions_app.runkit import (
     FIRST,
     PLAN_ONE_STEP,
@@ -158,8 +156,7 @@ def test_the_starter_cannot_approve_a_stale_digest_is_refused_the_current_one_co
     assert approver.get(f"/api/runs/{run['id']}/").json()["can_approve"] is True
     # The workspace changes after approval was asked: the digest no longer matches.
     session = Run.objects.get(pk=run["id"]).session
-    change_track(session=session, path="greet.py", before=None, after="x = 1\n")
-    (Path(session.workspace) / "greet.py").write_text("x = 1\n")
+    server_write(session, "greet.py", "x = 1\n")
     stale = approver.post(f"/api/runs/{run['id']}/approve/", {"digest": digest})
     assert stale.status_code == 409
     assert stale.json()["code"] == "ACODE-RUN-011"

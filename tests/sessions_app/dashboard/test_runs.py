@@ -18,13 +18,12 @@ from django.test import Client
 
 from acode.routing import websocket_urlpatterns
 from sessions_app.models import AgentSession, ApprovalStatus, Job, Run, RunStatus
-from sessions_app.services.changes import change_track
 from sessions_app.services.events import session_group
 from sessions_app.services.jobs import job_start
 from sessions_app.services.runs import run_start
 from sessions_app.services.sessions import session_create
 from tests.sessions_app import runkit
-from tests.sessions_app.jobkit import allow_attach, scripted_model
+from tests.sessions_app.jobkit import allow_attach, scripted_model, server_write
 from tests.sessions_app.runkit import (
     FIRST,
     PLAN_ONE_STEP,
@@ -306,10 +305,7 @@ def test_approving_a_stale_digest_shows_the_refusal_and_the_new_digest(
 ) -> None:
     run = high_run_at_gate(session, user)
     old = run.approvals.get(status=ApprovalStatus.PENDING).digest
-    change_track(
-        session=session, path="greet.py", before=None, after="def greet():\n    return 1\n"
-    )
-    (Path(session.workspace) / "greet.py").write_text("def greet():\n    return 1\n")
+    server_write(session, "greet.py", "def greet():\n    return 1\n")
     stale = lead_client.post(f"/runs/{run.id}/approve/", {"digest": old}, **HX)
     html = stale.content.decode()
     new = run.approvals.get(status=ApprovalStatus.PENDING).digest

@@ -20,7 +20,6 @@ from sessions_app.models import (
     RunStatus,
     WorkflowTemplate,
 )
-from sessions_app.services.changes import change_track
 from sessions_app.services.jobs import job_create
 from sessions_app.services.runs import (
     run_after_job,
@@ -32,7 +31,7 @@ from sessions_app.services.runs import (
 )
 from sessions_app.services.sessions import session_create
 from sessions_app.services.transitions import session_transition
-from tests.sessions_app.jobkit import scripted_model
+from tests.sessions_app.jobkit import scripted_model, server_write
 from tests.sessions_app.runkit import (
     FIRST,
     PLAN_ONE_STEP,
@@ -209,10 +208,7 @@ def test_a_high_run_waits_for_a_different_approver_bound_to_what_it_approves(
 
     # An approval of what was there before a further change does not count.
     approver = grant_approve(django_user_model.objects.create_user("approver", password="x"))
-    change_track(
-        session=run.session, path="greet.py", before=None, after="def greet():\n    return 1\n"
-    )
-    (Path(run.session.workspace) / "greet.py").write_text("def greet():\n    return 1\n")
+    server_write(run.session, "greet.py", "def greet():\n    return 1\n")
     with pytest.raises(AcodeError) as stale:
         run_approve(run=run, user=approver, digest=gate.digest)
     assert stale.value.code == "ACODE-RUN-011"

@@ -20,7 +20,7 @@ from sessions_app.services.jobs import job_create
 from sessions_app.services.plans import plan_set
 from sessions_app.services.sessions import session_create
 from sessions_app.services.transitions import session_transition
-from sessions_app.services.workspaces import workspace_patch
+from sessions_app.services.workspaces import git_dir_of, workspace_patch
 from tests.sessions_app.jobkit import allow_attach, scripted_model
 
 pytestmark = pytest.mark.django_db
@@ -30,6 +30,12 @@ def git(*args: str, cwd: Path) -> str:
     return subprocess.run(
         ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
     ).stdout.strip()
+
+
+def sgit(session: AgentSession, *args: str) -> str:
+    """git on the session's repository: its git directory is in server state."""
+    where = [f"--git-dir={git_dir_of(session.pk)}", f"--work-tree={session.workspace}"]
+    return git(*where, *args, cwd=Path(session.workspace))
 
 
 @pytest.fixture
@@ -83,7 +89,8 @@ def test_a_new_session_gets_an_empty_repository_on_its_own_branch(user: Any, set
     path = Path(session.workspace)
     assert path.parent == Path(settings.ACODE_WORKSPACES_ROOT)
     assert session.branch == f"acode/{session.pk}"
-    assert git("symbolic-ref", "--short", "HEAD", cwd=path) == session.branch
+    assert sgit(session, "symbolic-ref", "--short", "HEAD") == session.branch
+    assert not (path / ".git").exists(), "git metadata lives outside the workspace"
 
 
 def test_repositories_are_only_for_the_users_and_groups_listed(
@@ -110,7 +117,8 @@ def test_a_registered_repository_works_end_to_end(user: Any, upstream: Path) -> 
     Repository.objects.create(name="app", source=str(upstream)).users.add(user)
     session = session_create(owner=user, title="JWT", task="Add JWT", repository="app")
     workspace = Path(session.workspace)
-    assert git("rev-parse", "--abbrev-ref", "HEAD", cwd=workspace) == f"acode/{session.pk}"
+    assert sgit(session, "rev-parse", "--abbrev-ref", "HEAD") == f"acode/{session.pk}"
+    assert not (workspace / ".git").exists()
     plan_set(session=session, steps=["Write the auth module"], user=user)
     for role in ("planner", "coder"):
         session_transition(session=session, to_role=role, reason="go", user=user)
@@ -134,10 +142,11 @@ def test_a_registered_repository_works_end_to_end(user: Any, upstream: Path) -> 
     assert changes_approve(session=session, summary="Add the auth module", user=user) == 1
     session = AgentSession.objects.get(pk=session.pk)
     assert (
-        git("log", "-1", "--format=%s", f"acode/{session.pk}", cwd=workspace)
+        sgit(session, "log", "-1", "--format=%s", f"acode/{session.pk}")
         == "Add the auth module"
     )
-    assert git("show", f"acode/{session.pk}:src/auth.py", cwd=workspace) == "TOKEN = 1"
+    assert sgit(session, "show", f"acode/{session.pk}:src/auth.py") == "TOKEN = 1"
+    assert sgit(session, "status", "--porcelain") == "", "the index follows the branch"
     assert git("rev-parse", "main", cwd=upstream) == session.base_commit, "upstream untouched"
     patch = workspace_patch(session)
     assert "Subject: [PATCH] Add the auth module" in patch and "+TOKEN = 1" in patch

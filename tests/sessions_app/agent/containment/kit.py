@@ -123,7 +123,7 @@ class Caller:
 
     def denied_writes(self) -> set[tuple[str, str, str]]:
         rows = [r for r in self.rows if r.details.get("phase") == "command_writes"]
-        return {(d["path"], d["change"], d["rule"]) for r in rows for d in r.details["undone"]}
+        return {(d["path"], d["change"], d["rule"]) for r in rows for d in r.details["discarded"]}
 
     def outcome_row(self) -> AuditEvent:
         return next(r for r in reversed(self.rows) if r.details.get("phase") == "outcome")

@@ -92,7 +92,7 @@ def test_interpreters_and_launchers_stay_inside(user: Any, area: Area, name: str
     assert ("src/pwn", "created", "write_paths") in call.denied_writes()
     assert src_tree(area.ws) == before
     assert call.outcome_row().details["sandboxed"] is True
-    assert "undone (your role may not change these): src/pwn" in outcome.output
+    assert "discarded (your role may not change these): src/pwn" in outcome.output
 
 
 @needs_sandbox
@@ -307,18 +307,6 @@ def test_network_only_with_the_network_permission(user: Any, area: Area, listene
     role_write(data={"permissions": permissions}, create=False, slug="coder", actor="test")
     online = call("execute_command", argv=connect)
     assert "CONNECTED" in online.output and call.outcome_row().details["network"] is True
-
-
-@needs_sandbox
-def test_a_workspace_too_large_to_check_refuses_the_command(
-    user: Any, area: Area, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("ACODE_COMMAND_SNAPSHOT_FILES", "3")
-    call = coder(user, area)
-    outcome = call("execute_command", argv=["touch", "docs/ran.md"])
-    assert outcome.status == "denied" and "too large" in outcome.reason
-    assert call.outcome_row().details["rule"] == "snapshot"
-    assert not (area.ws / "docs" / "ran.md").exists()
 
 
 def test_a_crashing_tool_is_an_audited_clean_error(
