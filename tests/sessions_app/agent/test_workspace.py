@@ -210,7 +210,9 @@ def test_git_metadata_is_never_applied(ws: Path) -> None:
 
 @needs_layer
 def test_file_names_with_control_characters_are_refused(ws: Path) -> None:
-    writes = command(ws, "echo a > \"$(printf 'docs/x\\ny')\"; echo b > \"$(printf 'docs/e\\033[31m')\"")
+    writes = command(
+        ws, "echo a > \"$(printf 'docs/x\\ny')\"; echo b > \"$(printf 'docs/e\\033[31m')\""
+    )
     assert denied(writes) == {
         ("docs/x\\x0ay", "created", "file_name"),
         ("docs/e\\x1b[31m", "created", "file_name"),
@@ -235,7 +237,9 @@ def test_a_mode_change_is_a_change(ws: Path) -> None:
 
 @needs_layer
 def test_a_large_allowed_file_is_recorded_by_its_size_and_content(ws: Path) -> None:
-    writes = command(ws, "head -c 3000000 /dev/zero | tr '\\0' a > docs/big.txt", globs=("docs/**",))
+    writes = command(
+        ws, "head -c 3000000 /dev/zero | tr '\\0' a > docs/big.txt", globs=("docs/**",)
+    )
     (change,) = writes.allowed
     assert change.after == "[binary or large file: 1048577 bytes]\n"
     assert (ws / "docs" / "big.txt").stat().st_size == 3_000_000

@@ -141,10 +141,7 @@ def test_a_registered_repository_works_end_to_end(user: Any, upstream: Path) -> 
     session_transition(session=session, to_role="reviewer", reason="review", user=user)
     assert changes_approve(session=session, summary="Add the auth module", user=user) == 1
     session = AgentSession.objects.get(pk=session.pk)
-    assert (
-        sgit(session, "log", "-1", "--format=%s", f"acode/{session.pk}")
-        == "Add the auth module"
-    )
+    assert sgit(session, "log", "-1", "--format=%s", f"acode/{session.pk}") == "Add the auth module"
     assert sgit(session, "show", f"acode/{session.pk}:src/auth.py") == "TOKEN = 1"
     assert sgit(session, "status", "--porcelain") == "", "the index follows the branch"
     assert git("rev-parse", "main", cwd=upstream) == session.base_commit, "upstream untouched"
