@@ -233,7 +233,7 @@ def test_a_fifo_in_git_metadata_stalls_nothing(managed: tuple[Caller, Area], use
 def test_file_names_that_could_forge_a_diff_are_refused(
     managed: tuple[Caller, Area], user: Any
 ) -> None:
-    call, area = managed
+    call, _ = managed
     outcome = call("execute_command", argv=["sh", "-c", (
         "echo a > \"$(printf 'docs/a\\n+++ b')\"; "
         "echo b > \"$(printf 'docs/b\\r')\"; echo c > \"$(printf 'docs/\\033[2Kc')\"; "
