@@ -21,7 +21,8 @@ from _setup import fmt_time, per_call, verdict
 from sessions_app.agent import safefs
 from sessions_app.agent.process import Limits, run_process
 from sessions_app.agent.safefs import WorkspaceFS
-from sessions_app.agent.sandbox import BASE_ENV, run_sandboxed, sandbox_available
+from sessions_app.agent.layer import layer_create
+from sessions_app.agent.sandbox import BASE_ENV, SandboxView, run_sandboxed, sandbox_available
 
 RUNS = 40
 
@@ -44,7 +45,13 @@ def command_rows(ws: Path) -> list[tuple[str, float, float, float]]:
     for argv in (["true"], ["python3", "-c", "pass"]):
 
         def boxed(argv: list[str] = argv) -> object:
-            return run_sandboxed(argv, workspace=ws, writable=True, timeout=30)
+            layer = layer_create(ws.parent / "layers")  # as a write-capable command gets
+            try:
+                return run_sandboxed(
+                    argv, workspace=ws, writable=True, timeout=30, view=SandboxView(layer=layer)
+                )
+            finally:
+                layer.remove()
 
         def bare(argv: list[str] = argv) -> object:
             return run_process(argv, cwd=str(ws), env=BASE_ENV, timeout=30, limits=Limits())
@@ -115,7 +122,8 @@ def main() -> None:
     print(f"bwrap: {status.binary}  available: {status.available}  ({status.reason})")
     print(f"process limit: {status.process_limit}; first-use probe (start-up) {fmt_time(probe)}")
     with tempfile.TemporaryDirectory(prefix="acode-bench-") as tmp:
-        ws = Path(tmp).resolve()
+        ws = Path(tmp).resolve() / "ws"
+        ws.mkdir()
         if status.available:
             for label, boxed, bare, b95 in command_rows(ws):
                 added = boxed - bare

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from sessions_app.services.workspaces import git_dir_of
 from tests.sessions_app.apis.apikit import new_session, transition
 from tests.sessions_app.jobkit import allow_attach
 
@@ -19,7 +20,8 @@ def test_session_starts_in_default_with_git_workspace(api: APIClient) -> None:
     assert body["current_role"]["slug"] == "default"
     assert body["last_reason"] == "Initial state"
     assert body["role_version"] == 1
-    assert (Path(body["workspace"]) / ".git").is_dir()
+    assert not (Path(body["workspace"]) / ".git").exists()  # git lives in server state
+    assert git_dir_of(body["id"]).is_dir()
 
 
 def test_attaching_a_directory_needs_the_permission_and_an_allowed_root(

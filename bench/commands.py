@@ -1,0 +1,151 @@
+"""Command overhead by workspace size: the copy-on-write layer costs what a command changes,
+not what the repository holds.
+
+Target (issue "Approved means exactly this"): the overhead acode adds to a command
+(``execute_command`` through the tool implementation: layer, secret-file view, sandbox,
+reading the layer, applying what the role may write, removing the layer) minus the same
+command run by the bare runner, p50 and p95, on a 3-file workspace and on a 50,000-file
+workspace in the same run: the large one within 1.5x of the small one, and never refused
+for size. Memory per command (Python's peak allocation during a call) is printed for both
+and must not grow with the workspace.
+
+    python bench/commands.py   # ACODE_BENCH_COMMAND_FILES=50000 by default
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+from _report import record
+from _setup import fmt_time
+
+from sessions_app.agent.content import ContentStore
+from sessions_app.agent.process import Limits, run_process
+from sessions_app.agent.sandbox import BASE_ENV, sandbox_available
+from sessions_app.agent.secretfiles import SecretIndex
+from sessions_app.agent.tools import ToolContext, execute_command
+from sessions_app.agent.writes import RecordedWrite, WorkspaceWriter
+
+RUNS = 30
+LARGE = int(os.environ.get("ACODE_BENCH_COMMAND_FILES", "50000"))
+COMMANDS = {
+    "true": ["true"],
+    "write one file": ["sh", "-c", "echo changed > docs/out.md"],
+}
+
+
+def make_workspace(root: Path, files: int) -> Path:
+    """``files`` files of about 1 KB in directories of 100, plus a docs/ folder."""
+    ws = root / f"ws-{files}"
+    (ws / "docs").mkdir(parents=True)
+    (ws / "docs" / "guide.md").write_text("# Guide\n")
+    body = "x = 1\n" * 170
+    for index in range(files - 1):
+        folder = ws / "src" / f"pkg{index // 100:04d}"
+        if index % 100 == 0:
+            folder.mkdir(parents=True)
+        (folder / f"m{index % 100:02d}.py").write_text(body)
+    (ws / ".env").write_text("TOKEN=not-for-commands\n")
+    return ws
+
+
+def context(ws: Path, layers: Path) -> ToolContext:
+    recorded: list[RecordedWrite] = []
+    index = SecretIndex(ws, layers.parent / f"{ws.name}-secrets.json")
+    return ToolContext(
+        workspace=ws,
+        writer=WorkspaceWriter(ws, ContentStore(None), index),
+        layers_root=layers,
+        pending_diffs={},
+        record_change=recorded.append,
+        approve_changes=lambda summary: 0,
+        request_changes=lambda summary, comments: None,
+        may_write=True,
+        write_paths=("docs/**",),
+    )
+
+
+def timings(fn: Callable[[], object]) -> list[float]:
+    fn()
+    out = []
+    for _ in range(RUNS):
+        start = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - start)
+    return sorted(out)
+
+
+def p50_p95(times: list[float]) -> tuple[float, float]:
+    return statistics.median(times), times[int(len(times) * 0.95) - 1]
+
+
+def peak_memory(fn: Callable[[], object]) -> int:
+    tracemalloc.start()
+    fn()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak
+
+
+def measure(ws: Path, layers: Path, argv: list[str]) -> tuple[float, float, int]:
+    """Added overhead p50, p95 (acode's command path minus the bare runner) and peak memory."""
+    ctx = context(ws, layers)
+
+    def acode() -> object:
+        result = execute_command(ctx, {"argv": argv})
+        assert "[exit 0]" in result.output, result.output
+        return result
+
+    def bare() -> object:
+        return run_process(argv, cwd=str(ws), env=BASE_ENV, timeout=30, limits=Limits())
+
+    full = timings(acode)
+    base = timings(bare)
+    added = sorted(a - b for a, b in zip(full, base, strict=True))
+    p50, p95 = p50_p95(added)
+    return p50, p95, peak_memory(acode)
+
+
+def main() -> None:
+    status = sandbox_available()
+    print(f"bwrap: {status.binary}  sandbox: {status.available}  overlay: {status.overlay}")
+    if not (status.available and status.overlay):
+        print(f"MISS no copy-on-write layer here: {status.reason} {status.overlay_reason}")
+        record("copy-on-write layer available", 0, "yes/no", target=1, higher_is_better=True)
+        return
+    with tempfile.TemporaryDirectory(prefix="acode-bench-commands-") as tmp:
+        root = Path(tmp).resolve()
+        started = time.perf_counter()
+        small, large = make_workspace(root, 3), make_workspace(root, LARGE)
+        print(f"workspaces made in {time.perf_counter() - started:.1f} s ({LARGE} files)")
+        for label, argv in COMMANDS.items():
+            s50, s95, s_mem = measure(small, root / "layers", argv)
+            l50, l95, l_mem = measure(large, root / "layers", argv)
+            ratio = l50 / s50 if s50 > 0 else float("inf")
+            ok = "OK  " if ratio <= 1.5 else "MISS"
+            print(f"info {label:<15} 3 files      added p50 {fmt_time(s50)}  p95 {fmt_time(s95)}  "
+                  f"peak memory {s_mem / 1024:.0f} KiB")  # fmt: skip
+            print(f"info {label:<15} {LARGE} files added p50 {fmt_time(l50)}  p95 {fmt_time(l95)}  "
+                  f"peak memory {l_mem / 1024:.0f} KiB")  # fmt: skip
+            print(f"{ok} {label:<15} large / small p50 {ratio:.2f}x  target 1.50x")
+            record(f"added overhead p50, {label}, 3 files", s50 * 1e3, "ms",
+                   note=f"p95 {s95 * 1e3:.1f} ms; peak memory {s_mem // 1024} KiB")  # fmt: skip
+            record(
+                f"added overhead p50, {label}, {LARGE} files", l50 * 1e3, "ms",
+                baseline=s50 * 1e3, target=s50 * 1.5e3,
+                note=f"p95 {l95 * 1e3:.1f} ms (3 files: {s95 * 1e3:.1f} ms); peak memory "
+                f"{l_mem // 1024} KiB (3 files: {s_mem // 1024} KiB); target: 1.5x the 3-file "
+                "figure of the same run",
+            )  # fmt: skip
+            record(f"peak memory per command, {label}, {LARGE} files vs 3", l_mem / max(s_mem, 1),
+                   "x", target=1.5, note=f"{l_mem // 1024} KiB vs {s_mem // 1024} KiB")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
