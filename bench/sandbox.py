@@ -19,9 +19,9 @@ from _report import record
 from _setup import fmt_time, per_call, verdict
 
 from sessions_app.agent import safefs
+from sessions_app.agent.layer import layer_create
 from sessions_app.agent.process import Limits, run_process
 from sessions_app.agent.safefs import WorkspaceFS
-from sessions_app.agent.layer import layer_create
 from sessions_app.agent.sandbox import BASE_ENV, SandboxView, run_sandboxed, sandbox_available
 
 RUNS = 40

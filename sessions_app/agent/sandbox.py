@@ -20,6 +20,7 @@ import dataclasses
 import logging
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 import threading
@@ -367,8 +368,10 @@ def _bwrap_options(
         opts += ["--overlay-src", workspace, "--overlay", upper, work, workspace]
     else:
         opts += ["--ro-bind", workspace, workspace]
-    for rel in view.hidden:  # an empty, read-only file in place of each secret
-        opts += ["--ro-bind", "/dev/null", f"{workspace}/{rel}"]
+    if view.hidden:
+        empty = _empty_file()
+        for rel in view.hidden:  # an empty, read-only file in place of each secret
+            opts += ["--ro-bind", empty, f"{workspace}/{rel}"]
     env = dict(env)
     if view.git_dir is not None:
         opts += _git_view(view.git_dir)
@@ -377,6 +380,25 @@ def _bwrap_options(
     for name, value in env.items():
         opts += ["--setenv", name, value]
     return opts
+
+
+def _empty_file() -> str:
+    """An empty, read-only regular file of the server's, mounted over hidden files (a device
+    such as /dev/null would not open on the sandbox's nodev mounts)."""
+    path = layers_root() / "empty"
+    try:
+        info = os.lstat(path)
+        if stat.S_ISREG(info.st_mode) and info.st_size == 0 and info.st_nlink == 1:
+            return str(path)
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_name(f".empty-{os.getpid()}-{threading.get_ident()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)
+    os.close(fd)
+    os.replace(tmp, path)
+    return str(path)
 
 
 def _git_view(git_dir: Path) -> list[str]:

@@ -208,6 +208,8 @@ def delete_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         info = fs.stat(rel)  # a missing file fails here, as a tool error
     if info.kind == "dir":
         raise Refused(f"{rel!r} is a directory; only files are deleted")
+    if info.kind != "file":
+        raise Refused(f"{rel!r} is a {info.kind}: links and special files are never touched")
     ctx.record_change(ctx.writer.delete(rel))
     return ToolResult(f"{rel} deleted", rel, "Success (deleted)")
 

@@ -6,10 +6,18 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from sessions_app.agent.safegit import GitRefused, clone, run_git
+from sessions_app.agent.safegit import GitRefused, clone
+from sessions_app.agent.safegit import run_git as run_git_dir
+
+
+def run_git(work_tree: Path, args: list[str]) -> Any:
+    """Server git on a work tree whose git directory is its ``.git`` (an attached workspace)."""
+    return run_git_dir(work_tree / ".git", args, work_tree=work_tree)
+
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -192,8 +200,10 @@ def test_clone_of_a_local_repository(repo: Path, tmp_path: Path, markers: Path) 
     dest = tmp_path / "copy"
     out = clone(str(repo), dest)
     assert out.exit_code == 0, out.stderr
-    assert (dest / "a.txt").read_text() == "hello\n"
-    assert not any((dest / ".git" / "hooks").glob("*"))  # no template hooks copied
+    # A bare repository: the work tree is checked out separately, never holding .git.
+    shown = run_git_dir(dest, ["show", "HEAD:a.txt"])
+    assert shown.exit_code == 0 and shown.stdout == "hello\n"
+    assert not any((dest / "hooks").glob("*"))  # no template hooks copied
     assert ran(markers) == ""
 
 

@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 
 from sessions_app.agent import process, sandbox
+from sessions_app.agent.layer import Layer, layer_create
 from sessions_app.agent.sandbox import (
     Limits,
     SandboxUnavailable,
+    SandboxView,
     run_sandboxed,
     sandbox_available,
 )
@@ -42,10 +44,22 @@ def ws(tmp_path: Path) -> Path:
     return workspace
 
 
+LAYERS: dict[Path, Layer] = {}
+
+
 def sh(ws: Path, script: str, **kwargs: Any) -> sandbox.CommandOutcome:
+    """``sh -c script``; write-capable by default, writing to a fresh layer (``upper(ws)``)."""
     kwargs.setdefault("writable", True)
     kwargs.setdefault("timeout", 20.0)
+    if kwargs["writable"]:
+        LAYERS[ws] = layer_create(ws.parent / "layers")
+        kwargs.setdefault("view", SandboxView(layer=LAYERS[ws]))
     return run_sandboxed(["sh", "-c", script], workspace=ws, **kwargs)
+
+
+def upper(ws: Path) -> Path:
+    """Where the last write-capable command in ``ws`` wrote."""
+    return LAYERS[ws].upper
 
 
 def marker_processes(marker: str) -> list[str]:
@@ -66,7 +80,25 @@ def test_workspace_is_mounted_at_its_own_path_and_is_the_cwd(ws: Path) -> None:
     assert out.exit_code == 0, out.stderr
     assert out.stdout == f"{ws.resolve()}\nhello\n"
     assert out.sandboxed is True
-    assert (ws / "made.txt").read_text() == "new\n"
+    assert (upper(ws) / "made.txt").read_text() == "new\n"
+    assert not (ws / "made.txt").exists(), "writes land in the layer, never the workspace"
+
+
+@needs_sandbox
+def test_a_write_capable_command_needs_a_layer(ws: Path) -> None:
+    with pytest.raises(ValueError, match="needs a layer"):
+        run_sandboxed(["true"], workspace=ws, writable=True, timeout=5)
+
+
+@needs_sandbox
+def test_commands_run_unprivileged_and_secret_files_look_empty(ws: Path) -> None:
+    (ws / ".env").write_text("TOKEN=abc\n")
+    out = sh(ws, "id -u; id -g; wc -c < .env; cat .env; echo x > .env")
+    assert out.stdout.split()[:3] == ["1000", "1000", "10"]
+    hidden = sh(ws, "wc -c < .env; cat .env; echo x > .env; rm .env; echo rc=$?",
+                view=SandboxView(layer=layer_create(ws.parent / "layers"), hidden=(".env",)))  # fmt: skip
+    assert hidden.stdout.split()[0] == "0" and "abc" not in hidden.stdout
+    assert (ws / ".env").read_text() == "TOKEN=abc\n"
 
 
 @needs_sandbox
@@ -91,7 +123,11 @@ def test_nothing_outside_the_workspace_is_visible_or_writable(ws: Path, tmp_path
 @needs_sandbox
 def test_python_cannot_create_files_outside(ws: Path) -> None:
     out = run_sandboxed(
-        ["python3", "-c", "open('/outside', 'w')"], workspace=ws, writable=True, timeout=20
+        ["python3", "-c", "open('/outside', 'w')"],
+        workspace=ws,
+        writable=True,
+        timeout=20,
+        view=SandboxView(layer=layer_create(ws.parent / "layers")),
     )
     assert out.exit_code != 0
     assert "Read-only file system" in out.stderr
@@ -274,7 +310,7 @@ def test_file_size_is_limited(ws: Path) -> None:
     limits = Limits(file_size_bytes=1_000_000)
     out = sh(ws, "head -c 10000000 /dev/zero > big.bin", limits=limits)
     assert out.exit_code != 0
-    assert (ws / "big.bin").stat().st_size <= 1_000_000
+    assert (upper(ws) / "big.bin").stat().st_size <= 1_000_000
 
 
 @needs_sandbox
@@ -331,7 +367,9 @@ def test_development_switch_runs_unsandboxed_loudly(
     monkeypatch.setenv("ACODE_SANDBOX", "off")
     marker = f"acode-dev-{uuid.uuid4().hex}"
     with caplog.at_level(logging.WARNING, logger="sessions_app.agent.sandbox"):
-        out = sh(ws, f"setsid python3 -c 'import time; time.sleep(300)' {marker} & pwd")
+        out = sh(
+            ws, f"setsid python3 -c 'import time; time.sleep(300)' {marker} & pwd", writable=False
+        )
     assert out.sandboxed is False
     assert out.stdout == f"{ws.resolve()}\n"
     assert any("UNSANDBOXED" in r.getMessage() for r in caplog.records)
@@ -361,7 +399,7 @@ def test_limits_still_apply_without_prlimit(ws: Path, monkeypatch: pytest.Monkey
     """Without util-linux prlimit, a preexec_fn sets the rlimits and joins the cgroup."""
     monkeypatch.setattr(process, "prlimit_binary", lambda: None)
     out = sh(ws, "head -c 5000000 /dev/zero > big.bin", limits=Limits(file_size_bytes=100_000))
-    assert out.exit_code != 0 and (ws / "big.bin").stat().st_size <= 100_000
+    assert out.exit_code != 0 and (upper(ws) / "big.bin").stat().st_size <= 100_000
     if STATUS.process_limit != "none":
         forks = run_sandboxed(
             ["python3", "-c", FORK_MANY], workspace=ws, writable=False, timeout=30,
