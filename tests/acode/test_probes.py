@@ -57,6 +57,23 @@ def test_readyz_is_not_ready_without_a_sandbox_and_tells_staff_why(
     assert staff["problems"] == {"sandbox": "bwrap not found: install bubblewrap"}
 
 
+def test_readyz_says_why_when_no_copy_on_write_layer_can_be_mounted(
+    client: Client, admin_user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sessions_app.agent import sandbox
+
+    monkeypatch.delenv("ACODE_SANDBOX", raising=False)
+    status = sandbox.SandboxStatus(
+        True, "/usr/bin/bwrap", "ok", overlay=False,
+        overlay_reason="/usr/bin/bwrap cannot mount overlays: use bubblewrap 0.11+",
+    )  # fmt: skip
+    monkeypatch.setattr(sandbox, "_status", status)
+    client.force_login(admin_user)
+    body = client.get("/readyz").json()
+    assert body["checks"]["sandbox"] is False
+    assert "cannot mount overlays" in body["problems"]["sandbox"]
+
+
 @needs_redis
 def test_readyz_is_ready_with_a_live_worker_on_every_role_queue(
     client: Client, monkeypatch: pytest.MonkeyPatch, fake_worker: str

@@ -271,6 +271,30 @@ def test_commands_are_refused_with_their_own_code_without_a_sandbox(
     assert call("read_file", path="README.md").status == "ok"
 
 
+@needs_sandbox
+def test_commands_that_may_write_are_refused_without_a_copy_on_write_layer(
+    user: Any, area: Area, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = sandbox.sandbox_available()
+    reason = "the kernel refused the overlay (EPERM): commands write to a copy-on-write layer"
+    monkeypatch.setattr(sandbox, "_status", SandboxStatus(
+        True, real.binary, "ok", real.process_limit, real.disable_userns, real.tmp_size,
+        overlay=False, overlay_reason=reason,
+    ))  # fmt: skip
+    call = coder(user, area)
+    outcome = call("execute_command", argv=["touch", "docs/made.md"])
+    assert outcome.status == "denied" and outcome.code == "ACODE-TOL-004"
+    assert "copy-on-write layer" in outcome.reason
+    (row,) = call.rows
+    assert (row.event_type, row.result, row.details["rule"]) == (
+        "ToolDenied", "ACODE-TOL-004", "layer",
+    )  # fmt: skip
+    assert not (area.ws / "docs" / "made.md").exists()
+    # A role that cannot write needs no layer: its commands still run, read-only.
+    tester = as_tester(user, area)
+    assert tester("execute_command", argv=["python", "-m", "pytest", "-q"]).status == "ok"
+
+
 def test_the_development_switch_is_visible_and_writes_are_still_checked(
     user: Any, area: Area, monkeypatch: pytest.MonkeyPatch
 ) -> None:
