@@ -211,6 +211,9 @@ def layer_apply(
             if change.change == "deleted":
                 applied = writer.delete(change.path)
             else:
+                if change.change == "modified":  # a directory the command replaced, now empty
+                    with WorkspaceFS(writer.root) as fs:
+                        fs.remove_empty_dir(change.path)
                 with opened_path(source_root, change.source) as fd:
                     if fd < 0:
                         raise Refused("it is not a regular file")

@@ -169,6 +169,15 @@ def test_a_file_replaced_by_a_directory_where_allowed(ws: Path) -> None:
 
 
 @needs_layer
+def test_a_directory_replaced_by_a_file_where_allowed(ws: Path) -> None:
+    writes = command(ws, "rm -r docs/old && echo flat > docs/old", globs=("docs/**",))
+    assert {(c.path, c.after) for c in writes.allowed} == {
+        ("docs/old/a.md", None), ("docs/old/b.md", None), ("docs/old", "flat\n"),
+    }  # fmt: skip
+    assert (ws / "docs" / "old").read_text() == "flat\n"
+
+
+@needs_layer
 def test_links_special_files_and_privileged_modes_are_never_applied(ws: Path) -> None:
     writes = command(
         ws,
