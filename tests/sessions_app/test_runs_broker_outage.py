@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import httpx
 import psycopg
 import pytest
 from django.db import connection
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from roles.services import role_write
@@ -108,6 +110,14 @@ def until(check: Callable[[], object], timeout: float, what: str) -> None:
         time.sleep(0.2)
 
 
+def has_code_stage(run: Run) -> bool:
+    return run.stages.filter(purpose="code").exclude(job=None).exists()
+
+
+def waits_for_broker(job: Job) -> bool:
+    return Job.objects.filter(pk=job.pk, broker_wait_since__isnull=False).exists()
+
+
 def notes(job: Job) -> str:
     return str(list(job.events.filter(kind="note").values_list("data", flat=True)))
 
@@ -139,36 +149,33 @@ def test_runs_cross_stage_boundaries_through_a_broker_outage_and_all_succeed(
             runs.append(Run.objects.get(pk=started.json()["id"]))
 
         with psycopg.connect(shared_database_url()) as other:
-            # Hold each run's row as soon as it entered its code stage: when the Coder's
-            # job ends, the worker's run_advance waits for it. Kill Redis there, then let
-            # the runs cross into their test stage with no broker.
+            # Hold each run's row as soon as it entered its code stage (the worker's
+            # run_advance waits for it when the Coder's job ends) and kill Redis while the
+            # Coders think: their jobs end during the outage, and the runs cross into their
+            # test stage with no broker once the rows are let go.
             for run in runs:
-                until(
-                    lambda run=run: run.stages.filter(purpose="code").exclude(job=None).exists(),
-                    60,
-                    "the run's code stage",
-                )
+                until(partial(has_code_stage, run), 60, "the run's code stage")
                 other.execute(
                     f"SELECT id FROM {Run._meta.db_table} WHERE id = %s FOR NO KEY UPDATE",
                     [run.pk],
                 )
+            for run in runs:  # every Coder's message taken by the worker: its job started
+                stage_job(run, "code", (JobStatus.RUNNING, *FINAL_JOB_STATUSES), 60)
+            own_redis.kill()
+            down_at, killed_at = time.monotonic(), timezone.now()
             coding = [stage_job(run, "code", FINAL_JOB_STATUSES, 60) for run in runs]
             until(lambda: lock_waiters() >= RUNS, 30, "every run's advance to wait")
-            own_redis.kill()
-            down_at = time.monotonic()
             other.rollback()
+        # Jobs in flight when Redis went away finished (the last one had just started).
+        assert all(c.status == JobStatus.SUCCEEDED for c in coding)
+        assert any(c.finished_at and c.finished_at > killed_at for c in coding)
 
         # The test stages' jobs are created, stay queued and wait for the broker; no run
         # fails for it.
         testing = [stage_job(run, "test", (JobStatus.QUEUED,), 30) for run in runs]
         for job in testing:
-            until(
-                lambda job=job: Job.objects.filter(pk=job.pk, broker_wait_since__isnull=False),
-                30,
-                "the test job to wait for the broker",
-            )
+            until(partial(waits_for_broker, job), 30, "the test job to wait for the broker")
             assert "broker_unreachable" in notes(job)
-        assert all(c.status == JobStatus.SUCCEEDED for c in coding)
 
         # A run start during the outage: a clean 503, and nothing left behind.
         key = {"Idempotency-Key": "late-start"}

@@ -30,12 +30,11 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def broker_away() -> Iterator[Callable[[], None]]:
     """Point Celery at a Redis nobody runs; the fixture's value brings the real one back."""
-    saved = (app.conf.broker_url, app.conf.task_always_eager)
-    app.conf.broker_url = f"redis://127.0.0.1:{free_port()}/0"
-    app.conf.task_always_eager = False
+    saved = {"broker_url": app.conf.broker_url, "task_always_eager": app.conf.task_always_eager}
+    app.conf.update(broker_url=f"redis://127.0.0.1:{free_port()}/0", task_always_eager=False)
 
     def back() -> None:
-        app.conf.broker_url, app.conf.task_always_eager = saved
+        app.conf.update(saved)
 
     yield back
     back()
