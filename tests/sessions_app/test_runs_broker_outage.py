@@ -2,9 +2,10 @@
 PostgreSQL, a redis-server of the test's own that is killed and started again empty).
 
 Runs finish their code stage while Redis is down; their test stage's job cannot be sent,
-waits for the broker, and is sent by the periodic re-send once Redis is back: every run
-ends succeeded, every stage once. A run start refused (503) during the outage leaves
-nothing behind and goes through as soon as Redis is back.
+waits for the broker, and is sent by the periodic re-send once Redis is back; a run whose
+message Redis held is rescued by the re-send of jobs queued too long. Every run ends
+succeeded, every stage once. A run start refused (503) during the outage leaves nothing
+behind and goes through as soon as Redis is back.
 """
 
 from __future__ import annotations
@@ -139,9 +140,9 @@ def test_runs_cross_stage_boundaries_through_a_broker_outage_and_all_succeed(
     with httpx.Client(base_url=server.url, headers=auth, timeout=60) as api:
         sids = [
             api.post("/api/sessions/", json={"title": f"outage {n}", "task": "greet"}).json()["id"]
-            for n in range(RUNS + 1)
+            for n in range(RUNS + 2)
         ]
-        late_sid = sids.pop()
+        late_sid, lost_sid = sids.pop(), sids.pop()
         runs = []
         for sid in sids:
             started = api.post(f"/api/sessions/{sid}/runs/", json=start)
@@ -161,6 +162,13 @@ def test_runs_cross_stage_boundaries_through_a_broker_outage_and_all_succeed(
                 )
             for run in runs:  # every Coder's message taken by the worker: its job started
                 stage_job(run, "code", (JobStatus.RUNNING, *FINAL_JOB_STATUSES), 60)
+            # One more run, whose first message waits in Redis (the worker's slots are all
+            # busy) and is lost with Redis's data: the re-send of jobs queued too long
+            # (ACODE_JOB_RESEND_SECONDS, 10 s here) delivers it after the restart.
+            started = api.post(f"/api/sessions/{lost_sid}/runs/", json=start)
+            assert started.status_code == 201, started.text
+            lost = Run.objects.get(pk=started.json()["id"])
+            lost_plan = stage_job(lost, "plan", (JobStatus.QUEUED,), 10)
             own_redis.kill()
             down_at, killed_at = time.monotonic(), timezone.now()
             coding = [stage_job(run, "code", FINAL_JOB_STATUSES, 60) for run in runs]
@@ -198,8 +206,9 @@ def test_runs_cross_stage_boundaries_through_a_broker_outage_and_all_succeed(
     for job in testing:
         wait_for(job, (JobStatus.RUNNING, *FINAL_JOB_STATUSES), 90)
     started_after = time.monotonic() - back_at
-    for run in runs:
+    for run in [*runs, lost]:
         assert_ran_once_each(wait_run(run, 180), killed=None)
+    assert "queued too long; message sent again" in notes(lost_plan), notes(lost_plan)
     for job in testing:
         assert "the task queue is back; message sent" in notes(job), notes(job)
         job.refresh_from_db()
