@@ -353,7 +353,7 @@ _CODES = [
         503,
         "Service temporarily unavailable",
         "The database or Redis cannot be reached right now; retry after the Retry-After "
-        "seconds. A job refused this way is recorded as failed: submit it again.",
+        "seconds. A run or job refused this way was not created: submit it again.",
     ),
 ]
 

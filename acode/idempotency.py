@@ -2,7 +2,8 @@
 
 The operation and the stored response commit in one transaction, so two identical
 requests racing each other cannot both write: the loser's transaction hits the unique
-key, rolls back, and replays the winner's stored response.
+key, rolls back, and replays the winner's stored response. A 5xx answer is not a result:
+it is rolled back and not stored, so a retry with the same key runs the operation again.
 """
 
 from __future__ import annotations
@@ -64,6 +65,11 @@ def idempotent(request: Request, operation: Callable[[], Response]) -> Response:
     try:
         with transaction.atomic():
             response = run_as_response(operation)
+            if response.status_code >= 500:
+                # Unavailable for now (the broker or the database away): nothing is kept,
+                # so the same request with the same key is tried afresh, not answered 503.
+                transaction.set_rollback(True)
+                return response
             IdempotencyRecord.objects.create(
                 user=user,
                 key=key,

@@ -13,6 +13,9 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("ACODE_DEFAULT_QUEUE", "agents")
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A broker outage does not stop the jobs in flight: they live in the database, and their
+# end needs no broker (the next stage's job waits for it). Celery 6 would cancel them.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
@@ -22,6 +25,16 @@ ACODE_JOB_STALE_SECONDS = env_float("ACODE_JOB_STALE_SECONDS", 60.0)
 # A job queued this long without starting gets its message sent again (a worker may have
 # died holding it); duplicates are skipped when they arrive.
 ACODE_JOB_RESEND_SECONDS = env_float("ACODE_JOB_RESEND_SECONDS", ACODE_JOB_STALE_SECONDS * 5)
+# Redis delivers again a message a worker took and never acknowledged (it was killed
+# mid-job) this long after it was taken; workers look for such messages every tenth of it
+# (no less often than every 10 s, no more than every second). Keep it above the longest
+# job. Any second delivery ends in job_start with a log line and changes nothing.
+ACODE_BROKER_VISIBILITY_SECONDS = env_float("ACODE_BROKER_VISIBILITY_SECONDS", 3600.0)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": ACODE_BROKER_VISIBILITY_SECONDS,
+    "unacked_restore_interval": max(1.0, min(10.0, ACODE_BROKER_VISIBILITY_SECONDS / 10)),
+    "unacked_restore_throttle": 1,
+}
 ACODE_AUDIT_ANCHOR_SECONDS = env_float("ACODE_AUDIT_ANCHOR_SECONDS", 300.0)
 ACODE_AUDIT_VERIFY_SECONDS = env_float("ACODE_AUDIT_VERIFY_SECONDS", 3600.0)
 # Periodic work, run by Celery beat (embedded in the worker under `make run`: --beat).

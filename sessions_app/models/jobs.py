@@ -53,6 +53,11 @@ class Job(models.Model):
     attempts = models.PositiveSmallIntegerField(default=0)
     cancel_requested = models.BooleanField(default=False)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    broker_wait_since = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Since when the job waits for the task queue (its message could not be sent).",
+    )
     created_by = models.CharField(max_length=150)
     run_stage = models.ForeignKey(
         "sessions_app.RunStage",

@@ -1,4 +1,18 @@
-"""Writes to jobs: create and enqueue, record events, cancel, finish, recover lost ones."""
+"""Writes to jobs: create and enqueue, record events, cancel, finish, recover lost ones.
+
+How a job reaches a worker, whatever goes wrong on the way (README, "Resilience"):
+
+- A person's new job (and a new run, ``run_start``) is refused with 503 while the broker
+  does not answer (``require_broker``), before anything is written: nothing is left behind
+  and the same request can be sent again at once.
+- Every accepted job's message is sent after its transaction commits (``_enqueue``). If the
+  broker cannot take it then, the job stays queued, marked as waiting for the broker
+  (``broker_wait_since``), and the periodic re-send (``jobs_resend_queued``) sends it when
+  the broker is back. Nothing accepted is failed for a broker that is briefly away; a run's
+  job waits at most until the run's budget is spent (``runs_resume_stalled``).
+- A message delivered twice (a re-send, or the broker's redelivery of a message a killed
+  worker never acknowledged) is skipped by ``job_start`` with a log line.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +27,10 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Max
+from django.db.models import Max, Q
 from django.utils import timezone
 
+from acode.broker import broker_reachable
 from acode.errors import AcodeError
 from acode.workers import queue_has_consumer
 from roles.registry import registry
@@ -48,7 +63,21 @@ class JobLimits:
     model: str = ""
 
 
+def require_broker() -> None:
+    """Refuse to start a person's run or job while the broker does not answer (503).
+
+    Asked before anything is written, so the refusal leaves no run or job behind. What
+    was accepted never fails this way: see ``_enqueue``."""
+    if not broker_reachable():
+        raise AcodeError(
+            "ACODE-API-503",
+            "The task queue (Redis) cannot be reached right now; nothing was started. "
+            "Submit it again in a moment.",
+        )
+
+
 def _enqueue(job: Job, queue: str) -> None:
+    """Send the job's message (after its commit); a broker away leaves it waiting."""
     from kombu.exceptions import OperationalError as BrokerUnreachable
     from redis.exceptions import RedisError
 
@@ -58,21 +87,33 @@ def _enqueue(job: Job, queue: str) -> None:
         # with Redis down that blocked ~20 s, then broke Celery's result consumer for good.
         run_job_task.apply_async(args=(str(job.pk),), queue=queue, ignore_result=True)
     except (BrokerUnreachable, RedisError) as exc:
-        # The job committed already: left queued with no message it would wait forever, so
-        # it is failed, and the caller told to submit it again (503, not a half-made job).
-        logger.warning("could not queue job %s on %s: %s", job.pk, queue, exc)
-        job_finish(
-            job,
-            JobStatus.FAILED,
-            code="ACODE-API-503",
-            message=f"the task queue could not be reached: {exc}",
-        )
-        raise AcodeError(
-            "ACODE-API-503",
-            "The task queue (Redis) cannot be reached right now; the job was not queued and "
-            "is marked failed. Submit it again in a moment.",
-            {"job": str(job.pk), "queue": queue},
-        ) from exc
+        _wait_for_broker(job, queue, exc)
+        return
+    if job.broker_wait_since is not None and Job.objects.filter(
+        pk=job.pk, broker_wait_since__isnull=False
+    ).update(broker_wait_since=None):
+        job.broker_wait_since = None
+        job_event(job, JobEventKind.NOTE, {"message": "the task queue is back; message sent"})
+
+
+def _wait_for_broker(job: Job, queue: str, exc: Exception) -> None:
+    # The job committed and stays queued: the re-send delivers it once the broker is back
+    # (a run's job is failed only when the run's budget is spent, runs_resume_stalled).
+    logger.warning("could not queue job %s on %s (it waits for the broker): %s", job.pk, queue, exc)
+    with transaction.atomic():
+        if Job.objects.filter(
+            pk=job.pk, status=JobStatus.QUEUED, broker_wait_since__isnull=True
+        ).update(broker_wait_since=timezone.now()):
+            job_event(
+                job,
+                JobEventKind.NOTE,
+                {
+                    "warning": "broker_unreachable",
+                    "queue": queue,
+                    "message": "The task queue could not be reached; the job stays queued "
+                    "and is sent when it is back.",
+                },
+            )
 
 
 def _enqueue_later(job: Job, queue: str) -> Callable[[], None]:
@@ -94,6 +135,8 @@ def job_create(
     stage's share of the run's budget and model (``limits``)."""
     if not request or not request.strip():
         raise AcodeError("ACODE-API-400", "A job needs a non-blank request.", {"field": "request"})
+    if run_stage is None:
+        require_broker()  # a person's job; a run's job is never refused (it waits)
     who = actor_name(user, actor)
     limits = limits or JobLimits()
     with transaction.atomic():
@@ -187,10 +230,16 @@ def job_start(job_id: Any, *, worker: Mapping[str, str] | None = None) -> Job | 
     with transaction.atomic():
         # No joins under FOR UPDATE (see lock_session); relations load lazily after.
         job = Job.objects.select_for_update().get(pk=job_id)
+        # A message delivered again (a re-send, or the broker's redelivery of one a killed
+        # worker never acknowledged) is skipped; the log line is all it leaves.
         if job.is_final:
+            logger.info("job %s delivered again after it ended (%s); skipped", job.pk, job.status)
             return None
         if job.status == JobStatus.RUNNING and not _stale(job):
-            return None  # a second delivery of a job another worker is running now
+            logger.info(
+                "job %s delivered again while attempt %d runs; skipped", job.pk, job.attempts
+            )
+            return None
         if job.cancel_requested:
             job_finish(job, JobStatus.CANCELLED, message="cancelled before it started")
             return None
@@ -309,34 +358,49 @@ def _stale(job: Job) -> bool:
 
 
 def jobs_resend_queued() -> list[str]:
-    """Send again the message of jobs queued too long without starting.
+    """Send the message of jobs waiting for the broker, and again that of jobs queued too
+    long without starting.
 
-    A worker that died holding a job's message (taken, not yet started), or between the
-    commit and the publish, leaves the job ``queued`` with no message anyone will deliver
-    soon. A duplicate is harmless: ``job_start`` skips a job that is final or running.
-    ``heartbeat_at`` of a queued job is when its message was last sent again.
+    A job whose message the broker could not take waits for it (``broker_wait_since``):
+    it is sent on every sweep until the broker takes it. A worker that died holding a
+    job's message (taken, not yet started), or Redis restarted empty, leaves the job
+    ``queued`` with no message anyone will deliver: it is sent again after
+    ``ACODE_JOB_RESEND_SECONDS``. A duplicate is harmless: ``job_start`` skips a job that
+    is final or running. ``heartbeat_at`` of a queued job is when its message was last sent.
     """
     cutoff = timezone.now() - timedelta(seconds=settings.ACODE_JOB_RESEND_SECONDS)
+    overdue = Q(created_at__lt=cutoff) & (Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=cutoff))
     resent: list[str] = []
-    for job in Job.objects.filter(status=JobStatus.QUEUED, created_at__lt=cutoff).select_related(
-        "role"
+    for job in (
+        Job.objects.filter(status=JobStatus.QUEUED)
+        .filter(overdue | Q(broker_wait_since__isnull=False))
+        .select_related("role")
     ):
-        if job.heartbeat_at is not None and job.heartbeat_at >= cutoff:
-            continue
         queue = registry.resolve(job.role.slug).spec.queue
-        if not queue_has_consumer(queue):
+        waiting = job.broker_wait_since is not None
+        if not waiting and not queue_has_consumer(queue):
             continue  # nobody would take it; the job already says so (no_consumer)
         with transaction.atomic():
             if Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
                 heartbeat_at=timezone.now()
             ):
-                job_event(
-                    job, JobEventKind.NOTE, {"message": "queued too long; message sent again"}
-                )
-                queue = registry.resolve(job.role.slug).spec.queue
+                if not waiting:  # (a waiting job's note comes when the broker takes it)
+                    job_event(
+                        job, JobEventKind.NOTE, {"message": "queued too long; message sent again"}
+                    )
                 transaction.on_commit(_enqueue_later(job, queue))
                 resent.append(str(job.pk))
     return resent
+
+
+def job_expire(job: Job, *, code: str, message: str) -> bool:
+    """Fail a job that has not started (still queued); False if it started or ended."""
+    with transaction.atomic():
+        locked = Job.objects.select_for_update().get(pk=job.pk)
+        if locked.status != JobStatus.QUEUED:
+            return False
+        job_finish(locked, JobStatus.FAILED, code=code, message=message)
+    return True
 
 
 def jobs_recover_stale() -> list[str]:

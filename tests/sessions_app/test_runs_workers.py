@@ -254,3 +254,45 @@ def test_a_run_survives_its_worker_killed_holding_the_next_stages_message(
 
     assert_ran_once_each(run, killed=None)
     assert "message sent again" in json.dumps(list(testing.events.values_list("data", flat=True)))
+
+
+def test_a_late_redelivery_of_a_finished_job_changes_nothing(
+    user: User, run_queue: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """A worker killed after its job ended leaves the job's message unacknowledged; the
+    broker delivers it again after its visibility timeout (ACODE_BROKER_VISIBILITY_SECONDS:
+    20 s here, an hour by default), when the sweep has long moved the run on. That
+    delivery leaves a log line and nothing else."""
+    script_slow_coder_run()
+    visibility = {"ACODE_BROKER_VISIBILITY_SECONDS": "20"}
+    first = Worker(run_queue, tmp_path / "first.log", visibility)
+    workers.append(first)
+    run = start_run(user)
+    coding = stage_job(run, "code", (JobStatus.RUNNING,), 60)
+    with run_row_held(run):
+        coding = wait_for(coding, FINAL_JOB_STATUSES, 30)
+        waiting_on_a_lock(10)
+        first.kill()
+    second_log = tmp_path / "second.log"
+    workers.append(Worker(run_queue, second_log, visibility, beat=True))
+    run = wait_run(run, 120)
+    assert_ran_once_each(run, killed=None)
+
+    def seen() -> tuple[object, ...]:
+        return (
+            AuditEvent.objects.filter(session=run.session).count(),
+            list(Job.objects.filter(session=run.session).values_list("pk", "status", "attempts")),
+            sorted(coding.events.values_list("seq", "kind")),
+            list(run.stages.values_list("seq", "status", "job_id")),
+            Run.objects.filter(pk=run.pk).values_list("status", "updated_at").get(),
+        )
+
+    before = seen()
+    line = f"job {coding.pk} delivered again after it ended (succeeded); skipped"
+    deadline = time.monotonic() + 60
+    while line not in second_log.read_text():
+        assert time.monotonic() < deadline, "the message was not delivered again"
+        time.sleep(0.5)
+    time.sleep(2)  # the redelivered task goes on to run_after_job: let it end
+    assert seen() == before
+    assert_ran_once_each(run, killed=None)

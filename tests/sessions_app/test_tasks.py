@@ -42,6 +42,7 @@ class Worker:
         extra_env: dict[str, str] | None = None,
         *,
         beat: bool = False,
+        concurrency: int = 1,
     ) -> None:
         self.queue = queue
         self.log = log
@@ -68,7 +69,7 @@ class Worker:
                 "-Q",
                 queue,
                 "-c",
-                "1",
+                str(concurrency),
                 "-P",
                 "prefork",
                 "--without-gossip",

@@ -41,7 +41,7 @@ from sessions_app.models import (
 )
 from sessions_app.services.audit import audit_record
 from sessions_app.services.changes import changes_commit, pending_digest
-from sessions_app.services.jobs import JobLimits, job_create
+from sessions_app.services.jobs import JobLimits, job_create, job_expire, require_broker
 from sessions_app.services.plans import plan_set, plan_step_update
 from sessions_app.services.runs.common import (
     ORCHESTRATOR,
@@ -145,6 +145,7 @@ def run_start(
             f"Unknown risk tier {declared!r}.",
             {"field": "risk", "allowed": list(RiskTier.values)},
         )
+    require_broker()  # refused with 503 before anything is written: submit it again at once
     locked = lock_session(session.pk)
     if locked.active_run_id is not None:
         raise AcodeError(
@@ -210,7 +211,9 @@ def run_after_job(job_id: Any) -> None:
 
 
 def runs_resume_stalled() -> list[str]:
-    """Advance running runs whose current stage's job has ended (a lost ``run_after_job``)."""
+    """Advance running runs whose current stage's job has ended (a lost ``run_after_job``),
+    or never started before the run's budget was spent (``_expire_unstarted``)."""
+    _expire_unstarted()
     resumed = []
     for stage in RunStage.objects.filter(
         status=StageStatus.RUNNING,
@@ -220,6 +223,20 @@ def runs_resume_stalled() -> list[str]:
         run_advance(stage.run_id)
         resumed.append(str(stage.run_id))
     return resumed
+
+
+def _expire_unstarted() -> None:
+    # A stage's job may wait to start (for the broker to come back, or for a worker on its
+    # queue); the re-send delivers it then. The run's budget bounds the wait: once spent
+    # (ACODE-RUN-006, in practice its wall time), the job is failed and the run with it.
+    for stage in RunStage.objects.filter(
+        status=StageStatus.RUNNING, run__status=RunStatus.RUNNING, job__status=JobStatus.QUEUED
+    ).select_related("run", "job"):
+        assert stage.job is not None
+        try:
+            budget_left(stage.run)
+        except AcodeError as exc:
+            job_expire(stage.job, code=exc.code, message=f"{exc.message} Its job never started.")
 
 
 def run_advance(run_id: Any) -> Run:
