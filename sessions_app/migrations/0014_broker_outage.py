@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('sessions_app', '0012_session_search_trigrams'),
+        ('sessions_app', '0013_pending_change_content'),
     ]
 
     operations = [
