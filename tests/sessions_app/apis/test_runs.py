@@ -158,7 +158,10 @@ def test_the_starter_cannot_approve_a_stale_digest_is_refused_the_current_one_co
     assert approver.get(f"/api/runs/{run['id']}/").json()["can_approve"] is True
     # The workspace changes after approval was asked: the digest no longer matches.
     session = Run.objects.get(pk=run["id"]).session
-    change_track(session=session, path="greet.py", before=None, after="x = 1\n")
+    # (recorded as the run would: nobody else changes a session while a run executes)
+    change_track(
+        session=session, path="greet.py", before=None, after="x = 1\n", run_id=session.active_run_id
+    )
     (Path(session.workspace) / "greet.py").write_text("x = 1\n")
     stale = approver.post(f"/api/runs/{run['id']}/approve/", {"digest": digest})
     assert stale.status_code == 409

@@ -306,8 +306,12 @@ def test_approving_a_stale_digest_shows_the_refusal_and_the_new_digest(
 ) -> None:
     run = high_run_at_gate(session, user)
     old = run.approvals.get(status=ApprovalStatus.PENDING).digest
-    change_track(
-        session=session, path="greet.py", before=None, after="def greet():\n    return 1\n"
+    change_track(  # as the run itself records it: nobody else changes a session in a run
+        session=session,
+        path="greet.py",
+        before=None,
+        after="def greet():\n    return 1\n",
+        run_id=run.pk,
     )
     (Path(session.workspace) / "greet.py").write_text("def greet():\n    return 1\n")
     stale = lead_client.post(f"/runs/{run.id}/approve/", {"digest": old}, **HX)

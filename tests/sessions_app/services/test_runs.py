@@ -209,8 +209,12 @@ def test_a_high_run_waits_for_a_different_approver_bound_to_what_it_approves(
 
     # An approval of what was there before a further change does not count.
     approver = grant_approve(django_user_model.objects.create_user("approver", password="x"))
-    change_track(
-        session=run.session, path="greet.py", before=None, after="def greet():\n    return 1\n"
+    change_track(  # as the run itself records it: nobody else changes a session in a run
+        session=run.session,
+        path="greet.py",
+        before=None,
+        after="def greet():\n    return 1\n",
+        run_id=run.pk,
     )
     (Path(run.session.workspace) / "greet.py").write_text("def greet():\n    return 1\n")
     with pytest.raises(AcodeError) as stale:
