@@ -190,8 +190,8 @@ _CODES = [
         "ACODE-RUN-003",
         409,
         "The session belongs to a run",
-        "While a run executes only it changes the session's role or starts jobs; cancel "
-        "the run first.",
+        "While a run executes only it changes the session (role, plan, pending changes, "
+        "jobs, branch); act on the run (answer, approve, reject) or cancel it first.",
     ),
     ErrorCode(
         "ACODE-RUN-004",

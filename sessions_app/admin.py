@@ -5,7 +5,7 @@ through the API, the dashboard or the CLI)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib import admin
@@ -27,7 +27,13 @@ from sessions_app.models import (
     WorkflowStage,
     WorkflowTemplate,
 )
-from sessions_app.permissions import audit_visible_to, runs_visible_to, sessions_visible_to
+from sessions_app.permissions import (
+    SessionAction,
+    action_refusal,
+    audit_visible_to,
+    runs_visible_to,
+    sessions_visible_to,
+)
 from sessions_app.services.runs.portability import stage_order_problems
 from sessions_app.services.sessions import session_update
 
@@ -54,8 +60,25 @@ class TransitionInline(admin.TabularInline):
         return False
 
 
+class AgentSessionForm(forms.ModelForm):
+    """Refuses, as a form error, what the one decision refuses (a run executing in the
+    session, someone who may not act on it); ``session_update`` asks it again, locked."""
+
+    acting_user: Any = None
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        refusal = action_refusal(
+            SessionAction.SESSION_UPDATE, session=self.instance, user=self.acting_user
+        )
+        if refusal is not None:
+            raise ValidationError(f"{refusal.code}: {refusal.message}", code=refusal.code)
+        return cleaned
+
+
 @admin.register(AgentSession)
 class AgentSessionAdmin(admin.ModelAdmin):
+    form = AgentSessionForm
     list_display = (
         "title",
         "owner",
@@ -91,6 +114,13 @@ class AgentSessionAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # their history is append-only; archive instead
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        form = cast(type[AgentSessionForm], super().get_form(request, obj, change, **kwargs))
+        form.acting_user = request.user  # a class made for this request
+        return form
 
     def save_model(self, request: HttpRequest, obj: AgentSession, form: Any, change: bool) -> None:
         data = {

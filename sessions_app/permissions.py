@@ -12,9 +12,19 @@ The API, the dashboard pages, the websocket consumers and admin all ask here.
 
 Runs follow their session: who sees the session sees its runs; who acts on it starts,
 answers and cancels them. Approving or rejecting a run at its gate needs
-``approve_run`` and sight of the session, and whoever started a run never approves it
-(the service refuses that too, and audits the attempt). Workflow templates and risk
-signals are readable by every user; exporting and importing them is for staff.
+``approve_run`` and sight of the session, and whoever started a run never approves it.
+Workflow templates and risk signals are readable by every user; exporting and importing
+them is for staff.
+
+**Every action on a session** (its details, role, plan, pending changes, jobs, branch, and
+its runs) is decided by one function, ``action_refusal``, over the table
+``ACTION_RULES``: who may do it (acting on the session, deciding at a gate, separation of
+duties) and whether it may happen now (while a run executes only that run changes the
+session; an answer, an approval or a cancel needs the run in the right status; approving
+changes needs a role holding ``approve_changes``). The services ask it at their entry,
+under the session lock, so the API, the dashboard, the CLI, admin and workers are all
+held by it; the API's views ask its access part first (``has_object_permission``), and
+pages and serializers offer a button only where it says yes.
 
 Repositories: a user may start sessions on a repository that lists them or one of their
 groups (superusers: every one). Attaching an existing server directory instead needs
@@ -23,10 +33,15 @@ groups (superusers: every one). Attaching an existing server directory instead n
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from django.db.models import Q, QuerySet
 
+from acode.errors import AcodeError
+from roles.registry import registry
 from sessions_app.models import (
     ACTIVE_RUN_STATUSES,
     AgentSession,
@@ -34,6 +49,7 @@ from sessions_app.models import (
     Job,
     Repository,
     Run,
+    RunStage,
     RunStatus,
 )
 
@@ -110,33 +126,197 @@ def runs_visible_to(user: Any) -> QuerySet[Run]:
     return qs if can_view_all(user) else qs.filter(session__owner_id=user.pk)
 
 
-def run_can_act(user: Any, run: Run) -> bool:
-    """May answer or cancel the run (starting one: ``session_can_act`` on its session)."""
-    return session_can_act(user, run.session)
-
-
-def run_can_decide(user: Any, run: Run) -> bool:
-    """May approve or reject runs at the gate of this one's session (the service also
-    refuses the starter's own approval)."""
-    return session_can_view(user, run.session) and bool(user.has_perm(APPROVE_RUN_PERMISSION))
-
-
 def run_can_answer(user: Any, run: Run) -> bool:
-    return run.status in (RunStatus.AWAITING_INPUT, RunStatus.BLOCKED) and run_can_act(user, run)
+    return action_refusal(SessionAction.RUN_ANSWER, session=run.session, user=user, run=run) is None
 
 
 def run_can_approve(user: Any, run: Run) -> bool:
     """May approve this run now: it waits at the gate, and the user may decide and did not
     start it (separation of duties)."""
-    return (
-        run.status == RunStatus.AWAITING_APPROVAL
-        and run.started_by_id != user.pk
-        and run_can_decide(user, run)
-    )
+    refusal = action_refusal(SessionAction.RUN_APPROVE, session=run.session, user=user, run=run)
+    return refusal is None
 
 
 def run_can_cancel(user: Any, run: Run) -> bool:
-    return run.status in ACTIVE_RUN_STATUSES and run_can_act(user, run)
+    return action_refusal(SessionAction.RUN_CANCEL, session=run.session, user=user, run=run) is None
+
+
+# -- every action on a session: who, and whether now ---------------------------------------
+
+
+class SessionAction(StrEnum):
+    """Everything that changes a session, its jobs, its branch or its runs."""
+
+    SESSION_UPDATE = "session_update"  # title, task, status, risk tier
+    TRANSITION = "transition"
+    PLAN_SET = "plan_set"
+    PLAN_STEP = "plan_step"
+    CHANGE_RECORD = "change_record"  # by hand (API) or by a tool (change_track)
+    CHANGES_APPROVE = "changes_approve"
+    CHANGES_COMMIT = "changes_commit"  # onto the session branch
+    JOB_CREATE = "job_create"
+    JOB_CANCEL = "job_cancel"
+    RUN_START = "run_start"
+    RUN_ANSWER = "run_answer"
+    RUN_APPROVE = "run_approve"
+    RUN_REJECT = "run_reject"
+    RUN_CANCEL = "run_cancel"
+
+
+ACT = "act"  # the session's owner, or act_on_all_sessions
+DECIDE = "decide"  # approve_run
+
+
+@dataclass(frozen=True)
+class ActionRule:
+    """Who may take an action on a session and when.
+
+    ``run_owned``: while a run executes in the session, only that run takes it.
+    ``one_run``: refused while any run executes (starting a second one).
+    ``run_statuses``: an action on a run needs the run in one of these.
+    ``starter_may``: whoever started the run may take it (no: separation of duties).
+    ``role_permission``: the session's current role must hold it.
+    """
+
+    access: str = ACT
+    run_owned: bool = False
+    one_run: bool = False
+    run_statuses: tuple[str, ...] = ()
+    starter_may: bool = True
+    role_permission: str = ""
+
+
+_SESSION_ACTION = ActionRule(run_owned=True)
+AWAITING_ANSWER = (RunStatus.AWAITING_INPUT, RunStatus.BLOCKED)
+
+ACTION_RULES: dict[SessionAction, ActionRule] = {
+    SessionAction.SESSION_UPDATE: _SESSION_ACTION,
+    SessionAction.TRANSITION: _SESSION_ACTION,
+    SessionAction.PLAN_SET: _SESSION_ACTION,
+    SessionAction.PLAN_STEP: _SESSION_ACTION,
+    SessionAction.CHANGE_RECORD: _SESSION_ACTION,
+    SessionAction.CHANGES_APPROVE: ActionRule(run_owned=True, role_permission="approve_changes"),
+    SessionAction.CHANGES_COMMIT: _SESSION_ACTION,
+    SessionAction.JOB_CREATE: _SESSION_ACTION,
+    SessionAction.JOB_CANCEL: _SESSION_ACTION,  # of the run's own jobs; others may stop
+    SessionAction.RUN_START: ActionRule(one_run=True),
+    SessionAction.RUN_ANSWER: ActionRule(run_statuses=AWAITING_ANSWER),
+    SessionAction.RUN_APPROVE: ActionRule(
+        access=DECIDE, run_statuses=(RunStatus.AWAITING_APPROVAL,), starter_may=False
+    ),
+    SessionAction.RUN_REJECT: ActionRule(
+        access=DECIDE, run_statuses=(RunStatus.AWAITING_APPROVAL,)
+    ),
+    SessionAction.RUN_CANCEL: ActionRule(run_statuses=ACTIVE_RUN_STATUSES),
+}
+
+
+def action_refusal(
+    action: SessionAction,
+    *,
+    session: AgentSession,
+    user: Any = None,
+    run: Run | None = None,
+    run_id: uuid.UUID | None = None,
+    job: Job | None = None,
+    access_only: bool = False,
+) -> AcodeError | None:
+    """Why ``action`` may not happen to the session now (None: it may). The one place
+    this is decided; the services ask it under the session lock (the run's row locked too
+    for an action on a run).
+
+    ``user``: the person asking (None for the system: a worker, a command). ``run_id``:
+    the run taking the action itself (its engine and its stages' jobs); while that run
+    executes, it is the one actor allowed, and no person's access is asked of it.
+    ``run``: the run acted on; ``job``: the job acted on. ``access_only``: only who may
+    (what the API's views ask before reading a body; the rest needs the locked rows).
+    """
+    rule = ACTION_RULES[action]
+    acting_run = run_id is not None and run_id == session.active_run_id
+    if user is not None and not acting_run:
+        refusal = _access_refusal(rule, user, session)
+        if refusal is not None or access_only:
+            return refusal
+        if run is not None and not rule.starter_may and run.started_by_id == user.pk:
+            return AcodeError(
+                "ACODE-RUN-009",
+                "You started this run, so you cannot approve it: another approver must.",
+                {"started_by": user.get_username()},
+            )
+    if access_only:
+        return None
+    if rule.run_owned and not acting_run and _run_owns(session, action, job):
+        return AcodeError(
+            "ACODE-RUN-003",
+            f"The session is executing run {session.active_run_id}; while it does, only the "
+            f"run changes the session ({action.value} refused). Cancel the run first.",
+            {"run": str(session.active_run_id), "action": action.value},
+        )
+    if rule.one_run and session.active_run_id is not None:
+        return AcodeError(
+            "ACODE-RUN-002",
+            f"The session is already executing run {session.active_run_id}; one run at a time.",
+            {"run": str(session.active_run_id)},
+        )
+    if rule.run_statuses and run is not None and run.status not in rule.run_statuses:
+        return _run_not_in(run, rule.run_statuses)
+    if rule.role_permission:
+        role = registry.by_id(session.current_role_id)
+        if rule.role_permission not in role.access.permissions:
+            return AcodeError(
+                "ACODE-ROL-003",
+                f"Approving changes is not allowed in role {role.name}.",
+                {"role": role.slug, "missing_permission": rule.role_permission},
+            )
+    return None
+
+
+def action_check(action: SessionAction, *, session: AgentSession, **kwargs: Any) -> None:
+    """Raise ``action_refusal``'s answer, if it is a refusal."""
+    refusal = action_refusal(action, session=session, **kwargs)
+    if refusal is not None:
+        raise refusal
+
+
+def _access_refusal(rule: ActionRule, user: Any, session: AgentSession) -> AcodeError | None:
+    if rule.access == DECIDE:  # (sight of the session: the views' lookups, 404 otherwise)
+        if user.has_perm(APPROVE_RUN_PERMISSION):
+            return None
+        return AcodeError(
+            "ACODE-RUN-008",
+            "Approving or rejecting runs needs the 'approve run' permission.",
+            {"missing_permission": APPROVE_RUN_PERMISSION},
+        )
+    if session_can_act(user, session):
+        return None
+    return AcodeError(
+        "ACODE-API-403",
+        "Only the session's owner, or someone allowed to act on all sessions, may do this.",
+        {"missing_permission": "sessions_app.act_on_all_sessions"},
+    )
+
+
+def _run_owns(session: AgentSession, action: SessionAction, job: Job | None) -> bool:
+    """Does the session's executing run own this action? A job left from before the run
+    (not one of its stages') may still be stopped."""
+    if session.active_run_id is None:
+        return False
+    if action == SessionAction.JOB_CANCEL and job is not None:
+        stage_run = (
+            RunStage.objects.filter(pk=job.run_stage_id).values_list("run_id", flat=True).first()
+            if job.run_stage_id is not None
+            else None
+        )
+        return bool(stage_run == session.active_run_id)
+    return True
+
+
+def _run_not_in(run: Run, statuses: tuple[str, ...]) -> AcodeError:
+    if run.status not in ACTIVE_RUN_STATUSES:
+        message = f"Run {run.pk} already ended ({run.status})."
+    else:
+        message = f"Run {run.pk} is {run.status}; this needs it to be {' or '.join(statuses)}."
+    return AcodeError("ACODE-RUN-004", message, {"status": run.status, "needs": list(statuses)})
 
 
 def can_manage_workflows(user: Any) -> bool:

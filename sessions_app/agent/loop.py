@@ -418,16 +418,23 @@ def _final_answer(job: Job, role: RoleDef, session: AgentSession, content: str) 
                 "The answer is not a plan: it needs numbered steps or JSON "
                 '{"steps": [{"title": ...}]}; nothing was set.',
             )
-        plan_set(session=session, steps=steps, actor="orchestrator")
+        plan_set(session=session, steps=steps, actor="orchestrator", run_id=_run_of(job))
         job_event(job, JobEventKind.NOTE, {"message": f"plan set with {len(steps)} steps"})
     job_finish(job, JobStatus.SUCCEEDED, result=content)
 
 
+def _run_of(job: Job) -> Any:
+    """The run whose stage the job is (None for a job of its own): while that run executes,
+    it is the one that may change the session (``permissions.action_refusal``)."""
+    return job.run_stage.run_id if job.run_stage is not None else None
+
+
 def _tool_context(job: Job, session: AgentSession, asked: list[str]) -> ToolContext:
     actor = f"job:{str(job.pk)[:8]}"
+    run_id = _run_of(job)
 
     def record_change(write: RecordedWrite) -> None:
-        change_track(session=session, write=write, actor=actor)
+        change_track(session=session, write=write, actor=actor, run_id=run_id)
 
     def approve(summary: str) -> int:
         if job.run_stage_id is not None:  # in a run, the run commits (or its gate does)

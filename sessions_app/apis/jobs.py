@@ -15,6 +15,8 @@ from sessions_app.apis.common import (
     IDEMPOTENCY,
     INVALID_CODES,
     NOT_VISIBLE_CODES,
+    RUN_OWNS,
+    SessionActionApi,
     job_for,
     request_user,
     session_for,
@@ -26,10 +28,13 @@ from sessions_app.apis.serializers import (
     JobEventsQuery,
     JobOutput,
 )
+from sessions_app.permissions import SessionAction
 from sessions_app.services.jobs import job_cancel, job_create, job_queue_consumed
 
 
-class SessionJobsApi(APIView):
+class SessionJobsApi(SessionActionApi):
+    actions = {"POST": SessionAction.JOB_CREATE}
+
     @extend_schema(
         responses={200: JobOutput(many=True), **error_responses(*NOT_VISIBLE_CODES)},
         parameters=[
@@ -49,13 +54,13 @@ class SessionJobsApi(APIView):
 
     @extend_schema(
         request=JobCreateInput,
-        responses={201: JobOutput, **error_responses(*ACT_CODES, *INVALID_CODES)},
+        responses={201: JobOutput, **error_responses(*ACT_CODES, *INVALID_CODES, RUN_OWNS)},
         parameters=[IDEMPOTENCY],
         operation_id="sessions_jobs_create",
         description="Queue an inference job in the session's current role; a worker on the role's queue runs it.",
     )
     def post(self, request: Request, pk: str) -> Response:
-        session = session_for(request, pk, act=True)
+        session = session_for(request, pk, view=self)
 
         def create() -> Response:
             data = JobCreateInput(data=request.data)
@@ -102,12 +107,14 @@ class JobEventsApi(APIView):
         )
 
 
-class JobCancelApi(APIView):
+class JobCancelApi(SessionActionApi):
+    actions = {"POST": SessionAction.JOB_CANCEL}
+
     @extend_schema(
         request=None,
-        responses={200: JobOutput, **error_responses(*ACT_CODES, "ACODE-JOB-006")},
+        responses={200: JobOutput, **error_responses(*ACT_CODES, RUN_OWNS, "ACODE-JOB-006")},
         operation_id="jobs_cancel",
     )
     def post(self, request: Request, pk: str) -> Response:
-        job = job_for(request, pk, act=True)
+        job = job_for(request, pk, view=self)
         return Response(JobOutput(job_cancel(job=job, user=request_user(request))).data)

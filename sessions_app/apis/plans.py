@@ -6,7 +6,6 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from acode.errors import AcodeError, error_responses
 from acode.idempotency import idempotent
@@ -15,6 +14,8 @@ from sessions_app.apis.common import (
     IDEMPOTENCY,
     INVALID_CODES,
     NOT_VISIBLE_CODES,
+    RUN_OWNS,
+    SessionActionApi,
     request_user,
     session_for,
 )
@@ -27,11 +28,14 @@ from sessions_app.apis.serializers import (
     PlanStepOutput,
     StepStatusInput,
 )
+from sessions_app.permissions import SessionAction
 from sessions_app.services.changes import change_record, changes_approve
 from sessions_app.services.plans import plan_set, plan_step_update
 
 
-class SessionPlanApi(APIView):
+class SessionPlanApi(SessionActionApi):
+    actions = {"PUT": SessionAction.PLAN_SET}
+
     @extend_schema(
         responses={200: PlanStepOutput(many=True), **error_responses(*NOT_VISIBLE_CODES)},
         operation_id="sessions_plan_retrieve",
@@ -41,11 +45,14 @@ class SessionPlanApi(APIView):
 
     @extend_schema(
         request=PlanInput,
-        responses={200: PlanStepOutput(many=True), **error_responses(*ACT_CODES, "ACODE-SES-004")},
+        responses={
+            200: PlanStepOutput(many=True),
+            **error_responses(*ACT_CODES, RUN_OWNS, "ACODE-SES-004"),
+        },
         operation_id="sessions_plan_set",
     )
     def put(self, request: Request, pk: str) -> Response:
-        session = session_for(request, pk, act=True)
+        session = session_for(request, pk, view=self)
         data = PlanInput(data=request.data)
         if not data.is_valid():  # every problem with a plan is ACODE-SES-004
             raise AcodeError("ACODE-SES-004", "The plan is invalid.", {"fields": data.errors})
@@ -55,17 +62,19 @@ class SessionPlanApi(APIView):
         return Response(session.plan)
 
 
-class SessionPlanStepApi(APIView):
+class SessionPlanStepApi(SessionActionApi):
+    actions = {"PATCH": SessionAction.PLAN_STEP}
+
     @extend_schema(
         request=StepStatusInput,
         responses={
             200: PlanStepOutput(many=True),
-            **error_responses(*ACT_CODES, *INVALID_CODES, "ACODE-SES-004"),
+            **error_responses(*ACT_CODES, *INVALID_CODES, RUN_OWNS, "ACODE-SES-004"),
         },
         operation_id="sessions_plan_step_update",
     )
     def patch(self, request: Request, pk: str, number: int) -> Response:
-        session = session_for(request, pk, act=True)
+        session = session_for(request, pk, view=self)
         data = StepStatusInput(data=request.data)
         data.is_valid(raise_exception=True)
         session = plan_step_update(
@@ -77,7 +86,9 @@ class SessionPlanStepApi(APIView):
         return Response(session.plan)
 
 
-class SessionChangesApi(APIView):
+class SessionChangesApi(SessionActionApi):
+    actions = {"POST": SessionAction.CHANGE_RECORD}
+
     @extend_schema(
         responses={200: PendingChangeOutput(many=True), **error_responses(*NOT_VISIBLE_CODES)},
         operation_id="sessions_changes_list",
@@ -90,12 +101,15 @@ class SessionChangesApi(APIView):
 
     @extend_schema(
         request=PendingChangeInput,
-        responses={201: PendingChangeOutput, **error_responses(*ACT_CODES, *INVALID_CODES)},
+        responses={
+            201: PendingChangeOutput,
+            **error_responses(*ACT_CODES, *INVALID_CODES, RUN_OWNS),
+        },
         parameters=[IDEMPOTENCY],
         operation_id="sessions_changes_record",
     )
     def post(self, request: Request, pk: str) -> Response:
-        session = session_for(request, pk, act=True)
+        session = session_for(request, pk, view=self)
 
         def record() -> Response:
             data = PendingChangeInput(data=request.data)
@@ -108,18 +122,23 @@ class SessionChangesApi(APIView):
         return idempotent(request, record)
 
 
-class SessionChangesApproveApi(APIView):
+class SessionChangesApproveApi(SessionActionApi):
+    actions = {"POST": SessionAction.CHANGES_APPROVE}
+
     @extend_schema(
         request=ApproveInput,
         responses={
             200: ApproveOutput,
-            **error_responses(*ACT_CODES, *INVALID_CODES, "ACODE-ROL-003"),
+            **error_responses(*ACT_CODES, *INVALID_CODES, RUN_OWNS, "ACODE-ROL-003"),
         },
         parameters=[IDEMPOTENCY],
         operation_id="sessions_changes_approve",
+        description="Commit the pending changes on the session branch (a role holding "
+        "approve_changes). While a run executes in the session, only the run commits: "
+        "409 ACODE-RUN-003, nothing written.",
     )
     def post(self, request: Request, pk: str) -> Response:
-        session = session_for(request, pk, act=True)
+        session = session_for(request, pk, view=self)
 
         def approve() -> Response:
             data = ApproveInput(data=request.data)

@@ -8,19 +8,20 @@ from typing import Any
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.exceptions import NotFound
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from acode.errors import AcodeError, error_responses
+from acode.errors import error_responses
 from acode.idempotency import idempotent
 from sessions_app.apis.common import (
     ACT_CODES,
     IDEMPOTENCY,
     INVALID_CODES,
     NOT_VISIBLE_CODES,
+    SessionActionApi,
     request_user,
     session_for,
 )
@@ -37,12 +38,7 @@ from sessions_app.apis.serializers import (
     RunSummaryOutput,
 )
 from sessions_app.models import Run, RunStatus
-from sessions_app.permissions import (
-    APPROVE_RUN_PERMISSION,
-    run_can_act,
-    run_can_decide,
-    runs_visible_to,
-)
+from sessions_app.permissions import SessionAction, runs_visible_to
 from sessions_app.selectors import run_events, runs_with_details, runs_with_stages
 from sessions_app.services.runs import run_answer, run_approve, run_cancel, run_reject, run_start
 
@@ -50,21 +46,15 @@ NOT_VISIBLE = "No run with that id is visible to you."
 DECIDE_CODES = ("ACODE-RUN-008", "ACODE-API-404")  # approve_run missing; run not visible
 
 
-def run_for(request: Request, pk: Any, *, act: bool = False, decide: bool = False) -> Run:
-    """The run if the user may see it (and act on it, or decide at its gate); else 404 / 403."""
-    user = request_user(request)
-    run = runs_visible_to(user).filter(pk=pk).first()
+def run_for(request: Request, pk: Any, *, view: APIView | None = None) -> Run:
+    """The run if the user may see it (404 otherwise); with ``view``, whether the user may
+    take the view's action on it (403: acting on the session, or deciding at its gate).
+    Asked here as well as in the service, so a refused caller writes nothing."""
+    run = runs_visible_to(request_user(request)).filter(pk=pk).first()
     if run is None:
         raise NotFound(NOT_VISIBLE)
-    if act and not run_can_act(user, run):
-        raise PermissionDenied("You may view this run but not act on it.")
-    # Checked here as well as in the service, so a refused caller writes nothing.
-    if decide and not run_can_decide(user, run):
-        raise AcodeError(
-            "ACODE-RUN-008",
-            "Approving or rejecting runs needs the 'approve run' permission.",
-            {"missing_permission": APPROVE_RUN_PERMISSION},
-        )
+    if view is not None:
+        view.check_object_permissions(request, run)
     return run
 
 
@@ -83,7 +73,9 @@ class RunPagination(LimitOffsetPagination):
         return min(super().get_offset(request), self.max_offset)
 
 
-class SessionRunsApi(APIView):
+class SessionRunsApi(SessionActionApi):
+    actions = {"POST": SessionAction.RUN_START}
+
     @extend_schema(
         request=RunStartInput,
         responses={
@@ -99,7 +91,7 @@ class SessionRunsApi(APIView):
         "first stage's job is queued. One run at a time per session.",
     )
     def post(self, request: Request, pk: str) -> Response:
-        session = session_for(request, pk, act=True)
+        session = session_for(request, pk, view=self)
 
         def start() -> Response:
             data = RunStartInput(data=request.data)
@@ -179,7 +171,9 @@ class RunEventsApi(APIView):
         return Response(RunEventsOutput(run_events(run, after=query.validated_data["after"])).data)
 
 
-class RunAnswerApi(APIView):
+class RunAnswerApi(SessionActionApi):
+    actions = {"POST": SessionAction.RUN_ANSWER}
+
     @extend_schema(
         request=RunAnswerInput,
         responses={
@@ -192,7 +186,7 @@ class RunAnswerApi(APIView):
         "answer; a blocked run sends the plan step back to the Coder with it.",
     )
     def post(self, request: Request, pk: str) -> Response:
-        run = run_for(request, pk, act=True)
+        run = run_for(request, pk, view=self)
 
         def answer() -> Response:
             data = RunAnswerInput(data=request.data)
@@ -203,7 +197,9 @@ class RunAnswerApi(APIView):
         return idempotent(request, answer)
 
 
-class RunApproveApi(APIView):
+class RunApproveApi(SessionActionApi):
+    actions = {"POST": SessionAction.RUN_APPROVE}
+
     @extend_schema(
         request=RunApproveInput,
         responses={
@@ -224,7 +220,7 @@ class RunApproveApi(APIView):
         "Needs approve_run; whoever started the run cannot approve it.",
     )
     def post(self, request: Request, pk: str) -> Response:
-        run = run_for(request, pk, decide=True)
+        run = run_for(request, pk, view=self)
 
         def approve() -> Response:
             data = RunApproveInput(data=request.data)
@@ -240,7 +236,9 @@ class RunApproveApi(APIView):
         return idempotent(request, approve)
 
 
-class RunRejectApi(APIView):
+class RunRejectApi(SessionActionApi):
+    actions = {"POST": SessionAction.RUN_REJECT}
+
     @extend_schema(
         request=RunRejectInput,
         responses={
@@ -252,7 +250,7 @@ class RunRejectApi(APIView):
         description="Reject the run at its gate: it ends rejected; the changes stay pending.",
     )
     def post(self, request: Request, pk: str) -> Response:
-        run = run_for(request, pk, decide=True)
+        run = run_for(request, pk, view=self)
 
         def reject() -> Response:
             data = RunRejectInput(data=request.data)
@@ -263,7 +261,9 @@ class RunRejectApi(APIView):
         return idempotent(request, reject)
 
 
-class RunCancelApi(APIView):
+class RunCancelApi(SessionActionApi):
+    actions = {"POST": SessionAction.RUN_CANCEL}
+
     @extend_schema(
         request=None,
         responses={200: RunDetailOutput, **error_responses(*ACT_CODES, "ACODE-RUN-004")},
@@ -273,7 +273,7 @@ class RunCancelApi(APIView):
         "stage otherwise. The session goes back to Default.",
     )
     def post(self, request: Request, pk: str) -> Response:
-        run = run_for(request, pk, act=True)
+        run = run_for(request, pk, view=self)
 
         def cancel() -> Response:
             run_cancel(run=run, user=request_user(request))

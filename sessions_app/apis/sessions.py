@@ -23,6 +23,8 @@ from sessions_app.apis.common import (
     IDEMPOTENCY,
     INVALID_CODES,
     NOT_VISIBLE_CODES,
+    RUN_OWNS,
+    SessionActionApi,
     request_user,
     session_for,
 )
@@ -38,7 +40,7 @@ from sessions_app.apis.serializers import (
 )
 from sessions_app.filters import SessionFilter
 from sessions_app.models import SessionStatus
-from sessions_app.permissions import sessions_visible_to
+from sessions_app.permissions import SessionAction, sessions_visible_to
 from sessions_app.selectors import session_usage, usage
 from sessions_app.services.sessions import session_create, session_update
 from sessions_app.services.workspaces import session_git_dir
@@ -97,7 +99,9 @@ class SessionListApi(APIView):
         return idempotent(request, create)
 
 
-class SessionDetailApi(APIView):
+class SessionDetailApi(SessionActionApi):
+    actions = {"PATCH": SessionAction.SESSION_UPDATE}
+
     @extend_schema(
         responses={200: SessionOutput, **error_responses(*NOT_VISIBLE_CODES)},
         operation_id="sessions_retrieve",
@@ -109,12 +113,12 @@ class SessionDetailApi(APIView):
         request=SessionUpdateInput,
         responses={
             200: SessionOutput,
-            **error_responses(*ACT_CODES, *INVALID_CODES, "ACODE-SES-003"),
+            **error_responses(*ACT_CODES, *INVALID_CODES, RUN_OWNS, "ACODE-SES-003"),
         },
         operation_id="sessions_update",
     )
     def patch(self, request: Request, pk: str) -> Response:
-        session = session_for(request, pk, act=True)
+        session = session_for(request, pk, view=self)
         data = SessionUpdateInput(data=request.data, partial=True)
         data.is_valid(raise_exception=True)  # also refuses a body that is not an object
         if "current_role" in request.data or "role" in request.data:

@@ -18,6 +18,8 @@ from sessions_app.apis.common import (
     NOT_VISIBLE,
     NOT_VISIBLE_CODES,
     REQUEST_ID,
+    RUN_OWNS,
+    SessionActionApi,
     check_session_access,
     request_user,
     session_for,
@@ -30,10 +32,13 @@ from sessions_app.apis.serializers import (
     TransitionResultOutput,
 )
 from sessions_app.models import AgentSession
+from sessions_app.permissions import SessionAction
 from sessions_app.services.transitions import session_transition, transitions_from
 
 
-class SessionTransitionApi(APIView):
+class SessionTransitionApi(SessionActionApi):
+    actions = {"POST": SessionAction.TRANSITION}
+
     @extend_schema(
         request=TransitionInput,
         responses={
@@ -45,6 +50,7 @@ class SessionTransitionApi(APIView):
                 "ACODE-ROL-007",
                 "ACODE-ROL-002",
                 "ACODE-ROL-006",
+                RUN_OWNS,
             ),
         },
         parameters=[IDEMPOTENCY, REQUEST_ID],
@@ -67,7 +73,9 @@ class SessionTransitionApi(APIView):
                     user=user,
                     expected_role=data.validated_data.get("expected_role") or None,
                     request_id=request_id_of(request),
-                    authorize=lambda locked: check_session_access(user, locked, act=True),
+                    authorize=lambda locked: check_session_access(
+                        user, locked, view=self, request=request
+                    ),
                 )
             except AgentSession.DoesNotExist:
                 raise NotFound(NOT_VISIBLE) from None

@@ -50,11 +50,12 @@ from sessions_app.models import (
 )
 from sessions_app.permissions import (
     APPROVE_RUN_PERMISSION,
+    SessionAction,
+    action_refusal,
     run_can_answer,
     run_can_approve,
     run_can_cancel,
     runs_visible_to,
-    session_can_act,
     sessions_visible_to,
 )
 from sessions_app.selectors import (
@@ -494,9 +495,11 @@ def session_run(session: AgentSession) -> Run | None:
 def run_panel(session: AgentSession, user: Any, *, error: RunError | None = None) -> RunPanel:
     """The run panel of a session as ``user`` sees it (which buttons they get)."""
     run = session_run(session)
-    can_act = user is not None and session_can_act(user, session)
     panel = RunPanel(session_id=str(session.pk), run=None, error=error)
-    panel.can_start = can_act and (run is None or run.status not in ACTIVE_RUN_STATUSES)
+    panel.can_start = (
+        user is not None
+        and action_refusal(SessionAction.RUN_START, session=session, user=user) is None
+    )
     if run is None:
         return panel
     panel.run = run_view(run, session)
@@ -551,16 +554,13 @@ def _error(error: AcodeError) -> RunError:
     return RunError(error.code, error.message, str(digest) if digest else "")
 
 
-def _refused(message: str, code: str = "ACODE-API-403") -> AcodeError:
-    return AcodeError(code, message, {})
-
-
 def _answer(
     request: HttpRequest, session: AgentSession, error: AcodeError | None, done: str
 ) -> HttpResponse:
     """The re-rendered panel for htmx; otherwise back to the session page with a message."""
     user = cast(User, request.user)
     if _is_htmx(request):
+        session.refresh_from_db(fields=["active_run"])  # read before the action changed it
         panel = run_panel(session, user, error=_error(error) if error else None)
         return render(request, RUN_PARTIAL, {"runs": panel})
     if error is not None:
@@ -584,12 +584,11 @@ def _text(request: HttpRequest, name: str) -> str:
 @login_required
 @require_POST
 def run_start(request: HttpRequest, pk: UUID) -> HttpResponse:
-    """Start a run of the request in the session (the Run form)."""
+    """Start a run of the request in the session (the Run form). The service decides who
+    may, and whether now (``permissions.action_refusal``)."""
     user = cast(User, request.user)
     session = _visible_session(user, pk)
     try:
-        if not session_can_act(user, session):
-            raise _refused("You may view this session but not start runs in it.")
         risk = request.POST.get("risk", "").strip() or None
         if risk is not None and risk not in RiskTier.values:
             raise AcodeError("ACODE-API-400", f"Unknown risk tier {risk!r}.", {"field": "risk"})
@@ -606,15 +605,13 @@ def _run_action(
     pk: UUID,
     act: Callable[[Run, User], object],
     done: str,
-    *,
-    needs_act: bool,
 ) -> HttpResponse:
+    """Take a person's action on a run they may see; the service decides who may, and
+    whether now (``permissions.action_refusal``), and audits refused decisions."""
     user = cast(User, request.user)
     run = _visible_run(user, pk)
     session = run.session
     try:
-        if needs_act and not session_can_act(user, session):
-            raise _refused("You may view this session but not act on its runs.")
         act(run, user)
     except AcodeError as error:
         return _answer(request, session, error, "")
@@ -629,7 +626,7 @@ def run_answer(request: HttpRequest, pk: UUID) -> HttpResponse:
     def act(run: Run, user: User) -> object:
         return run_services.run_answer(run=run, answer=_text(request, "answer"), user=user)
 
-    return _run_action(request, pk, act, "Answer sent; the run goes on.", needs_act=True)
+    return _run_action(request, pk, act, "Answer sent; the run goes on.")
 
 
 @login_required
@@ -648,7 +645,7 @@ def run_approve(request: HttpRequest, pk: UUID) -> HttpResponse:
             run=run, user=user, digest=digest, reason=_text(request, "reason")
         )
 
-    return _run_action(request, pk, act, "Run approved.", needs_act=False)
+    return _run_action(request, pk, act, "Run approved.")
 
 
 @login_required
@@ -659,7 +656,7 @@ def run_reject(request: HttpRequest, pk: UUID) -> HttpResponse:
     def act(run: Run, user: User) -> object:
         return run_services.run_reject(run=run, user=user, reason=_text(request, "reason"))
 
-    return _run_action(request, pk, act, "Run rejected.", needs_act=False)
+    return _run_action(request, pk, act, "Run rejected.")
 
 
 @login_required
@@ -670,7 +667,7 @@ def run_cancel(request: HttpRequest, pk: UUID) -> HttpResponse:
     def act(run: Run, user: User) -> object:
         return run_services.run_cancel(run=run, user=user)
 
-    return _run_action(request, pk, act, "Cancel requested.", needs_act=True)
+    return _run_action(request, pk, act, "Cancel requested.")
 
 
 @login_required

@@ -46,7 +46,12 @@ from sessions_app.dashboard.session_panels import (
     timeline_entries,
 )
 from sessions_app.models import AgentSession
-from sessions_app.permissions import session_can_act, sessions_visible_to
+from sessions_app.permissions import (
+    SessionAction,
+    action_refusal,
+    session_can_act,
+    sessions_visible_to,
+)
 from sessions_app.selectors import time_in_roles
 from sessions_app.services import transitions
 from sessions_app.services.transitions import transitions_from
@@ -274,10 +279,12 @@ def session_transition(request: HttpRequest, pk: UUID) -> HttpResponse:
     user = cast(User, request.user)
     page = _visible_page(user, pk)
     back = HttpResponseRedirect(reverse("dashboard-session", kwargs={"pk": pk}))
-    if not session_can_act(user, page.session):
-        messages.error(
-            request, "You may view this session but not change its role.", "ACODE-API-403"
-        )
+    # Who may: asked before the service, whose refusals are audited (a follower's post is not).
+    refusal = action_refusal(
+        SessionAction.TRANSITION, session=page.session, user=user, access_only=True
+    )
+    if refusal is not None:
+        messages.error(request, refusal.message, refusal.code)
         return back
     to_role = request.POST.get("to_role", "").strip()
     if not to_role:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import uuid
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -12,6 +13,7 @@ from django.db import transaction
 from acode.errors import AcodeError
 from sessions_app.agent.writes import CONTROL, RecordedWrite
 from sessions_app.models import AgentSession, AuditEventType, ChangeKind, PendingChange
+from sessions_app.permissions import SessionAction, action_check
 from sessions_app.services.sessions import (
     actor_name,
     current_role_of,
@@ -65,15 +67,18 @@ def change_record(
     diff: str,
     actor: str | None = None,
     user: User | None = None,
+    run_id: uuid.UUID | None = None,
 ) -> PendingChange:
     """Record (or update) a pending file change awaiting review, described by hand: it
-    carries no recorded content, so approval does not commit it."""
+    carries no recorded content, so approval does not commit it (``run_id``: the run
+    executing in the session records it; see ``permissions.action_refusal``)."""
     _check_path(path)
     if kind not in ChangeKind.values:
         raise AcodeError(
             "ACODE-API-400", f"Unknown change kind {kind!r}.", {"allowed": list(ChangeKind.values)}
         )
     locked = lock_session(session.pk)
+    action_check(SessionAction.CHANGE_RECORD, session=locked, user=user, run_id=run_id)
     change, _ = PendingChange.objects.update_or_create(
         session=locked,
         path=path,
@@ -100,16 +105,19 @@ def change_track(
     session: AgentSession,
     write: RecordedWrite,
     actor: str | None = None,
+    run_id: uuid.UUID | None = None,
 ) -> PendingChange | None:
     """Record a file change the server made (``WorkspaceWriter``), cumulatively since the
     last approved review, with exactly the content written.
 
     The diff is always against the file as it was before this review cycle, so a file
     created and then edited stays "created", and one created then deleted leaves nothing.
+    ``run_id``: the run whose stage's job made it (as in ``change_record``).
     """
     _check_path(write.path)
     path, before, after = write.path, write.before, write.after
     locked = lock_session(session.pk)
+    action_check(SessionAction.CHANGE_RECORD, session=locked, run_id=run_id)
     existing = PendingChange.objects.filter(session=locked, path=path).first()
     baseline = existing.baseline if existing is not None else before
     # Placeholder text ("[binary ... bytes]") says nothing about equal content: never a revert.
@@ -167,15 +175,11 @@ def changes_approve(
     actor: str | None = None,
     user: User | None = None,
 ) -> int:
-    """A review approved the pending changes: clear them. Needs ``approve_changes`` in the role."""
+    """A review outside a run approved the pending changes: commit and clear them. Needs
+    ``approve_changes`` in the role, and no run executing in the session (a run's changes
+    are committed by the run, or at its gate): ``permissions.action_refusal``."""
     locked = lock_session(session.pk)
-    role = current_role_of(locked)
-    if "approve_changes" not in role.access.permissions:
-        raise AcodeError(
-            "ACODE-ROL-003",
-            f"Approving changes is not allowed in role {role.name}.",
-            {"role": role.slug, "missing_permission": "approve_changes"},
-        )
+    action_check(SessionAction.CHANGES_APPROVE, session=locked, user=user)
     return changes_commit(session=locked, summary=summary, actor=actor, user=user)
 
 
@@ -186,6 +190,7 @@ def changes_commit(
     summary: str = "",
     actor: str | None = None,
     user: User | None = None,
+    run_id: uuid.UUID | None = None,
 ) -> int:
     """Commit the pending changes on the session branch and clear them; how many there were.
 
@@ -194,9 +199,11 @@ def changes_commit(
     described by hand carry no content and are listed as not committed. The caller decided
     that they may be committed: a review in a role holding ``approve_changes``
     (``changes_approve``), a run whose review approved them, or a person approving a run
-    at its gate.
+    at its gate (then ``run_id`` is the run, and ``user`` the approver, recorded). While a
+    run executes, only it commits.
     """
     locked = lock_session(session.pk)
+    action_check(SessionAction.CHANGES_COMMIT, session=locked, run_id=run_id)
     rows = list(locked.pending_changes.order_by("path"))
     approved = [
         ApprovedChange(r.path, "" if r.kind == ChangeKind.DELETED else r.content, r.mode)

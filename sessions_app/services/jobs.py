@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ from sessions_app.models import (
     JobStatus,
     RunStage,
 )
+from sessions_app.permissions import SessionAction, action_check
 from sessions_app.services.audit import audit_record
 from sessions_app.services.events import publish_job_event
 from sessions_app.services.sessions import actor_name, lock_session
@@ -132,7 +134,7 @@ def job_create(
     """Queue a job in the session's current role, pinned to that role's version.
 
     While a run is in progress only the run queues jobs (``run_stage``), with its
-    stage's share of the run's budget and model (``limits``)."""
+    stage's share of the run's budget and model (``limits``): ``permissions.action_refusal``."""
     if not request or not request.strip():
         raise AcodeError("ACODE-API-400", "A job needs a non-blank request.", {"field": "request"})
     if run_stage is None:
@@ -142,15 +144,8 @@ def job_create(
     with transaction.atomic():
         # The role in force now (not the caller's possibly stale copy), held while queuing.
         session = lock_session(session.pk)
-        if session.active_run_id is not None and (
-            run_stage is None or run_stage.run_id != session.active_run_id
-        ):
-            raise AcodeError(
-                "ACODE-RUN-003",
-                f"The session is executing run {session.active_run_id}; only the run starts "
-                "jobs in it. Cancel the run first.",
-                {"run": str(session.active_run_id)},
-            )
+        run_id = run_stage.run_id if run_stage is not None else None
+        action_check(SessionAction.JOB_CREATE, session=session, user=user, run_id=run_id)
         role = registry.by_id(session.current_role_id)
         job = Job.objects.create(
             session=session,
@@ -332,10 +327,24 @@ def job_finish(
     return locked
 
 
-def job_cancel(*, job: Job, user: User | None = None, actor: str | None = None) -> Job:
-    """Ask a job to stop: a queued job is cancelled at once, a running one at its next step."""
+def job_cancel(
+    *,
+    job: Job,
+    user: User | None = None,
+    actor: str | None = None,
+    run_id: uuid.UUID | None = None,
+) -> Job:
+    """Ask a job to stop: a queued job is cancelled at once, a running one at its next step.
+
+    A job of the run executing in the session is stopped only by that run (``run_id``);
+    a person cancels the run instead (``permissions.action_refusal``)."""
     with transaction.atomic():
         locked = Job.objects.select_for_update().get(pk=job.pk)
+        # The job, then its session: the order job_finish locks them in.
+        session = lock_session(locked.session_id)
+        action_check(
+            SessionAction.JOB_CANCEL, session=session, user=user, run_id=run_id, job=locked
+        )
         if locked.is_final:
             raise AcodeError(
                 "ACODE-JOB-006",

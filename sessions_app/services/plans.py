@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -10,6 +11,7 @@ from django.db import transaction
 from acode.errors import AcodeError
 from acode.inputs import has_forbidden_characters, trim_invisible
 from sessions_app.models import AgentSession, AuditEventType, StepStatus
+from sessions_app.permissions import SessionAction, action_check
 from sessions_app.services.sessions import actor_name, lock_session, record_and_publish
 
 # Limits of a plan, whoever sets it (the API's serializers use the same numbers).
@@ -82,9 +84,13 @@ def plan_set(
     steps: list[Any],
     actor: str | None = None,
     user: User | None = None,
+    run_id: uuid.UUID | None = None,
 ) -> AgentSession:
-    """Set or replace the session plan (ordered steps; an empty list clears it)."""
+    """Set or replace the session plan (ordered steps; an empty list clears it).
+
+    ``run_id``: the run executing in the session sets it (``permissions.action_refusal``)."""
     locked = lock_session(session.pk)
+    action_check(SessionAction.PLAN_SET, session=locked, user=user, run_id=run_id)
     locked.plan = _normalise_plan(steps)
     locked.save(update_fields=["plan", "updated_at"])
     record_and_publish(
@@ -107,9 +113,11 @@ def plan_step_update(
     status: str,
     actor: str | None = None,
     user: User | None = None,
+    run_id: uuid.UUID | None = None,
 ) -> AgentSession:
-    """Change one plan step's status."""
+    """Change one plan step's status (``run_id``: as in ``plan_set``)."""
     locked = lock_session(session.pk)
+    action_check(SessionAction.PLAN_STEP, session=locked, user=user, run_id=run_id)
     if status not in StepStatus.values:
         raise AcodeError(
             "ACODE-SES-004",

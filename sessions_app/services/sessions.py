@@ -13,6 +13,7 @@ from django.utils import timezone
 from acode.errors import AcodeError
 from roles.registry import RoleDef, registry
 from sessions_app.models import AgentSession, AuditEventType, RiskTier, RoleTransition
+from sessions_app.permissions import SessionAction, action_check
 from sessions_app.services.audit import audit_record
 from sessions_app.services.events import publish_session_event
 from sessions_app.services.workspaces import repository_for, workspace_attach, workspace_create
@@ -148,7 +149,8 @@ def session_update(
     actor: str | None = None,
     user: User | None = None,
 ) -> AgentSession:
-    """Change a session's title, task, risk tier or status (never its role)."""
+    """Change a session's title, task, risk tier or status (never its role); not while a
+    run executes in it (``permissions.action_refusal``)."""
     allowed = {"title", "task", "risk_tier", "status"}
     if "current_role" in data or "role" in data:
         raise AcodeError(
@@ -157,6 +159,7 @@ def session_update(
             {"field": "current_role"},
         )
     locked = lock_session(session.pk)
+    action_check(SessionAction.SESSION_UPDATE, session=locked, user=user)
     changed = {}
     for key, value in data.items():
         if key in allowed and getattr(locked, key) != value:

@@ -18,6 +18,7 @@ from acode.inputs import is_blank
 from roles.models import Precondition
 from roles.registry import RoleDef, RuleDef, registry
 from sessions_app.models import AgentSession, AuditEventType, RoleTransition
+from sessions_app.permissions import SessionAction, action_refusal
 from sessions_app.services.audit import audit_record
 from sessions_app.services.events import publish_session_event
 from sessions_app.services.sessions import actor_name, current_role_of, lock_session
@@ -93,22 +94,19 @@ def transition_decide(
     current: RoleDef,
     target: RoleDef,
     expected: RoleDef | None,
+    user: User | None = None,
     run_id: uuid.UUID | None = None,
 ) -> TransitionDecision:
     """May the (locked) session go from ``current`` to ``target`` now? The only place this
     is decided: the API, dashboard, CLI, admin, workers and runs all come through here.
 
-    While a run is in progress only that run (``run_id``) moves the session: nobody skips
-    or reorders its stages."""
-    if session.active_run_id is not None and session.active_run_id != run_id:
-        return TransitionDecision(
-            refusal=AcodeError(
-                "ACODE-RUN-003",
-                f"The session is executing run {session.active_run_id}; its role changes only "
-                "through the run. Cancel the run first.",
-                {"run": str(session.active_run_id), "current_role": current.slug},
-            )
-        )
+    Who may change it, and whether anything may change it now, is the one decision for
+    every action on a session (``permissions.action_refusal``): while a run is in progress
+    only that run (``run_id``) moves the session, so nobody skips or reorders its stages."""
+    refused = action_refusal(SessionAction.TRANSITION, session=session, user=user, run_id=run_id)
+    if refused is not None:
+        refused.details.setdefault("current_role", current.slug)
+        return TransitionDecision(refusal=refused)
     if expected is not None and expected.slug != current.slug:
         return TransitionDecision(
             refusal=AcodeError(
@@ -219,7 +217,12 @@ def session_transition(
             authorize(locked)
         current = current_role_of(locked)
         decision = transition_decide(
-            session=locked, current=current, target=target, expected=expected, run_id=run_id
+            session=locked,
+            current=current,
+            target=target,
+            expected=expected,
+            user=user,
+            run_id=run_id,
         )
         if decision.noop:
             message = f"Session is already in {current.name}; nothing was written."

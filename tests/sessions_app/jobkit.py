@@ -88,9 +88,9 @@ def run(session: AgentSession, request: str, owner: User) -> Job:
     return run_job(job.pk)
 
 
-def server_write(session: AgentSession, path: str, text: str | None) -> None:
+def server_write(session: AgentSession, path: str, text: str | None, *, run_id: Any = None) -> None:
     """The server writes (or, with None, deletes) a workspace file and records it as a
-    pending change: what a tool call does, without a model."""
+    pending change: what a tool call does, without a model (``run_id``: as a run's job)."""
     writer = workspace_writer(session)
     written = writer.delete(path) if text is None else writer.write(path, data=text.encode())
-    change_track(session=session, write=written, actor="test")
+    change_track(session=session, write=written, actor="test", run_id=run_id)

@@ -39,6 +39,7 @@ from sessions_app.models import (
     WorkflowStage,
     WorkflowTemplate,
 )
+from sessions_app.permissions import SessionAction, action_check
 from sessions_app.services.audit import audit_record
 from sessions_app.services.changes import changes_commit, pending_digest
 from sessions_app.services.jobs import JobLimits, job_create, job_expire, require_broker
@@ -147,12 +148,7 @@ def run_start(
         )
     require_broker()  # refused with 503 before anything is written: submit it again at once
     locked = lock_session(session.pk)
-    if locked.active_run_id is not None:
-        raise AcodeError(
-            "ACODE-RUN-002",
-            f"The session is already executing run {locked.active_run_id}; one run at a time.",
-            {"run": str(locked.active_run_id)},
-        )
+    action_check(SessionAction.RUN_START, session=locked, user=user)
     fired = risk_assess(
         RiskInput(request=request, failed_runs=failed_runs(locked)), where="request"
     )
@@ -400,7 +396,9 @@ def _after_review(
 
 def _step_done(run: Run, session: AgentSession, stages: list[WorkflowStage], number: int) -> None:
     if number and any(s["number"] == number for s in session.plan or []):
-        plan_step_update(session=session, number=number, status="done", actor=ORCHESTRATOR)
+        plan_step_update(
+            session=session, number=number, status="done", actor=ORCHESTRATOR, run_id=run.pk
+        )
         session.refresh_from_db()
     if number < len(session.plan or []):
         code_index = next(i for i, s in enumerate(stages) if s.purpose == StagePurpose.CODE)
@@ -429,7 +427,12 @@ def _enter(
     stage = stages[index]
     if stage.purpose == StagePurpose.CODE and not session.plan:
         # No planning stage: the request is its own one-step plan (said so in the history).
-        plan_set(session=session, steps=[{"title": run.request[:300]}], actor=ORCHESTRATOR)
+        plan_set(
+            session=session,
+            steps=[{"title": run.request[:300]}],
+            actor=ORCHESTRATOR,
+            run_id=run.pk,
+        )
         session.refresh_from_db()
     stage_start(run, session, stage, step=step, revision=revision)
 
@@ -499,7 +502,11 @@ def stage_start(
     )
     if template_stage.purpose == StagePurpose.CODE and plan_step.number:
         plan_step_update(
-            session=session, number=plan_step.number, status="in_progress", actor=ORCHESTRATOR
+            session=session,
+            number=plan_step.number,
+            status="in_progress",
+            actor=ORCHESTRATOR,
+            run_id=run.pk,
         )
     request = stage_request(run, session, stage, plan_step) + extra
     job = job_create(
@@ -545,7 +552,9 @@ def run_complete(
 ) -> None:
     """Commit the approved changes on the session branch and end the run."""
     if session.pending_changes.exists():
-        changes_commit(session=session, summary=summary, actor=ORCHESTRATOR, user=user)
+        changes_commit(
+            session=session, summary=summary, actor=ORCHESTRATOR, user=user, run_id=run.pk
+        )
     run_finish(run, session, RunStatus.SUCCEEDED, "", "All steps complete")
 
 

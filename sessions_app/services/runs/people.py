@@ -23,7 +23,7 @@ from sessions_app.models import (
     StagePurpose,
     StageStatus,
 )
-from sessions_app.permissions import APPROVE_RUN_PERMISSION
+from sessions_app.permissions import SessionAction, action_check, action_refusal
 from sessions_app.services.audit import audit_record
 from sessions_app.services.jobs import JobLimits, job_cancel, job_create
 from sessions_app.services.runs.common import lock_run, publish_run
@@ -62,14 +62,6 @@ def _text(value: str, field: str, limit: int) -> str:
             "ACODE-API-400", f"The {field} has at most {limit} characters.", {"field": field}
         )
     return value.strip()
-
-
-def _not_in(run: Run, *statuses: str) -> AcodeError:
-    return AcodeError(
-        "ACODE-RUN-004",
-        f"Run {run.pk} is {run.status}; this needs it to be {' or '.join(statuses)}.",
-        {"status": run.status, "needs": list(statuses)},
-    )
 
 
 # -- from a stage's job ------------------------------------------------------------------
@@ -111,9 +103,8 @@ def run_answer(*, run: Run, answer: str, user: User | None = None, actor: str | 
     who = actor_name(user, actor)
     with transaction.atomic():
         run = lock_run(run.pk)
-        if run.status not in (RunStatus.AWAITING_INPUT, RunStatus.BLOCKED):
-            raise _not_in(run, RunStatus.AWAITING_INPUT, RunStatus.BLOCKED)
         session = lock_session(run.session_id)
+        action_check(SessionAction.RUN_ANSWER, session=session, user=user, run=run)
         question = run.questions.filter(answered_at__isnull=True).order_by("-asked_at").first()
         if question is None:  # pragma: no cover - a paused run always has one
             raise AcodeError("ACODE-RUN-004", "The run has no open question.", {})
@@ -166,42 +157,22 @@ def _resume_stage(run: Run, stage: RunStage, question: str, answer: str) -> None
     stage.save(update_fields=["job", "status", "finished_at"])
 
 
-def _may_decide(run: Run, user: User, *, approving: bool) -> AcodeError | None:
-    """Why ``user`` may not decide on the run at its gate (None: they may)."""
-    if not user.has_perm(APPROVE_RUN_PERMISSION):
-        return AcodeError(
-            "ACODE-RUN-008",
-            "Approving or rejecting runs needs the 'approve run' permission.",
-            {"missing_permission": APPROVE_RUN_PERMISSION},
-        )
-    if approving and run.started_by_id is not None and run.started_by_id == user.pk:
-        return AcodeError(
-            "ACODE-RUN-009",
-            "You started this run, so you cannot approve it: another approver must.",
-            {"started_by": user.get_username()},
-        )
-    return None
-
-
 def run_approve(*, run: Run, user: User, digest: str = "", reason: str = "") -> Run:
     """Approve a run at its gate: commits exactly what was asked to be approved.
 
-    Refused for whoever started the run (separation of duties), for a digest that is not
-    the one asked about, when anything changed since approval was asked (a new request is
-    opened), when the request expired (likewise), and when it was already decided.
+    Refused (``permissions.action_refusal``) for someone who may not decide, for whoever
+    started the run (separation of duties) and when the run is not at its gate; then for a
+    digest that is not the one asked about, when anything changed since approval was
+    asked (a new request is opened) and when the request expired (likewise). Every refusal
+    is audited.
     """
     with transaction.atomic():
         run = lock_run(run.pk)
-        if run.status != RunStatus.AWAITING_APPROVAL:
-            raise _not_in(run, RunStatus.AWAITING_APPROVAL)
         session = lock_session(run.session_id)
+        refusal = action_refusal(SessionAction.RUN_APPROVE, session=session, user=user, run=run)
         approval = run.approvals.filter(status=ApprovalStatus.PENDING).order_by("-id").first()
-        if approval is None:  # pragma: no cover - a run at the gate always has one
-            raise _not_in(run, RunStatus.AWAITING_APPROVAL)
         now = timezone.now()
-        current = approval_digest(run, session)
-        refusal = _may_decide(run, user, approving=True)
-        if refusal is not None:
+        if refusal is not None or approval is None:
             pass
         elif now >= approval.expires_at:
             approval.status = ApprovalStatus.EXPIRED
@@ -218,7 +189,7 @@ def run_approve(*, run: Run, user: User, digest: str = "", reason: str = "") -> 
                 "The digest you approved is not the one waiting for approval.",
                 {"approved": digest, "digest": approval.digest},
             )
-        elif current != approval.digest:
+        elif approval_digest(run, session) != approval.digest:
             fresh = gate_open(run, session)
             refusal = AcodeError(
                 "ACODE-RUN-011",
@@ -231,6 +202,7 @@ def run_approve(*, run: Run, user: User, digest: str = "", reason: str = "") -> 
                 run, user.get_username(), refusal.code, digest=digest, message=refusal.message
             )
         else:
+            assert approval is not None  # a run at the gate always has one
             approval.status = ApprovalStatus.APPROVED
             approval.decided_by = user
             approval.decided_at = now
@@ -252,26 +224,32 @@ def run_approve(*, run: Run, user: User, digest: str = "", reason: str = "") -> 
 
 
 def run_reject(*, run: Run, user: User, reason: str) -> Run:
-    """Reject a run at its gate: it ends ``rejected``; the changes stay pending, uncommitted."""
-    refusal = _may_decide(run, user, approving=False)
-    if refusal is not None:
-        raise refusal
+    """Reject a run at its gate: it ends ``rejected``; the changes stay pending, uncommitted.
+    Refused (and audited) as ``permissions.action_refusal`` says."""
     reason = _text(reason, "reason", 4000)
     with transaction.atomic():
         run = lock_run(run.pk)
-        if run.status != RunStatus.AWAITING_APPROVAL:
-            raise _not_in(run, RunStatus.AWAITING_APPROVAL)
         session = lock_session(run.session_id)
-        run.approvals.filter(status=ApprovalStatus.PENDING).update(
-            status=ApprovalStatus.REJECTED,
-            decided_by=user,
-            decided_at=timezone.now(),
-            reason=reason,
-        )
-        _decision(run, user.get_username(), "rejected", reason=reason)
-        run_finish(
-            run, session, RunStatus.REJECTED, "", f"Rejected by {user.get_username()}: {reason}"
-        )
+        refusal = action_refusal(SessionAction.RUN_REJECT, session=session, user=user, run=run)
+        if refusal is not None:
+            _decision(run, user.get_username(), refusal.code, message=refusal.message)
+        else:
+            run.approvals.filter(status=ApprovalStatus.PENDING).update(
+                status=ApprovalStatus.REJECTED,
+                decided_by=user,
+                decided_at=timezone.now(),
+                reason=reason,
+            )
+            _decision(run, user.get_username(), "rejected", reason=reason)
+            run_finish(
+                run,
+                session,
+                RunStatus.REJECTED,
+                "",
+                f"Rejected by {user.get_username()}: {reason}",
+            )
+    if refusal is not None:
+        raise refusal  # after commit: the refusal is kept
     return run
 
 
@@ -281,16 +259,11 @@ def run_cancel(*, run: Run, user: User | None = None, actor: str | None = None) 
     who = actor_name(user, actor)
     with transaction.atomic():
         run = lock_run(run.pk)
-        if run.is_final:
-            raise AcodeError(
-                "ACODE-RUN-004",
-                f"Run {run.pk} already ended ({run.status}).",
-                {"status": run.status},
-            )
+        session = lock_session(run.session_id)
+        action_check(SessionAction.RUN_CANCEL, session=session, user=user, run=run)
         run.cancel_requested = True
         run.save(update_fields=["cancel_requested", "updated_at"])
         _decision(run, who, "cancel requested")
-        session = lock_session(run.session_id)
         current = run.stages.order_by("-seq").first()
         job = (
             Job.objects.get(pk=current.job_id)
@@ -298,7 +271,7 @@ def run_cancel(*, run: Run, user: User | None = None, actor: str | None = None) 
             else None
         )
         if current is not None and job is not None and job.status == JobStatus.QUEUED:
-            job_cancel(job=job, actor=who)  # not started: nothing to wait for
+            job_cancel(job=job, actor=who, run_id=run.pk)  # not started: nothing to wait for
             job = None
             current.status = StageStatus.CANCELLED
             current.finished_at = timezone.now()

@@ -156,7 +156,8 @@ def test_the_starter_cannot_approve_a_stale_digest_is_refused_the_current_one_co
     assert approver.get(f"/api/runs/{run['id']}/").json()["can_approve"] is True
     # The workspace changes after approval was asked: the digest no longer matches.
     session = Run.objects.get(pk=run["id"]).session
-    server_write(session, "greet.py", "x = 1\n")
+    # (recorded as the run would: nobody else changes a session while a run executes)
+    server_write(session, "greet.py", "x = 1\n", run_id=session.active_run_id)
     stale = approver.post(f"/api/runs/{run['id']}/approve/", {"digest": digest})
     assert stale.status_code == 409
     assert stale.json()["code"] == "ACODE-RUN-011"

@@ -305,7 +305,8 @@ def test_approving_a_stale_digest_shows_the_refusal_and_the_new_digest(
 ) -> None:
     run = high_run_at_gate(session, user)
     old = run.approvals.get(status=ApprovalStatus.PENDING).digest
-    server_write(session, "greet.py", "def greet():\n    return 1\n")
+    # as the run itself records it: nobody else changes a session in a run
+    server_write(session, "greet.py", "def greet():\n    return 1\n", run_id=run.pk)
     stale = lead_client.post(f"/runs/{run.id}/approve/", {"digest": old}, **HX)
     html = stale.content.decode()
     new = run.approvals.get(status=ApprovalStatus.PENDING).digest

@@ -208,7 +208,8 @@ def test_a_high_run_waits_for_a_different_approver_bound_to_what_it_approves(
 
     # An approval of what was there before a further change does not count.
     approver = grant_approve(django_user_model.objects.create_user("approver", password="x"))
-    server_write(run.session, "greet.py", "def greet():\n    return 1\n")
+    # as the run itself records it: nobody else changes a session in a run
+    server_write(run.session, "greet.py", "def greet():\n    return 1\n", run_id=run.pk)
     with pytest.raises(AcodeError) as stale:
         run_approve(run=run, user=approver, digest=gate.digest)
     assert stale.value.code == "ACODE-RUN-011"
