@@ -14,6 +14,7 @@ from django.contrib.auth.models import User
 from sessions_app.agent.loop import run_job
 from sessions_app.models import Run, RunStatus
 from sessions_app.services.runs import run_after_job
+from sessions_app.services.workspaces import git_dir_of
 from tests.sessions_app.jobkit import scripted_model
 
 PLAN_ONE_STEP = '{"steps": [{"title": "Add a greeting helper", "files": ["greet.py"]}]}'
@@ -72,8 +73,10 @@ def history(run: Run) -> list[str]:
 
 
 def branch_log(run: Run) -> list[str]:
+    """Commit subjects on the session branch (its git directory is in server state)."""
+    git_dir = git_dir_of(run.session.pk)
     out = subprocess.run(
-        ["git", "-C", run.session.workspace, "log", "--format=%s", run.session.branch],
+        ["git", f"--git-dir={git_dir}", "log", "--format=%s", f"refs/heads/{run.session.branch}"],
         capture_output=True,
         text=True,
         check=False,
