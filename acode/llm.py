@@ -11,7 +11,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -31,6 +31,9 @@ class Endpoint:
     api_key_env: str = ""
     context_window: int = 8192
     supports_json_schema: bool = False
+    schema_format: str = (
+        "json_object"  # json_object (llama.cpp) | json_schema (OpenAI, vLLM, Ollama)
+    )
     script: tuple[Any, ...] = ()
 
 
@@ -57,6 +60,7 @@ class Completion:
     endpoint: str
     provider: str
     raw: dict[str, Any] = field(default_factory=dict)
+    unparseable: str = ""  # why a JSON-protocol answer was neither a tool call nor an answer
 
 
 class EndpointUnavailable(Exception):
@@ -72,6 +76,7 @@ class Provider(Protocol):
         call_index: int,
         max_tokens: int,
         job_ordinal: int = 0,
+        answer_schema: Mapping[str, Any] | None = None,
     ) -> Completion: ...
 
 
@@ -88,6 +93,7 @@ def endpoint_for(name: str) -> Endpoint:
             api_key_env=settings.ACODE_LLM_API_KEY_ENV,
             context_window=settings.ACODE_LLM_CONTEXT_WINDOW,
             supports_json_schema=settings.ACODE_LLM_JSON_SCHEMA,
+            schema_format=settings.ACODE_LLM_SCHEMA_FORMAT,
         )
     row = ModelEndpoint.objects.filter(name=name, enabled=True).first()
     if row is None:
@@ -104,6 +110,7 @@ def endpoint_for(name: str) -> Endpoint:
         api_key_env=row.api_key_env,
         context_window=row.context_window,
         supports_json_schema=row.supports_json_schema,
+        schema_format=row.schema_format,
         script=tuple(row.script or ()),
     )
 
@@ -112,32 +119,98 @@ def _parse_arguments(raw: Any) -> tuple[Any, str]:
     if isinstance(raw, dict):
         return raw, ""
     try:
-        return json.loads(raw or "{}"), ""
+        # strict=False: llama.cpp grammars let raw newlines into strings; the model meant them.
+        return json.loads(raw or "{}", strict=False), ""
     except (TypeError, ValueError) as exc:
         return None, f"arguments are not valid JSON: {exc}"
 
 
-# A JSON-schema protocol for servers that can constrain output (llama.cpp grammars):
-# every answer is either one tool call or a final answer, so it always parses.
-def action_schema(tool_names: Sequence[str]) -> dict[str, Any]:
-    names = list(tool_names) or ["none"]
-    return {
-        "type": "object",
-        "properties": {
-            "action": {"type": "string", "enum": ["call_tool", "final_answer"]},
-            "tool": {"type": "string", "enum": names},
-            "arguments": {"type": "object"},
-            "answer": {"type": "string"},
-        },
-        "required": ["action"],
-    }
+# A JSON-schema protocol for servers that can constrain output (llama.cpp grammars, and
+# any server taking ``response_format`` with a schema): every answer is one JSON object,
+# either a call of one of the offered tools with that tool's own arguments or the final
+# answer, so the model cannot call a tool with empty or made-up arguments.
+CALL_TOOL = "call_tool"
+FINAL_ANSWER = "final_answer"
 
 
-def json_protocol_instructions(tools: list[dict[str, Any]]) -> str:
+WORKSPACE_PATH_PATTERN = r"^[A-Za-z0-9_.][A-Za-z0-9_./-]*$"
+
+
+def grammar_ready(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A JSON schema as a grammar should enforce it: objects hold only the properties
+    they declare, required strings and lists are not empty (``{}`` or ``""`` for a
+    required path is what small models produce otherwise) and a ``path`` holds path
+    characters only. The executor still validates the arguments against the tool's own
+    schema."""
+    out = dict(schema)
+    if isinstance(out.get("items"), Mapping):
+        out["items"] = grammar_ready(out["items"])
+    for key in ("anyOf", "oneOf"):
+        if isinstance(out.get(key), list):
+            out[key] = [grammar_ready(s) if isinstance(s, Mapping) else s for s in out[key]]
+    properties = out.get("properties")
+    if out.get("type") == "object" or isinstance(properties, Mapping):
+        required = [str(name) for name in out.get("required") or []]
+        props: dict[str, Any] = {}
+        for name, prop in (properties or {}).items():
+            if not isinstance(prop, Mapping):
+                continue
+            prop = grammar_ready(prop)
+            if name == "path" and prop.get("type") == "string" and "pattern" not in prop:
+                # A tool's path is workspace-relative (the executor's rule): path characters only.
+                prop["pattern"] = WORKSPACE_PATH_PATTERN
+            if name in required and prop.get("type") == "string":
+                prop.setdefault("minLength", 1)
+            if name in required and prop.get("type") == "array":
+                prop.setdefault("minItems", 1)
+            props[str(name)] = prop
+        out["properties"] = props
+        out.setdefault("additionalProperties", False)
+    return out
+
+
+def action_schema(
+    tools: Sequence[Mapping[str, Any]], *, answer_schema: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The union of the offered tools, each with its own argument schema and required
+    fields, and the final answer (free text, or ``answer_schema`` when the answer has a
+    structure, such as a plan)."""
+    choices: list[dict[str, Any]] = []
+    for tool in tools:
+        fn = tool["function"]
+        parameters = fn.get("parameters") or {"type": "object", "properties": {}}
+        choices.append(
+            {
+                "type": "object",
+                "properties": {
+                    "action": {"const": CALL_TOOL},
+                    "tool": {"const": fn["name"]},
+                    "arguments": grammar_ready(parameters),
+                },
+                "required": ["action", "tool", "arguments"],
+                "additionalProperties": False,
+            }
+        )
+    answer = grammar_ready(answer_schema) if answer_schema else {"type": "string", "minLength": 1}
+    choices.append(
+        {
+            "type": "object",
+            "properties": {"action": {"const": FINAL_ANSWER}, "answer": answer},
+            "required": ["action", "answer"],
+            "additionalProperties": False,
+        }
+    )
+    return {"anyOf": choices}
+
+
+def json_protocol_instructions(
+    tools: list[dict[str, Any]], *, answer_schema: Mapping[str, Any] | None = None
+) -> str:
+    answer = f"<an object matching {json.dumps(answer_schema)}>" if answer_schema else '"<text>"'
     lines = [
         "Answer with one JSON object only.",
         'To call a tool: {"action": "call_tool", "tool": "<name>", "arguments": {...}}.',
-        'To finish: {"action": "final_answer", "answer": "<text>"}.',
+        f'To finish: {{"action": "final_answer", "answer": {answer}}}.',
         "Tools:",
     ]
     for t in tools:
@@ -146,6 +219,15 @@ def json_protocol_instructions(tools: list[dict[str, Any]]) -> str:
             f"- {fn['name']}: {fn['description']} arguments schema {json.dumps(fn['parameters'])}"
         )
     return "\n".join(lines)
+
+
+def response_format(schema: dict[str, Any], schema_format: str) -> dict[str, Any]:
+    """``response_format`` as the server takes a schema: llama.cpp's server and
+    llama-cpp-python read ``{"type": "json_object", "schema": ...}``; OpenAI, vLLM and
+    Ollama read ``{"type": "json_schema", "json_schema": {...}}``."""
+    if schema_format == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": "action", "schema": schema}}
+    return {"type": "json_object", "schema": schema}
 
 
 def as_plain_chat(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -165,19 +247,25 @@ def as_plain_chat(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _from_action(text: str) -> tuple[str, list[ToolCall]]:
+def _from_action(text: str) -> tuple[str, list[ToolCall], str]:
+    """An answer of the JSON protocol as (final text, tool calls, why it did not parse)."""
     try:
-        data = json.loads(text)
-    except ValueError:
-        return text, []
+        data = json.loads(text, strict=False)
+    except ValueError as exc:
+        return text, [], f"not valid JSON ({exc})"
     if not isinstance(data, dict):
-        return text, []
-    if data.get("action") == "call_tool" and data.get("tool"):
+        return text, [], "not a JSON object"
+    if data.get("action") == CALL_TOOL and data.get("tool"):
         args = data.get("arguments", {})
-        return "", [
-            ToolCall(f"call_{uuid.uuid4().hex[:8]}", str(data["tool"]), json.dumps(args), args)
-        ]
-    return str(data.get("answer", text)), []
+        return (
+            "",
+            [ToolCall(f"call_{uuid.uuid4().hex[:8]}", str(data["tool"]), json.dumps(args), args)],
+            "",
+        )
+    if data.get("action") == FINAL_ANSWER and "answer" in data:
+        answer = data["answer"]
+        return (answer if isinstance(answer, str) else json.dumps(answer)), [], ""
+    return text, [], 'neither a tool call nor a final answer (no "action")'
 
 
 class OpenAIProvider:
@@ -203,6 +291,7 @@ class OpenAIProvider:
         call_index: int,
         max_tokens: int,
         job_ordinal: int = 0,
+        answer_schema: Mapping[str, Any] | None = None,
     ) -> Completion:
         openai = self._openai
         kwargs: dict[str, Any] = {
@@ -211,16 +300,18 @@ class OpenAIProvider:
             "max_tokens": max_tokens,
         }
         if self.endpoint.supports_json_schema:
-            names = [t["function"]["name"] for t in tools]
-            kwargs["messages"] = [
-                *messages[:1],
-                {"role": "system", "content": json_protocol_instructions(tools)},
-                *as_plain_chat(messages[1:]),
-            ]
-            kwargs["response_format"] = {
-                "type": "json_object",
-                "schema": action_schema(names),
-            }
+            # One system message: several chat templates keep only the first one.
+            protocol = json_protocol_instructions(tools, answer_schema=answer_schema)
+            head = messages[:1]
+            if head and head[0].get("role") == "system":
+                system = f"{head[0].get('content') or ''}\n\n{protocol}"
+                head = [{"role": "system", "content": system}]
+            else:
+                head = [{"role": "system", "content": protocol}, *head]
+            kwargs["messages"] = [*head, *as_plain_chat(messages[1:])]
+            kwargs["response_format"] = response_format(
+                action_schema(tools, answer_schema=answer_schema), self.endpoint.schema_format
+            )
         elif tools:
             kwargs["tools"] = tools
         try:
@@ -240,8 +331,11 @@ class OpenAIProvider:
                 continue
             parsed, error = _parse_arguments(fn.arguments)
             calls.append(ToolCall(call.id, fn.name, fn.arguments or "", parsed, error))
+        unparseable = ""
         if self.endpoint.supports_json_schema and not calls:
-            content, calls = _from_action(content)
+            content, calls, unparseable = _from_action(content)
+            if unparseable and response.choices[0].finish_reason == "length":
+                unparseable += f"; the answer was cut off at {max_tokens} tokens"
         usage = response.usage
         return Completion(
             content=content,
@@ -252,6 +346,7 @@ class OpenAIProvider:
             endpoint=self.endpoint.base_url,
             provider="openai",
             raw=response.model_dump(mode="json"),
+            unparseable=unparseable,
         )
 
 
@@ -260,7 +355,8 @@ class ScriptedProvider:
 
     Each script step is ``{"content": str, "tool_calls": [{"name", "arguments"}], "usage":
     {"prompt_tokens", "completion_tokens"}, "delay": seconds, "error": "connection" |
-    "timeout" | "server"}``; all keys optional. Past the end it answers "(script ended)".
+    "timeout" | "server", "protocol": text}``; all keys optional. ``protocol`` is an answer
+    in the JSON protocol (what a schema-constrained server sends), parsed as such. Past the end it answers "(script ended)".
     A script that is a list of lists holds one script per job: the n-th job of a role in a
     session (``job_ordinal``) replays the n-th list, the last one when there are fewer.
     """
@@ -277,8 +373,9 @@ class ScriptedProvider:
         call_index: int,
         max_tokens: int,
         job_ordinal: int = 0,
+        answer_schema: Mapping[str, Any] | None = None,
     ) -> Completion:
-        self.requests.append({"messages": messages, "tools": tools})
+        self.requests.append({"messages": messages, "tools": tools, "answer_schema": answer_schema})
         script: Any = self.endpoint.script
         if script and all(isinstance(item, list) for item in script):
             script = script[min(job_ordinal, len(script) - 1)]
@@ -289,7 +386,10 @@ class ScriptedProvider:
             time.sleep(float(step["delay"]))
         if step.get("error"):
             raise EndpointUnavailable(f"{self.endpoint.name}: scripted {step['error']} failure")
-        calls = []
+        calls: list[ToolCall] = []
+        unparseable = ""
+        if "protocol" in step:  # an answer in the JSON protocol, as a constrained server sends
+            step["content"], calls, unparseable = _from_action(str(step["protocol"]))
         for i, call in enumerate(step.get("tool_calls") or []):
             raw = call.get("arguments", {})
             raw_text = raw if isinstance(raw, str) else json.dumps(raw)
@@ -312,6 +412,7 @@ class ScriptedProvider:
             endpoint=f"scripted:{self.endpoint.name}",
             provider="scripted",
             raw=step,
+            unparseable=unparseable,
         )
 
 
