@@ -19,7 +19,12 @@ PLAN_ANSWER_SCHEMA: dict[str, Any] = {
                 "type": "object",
                 "properties": {
                     "title": {"type": "string", "minLength": 1, "maxLength": 300},
-                    "files": {"type": "array", "items": {"type": "string"}, "maxItems": 20},
+                    "files": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "minItems": 0,
+                        "maxItems": 20,
+                    },
                 },
                 "required": ["title", "files"],
             },
