@@ -80,7 +80,11 @@ def test_coder_answers_are_constrained_to_its_tools_with_their_own_arguments(
     ):
         assert not validator.is_valid(refused), refused
     for accepted in (
-        {"action": "call_tool", "tool": "write_file", "arguments": {"path": "a.py", "content": "\n"}},
+        {
+            "action": "call_tool",
+            "tool": "write_file",
+            "arguments": {"path": "a.py", "content": "\n"},
+        },
         {"action": "call_tool", "tool": "list_directory", "arguments": {}},
         {"action": "call_tool", "tool": "execute_command", "arguments": {"argv": ["ls"]}},
         {"action": "final_answer", "answer": "done"},
