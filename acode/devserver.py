@@ -18,7 +18,7 @@ from pathlib import Path
 from types import FrameType
 
 from acode.embedded import embedded_redis
-from acode.modelserver import DEFAULT, server_available, server_command, served_model
+from acode.modelserver import DEFAULT, served_model, server_available, server_command
 
 HOST = os.environ.get("ACODE_HOST", "127.0.0.1")
 PORT = int(os.environ.get("ACODE_PORT", "8000"))
