@@ -16,7 +16,7 @@ jobs run in this process as the worker runs them. The report says how many runs 
 and where the others stopped (stage, error code), how many tool calls were refused for
 their arguments, LLM calls and wall time per run. There is no target: the figures are what
 the model does. Every run gets the same LLM-call budget (``ACODE_BENCH_FIRST_RUN_CALLS``,
-default 12: the low template's budget for the bench, restored afterwards), so a model
+default 10: the low template's budget for the bench, restored afterwards), so a model
 going round in circles costs minutes, not hours; a model request may take up to
 ``ACODE_BENCH_FIRST_RUN_TIMEOUT`` seconds (default 900: two shared cores are slow).
 
@@ -297,7 +297,7 @@ def main() -> int:
     parser.add_argument(
         "--calls",
         type=int,
-        default=int(os.environ.get("ACODE_BENCH_FIRST_RUN_CALLS", "12")),
+        default=int(os.environ.get("ACODE_BENCH_FIRST_RUN_CALLS", "10")),
         help="LLM calls a run may make (the low template's budget during the bench)",
     )
     args = parser.parse_args()
