@@ -171,14 +171,16 @@ def low_budget(calls: int) -> Iterator[None]:
 def fresh_session(user: Any, request: str) -> Any:
     """A session whose workspace holds ``FILES``, committed."""
     from sessions_app.services.sessions import session_create
+    from sessions_app.services.workspaces import session_git_dir
 
     session = session_create(owner=user, title="bench first run", task=request)
     root = Path(session.workspace)
     for name, text in FILES.items():
         (root / name).write_text(text)
+    git = ["git", f"--git-dir={session_git_dir(session)}", f"--work-tree={root}"]
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(root)}
-    subprocess.run(["git", "add", "-A"], cwd=root, check=True, env=env)
-    subprocess.run(["git", "commit", "-qm", "fixture"], cwd=root, check=True, env=env)
+    subprocess.run([*git, "add", "-A"], cwd=root, check=True, env=env)
+    subprocess.run([*git, "commit", "-qm", "fixture"], cwd=root, check=True, env=env)
     return session
 
 
