@@ -178,6 +178,7 @@ def fresh_session(user: Any, request: str) -> Any:
     for name, text in FILES.items():
         (root / name).write_text(text)
     git = ["git", f"--git-dir={session_git_dir(session)}", f"--work-tree={root}"]
+    git += ["-c", "user.name=bench", "-c", "user.email=bench@localhost"]
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(root)}
     subprocess.run([*git, "add", "-A"], cwd=root, check=True, env=env)
     subprocess.run([*git, "commit", "-qm", "fixture"], cwd=root, check=True, env=env)
