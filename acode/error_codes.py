@@ -15,6 +15,26 @@ class ErrorCode:
     hint: str
 
 
+# Failures the model caused, not the work: a loop, a spent budget, an answer that could not
+# be read or was not a plan, a Coder that changed nothing or made no progress. A run that
+# ended on one of these does not make the session's next run riskier, and its message
+# suggests a stronger model.
+MODEL_FAILURE_CODES = frozenset(
+    {
+        "ACODE-JOB-001",
+        "ACODE-JOB-002",
+        "ACODE-JOB-008",
+        "ACODE-JOB-009",
+        "ACODE-LLM-002",
+        "ACODE-RUN-006",
+        "ACODE-RUN-007",
+    }
+)
+MODEL_SETTINGS_HINT = (
+    "The model failed, not the request: small models often do. Configure a stronger model "
+    "in admin, Model endpoints (/admin/roles/modelendpoint/), then start the run again."
+)
+
 _CODES = [
     ErrorCode(
         "ACODE-ROL-001",
@@ -128,13 +148,16 @@ _CODES = [
         "ACODE-JOB-001",
         409,
         "Job budget exceeded",
-        "Raise the role's max LLM calls, tokens or timeout, or split the request.",
+        "Raise the role's max LLM calls, tokens or timeout, or split the request; a model "
+        "that spends its budget without finishing usually needs replacing by a stronger one "
+        "(admin, Model endpoints).",
     ),
     ErrorCode(
         "ACODE-JOB-002",
         409,
         "Job stopped in a loop",
-        "The model repeated the same tool call three times; rephrase the request.",
+        "The model repeated the same tool call three times; rephrase the request, or "
+        "configure a stronger model (admin, Model endpoints).",
     ),
     ErrorCode(
         "ACODE-JOB-003",
@@ -172,6 +195,14 @@ _CODES = [
         "Answer is not a plan",
         "A planning role's answer had no numbered steps or JSON steps; nothing was set. "
         "Ask again for a structured plan.",
+    ),
+    ErrorCode(
+        "ACODE-JOB-009",
+        409,
+        "The Coder changed nothing",
+        "The Coder stage ended without changing a file, so the run stopped there. Make the "
+        "request name the file and the change, or configure a stronger model (admin, Model "
+        "endpoints): small models often answer without writing.",
     ),
     ErrorCode(
         "ACODE-RUN-001",
@@ -250,6 +281,21 @@ _CODES = [
         400,
         "Unknown model endpoint",
         "Name a model endpoint defined in admin (Model endpoints) or leave it empty.",
+    ),
+    ErrorCode(
+        "ACODE-LLM-002",
+        422,
+        "Model answer could not be read",
+        "The model answered twice in a row with neither a tool call nor a final answer. "
+        "Constrain its answers with a JSON schema (the endpoint's JSON-schema setting, or "
+        "ACODE_LLM_JSON_SCHEMA) or configure a stronger model (admin, Model endpoints).",
+    ),
+    ErrorCode(
+        "ACODE-LLM-003",
+        400,
+        "Model endpoint cannot be checked",
+        "Only OpenAI-compatible endpoints are checked; a scripted endpoint replays recorded "
+        "answers.",
     ),
     ErrorCode(
         "ACODE-PRM-001",

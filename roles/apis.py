@@ -18,7 +18,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import AcodeError, error_responses
-from roles.models import PromptPack, Role
+from acode.llm import Endpoint, endpoint_for, model_check
+from roles.models import ModelEndpoint, PromptPack, Role
 from roles.portability.definitions import export_definitions, import_definitions
 from roles.portability.document import dump_yaml, load_yaml
 from roles.prompts import compose_prompt
@@ -309,3 +310,77 @@ class RoleCollectionApi(RoleCreateApi, RoleListApi):
 
 class RoleResourceApi(RoleWriteApi, RoleDetailApi):
     """``GET`` shows a role; ``PATCH`` and ``DELETE`` need the change/delete permissions."""
+
+
+class ModelEndpointPermission(BasePermission):
+    """Model endpoints are admin data: reading needs ``view_modelendpoint``, checking one
+    (which sends it a request) ``change_modelendpoint``, as in admin."""
+
+    perms = {"GET": "roles.view_modelendpoint", "POST": "roles.change_modelendpoint"}
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        needed = self.perms.get(request.method or "")
+        return needed is None or bool(request.user.has_perm(needed))
+
+
+class ModelEndpointOutput(serializers.Serializer):
+    name = serializers.CharField()
+    kind = serializers.CharField()
+    model = serializers.CharField()
+    base_url = serializers.CharField()
+    context_window = serializers.IntegerField()
+    supports_json_schema = serializers.BooleanField()
+    schema_format = serializers.CharField()
+    enabled = serializers.BooleanField()
+
+
+class ModelCheckOutput(serializers.Serializer):
+    endpoint = serializers.CharField()
+    model = serializers.CharField()
+    base_url = serializers.CharField()
+    constrained = serializers.BooleanField(help_text="Answers constrained by a JSON schema.")
+    reachable = serializers.BooleanField()
+    can_call_tools = serializers.BooleanField()
+    seconds = serializers.FloatField(help_text="How long the probe took.")
+    tokens_out = serializers.IntegerField()
+    context_window = serializers.IntegerField(
+        allow_null=True, help_text="What the server reports (null: it does not say)."
+    )
+    configured_context_window = serializers.IntegerField()
+    answer = serializers.CharField(help_text="The model's tool call, or its text.")
+    message = serializers.CharField(help_text="The verdict, in words.")
+
+
+def _endpoint_named(name: str) -> Endpoint:
+    """An endpoint by name; ``default`` is the settings' endpoint unless a row has the name."""
+    if name == "default" and not ModelEndpoint.objects.filter(name=name).exists():
+        return endpoint_for("")
+    return endpoint_for(name)
+
+
+class ModelEndpointListApi(APIView):
+    permission_classes = [IsAuthenticated, ModelEndpointPermission]
+
+    @extend_schema(responses=ModelEndpointOutput(many=True), operation_id="model_endpoints_list")
+    def get(self, request: Request) -> Response:
+        default = endpoint_for("")
+        rows = [
+            {**asdict(default), "enabled": True},
+            *ModelEndpoint.objects.values(*ModelEndpointOutput().fields),
+        ]
+        return Response(ModelEndpointOutput(rows, many=True).data)
+
+
+class ModelEndpointCheckApi(APIView):
+    permission_classes = [IsAuthenticated, ModelEndpointPermission]
+
+    @extend_schema(
+        request=None,
+        responses={200: ModelCheckOutput, **error_responses("ACODE-LLM-001", "ACODE-LLM-003")},
+        operation_id="model_endpoints_check",
+        description="Send the endpoint one tool-call probe, as a job would: can the model "
+        "call tools, how fast, and with what context window (`default`: the settings' "
+        "endpoint).",
+    )
+    def post(self, request: Request, name: str) -> Response:
+        return Response(ModelCheckOutput(asdict(model_check(_endpoint_named(name)))).data)

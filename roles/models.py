@@ -195,6 +195,11 @@ class EndpointKind(models.TextChoices):
     SCRIPTED = "scripted", "Scripted (replays recorded responses; tests and demos)"
 
 
+class SchemaFormat(models.TextChoices):
+    JSON_OBJECT = "json_object", "json_object with schema (llama.cpp, llama-cpp-python)"
+    JSON_SCHEMA = "json_schema", "json_schema (OpenAI, vLLM, Ollama)"
+
+
 class ModelEndpoint(models.Model):
     """A model a role can route to: an OpenAI-compatible server, or a scripted replay."""
 
@@ -216,6 +221,12 @@ class ModelEndpoint(models.Model):
     context_window = models.PositiveIntegerField(default=8192)
     supports_json_schema = models.BooleanField(
         default=False, help_text="Constrain tool-call output with a JSON schema (response_format)."
+    )
+    schema_format = models.CharField(
+        max_length=20,
+        choices=SchemaFormat.choices,
+        default=SchemaFormat.JSON_OBJECT,
+        help_text="How the server takes the schema, when answers are constrained.",
     )
     script = models.JSONField(
         default=list, blank=True, help_text="Scripted kind only: the responses to replay, in order."

@@ -15,4 +15,10 @@ urlpatterns = [
     path("transition-rules/", apis.TransitionRuleListApi.as_view(), name="api-transition-rules"),
     path("prompt-packs/", apis.PromptPackListApi.as_view(), name="api-prompt-packs"),
     path("prompt-packs/<str:name>/", apis.PromptPackDetailApi.as_view(), name="api-prompt-pack"),
+    path("model-endpoints/", apis.ModelEndpointListApi.as_view(), name="api-model-endpoints"),
+    path(
+        "model-endpoints/<str:name>/check/",
+        apis.ModelEndpointCheckApi.as_view(),
+        name="api-model-endpoint-check",
+    ),
 ]

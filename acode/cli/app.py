@@ -14,6 +14,7 @@ from acode.cli.commands import (
     changes,
     context,
     jobs,
+    models,
     plans,
     prompt_packs,
     role,
@@ -82,6 +83,7 @@ app.add_typer(jobs.app, name="job")
 app.add_typer(runs.app, name="run")
 app.add_typer(plans.app, name="plan")
 app.add_typer(changes.app, name="changes")
+app.add_typer(models.app, name="model")
 
 
 def main() -> None:

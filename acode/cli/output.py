@@ -58,6 +58,21 @@ def short_id(value: Any) -> str:
     return str(value or "-")[:8]
 
 
+# Statuses as a person reads them: the API's values (and --json) keep their names.
+STATUS_WORDS = {
+    "limit_exceeded": "stopped at a limit",
+    "in_progress": "in progress",
+    "awaiting_input": "waiting for an answer",
+    "awaiting_approval": "waiting for approval",
+}
+
+
+def said(status: Any) -> str:
+    """A status in words: ``limit_exceeded`` is ``stopped at a limit``."""
+    text = str(status or "")
+    return STATUS_WORDS.get(text, text.replace("_", " "))
+
+
 def plural(count: int, word: str, many: str | None = None) -> str:
     """``1 tool``, ``3 tools``."""
     return f"{count} {word if count == 1 else (many or word + 's')}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from acode.settings.env import env_bool, env_float, env_int, env_str
+from acode.settings.env import env_bool, env_choice, env_float, env_int, env_str
 
 ACODE_LLM_BASE_URL = env_str("ACODE_LLM_BASE_URL", "http://127.0.0.1:8011/v1")
 ACODE_LLM_API_KEY_ENV = env_str("ACODE_LLM_API_KEY_ENV", "ACODE_LLM_API_KEY")
@@ -11,5 +11,9 @@ ACODE_LLM_TIMEOUT = env_float("ACODE_LLM_TIMEOUT", 120.0)
 ACODE_LLM_CONTEXT_WINDOW = env_int("ACODE_LLM_CONTEXT_WINDOW", 8192)
 # Constrain answers with a JSON schema (llama.cpp grammars) so tool calls always parse.
 ACODE_LLM_JSON_SCHEMA = env_bool("ACODE_LLM_JSON_SCHEMA", True)
+# How the server takes the schema: json_object (llama.cpp) or json_schema (OpenAI, vLLM, Ollama).
+ACODE_LLM_SCHEMA_FORMAT = env_choice(
+    "ACODE_LLM_SCHEMA_FORMAT", "json_object", ("json_object", "json_schema")
+)
 ACODE_LLM_MAX_ANSWER_TOKENS = env_int("ACODE_LLM_MAX_ANSWER_TOKENS", 512)
 ACODE_TOOL_TIMEOUT = env_float("ACODE_TOOL_TIMEOUT", 120.0)

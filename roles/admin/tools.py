@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from acode.errors import AcodeError
+from acode.llm import endpoint_from_row, model_check
 from roles.admin.base import ServiceAdmin
 from roles.models import ModelEndpoint, Permission, Tool, TransitionRule
 from roles.services import (
@@ -93,6 +95,34 @@ class TransitionRuleAdmin(ServiceAdmin):
 
 @admin.register(ModelEndpoint)
 class ModelEndpointAdmin(admin.ModelAdmin):
-    list_display = ("name", "kind", "model", "base_url", "context_window", "enabled")
+    list_display = (
+        "name",
+        "kind",
+        "model",
+        "base_url",
+        "context_window",
+        "supports_json_schema",
+        "enabled",
+    )
     list_filter = ("kind", "enabled")
     search_fields = ("name", "model", "base_url")
+    actions = ["check_endpoints"]
+
+    @admin.action(
+        description="Check: can the model call tools, how fast, what context window",
+        permissions=["change"],
+    )
+    def check_endpoints(self, request: HttpRequest, queryset: QuerySet[ModelEndpoint]) -> None:
+        for row in queryset:
+            try:
+                found = model_check(endpoint_from_row(row))
+            except AcodeError as exc:
+                self.message_user(request, f"{row.name}: {exc.message}", messages.WARNING)
+                continue
+            window = (
+                f"context window {found.context_window} (server)"
+                if found.context_window
+                else f"context window not reported (configured: {found.configured_context_window})"
+            )
+            level = messages.SUCCESS if found.can_call_tools else messages.WARNING
+            self.message_user(request, f"{row.name}: {found.message} {window}.", level)

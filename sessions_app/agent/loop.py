@@ -30,7 +30,7 @@ from roles.prompts import compose_prompt
 from roles.registry import RoleDef, registry
 from sessions_app.agent.context import build_context
 from sessions_app.agent.executor import tool_execute
-from sessions_app.agent.plans import plan_from_answer
+from sessions_app.agent.plans import PLAN_ANSWER_SCHEMA, plan_from_answer
 from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolContext
 from sessions_app.agent.writes import RecordedWrite
 from sessions_app.models import AgentSession, Job, JobEventKind, JobStatus
@@ -50,10 +50,16 @@ logger = logging.getLogger(__name__)
 EVENT_TEXT_CAP = 8000
 
 
+# A model's answers that are neither a tool call nor a final answer, in a row, before the
+# job stops (ACODE-LLM-002); the first is answered with what was wrong, for a second try.
+UNPARSEABLE_LIMIT = 2
+
+
 class _Stop(Exception):
-    def __init__(self, status: str, code: str, message: str) -> None:
+    def __init__(self, status: str, code: str, message: str, result: str = "") -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
+        self.result = result  # what the model answered, kept on the job even when it failed
 
 
 def tool_definitions(role: RoleDef) -> list[dict[str, Any]]:
@@ -111,7 +117,7 @@ def run_job(
         with _Heartbeat(job.pk):
             _loop(job, provider)
     except _Stop as stop:
-        job_finish(job, stop.status, code=stop.code, message=stop.message)
+        job_finish(job, stop.status, code=stop.code, message=stop.message, result=stop.result)
     except AcodeError as exc:
         job_finish(job, JobStatus.FAILED, code=exc.code, message=exc.message)
     except Exception as exc:  # the job record must end, whatever went wrong
@@ -140,6 +146,8 @@ class _Run:
     sent: int = 0
     ordinal: int = 0  # earlier jobs of this role in the session (scripted replays)
     asked: list[str] = field(default_factory=list)  # questions put to a person (ask_human)
+    answer_schema: dict[str, Any] | None = None  # the final answer's structure (a plan)
+    unparseable: int = 0  # answers in a row that did not parse
 
 
 def _loop(job: Job, provider_override: Provider | None) -> None:
@@ -147,6 +155,10 @@ def _loop(job: Job, provider_override: Provider | None) -> None:
     while True:
         _guard(run)
         completion = _ask_model(run, provider_override)
+        if completion.unparseable:
+            _unparseable(run, completion)
+            continue
+        run.unparseable = 0
         if not completion.tool_calls:
             _final_answer(job, run.role, run.session, completion.content)
             return
@@ -215,6 +227,7 @@ def _prepare(job: Job) -> _Run:
         asked=asked,
         deadline=time.monotonic() + _limit(role.spec.timeout_seconds, job.limit_seconds),
         ordinal=_scripted_ordinal(job, endpoints),
+        answer_schema=PLAN_ANSWER_SCHEMA if role.spec.answer_sets_plan else None,
     )
 
 
@@ -263,7 +276,13 @@ def _ask_model(run: _Run, provider_override: Provider | None) -> Completion:
     run.sent = len(run.messages)
     started = time.monotonic()
     completion = _complete(
-        job, run.endpoints, provider_override, run.messages, run.tools, run.ordinal
+        job,
+        run.endpoints,
+        provider_override,
+        run.messages,
+        run.tools,
+        run.ordinal,
+        answer_schema=run.answer_schema,
     )
     observe_llm_call(role=run.role.slug, model=completion.model, seconds=time.monotonic() - started,
                      tokens_in=completion.tokens_in, tokens_out=completion.tokens_out)  # fmt: skip
@@ -288,9 +307,33 @@ def _ask_model(run: _Run, provider_override: Provider | None) -> Completion:
             "tokens_out": completion.tokens_out,
             "model": completion.model,
             "provider": completion.provider,
+            **({"unparseable": completion.unparseable} if completion.unparseable else {}),
         },
     )
     return completion
+
+
+def _unparseable(run: _Run, completion: Completion) -> None:
+    """An answer that is neither a tool call nor a final answer: say what was wrong and
+    ask again once; stop the job the second time in a row."""
+    run.unparseable += 1
+    if run.unparseable >= UNPARSEABLE_LIMIT:
+        job_event(run.job, JobEventKind.LIMIT, {"limit": "unparseable"})
+        raise _Stop(
+            JobStatus.FAILED,
+            "ACODE-LLM-002",
+            f"The model's answer could not be read {run.unparseable} times in a row: "
+            f"{completion.unparseable}.",
+            result=completion.content[:EVENT_TEXT_CAP],
+        )
+    run.messages.append({"role": "assistant", "content": completion.content[:EVENT_TEXT_CAP]})
+    run.messages.append(
+        {
+            "role": "user",
+            "content": f"Your answer could not be read: {completion.unparseable}. Answer with "
+            "exactly one JSON object: a tool call or the final answer, and keep it short.",
+        }
+    )
 
 
 def _assistant_message(completion: Completion) -> dict[str, Any]:
@@ -380,11 +423,18 @@ def _complete(
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]],
     ordinal: int = 0,
+    *,
+    answer_schema: dict[str, Any] | None = None,
 ) -> Completion:
     max_tokens = settings.ACODE_LLM_MAX_ANSWER_TOKENS
     if override is not None:
         return override.complete(
-            messages, tools, call_index=job.llm_calls, max_tokens=max_tokens, job_ordinal=ordinal
+            messages,
+            tools,
+            call_index=job.llm_calls,
+            max_tokens=max_tokens,
+            job_ordinal=ordinal,
+            answer_schema=answer_schema,
         )
     failures = []
     for index, endpoint in enumerate(endpoints):
@@ -395,6 +445,7 @@ def _complete(
                 call_index=job.llm_calls,
                 max_tokens=max_tokens,
                 job_ordinal=ordinal,
+                answer_schema=answer_schema,
             )
         except EndpointUnavailable as exc:
             failures.append(str(exc))
@@ -417,6 +468,7 @@ def _final_answer(job: Job, role: RoleDef, session: AgentSession, content: str) 
                 "ACODE-JOB-008",
                 "The answer is not a plan: it needs numbered steps or JSON "
                 '{"steps": [{"title": ...}]}; nothing was set.',
+                result=content,
             )
         plan_set(session=session, steps=steps, actor="orchestrator", run_id=_run_of(job))
         job_event(job, JobEventKind.NOTE, {"message": f"plan set with {len(steps)} steps"})

@@ -6,6 +6,33 @@ import json
 import re
 from typing import Any
 
+# What a planning role's final answer must look like when the server constrains answers
+# with a JSON schema (ACODE_LLM_JSON_SCHEMA): a plan ``plan_from_answer`` always reads.
+PLAN_ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "steps": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 20,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "title": {"type": "string", "minLength": 1, "maxLength": 300},
+                    "files": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "minItems": 0,
+                        "maxItems": 20,
+                    },
+                },
+                "required": ["title", "files"],
+            },
+        }
+    },
+    "required": ["steps"],
+}
+
 
 def plan_from_answer(text: str) -> list[dict[str, Any]]:
     """Structured steps when the answer holds them (JSON, numbered steps or a list of at

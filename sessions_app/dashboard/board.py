@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any, cast
 from urllib.parse import parse_qs, urlencode
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.db.models import Count, F, OuterRef, QuerySet, Subquery, Window
@@ -27,6 +28,7 @@ from django.views.decorators.http import require_GET, require_POST
 from acode.errors import AcodeError
 from acode.inputs import has_forbidden_characters, is_blank, trim_invisible
 from acode.middleware import request_id_of
+from acode.modelserver import MODEL_ALIAS
 from roles.registry import registry
 from sessions_app.dashboard.formatting import (
     RoleBadge,
@@ -348,6 +350,15 @@ def new_session_values(form: NewSessionForm) -> dict[str, Any]:
     }
 
 
+def embedded_model_in_use() -> str:
+    """The embedded small model's name when a role routes to it (a role naming no model
+    gets the settings' endpoint, which serves it), else ''."""
+    name = settings.ACODE_LLM_DEFAULT_MODEL
+    if name == MODEL_ALIAS and any(not r.spec.preferred_model for r in registry.list_roles()):
+        return name
+    return ""
+
+
 def _board_page(
     request: HttpRequest, new_session: NewSessionForm | None = None, status: int = 200
 ) -> HttpResponse:
@@ -371,6 +382,7 @@ def _board_page(
                 repositories_usable_by(user).order_by("name").values_list("name", flat=True)
             ),
             "can_attach": can_attach_workspace(user),
+            "embedded_model": embedded_model_in_use(),
         },
         status=status,
     )

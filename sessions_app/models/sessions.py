@@ -31,6 +31,7 @@ class StepStatus(models.TextChoices):
     DONE = "done", "Done"
     BLOCKED = "blocked", "Blocked"
     SKIPPED = "skipped", "Skipped"
+    FAILED = "failed", "Failed"
 
 
 # The head of a session's audit chain, kept on the session's own row: whoever locks the

@@ -20,7 +20,7 @@ from drf_spectacular.generators import SchemaGenerator
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from roles.models import Role, RoleVersion
+from roles.models import ModelEndpoint, Role, RoleVersion
 from sessions_app.models import (
     AgentSession,
     AuditEvent,
@@ -91,6 +91,9 @@ EXPECTED: dict[str, dict[str, int]] = {
     "GET /api/transition-rules/": ANY_USER,
     "GET /api/prompt-packs/": ANY_USER,
     "GET /api/prompt-packs/{name}/": ANY_USER,
+    # Model endpoints are admin data: view_modelendpoint / change_modelendpoint.
+    "GET /api/model-endpoints/": ROLE_ADMIN,
+    "POST /api/model-endpoints/{name}/check/": ROLE_ADMIN,
     "GET /api/repositories/": ANY_USER,
     "GET /api/sessions/": ANY_USER,
     "POST /api/sessions/": ANY_USER | {actor: 201 for actor in ACTORS[1:]},
@@ -192,6 +195,8 @@ def world(django_user_model: Any, settings: Any) -> dict[str, Any]:
     for user in users.values():
         Token.objects.create(user=user)
     make_role("scratch")
+    # An endpoint nothing listens on: the check answers at once that it is unreachable.
+    ModelEndpoint.objects.create(name="scratch", base_url="http://127.0.0.1:9/v1", model="m")
     digest = RunApproval.objects.get(run=run, status="pending").digest
     return {"users": users, "session": session, "job": job, "run": run, "digest": digest}
 

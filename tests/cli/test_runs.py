@@ -143,7 +143,7 @@ def test_a_question_pauses_with_exit_0_and_the_answer_resumes_it(
     assert f'Answer with `acode run answer {rid} "your answer"`' in asked.stdout
 
     listed = cli("run", "list", "--status", "awaiting_input")
-    assert rid in listed.stdout and "awaiting_input" in listed.stdout
+    assert rid in listed.stdout and "waiting for an answer" in listed.stdout
 
     answered = cli("run", "answer", rid, "English", "--interval", "0.05")
     assert answered.exit_code == 0, answered.output

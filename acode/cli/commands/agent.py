@@ -24,6 +24,7 @@ from acode.cli.output import (
     out,
     plural,
     print_error,
+    said,
     short_id,
 )
 from acode.cli.runtime import (
@@ -77,7 +78,7 @@ def agent(
                 emit_json(job)
             else:
                 console.print(
-                    f"Job [bold]{esc(job['id'])}[/] {esc(job['status'])} in role "
+                    f"Job [bold]{esc(job['id'])}[/] {esc(said(job['status']))} in role "
                     f"{esc(job['role'])}."
                 )
                 console.print(f"Follow it at {esc(client.settings.url)}/api/jobs/{esc(job['id'])}/")
@@ -116,7 +117,9 @@ def _follow(
     after = 0
     job_id = job["id"]
     try:
-        with console.status(f"Job {short_id(job_id)} {job['status']} in {job['role']}…") as spinner:
+        with console.status(
+            f"Job {short_id(job_id)} {said(job['status'])} in {job['role']}…"
+        ) as spinner:
             while True:
                 # Read the status before the events, so once the status is final the
                 # events read right after it include the last ones.
@@ -128,7 +131,7 @@ def _follow(
                     render_event(console, event, role=str(job.get("role", "?")))
                 if job["status"] in FINAL_STATUSES:
                     return job
-                spinner.update(f"Job {short_id(job_id)} {job['status']} in {job['role']}…")
+                spinner.update(f"Job {short_id(job_id)} {said(job['status'])} in {job['role']}…")
                 time.sleep(interval)
     except KeyboardInterrupt:
         _offer_cancel(client, job_id, console)
@@ -211,7 +214,7 @@ def render_event(console: Console, event: dict[str, Any], *, role: str = "?") ->
         what = data.get("reason") or data.get("tool") or _brief(data)
         console.print(f"[bold yellow][LIMIT][/] {esc(data.get('limit', 'limit'))}: {esc(what)}")
     elif kind == "status":
-        console.print(f"[dim]Job {esc(data.get('status', _brief(data)))}[/]")
+        console.print(f"[dim]Job {esc(said(data.get('status')) or _brief(data))}[/]")
     elif kind == "note":
         console.print(esc(data.get("text") or data.get("message") or _brief(data)))
     else:
@@ -228,7 +231,7 @@ def _finish(job: dict[str, Any], console: Console, as_json: bool) -> None:
             typer.echo(job["result"] if isinstance(job["result"], str) else _brief(job["result"]))
         console.print()
         console.print(
-            f"[dim]{esc(status)} in role {esc(job.get('role'))} · {job.get('llm_calls', 0)} LLM "
+            f"[dim]{esc(said(status))} in role {esc(job.get('role'))} · {job.get('llm_calls', 0)} LLM "
             f"calls · {int(job.get('tokens_in') or 0):,} tokens in / "
             f"{int(job.get('tokens_out') or 0):,} out · {esc(job.get('model') or '-')} "
             f"({esc(job.get('provider') or '-')})[/]"
@@ -237,8 +240,8 @@ def _finish(job: dict[str, Any], console: Console, as_json: bool) -> None:
         code = str(job.get("error_code") or "")
         title, hint = code_entry(code) if code else ("", "")
         error = CliError(
-            str(job.get("error_message") or f"The job ended {status}."),
-            title=f"Job {status}" + (f": {code} {title}" if code else ""),
+            str(job.get("error_message") or f"The job ended {said(status)}."),
+            title=f"Job {said(status)}" + (f": {code} {title}" if code else ""),
             suggestion=hint,
             exit_code=ExitCode.JOB_FAILED,
         )

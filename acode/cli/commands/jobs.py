@@ -10,7 +10,7 @@ from rich.table import Table
 from acode.cli.client import ApiClient
 from acode.cli.commands.agent import _events, _finish, _follow, render_event
 from acode.cli.errors import CliError, ExitCode
-from acode.cli.output import emit_json, esc, fmt_time, out, short_id
+from acode.cli.output import emit_json, esc, fmt_time, out, said, short_id
 from acode.cli.runtime import (
     JsonOption,
     SessionOption,
@@ -74,7 +74,7 @@ def list_jobs(
     for job in jobs:
         table.add_row(
             short_id(job["id"]),
-            esc(job["status"]),
+            esc(said(job["status"])),
             esc(job["role"]),
             esc(str(job["request"])[:60]),
             str(job["llm_calls"]),
@@ -97,7 +97,7 @@ def show(
     console = out()
     console.print(f"Job: {esc(data['id'])}")
     console.print(
-        f"Status: {esc(data['status'])}"
+        f"Status: {esc(said(data['status']))}"
         + (f" ({esc(data['error_code'])})" if data.get("error_code") else "")
     )
     console.print(f"Role: {esc(data['role'])}   Request: {esc(data['request'])}")
@@ -137,7 +137,7 @@ def cancel(ctx: typer.Context, job: JobArgument, session: SessionOption = None) 
         job_id = _resolve(client, job)
         data = client.post(f"/api/jobs/{job_id}/cancel/")
     out().print(
-        f"Job {esc(short_id(job_id))}: {esc(data['status'])}"
+        f"Job {esc(short_id(job_id))}: {esc(said(data['status']))}"
         + (" (stops at its next step)" if data["status"] == "running" else "")
     )
 

@@ -16,7 +16,7 @@ import yaml
 
 from acode.cli.commands.sessions import STEP_MARKS
 from acode.cli.errors import UsageError
-from acode.cli.output import emit_json, esc, out, plural
+from acode.cli.output import emit_json, esc, out, plural, said
 from acode.cli.runtime import (
     JsonOption,
     SessionOption,
@@ -53,7 +53,7 @@ def print_steps(steps: list[dict[str, Any]]) -> None:
     for step in steps:
         mark = STEP_MARKS.get(str(step.get("status")), "·")
         console.print(
-            f"  {mark} Step {step['number']}: {esc(step['title'])} ({esc(step['status'])})"
+            f"  {mark} Step {step['number']}: {esc(step['title'])} ({esc(said(step['status']))})"
         )
         if step.get("detail"):
             console.print(f"      {esc(step['detail'])}")
@@ -163,5 +163,7 @@ def step(
         return
     changed = next((s for s in plan if s["number"] == number), None)
     if changed is not None:
-        out().print(f"Step {number}: {esc(changed['title'])} is now {esc(changed['status'])}.")
+        out().print(
+            f"Step {number}: {esc(changed['title'])} is now {esc(said(changed['status']))}."
+        )
     print_steps(plan)

@@ -19,7 +19,7 @@ from rich.console import Console
 from acode.cli.client import ApiClient
 from acode.cli.commands.agent import _events, render_event
 from acode.cli.errors import ApiError, CliError, ExitCode
-from acode.cli.output import code_entry, esc, fmt_time, parse_time, plural, short_id
+from acode.cli.output import code_entry, esc, fmt_time, parse_time, plural, said, short_id
 
 FINAL_RUN_STATUSES = ("succeeded", "failed", "rejected", "cancelled")
 PAUSED_RUN_STATUSES = ("awaiting_input", "awaiting_approval", "blocked")
@@ -259,7 +259,7 @@ def follow_run(
 def _spinner_text(run: dict[str, Any]) -> str:
     stage = run.get("current_stage") or {}
     where = f" · {stage.get('purpose')} in {stage.get('role_name')}" if stage else ""
-    return f"Run {short_id(run['id'])} {run['status']}{where}…"
+    return f"Run {short_id(run['id'])} {said(run['status'])}{where}…"
 
 
 def _offer_cancel(client: ApiClient, run_id: str, console: Console) -> None:
@@ -287,7 +287,7 @@ def usage_line(run: dict[str, Any]) -> str:
     budget = run.get("budget") or {}
     stages = [s for s in run.get("stages") or [] if s.get("job")]
     return (
-        f"{run['status']} · {run.get('effective_tier', '?')} risk · {plural(len(stages), 'stage')}"
+        f"{said(run['status'])} · {run.get('effective_tier', '?')} risk · {plural(len(stages), 'stage')}"
         f" · {int(budget.get('used_llm_calls') or 0)} LLM calls · "
         f"{int(budget.get('used_tokens') or 0):,} tokens · "
         f"{int(budget.get('elapsed_seconds') or 0)} s"
@@ -342,8 +342,8 @@ def run_failure(run: dict[str, Any]) -> CliError | None:
     code = str(run.get("error_code") or "")
     title, hint = code_entry(code) if code else ("", "")
     return CliError(
-        str(run.get("message") or f"The run ended {status}."),
-        title=f"Run {status}" + (f": {code} {title}" if code else ""),
+        str(run.get("message") or f"The run ended {said(status)}."),
+        title=f"Run {said(status)}" + (f": {code} {title}" if code else ""),
         suggestion=hint,
         exit_code=ExitCode.JOB_FAILED,
     )

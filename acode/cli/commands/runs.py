@@ -28,7 +28,7 @@ from acode.cli.commands.run_follow import (
 )
 from acode.cli.commands.sessions import RiskTier
 from acode.cli.errors import ApiError, CliError, ExitCode
-from acode.cli.output import emit_json, err, esc, fmt_time, out, plural, print_error, short_id
+from acode.cli.output import emit_json, err, esc, fmt_time, out, plural, print_error, said, short_id
 from acode.cli.runtime import (
     JsonOption,
     SessionOption,
@@ -174,7 +174,7 @@ def start(
                 return
             console = out()
             console.print(
-                f"Run [bold]{esc(run['id'])}[/] {esc(run['status'])} "
+                f"Run [bold]{esc(run['id'])}[/] {esc(said(run['status']))} "
                 f"({esc(run['effective_tier'])} risk, template {esc(run['template'])})."
             )
             console.print(f"Follow it with `acode run follow {short_id(run['id'])}`.")
@@ -260,7 +260,7 @@ def list_runs(
         table.add_row(
             short_id(r["id"]),
             short_id(r["session"]),
-            esc(r["status"]) + (f" {esc(r['error_code'])}" if r.get("error_code") else ""),
+            esc(said(r["status"])) + (f" {esc(r['error_code'])}" if r.get("error_code") else ""),
             esc(r.get("effective_tier")),
             esc(where),
             esc(brief(r["request"], 50)),
@@ -287,7 +287,9 @@ def print_run(data: dict[str, Any]) -> None:
     console.print(f"Run: [bold]{esc(data['id'])}[/]")
     console.print(f"Session: {esc(data['session'])}")
     console.print(f"Request: {esc(data['request'])}")
-    status = esc(data["status"]) + (f" ({esc(data['error_code'])})" if data["error_code"] else "")
+    status = esc(said(data["status"])) + (
+        f" ({esc(data['error_code'])})" if data["error_code"] else ""
+    )
     console.print(f"Status: {status}" + (f" — {esc(data['message'])}" if data["message"] else ""))
     console.print(
         f"Risk: {esc(data['effective_tier'])} (declared {esc(data['declared_tier'])}); template "
@@ -311,7 +313,7 @@ def print_run(data: dict[str, Any]) -> None:
         where = f"in {esc(stage['role_name'])}" if stage.get("role_name") else "gate"
         console.print(
             f"  {stage['seq']}. {esc(stage['purpose'])} {where}"
-            f"{esc(step)}{esc(revision)}: {esc(stage['status'])}"
+            f"{esc(step)}{esc(revision)}: {esc(said(stage['status']))}"
             + (f" (job {esc(short_id(stage['job']))})" if stage.get("job") else "")
         )
         evidence = stage.get("evidence") or {}
@@ -334,7 +336,7 @@ def print_run(data: dict[str, Any]) -> None:
         )
         reason = f": {esc(approval['reason'])}" if approval.get("reason") else ""
         console.print(
-            f"Approval {esc(str(approval['digest'])[:12])}: {esc(approval['status'])}"
+            f"Approval {esc(str(approval['digest'])[:12])}: {esc(said(approval['status']))}"
             f"{decided}{reason}"
         )
     if data["status"] in ("awaiting_approval", "awaiting_input", "blocked", "running"):
@@ -356,7 +358,7 @@ def cancel(ctx: typer.Context, run: RunArgument, as_json: JsonOption = False) ->
     if data["status"] == "running":
         out().print(f"Cancel requested for run {rid}; it stops when its current stage ends.")
     else:
-        out().print(f"Run {rid}: {esc(data['status'])}.")
+        out().print(f"Run {rid}: {esc(said(data['status']))}.")
 
 
 @app.command("approve")
@@ -386,7 +388,7 @@ def approve(
             pending = current.get("pending_approval") or {}
             if current["status"] != "awaiting_approval" or not pending.get("digest"):
                 raise CliError(
-                    f"Run {short_id(run_id)} is {current['status']}, not waiting for approval.",
+                    f"Run {short_id(run_id)} is {said(current['status'])}, not waiting for approval.",
                     title="Nothing to approve",
                     suggestion=f"See the run with `acode run show {short_id(run_id)}`.",
                     exit_code=ExitCode.REFUSED,
@@ -431,7 +433,7 @@ def reject(
     if as_json:
         emit_json(data)
         return
-    out().print(f"Run {short_id(run_id)} {esc(data['status'])}: {esc(reason)}")
+    out().print(f"Run {short_id(run_id)} {esc(said(data['status']))}: {esc(reason)}")
 
 
 @app.command("answer")
@@ -465,4 +467,4 @@ def answer(
     if as_json:
         emit_json(data)
     else:
-        out().print(f"Run {short_id(run_id)} is {esc(data['status'])}.")
+        out().print(f"Run {short_id(run_id)} is {esc(said(data['status']))}.")

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
+from acode.error_codes import MODEL_FAILURE_CODES, MODEL_SETTINGS_HINT
 from acode.errors import AcodeError
 from acode.inputs import is_blank
 from roles.registry import registry
@@ -36,6 +37,7 @@ from sessions_app.models import (
     RunStatus,
     StagePurpose,
     StageStatus,
+    StepStatus,
     WorkflowStage,
     WorkflowTemplate,
 )
@@ -69,7 +71,29 @@ LOOP_PURPOSES = (StagePurpose.CODE, StagePurpose.TEST, StagePurpose.REVIEW)
 
 
 def failed_runs(session: AgentSession) -> int:
-    return session.runs.filter(status__in=[RunStatus.FAILED, RunStatus.BLOCKED]).count()
+    """Earlier runs whose work failed; a run the model failed (a loop, a budget, an answer
+    it could not give) says nothing about the work, so it does not count."""
+    return (
+        session.runs.filter(status__in=[RunStatus.FAILED, RunStatus.BLOCKED])
+        .exclude(error_code__in=MODEL_FAILURE_CODES)
+        .count()
+    )
+
+
+def stage_failure_message(stage: RunStage, job: Job | None) -> str:
+    """Why a stage failed, in words a person reads (no raw status), with the fix when the
+    model caused it."""
+    role = registry.by_id(stage.role_id).name if stage.role_id else "approval"
+    if job is None:
+        return f"The {role} stage failed: its job is gone."
+    how = {
+        JobStatus.LIMIT_EXCEEDED: "stopped at a limit",
+        JobStatus.CANCELLED: "was cancelled",
+    }.get(JobStatus(job.status), "failed")
+    message = f"The {role} stage {how}: {job.error_message or 'no reason given'}"
+    if job.error_code in MODEL_FAILURE_CODES:
+        message += f" {MODEL_SETTINGS_HINT}"
+    return message
 
 
 def template_for(tier: str, slug: str | None = None) -> WorkflowTemplate:
@@ -291,8 +315,7 @@ def _close_stage(run: Run, session: AgentSession, stage: RunStage, job: Job | No
             run_finish(run, session, RunStatus.CANCELLED, "", "Run cancelled")
             return
         code = (job.error_code if job else "") or "ACODE-RUN-005"
-        what = f"{job.status}: {job.error_message}" if job else "its job is gone"
-        run_finish(run, session, RunStatus.FAILED, code, f"The {stage.purpose} stage {what}")
+        run_finish(run, session, RunStatus.FAILED, code, stage_failure_message(stage, job))
         return
     question = stage.questions.filter(answered_at__isnull=True).first()
     if question is not None:
@@ -309,7 +332,20 @@ def _close_stage(run: Run, session: AgentSession, stage: RunStage, job: Job | No
     elif stage.purpose == StagePurpose.EXPLORE:
         stage.evidence = {"findings": job.result[:EVIDENCE_CHARS]}
     elif stage.purpose == StagePurpose.CODE:
-        stage.progress = pending_digest(session)
+        before, stage.progress = stage.progress, pending_digest(session)
+        if stage.progress == before and not stage.revision:  # revisions: ACODE-RUN-007
+            stage.status = StageStatus.FAILED
+            stage.evidence = {"changed": [], "summary": job.result[:EVIDENCE_CHARS]}
+            stage.save()
+            run_finish(
+                run,
+                session,
+                RunStatus.FAILED,
+                "ACODE-JOB-009",
+                f"The Coder stage of plan step {stage.plan_step} changed nothing: the model "
+                f"ended without writing a file. {MODEL_SETTINGS_HINT}",
+            )
+            return
         paths = tuple(session.pending_changes.values_list("path", flat=True))
         stage.evidence = {"changed": list(paths), "summary": job.result[:EVIDENCE_CHARS]}
         _raise_risk(
@@ -499,6 +535,8 @@ def stage_start(
         plan_step=plan_step.number,
         revision=revision,
         reason=reason,
+        # A code stage's progress is the changes' digest: what it was before, until it ends.
+        progress=pending_digest(session) if template_stage.purpose == StagePurpose.CODE else "",
     )
     if template_stage.purpose == StagePurpose.CODE and plan_step.number:
         plan_step_update(
@@ -568,6 +606,13 @@ def run_finish(run: Run, session: AgentSession, status: str, code: str, message:
     run.stages.filter(
         status__in=[StageStatus.AWAITING_INPUT, StageStatus.AWAITING_APPROVAL]
     ).update(status=StageStatus.CANCELLED, finished_at=run.finished_at)
+    if status != RunStatus.SUCCEEDED:  # the step being worked on did not get done
+        step_status = StepStatus.PENDING if status == RunStatus.CANCELLED else StepStatus.FAILED
+        stuck = [s["number"] for s in session.plan or [] if s.get("status") == "in_progress"]
+        for number in stuck:
+            plan_step_update(session=session, number=number, status=step_status, actor=ORCHESTRATOR)
+        if stuck:
+            session.refresh_from_db()
     default = registry.default()
     if session.current_role_id != default.id:
         reason = message if status == RunStatus.SUCCEEDED else f"Run {status}: {message}"
