@@ -15,7 +15,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -268,9 +268,3 @@ def workspace_patch(session: AgentSession) -> str:
     span = [f"{session.base_commit}..{ref}"] if session.base_commit else ["--root", ref]
     return _git(git_dir, "format-patch", "--stdout", *span) + "\n"
 
-
-def workspace_files_of(session: AgentSession) -> Iterable[str]:
-    """The workspace's files as tools list them (``.gitignore`` honoured)."""
-    from sessions_app.agent.workspace import workspace_files
-
-    return workspace_files(Path(session.workspace), session_git_dir(session))

@@ -124,6 +124,7 @@ API_NOT_ON_A_SESSION = {
     "DELETE /api/roles/{name}/": "role definitions",
     "POST /api/roles/import/": "role definitions",
     "POST /api/workflows/import/": "workflow templates (a run keeps its own stages)",
+    "POST /api/model-endpoints/{name}/check/": "probes a model server; changes no session",
 }
 
 
@@ -470,6 +471,13 @@ SERVICES_NOT_ACTIONS = {
     "run_review_record": "a stage's job reporting to its own run",
     "stage_request": "a read",
     "runs_seed_defaults": "seeds workflow templates",
+    "git_dir_of": "a name",
+    "session_git_dir": "a read (moves a legacy .git out of the workspace, once)",
+    "secret_index": "a read",
+    "workspace_writer": "the tools' writer: every change it makes is recorded by change_track",
+    "pending_digest": "a read",
+    "require_broker": "a read (is the broker reachable)",
+    "job_expire": "the run's engine failing its own stage's job when the run's budget is spent",
 }
 
 

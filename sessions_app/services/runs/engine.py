@@ -610,7 +610,10 @@ def run_finish(run: Run, session: AgentSession, status: str, code: str, message:
         step_status = StepStatus.PENDING if status == RunStatus.CANCELLED else StepStatus.FAILED
         stuck = [s["number"] for s in session.plan or [] if s.get("status") == "in_progress"]
         for number in stuck:
-            plan_step_update(session=session, number=number, status=step_status, actor=ORCHESTRATOR)
+            plan_step_update(
+                session=session, number=number, status=step_status, actor=ORCHESTRATOR,
+                run_id=run.pk,
+            )  # fmt: skip
         if stuck:
             session.refresh_from_db()
     default = registry.default()
