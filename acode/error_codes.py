@@ -259,6 +259,13 @@ _CODES = [
         "ACODE-IMP-001", 400, "Invalid import file", "Fix the listed problems; nothing was written."
     ),
     ErrorCode(
+        "ACODE-IMP-002",
+        400,
+        "Import file over a limit",
+        "YAML documents may hold at most 2 MiB, 32 levels of nesting and 100,000 values with "
+        "every alias expanded (recursive aliases are refused); split or simplify the file.",
+    ),
+    ErrorCode(
         "ACODE-INP-001",
         400,
         "Input too long",

@@ -8,44 +8,33 @@ surrogates anywhere (keys too) and more than ``MAX_JSON_DEPTH`` levels of nestin
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from typing import Any
 
 from rest_framework import serializers
 from rest_framework.parsers import JSONParser
 
 from acode.errors import AcodeError
+from acode.text import (
+    FORBIDDEN_CHARACTERS,
+    has_forbidden_characters,
+    is_blank,
+    is_invisible,
+    trim_invisible,
+)
+
+__all__ = [
+    "FORBIDDEN_CHARACTERS",
+    "MAX_JSON_DEPTH",
+    "StrictJSONParser",
+    "Text",
+    "check_json_value",
+    "has_forbidden_characters",
+    "is_blank",
+    "is_invisible",
+    "trim_invisible",
+]
 
 MAX_JSON_DEPTH = 32
-# NUL breaks PostgreSQL text; a lone surrogate cannot be encoded as UTF-8 at all.
-FORBIDDEN_CHARACTERS = re.compile("[\x00\ud800-\udfff]")
-# Characters that render as nothing but are neither whitespace nor format/control characters.
-_BLANK_LOOKING = frozenset("\u115f\u1160\u2800\u3164\uffa0")
-
-
-def is_invisible(char: str) -> bool:
-    """Whitespace, control and format characters (ZWSP, ZWJ, BOM, bidi marks) show nothing."""
-    return char.isspace() or char in _BLANK_LOOKING or unicodedata.category(char) in ("Cc", "Cf")
-
-
-def is_blank(text: str) -> bool:
-    """True when the text has no visible character."""
-    return all(is_invisible(char) for char in text)
-
-
-def trim_invisible(text: str) -> str:
-    """The text without invisible characters at either end."""
-    start, end = 0, len(text)
-    while start < end and is_invisible(text[start]):
-        start += 1
-    while end > start and is_invisible(text[end - 1]):
-        end -= 1
-    return text[start:end]
-
-
-def has_forbidden_characters(text: str) -> bool:
-    return FORBIDDEN_CHARACTERS.search(text) is not None
 
 
 class Text(serializers.CharField):

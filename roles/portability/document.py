@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from acode.errors import AcodeError
+from acode.yamldoc import YamlDocumentError, load_yaml_mapping
 from roles.access import RoleSpec
 from roles.models import DEFAULT_ROLE_SLUG, Permission, Tool
 from roles.registry import read_specs
@@ -51,20 +52,13 @@ def dump_yaml(data: Mapping[str, Any]) -> str:
 
 
 def load_yaml(text: str) -> dict[str, Any]:
-    """Parse a document; ACODE-IMP-001 if it is not YAML or not a mapping."""
+    """Parse a document with acode's one bounded YAML loader (``acode.yamldoc``):
+    ACODE-IMP-001 if it is not YAML or not a mapping, ACODE-IMP-002 over a size, depth or
+    alias limit, ACODE-INP-003 for NUL characters or unpaired surrogates."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise AcodeError(
-            "ACODE-IMP-001", f"Not valid YAML: {exc}", {"problems": [str(exc)]}
-        ) from exc
-    if not isinstance(data, dict):
-        raise AcodeError(
-            "ACODE-IMP-001",
-            "The file must hold a mapping.",
-            {"problems": ["top level is not a mapping"]},
-        )
-    return data
+        return load_yaml_mapping(text)
+    except YamlDocumentError as exc:
+        raise AcodeError(exc.code, exc.message, {"problems": exc.problems}) from None
 
 
 # -- checking -------------------------------------------------------------------------

@@ -310,13 +310,9 @@ def document_problems(data: Mapping[str, Any]) -> list[str]:
 
 
 def workflows_load(text: str) -> dict[str, Any]:
-    """Parse a document's YAML (ACODE-IMP-001 when it is not a YAML mapping)."""
-    try:
-        return load_yaml(text)
-    except RecursionError as exc:  # nesting deep enough to exhaust the YAML composer
-        raise AcodeError(
-            "ACODE-IMP-001", "The YAML is nested too deeply.", {"problems": ["nesting"]}
-        ) from exc
+    """Parse a document's YAML with the bounded loader the role import uses
+    (``roles.portability.document.load_yaml``)."""
+    return load_yaml(text)
 
 
 # -- import -------------------------------------------------------------------------------

@@ -1,0 +1,83 @@
+"""What text acode accepts, as functions and as the regular expressions the API schema shows.
+
+No NUL characters and no unpaired surrogates anywhere (NUL breaks PostgreSQL text, a lone
+surrogate cannot be encoded as UTF-8 at all); text that must not be blank needs a visible
+character (whitespace, control and format characters such as zero-width spaces, BOM and
+bidi marks show nothing). No Django imports: the CLI and the YAML loader use it too.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+import unicodedata
+
+FORBIDDEN_CHARACTERS = re.compile("[\x00\ud800-\udfff]")
+# Characters that render as nothing but are neither whitespace nor format/control characters.
+_BLANK_LOOKING = frozenset("\u115f\u1160\u2800\u3164\uffa0")
+
+
+def is_invisible(char: str) -> bool:
+    """Whitespace, control and format characters (ZWSP, ZWJ, BOM, bidi marks) show nothing."""
+    return char.isspace() or char in _BLANK_LOOKING or unicodedata.category(char) in ("Cc", "Cf")
+
+
+def is_blank(text: str) -> bool:
+    """True when the text has no visible character."""
+    return all(is_invisible(char) for char in text)
+
+
+def trim_invisible(text: str) -> str:
+    """The text without invisible characters at either end."""
+    start, end = 0, len(text)
+    while start < end and is_invisible(text[start]):
+        start += 1
+    while end > start and is_invisible(text[end - 1]):
+        end -= 1
+    return text[start:end]
+
+
+def has_forbidden_characters(text: str) -> bool:
+    return FORBIDDEN_CHARACTERS.search(text) is not None
+
+
+# -- the same rules as JSON Schema patterns ------------------------------------------------
+# Written with escapes, not the characters themselves: the schema is served as UTF-8, which
+# cannot carry a lone surrogate. Python's ``re`` (schemathesis, the tests) and ECMAScript
+# both read ``\uXXXX``; the few invisible characters beyond the BMP appear as themselves.
+# Lone surrogates are not in the patterns (no generator makes them and not every regex
+# engine can name them); the parameter descriptions and the 400 ACODE-INP-003 say so.
+NO_NUL_PATTERN = r"^[^\u0000]*$"
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return char
+
+
+def _ranges(codes: list[int]) -> str:
+    parts: list[str] = []
+    start = previous = codes[0]
+    for code in [*codes[1:], -2]:
+        if code == previous + 1:
+            previous = code
+            continue
+        first, last = _escaped(chr(start)), _escaped(chr(previous))
+        parts.append(first if start == previous else f"{first}-{last}")
+        start = previous = code
+    return "".join(parts)
+
+
+@functools.cache
+def visible_text_pattern() -> str:
+    """A pattern of text with at least one visible character (and no NUL): what ``is_blank``
+    refuses, said the other way round. Built from the same ``is_invisible`` once."""
+    invisible = [
+        code
+        for code in range(sys.maxunicode + 1)
+        if not 0xD800 <= code <= 0xDFFF and is_invisible(chr(code))
+    ]
+    return rf"^[^\u0000]*[^{_ranges(invisible)}][^\u0000]*$"
