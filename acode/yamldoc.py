@@ -62,10 +62,11 @@ class _BoundedLoader(yaml.SafeLoader):
         if self._nodes > MAX_NODES:
             raise _OverLimit(f"more than {MAX_NODES} values once aliases are expanded")
 
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:  # type: ignore[override]
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         if self.check_event(yaml.AliasEvent):
             node = super().compose_node(parent, index)
-            if id(node) not in self._extent:  # still being composed: the alias is inside it
+            # Not measured yet: the node is still being composed, the alias is inside it.
+            if node is None or id(node) not in self._extent:
                 raise _OverLimit("an alias refers to a node that contains it")
             nodes, levels = self._extent[id(node)]
             self._reach(nodes, self._depth + levels)
