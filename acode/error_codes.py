@@ -18,7 +18,7 @@ class ErrorCode:
 _CODES = [
     ErrorCode(
         "ACODE-ROL-001",
-        400,
+        404,
         "Unknown role",
         "Use one of the roles listed in the error's details (`acode roles list`).",
     ),
@@ -60,7 +60,7 @@ _CODES = [
     ),
     ErrorCode(
         "ACODE-SES-002",
-        400,
+        403,
         "Workspace path not allowed",
         "Leave the workspace empty (or name a repository); attaching a server directory needs "
         "the attach_workspace permission and a directory under ACODE_ATTACH_ROOTS.",
@@ -167,7 +167,7 @@ _CODES = [
     ),
     ErrorCode(
         "ACODE-RUN-001",
-        400,
+        404,
         "No workflow template",
         "No enabled workflow template has that name or serves that risk tier; see "
         "/api/workflows/ and admin.",

@@ -27,7 +27,7 @@ from acode.bodylimit import (
 )
 from acode.error_codes import ERROR_CODES
 from acode.errors import code_for_status
-from acode.inputs import has_forbidden_characters
+from acode.inputs import MAX_QUERY_CHARS, has_forbidden_characters
 from acode.logs import bind_log_context, restore_log_context
 
 logger = logging.getLogger(__name__)
@@ -142,11 +142,21 @@ def _character_refusal(request: HttpRequest) -> HttpResponse | None:
         texts = [request.path, *_query_texts(request)]
     except SuspiciousOperation as exc:  # e.g. more query parameters than Django parses
         return error_response(request, "ACODE-API-400", str(exc))
-    if not any(has_forbidden_characters(text) for text in texts):
-        return None
-    return error_response(
-        request, "ACODE-INP-003", "The path or query string holds a NUL or an unpaired surrogate."
-    )
+    if any(has_forbidden_characters(text) for text in texts):
+        return error_response(
+            request,
+            "ACODE-INP-003",
+            "The path or query string holds a NUL or an unpaired surrogate.",
+        )
+    longest = max((len(text) for text in texts[1:]), default=0)
+    if longest > MAX_QUERY_CHARS:
+        return error_response(
+            request,
+            "ACODE-INP-001",
+            f"A query parameter is longer than {MAX_QUERY_CHARS} characters.",
+            limit=MAX_QUERY_CHARS,
+        )
+    return None
 
 
 def _body_length(request: HttpRequest) -> int:

@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import AcodeError, error_responses
+from acode.inputs import Input, Query, QueryBoolean, Text, query_of
 from roles.models import PromptPack, Role
 from roles.portability.definitions import export_definitions, import_definitions
 from roles.portability.document import dump_yaml, load_yaml
@@ -33,6 +34,16 @@ from roles.serializers import (
     tool_data,
 )
 from roles.services import role_delete, role_write
+
+# /api/roles/export/ and /api/roles/import/ are routes of their own, so no role answers
+# to those two names (roles.validation.RESERVED_SLUGS).
+ROLE_NAME = OpenApiParameter(
+    "name",
+    str,
+    OpenApiParameter.PATH,
+    pattern=r"^(?!(export|import)$)(?!\.\.?$)[^/\u0000]{1,100}$",
+    description="A role's slug or name, any case.",
+)
 
 
 class PlainTextParser(BaseParser):
@@ -73,21 +84,34 @@ class RoleListApi(APIView):
 
 
 class RoleDetailApi(APIView):
-    @extend_schema(responses=RoleDetailOutput, operation_id="roles_retrieve")
+    @extend_schema(
+        responses={200: RoleDetailOutput, **error_responses("ACODE-ROL-001")},
+        parameters=[ROLE_NAME],
+        operation_id="roles_retrieve",
+    )
     def get(self, request: Request, name: str) -> Response:
         return Response(RoleDetailOutput(registry.get(name)).data)
 
 
+class PromptQuery(Query):
+    pack = Text(max_length=100, required=False, help_text="Prompt pack (default: active pack)")
+
+
+class ImportQuery(Query):
+    replace = QueryBoolean(required=False, default=False, help_text="Remove what the file lacks")
+
+
 class RolePromptApi(APIView):
     @extend_schema(
-        responses=ComposedPromptOutput,
-        parameters=[
-            OpenApiParameter("pack", str, description="Prompt pack (default: active pack)")
-        ],
+        responses={
+            200: ComposedPromptOutput,
+            **error_responses("ACODE-ROL-001", "ACODE-PRM-002"),
+        },
+        parameters=[ROLE_NAME, PromptQuery],
         operation_id="roles_prompt",
     )
     def get(self, request: Request, name: str) -> Response:
-        composed = compose_prompt(name, pack=request.query_params.get("pack") or None)
+        composed = compose_prompt(name, pack=query_of(PromptQuery, request).get("pack"))
         return Response(asdict(composed))
 
 
@@ -113,7 +137,7 @@ class RoleWritePermission(BasePermission):
         return needed is None or bool(request.user.has_perm(needed))
 
 
-class RoleInput(serializers.Serializer):
+class RoleInput(Input):
     slug = serializers.SlugField(max_length=64, required=False)
     name = serializers.CharField(max_length=100, required=False)
     description = serializers.CharField(required=False, allow_blank=True, max_length=2000)
@@ -187,6 +211,7 @@ class RoleWriteApi(APIView):
             200: RoleDetailOutput,
             **error_responses("ACODE-API-400", "ACODE-ROL-001", "ACODE-ROL-004", "ACODE-PRM-001"),
         },
+        parameters=[ROLE_NAME],
         operation_id="roles_update",
     )
     def patch(self, request: Request, name: str) -> Response:
@@ -203,6 +228,7 @@ class RoleWriteApi(APIView):
 
     @extend_schema(
         responses={204: None, **error_responses("ACODE-ROL-001", "ACODE-ROL-005")},
+        parameters=[ROLE_NAME],
         operation_id="roles_destroy",
     )
     def delete(self, request: Request, name: str) -> Response:
@@ -235,7 +261,7 @@ class RoleImportApi(APIView):
 
     @extend_schema(
         request={"application/yaml": OpenApiTypes.STR},
-        parameters=[OpenApiParameter("replace", bool, description="Remove what the file lacks")],
+        parameters=[ImportQuery],
         responses={
             200: ImportOutput,
             **error_responses("ACODE-API-400", "ACODE-IMP-001", "ACODE-ROL-005", "ACODE-PRM-001"),
@@ -249,10 +275,11 @@ class RoleImportApi(APIView):
             raise PermissionDenied(
                 "Importing roles needs the add_role and change_role permissions."
             )
+        replace = query_of(ImportQuery, request)["replace"]
         summary = import_definitions(
             load_yaml(str(request.data)),
             user=request.user,  # type: ignore[arg-type]
-            replace=request.query_params.get("replace") in ("1", "true", "yes"),
+            replace=replace,
         )
         return Response(asdict(summary))
 

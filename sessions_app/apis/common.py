@@ -9,7 +9,6 @@ from drf_spectacular.utils import OpenApiParameter
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
 
-from acode.errors import error_responses
 from sessions_app.models import AgentSession, Job
 from sessions_app.permissions import jobs_visible_to, session_can_act, session_can_view
 
@@ -35,7 +34,6 @@ REQUEST_ID = OpenApiParameter(
 NOT_VISIBLE_CODES = ("ACODE-API-404",)  # the session or job is not visible to the caller
 ACT_CODES = ("ACODE-API-403", "ACODE-API-404")  # visible but read-only, or not visible
 INVALID_CODES = ("ACODE-API-400", "ACODE-INP-001", "ACODE-INP-002", "ACODE-INP-003")
-ERRORS = error_responses(*ACT_CODES, *INVALID_CODES)
 
 
 def request_user(request: Request) -> User:

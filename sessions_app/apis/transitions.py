@@ -45,6 +45,7 @@ class SessionTransitionApi(APIView):
                 "ACODE-ROL-007",
                 "ACODE-ROL-002",
                 "ACODE-ROL-006",
+                "ACODE-RUN-003",
             ),
         },
         parameters=[IDEMPOTENCY, REQUEST_ID],

@@ -156,8 +156,8 @@ def workspace_commit(session: AgentSession, paths: list[str], message: str) -> s
 def workspace_patch(session: AgentSession) -> str:
     """The session branch's commits as a patch series (``git am`` applies it)."""
     if not session.workspace_managed or not session.branch:
-        raise AcodeError(
-            "ACODE-SES-006", "Only workspaces acode created have a session branch.", {}
+        raise AcodeError(  # the session's state, not a git failure
+            "ACODE-API-409", "Only workspaces acode created have a session branch.", {}
         )
     path = Path(session.workspace)
     if run_git(path, ["rev-parse", "--verify", "--quiet", "HEAD"]).exit_code != 0:

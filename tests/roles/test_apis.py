@@ -39,9 +39,9 @@ def test_role_detail_lists_available_and_withheld_tools(api: APIClient) -> None:
 
 
 @pytest.mark.django_db
-def test_unknown_role_is_400_rol_001(api: APIClient) -> None:
+def test_unknown_role_is_404_rol_001(api: APIClient) -> None:
     response = api.get("/api/roles/architect/")
-    assert response.status_code == 400
+    assert response.status_code == 404
     body: dict[str, Any] = response.json()
     assert body["code"] == "ACODE-ROL-001"
     assert "Planner" in body["details"]["known_roles"]
