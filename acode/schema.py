@@ -115,7 +115,8 @@ def _describe_parameter(parameter: dict[str, Any]) -> None:
             schema["pattern"] = NO_NUL_PATTERN
         if schema.get("type") == "string":
             schema.setdefault("minLength", 1)
-            schema.setdefault("maxLength", MAX_QUERY_CHARS)
+            if _is_free_text(schema) or "pattern" in schema:
+                schema.setdefault("maxLength", MAX_QUERY_CHARS)
             _note(parameter, NO_NUL_NOTE)
     elif where == "path" and _is_free_text(schema):
         schema["pattern"] = PATH_SEGMENT_PATTERN

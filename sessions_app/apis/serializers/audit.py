@@ -83,7 +83,7 @@ class AuditExportQuery(AuditFilterInput):
 class AuditPageQuery(AuditFilterInput):
     cursor = serializers.RegexField(
         r"^[A-Za-z0-9+/=_-]+$",
-        max_length=1000,
+        max_length=200,
         required=False,
         help_text="From a page's next or previous link",
     )
