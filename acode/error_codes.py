@@ -266,6 +266,14 @@ _CODES = [
         "every alias expanded (recursive aliases are refused); split or simplify the file.",
     ),
     ErrorCode(
+        "ACODE-IMP-003",
+        409,
+        "Import does not fit",
+        "The file has the document's form, but its definitions name what neither it nor the "
+        "server has, repeat a name, or contradict what is stored (see the problems); fix "
+        "them. Nothing was written.",
+    ),
+    ErrorCode(
         "ACODE-INP-001",
         400,
         "Input too long",

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.http import QueryDict
+from jsonschema import Draft202012Validator
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 from rest_framework.fields import empty
@@ -20,6 +21,8 @@ from rest_framework.parsers import JSONParser
 from acode.errors import AcodeError
 from acode.text import (
     FORBIDDEN_CHARACTERS,
+    NO_NUL_PATTERN,
+    NOT_WHITESPACE_PATTERN,
     has_forbidden_characters,
     is_blank,
     is_invisible,
@@ -28,8 +31,12 @@ from acode.text import (
 
 __all__ = [
     "FORBIDDEN_CHARACTERS",
+    "JSON_VALUE",
+    "JSON_VALUE_REF",
     "MAX_JSON_DEPTH",
     "MAX_QUERY_CHARS",
+    "NOT_WHITESPACE",
+    "NO_NUL",
     "CommaSeparated",
     "Input",
     "PageQuery",
@@ -41,6 +48,7 @@ __all__ = [
     "has_forbidden_characters",
     "is_blank",
     "is_invisible",
+    "json_schema_problems",
     "json_type_problem",
     "query_of",
     "trim_invisible",
@@ -104,6 +112,8 @@ def json_type_problem(field: serializers.Field, value: Any) -> str | None:
     else:
         found = [(types, name) for kind, types, name in _JSON_TYPES if isinstance(field, kind)]
         wanted, name = found[0] if found else ((), "")
+    if wanted == (int,) and isinstance(value, float) and value.is_integer():
+        return None  # 5.0 is an integer too (JSON has one kind of number)
     if wanted and (
         not isinstance(value, wanted) or (bool not in wanted and isinstance(value, bool))
     ):
@@ -224,6 +234,48 @@ class QueryBoolean(serializers.Field):
 
     def to_representation(self, value: Any) -> bool:
         return bool(value)
+
+
+# -- JSON Schema, for inputs described by one (role definitions, import documents) -------
+# Text with no NUL; text with a character that is not whitespace (what ``str.strip()``
+# leaves something of), and no NUL.
+NO_NUL = NO_NUL_PATTERN
+NOT_WHITESPACE = NOT_WHITESPACE_PATTERN
+# Any JSON value without a NUL in its text (a tool's argument schema, say): the API schema
+# has it as the component "JsonValue".
+JSON_VALUE_REF = {"$ref": "#/components/schemas/JsonValue"}
+JSON_VALUE: dict[str, Any] = {
+    "description": "Any JSON value (at most 32 levels deep); no text in it holds a NUL.",
+    "anyOf": [
+        {"type": ["null", "boolean", "number"]},
+        {"type": "string", "pattern": NO_NUL},
+        {"type": "array", "items": JSON_VALUE_REF},
+        {
+            "type": "object",
+            "propertyNames": {"pattern": NO_NUL},
+            "additionalProperties": JSON_VALUE_REF,
+        },
+    ],
+}
+_MAX_PROBLEMS = 20
+
+
+def json_schema_problems(schema: Mapping[str, Any], data: Any) -> list[str]:
+    """What in ``data`` the JSON Schema ``schema`` refuses, one line per problem (at most
+    20), each naming where: the same schema the API publishes, so the two cannot differ."""
+    root = {**schema, "components": {"schemas": {"JsonValue": JSON_VALUE}}}
+    errors = sorted(
+        Draft202012Validator(root).iter_errors(data), key=lambda e: [str(p) for p in e.path]
+    )
+    problems = []
+    for error in errors[:_MAX_PROBLEMS]:
+        where = "/".join(str(p) for p in error.absolute_path) or "(the document)"
+        message = error.message
+        if error.validator in ("const", "enum"):
+            message += f", got {error.instance!r}"
+        message = message if len(message) <= 300 else message[:297] + "..."
+        problems.append(f"{where}: {message}")
+    return problems
 
 
 def _refuse(code: str, message: str, where: str) -> AcodeError:

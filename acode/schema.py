@@ -14,13 +14,21 @@ The errors side (statuses and codes of every operation) is ``acode.errors``.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 
 from acode.bodylimit import MAX_REQUEST_ID_CHARS
-from acode.inputs import MAX_QUERY_CHARS, CommaSeparated, Input, Query, QueryBoolean
+from acode.inputs import (
+    JSON_VALUE,
+    MAX_QUERY_CHARS,
+    CommaSeparated,
+    Input,
+    Query,
+    QueryBoolean,
+)
 from acode.text import NO_NUL_PATTERN, blank_text_pattern
 
 NO_NUL_NOTE = "NUL characters and unpaired surrogates are refused everywhere (400 ACODE-INP-003)."
@@ -92,9 +100,15 @@ class QueryBooleanExtension(OpenApiSerializerFieldExtension):
         return {"type": "boolean"}
 
 
+def _types(schema: dict[str, Any]) -> set[str]:
+    """The schema's types (OpenAPI 3.1: a nullable one lists "null" too)."""
+    kind = schema.get("type")
+    return set(kind) if isinstance(kind, list) else {kind} if isinstance(kind, str) else set()
+
+
 def _is_free_text(schema: dict[str, Any]) -> bool:
-    return schema.get("type") == "string" and not (
-        {"enum", "format", "pattern"} & set(schema) or "$ref" in schema
+    return "string" in _types(schema) and not (
+        {"enum", "const", "format", "pattern"} & set(schema) or "$ref" in schema
     )
 
 
@@ -108,12 +122,12 @@ def _describe_parameter(parameter: dict[str, Any]) -> None:
     schema = parameter.setdefault("schema", {})
     where = parameter.get("in")
     if where == "query":
-        if schema.get("type") == "array":
+        if "array" in _types(schema):
             parameter["style"], parameter["explode"] = "form", False
             _note(parameter, "Comma-separated.")
         if _is_free_text(schema):
             schema["pattern"] = NO_NUL_PATTERN
-        if schema.get("type") == "string":
+        if "string" in _types(schema):
             schema.setdefault("minLength", 1)
             if _is_free_text(schema) or "pattern" in schema:
                 schema.setdefault("maxLength", MAX_QUERY_CHARS)
@@ -165,8 +179,22 @@ def _forbid_nul_in_body_text(node: Any) -> None:
         if key in ("properties", "patternProperties"):
             for prop in value.values():
                 _forbid_nul_in_body_text(prop)
-        elif key in ("items", "additionalProperties", "oneOf", "anyOf", "allOf", "not"):
+        elif key in ("items", "additionalProperties", "oneOf", "anyOf", "allOf"):
             _forbid_nul_in_body_text(value)
+
+
+def _tidy_types(node: Any) -> None:
+    """No type twice in a type list (drf-spectacular's OpenAPI 3.1 output adds "null" to
+    a nullable field an extension described, which already has it)."""
+    if isinstance(node, dict):
+        kind = node.get("type")
+        if isinstance(kind, list):
+            node["type"] = list(dict.fromkeys(kind))
+        for value in node.values():
+            _tidy_types(value)
+    elif isinstance(node, list):
+        for item in node:
+            _tidy_types(item)
 
 
 def describe_inputs(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
@@ -175,9 +203,14 @@ def describe_inputs(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         for operation in operations.values():
             for parameter in operation.get("parameters", []):
                 _describe_parameter(parameter)
-            for content in operation.get("requestBody", {}).get("content", {}).values():
+            body = operation.get("requestBody", {})
+            for content in body.get("content", {}).values():
                 _forbid_nul_in_body_text(content.get("schema"))
-    components = result.get("components", {}).get("schemas", {})
+                if content.get("schema", {}).get("required"):  # a schema given as JSON Schema
+                    body.setdefault("required", True)
+    components = result.setdefault("components", {}).setdefault("schemas", {})
+    components["JsonValue"] = copy.deepcopy(JSON_VALUE)
+    _tidy_types(result)
     for name in _request_components(result):
         _forbid_nul_in_body_text(components.get(name))
     return result

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Callable
 
 FORBIDDEN_CHARACTERS = re.compile("[\x00\ud800-\udfff]")
 # Characters that render as nothing but are neither whitespace nor format/control characters.
@@ -71,6 +72,17 @@ def _ranges(codes: list[int]) -> str:
         parts.append(first if start == previous else f"{first}-{last}")
         start = previous = code
     return "".join(parts)
+
+
+def _class_of(test: Callable[[str], bool]) -> str:
+    """A regex character class body of the BMP characters ``test`` accepts."""
+    return _ranges([c for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF and test(chr(c))])
+
+
+# What ``str.strip()`` and ``str.isspace()`` call whitespace (``\s`` in ``re`` leaves out
+# \x1c-\x1f), and text that is not only that, with no NUL either.
+WHITESPACE = _class_of(str.isspace)
+NOT_WHITESPACE_PATTERN = rf"^[^\u0000]*[^{WHITESPACE}\u0000][^\u0000]*$"
 
 
 @functools.cache

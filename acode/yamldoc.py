@@ -7,8 +7,8 @@ hundred bytes of nested aliases make a billion-node document that every later wa
 over it expands), and makes dates, sets, byte strings and tuples that nothing here
 expects. This loader keeps a document to ``MAX_BYTES``, ``MAX_DEPTH`` levels and
 ``MAX_NODES`` nodes with every alias counted as the nodes it stands for (recursive
-aliases are refused), resolves only JSON's types (a date stays text), and refuses NUL
-characters and unpaired surrogates, as JSON bodies do. Every failure is a
+aliases are refused), resolves only JSON's types (a date stays text; ``5.0`` is the
+integer 5), and refuses NUL characters and unpaired surrogates, as JSON bodies do. Every failure is a
 :class:`YamlDocumentError` carrying a documented code.
 
 No Django imports: the CLI uses it too.
@@ -117,6 +117,18 @@ def _forbidden_location(data: Any) -> str | None:
     return None
 
 
+def integral_numbers(data: Any) -> Any:
+    """``data`` with every integral float (``5.0``) an int: JSON has one kind of number,
+    and a schema's "integer" is any number without a fraction."""
+    if isinstance(data, float) and data.is_integer():
+        return int(data)
+    if isinstance(data, list):
+        return [integral_numbers(item) for item in data]
+    if isinstance(data, dict):
+        return {key: integral_numbers(value) for key, value in data.items()}
+    return data
+
+
 def _forbidden(character: Any) -> bool:
     return isinstance(character, int) and has_forbidden_characters(chr(character))
 
@@ -157,7 +169,7 @@ def load_yaml(text: str) -> Any:
             "The YAML document holds a NUL or an unpaired surrogate.",
             [f"at {where}"],
         )
-    return data
+    return integral_numbers(data)
 
 
 def load_yaml_mapping(text: str) -> dict[str, Any]:

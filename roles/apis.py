@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict
 from typing import Any
 
@@ -18,10 +19,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import AcodeError, error_responses
-from acode.inputs import Input, Query, QueryBoolean, Text, query_of
+from acode.inputs import Query, QueryBoolean, Text, json_schema_problems, query_of
+from acode.yamldoc import integral_numbers
 from roles.models import PromptPack, Role
 from roles.portability.definitions import export_definitions, import_definitions
-from roles.portability.document import dump_yaml, load_yaml
+from roles.portability.document import DOCUMENT_SCHEMA, dump_yaml, load_yaml
 from roles.prompts import compose_prompt
 from roles.registry import registry
 from roles.serializers import (
@@ -34,6 +36,7 @@ from roles.serializers import (
     tool_data,
 )
 from roles.services import role_delete, role_write
+from roles.validation import role_field_problems, role_schema
 
 # /api/roles/export/ and /api/roles/import/ are routes of their own, so no role answers
 # to those two names (roles.validation.RESERVED_SLUGS).
@@ -137,65 +140,43 @@ class RoleWritePermission(BasePermission):
         return needed is None or bool(request.user.has_perm(needed))
 
 
-class RoleInput(Input):
-    slug = serializers.SlugField(max_length=64, required=False)
-    name = serializers.CharField(max_length=100, required=False)
-    description = serializers.CharField(required=False, allow_blank=True, max_length=2000)
-    colour = serializers.CharField(required=False, max_length=7)
-    permissions = serializers.ListField(
-        child=serializers.CharField(max_length=64), required=False, max_length=200
-    )
-    allowed_tools = serializers.ListField(
-        child=serializers.CharField(max_length=100), required=False, max_length=200
-    )
-    capabilities = serializers.ListField(
-        child=serializers.CharField(max_length=500), required=False, max_length=100
-    )
-    constraints = serializers.ListField(
-        child=serializers.CharField(max_length=500), required=False, max_length=100
-    )
-    prompt_key = serializers.CharField(required=False, max_length=100)
-    context_strategy = serializers.CharField(required=False, max_length=40)
-    preferred_model = serializers.CharField(required=False, allow_blank=True, max_length=100)
-    fallback_model = serializers.CharField(required=False, allow_blank=True, max_length=100)
-    queue = serializers.CharField(required=False, max_length=100)
-    max_llm_calls = serializers.IntegerField(required=False, min_value=1)
-    max_tokens = serializers.IntegerField(required=False, min_value=1)
-    timeout_seconds = serializers.IntegerField(required=False, min_value=1)
-    parent = serializers.CharField(required=False, allow_null=True)  # type: ignore[assignment]
-    write_paths = serializers.ListField(
-        child=serializers.CharField(max_length=500), required=False, max_length=100
-    )
-    command_patterns = serializers.ListField(
-        child=serializers.JSONField(),
-        required=False,
-        max_length=100,
-        help_text="Command rules: structured objects (program, module, subcommands, options, "
-        "args) or legacy glob strings; see roles/commands.py.",
-    )
-    answer_sets_plan = serializers.BooleanField(required=False)
+ROLE_CREATE = role_schema(required=("slug", "name"))
+ROLE_UPDATE = role_schema(required=(), with_slug=False)  # a slug cannot change
+# What a YAML import can be refused with, before or after its form is checked.
+IMPORT_CODES = (
+    "ACODE-API-400",
+    "ACODE-INP-003",
+    "ACODE-IMP-001",
+    "ACODE-IMP-002",
+    "ACODE-IMP-003",
+)
+ROLE_CODES = ("ACODE-ROL-004", "ACODE-PRM-001", "ACODE-ROL-001", "ACODE-API-404", "ACODE-API-409")
+
+
+def role_input(data: Any, schema: dict[str, Any]) -> dict[str, Any]:
+    """The request body once ``schema``, the one the API publishes, allows it (else 400
+    ACODE-ROL-004 naming each problem); ``role_write`` checks the rest."""
+    problems = json_schema_problems(schema, data)
+    if problems:
+        # The schema decides; the role checks say it in their own words where they can.
+        listed = (role_field_problems(data) if isinstance(data, dict) else []) or problems
+        raise AcodeError(
+            "ACODE-ROL-004", "Invalid role: " + "; ".join(listed), {"problems": listed}
+        )
+    return dict(integral_numbers(data))
 
 
 class RoleCreateApi(APIView):
     permission_classes = [IsAuthenticated, RoleWritePermission]
 
     @extend_schema(
-        request=RoleInput,
-        responses={
-            201: RoleDetailOutput,
-            **error_responses("ACODE-API-400", "ACODE-ROL-001", "ACODE-ROL-004", "ACODE-PRM-001"),
-        },
+        request={"application/json": copy.deepcopy(ROLE_CREATE)},
+        responses={201: RoleDetailOutput, **error_responses(*ROLE_CODES)},
         operation_id="roles_create",
     )
     def post(self, request: Request) -> Response:
-        data = RoleInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        if "slug" not in data.validated_data or "name" not in data.validated_data:
-            raise AcodeError(
-                "ACODE-API-400", "slug and name are required.", {"fields": ["slug", "name"]}
-            )
         slug = role_write(
-            data=dict(data.validated_data),
+            data=role_input(request.data, ROLE_CREATE),
             user=request.user,  # type: ignore[arg-type]
             create=True,
         )
@@ -206,20 +187,15 @@ class RoleWriteApi(APIView):
     permission_classes = [IsAuthenticated, RoleWritePermission]
 
     @extend_schema(
-        request=RoleInput,
-        responses={
-            200: RoleDetailOutput,
-            **error_responses("ACODE-API-400", "ACODE-ROL-001", "ACODE-ROL-004", "ACODE-PRM-001"),
-        },
+        request={"application/json": copy.deepcopy(ROLE_UPDATE)},
+        responses={200: RoleDetailOutput, **error_responses(*ROLE_CODES)},
         parameters=[ROLE_NAME],
         operation_id="roles_update",
     )
     def patch(self, request: Request, name: str) -> Response:
         role = registry.get(name)
-        data = RoleInput(data=request.data, partial=True)
-        data.is_valid(raise_exception=True)
         role_write(
-            data=dict(data.validated_data),
+            data=role_input(request.data, ROLE_UPDATE),
             user=request.user,  # type: ignore[arg-type]
             create=False,
             slug=role.slug,
@@ -260,12 +236,14 @@ class RoleImportApi(APIView):
     parser_classes = [PlainTextParser]
 
     @extend_schema(
-        request={"application/yaml": OpenApiTypes.STR},
+        request={"application/yaml": copy.deepcopy(DOCUMENT_SCHEMA)},
         parameters=[ImportQuery],
         responses={
             200: ImportOutput,
-            **error_responses("ACODE-API-400", "ACODE-IMP-001", "ACODE-ROL-005", "ACODE-PRM-001"),
+            **error_responses(*IMPORT_CODES, "ACODE-ROL-005", "ACODE-PRM-001"),
         },
+        description="Import a document like GET /api/roles/export/ gives. Everything is "
+        "checked first; nothing is written if anything is wrong.",
         operation_id="roles_import",
     )
     def post(self, request: Request) -> Response:

@@ -140,6 +140,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "acode API",
     "DESCRIPTION": "Run AI coding agents under explicit, enforced roles.",
     "VERSION": "0.1.0",
+    # 3.1: request schemas are JSON Schema (a role's command rules need propertyNames).
+    "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     # A PATCH body is the serializer as declared (acode's have no required fields, except

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict
 
 from django.db.models import Prefetch, QuerySet
@@ -15,13 +16,14 @@ from rest_framework.views import APIView
 
 from acode.errors import error_responses
 from acode.inputs import Query, QueryBoolean, query_of
-from roles.apis import PlainTextParser
+from roles.apis import IMPORT_CODES, PlainTextParser
 from roles.portability.document import dump_yaml
 from sessions_app.apis.common import request_user
 from sessions_app.apis.serializers import RiskSignalOutput, WorkflowImportOutput, WorkflowOutput
 from sessions_app.models import RiskSignal, WorkflowStage, WorkflowTemplate
 from sessions_app.permissions import can_manage_workflows
 from sessions_app.services.runs.portability import (
+    DOCUMENT_SCHEMA,
     workflows_export,
     workflows_import,
     workflows_load,
@@ -108,11 +110,11 @@ class WorkflowImportApi(APIView):
     parser_classes = [PlainTextParser]
 
     @extend_schema(
-        request={"application/yaml": OpenApiTypes.STR},
+        request={"application/yaml": copy.deepcopy(DOCUMENT_SCHEMA)},
         parameters=[WorkflowImportQuery],
         responses={
             200: WorkflowImportOutput,
-            **error_responses("ACODE-API-400", "ACODE-API-403", "ACODE-IMP-001"),
+            **error_responses(*IMPORT_CODES, "ACODE-API-403"),
         },
         operation_id="workflows_import",
         description="Import a document from GET /api/workflows/export/ (staff). Everything "

@@ -113,7 +113,7 @@ def test_role_create_update_delete_through_services(boss_api: APIClient) -> None
     assert bad.status_code == 400 and bad.json()["code"] == "ACODE-ROL-004"
     assert "write_paths '../x' must not contain '..'" in bad.json()["details"]["problems"][0]
     taken = boss_api.post("/api/roles/", {"slug": "other", "name": "planner"}, format="json")
-    assert taken.status_code == 400 and taken.json()["code"] == "ACODE-ROL-004"
+    assert taken.status_code == 409 and taken.json()["code"] == "ACODE-API-409"
     assert "the name 'planner' is taken by role planner" in taken.json()["message"]
     reserved = boss_api.post("/api/roles/", {"slug": "export", "name": "Export"}, format="json")
     assert reserved.status_code == 400 and reserved.json()["code"] == "ACODE-ROL-004"

@@ -289,7 +289,9 @@ class PlanStepInput(Input):
         required=False,
     )
     depends_on = serializers.ListField(
-        child=serializers.IntegerField(min_value=1), max_length=plans.MAX_STEPS, required=False
+        child=serializers.IntegerField(min_value=1, max_value=plans.MAX_STEPS),
+        max_length=plans.MAX_STEPS,
+        required=False,
     )
     status = serializers.ChoiceField(choices=StepStatus.choices, required=False)
 
