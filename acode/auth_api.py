@@ -15,10 +15,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import AcodeError, error_responses
+from acode.inputs import Input
 from acode.ratelimit import login_retry_after
 
 
-class TokenInput(serializers.Serializer):
+class TokenInput(Input):
     username = serializers.CharField(max_length=150)
     password = serializers.CharField(
         max_length=1024, trim_whitespace=False, style={"input_type": "password"}

@@ -110,6 +110,11 @@ WORKER_COMMAND = [
 ]
 
 
+def web_command(host: str, port: int) -> list[str]:
+    """The web server ``make run`` starts: daphne serving ``acode.asgi``."""
+    return [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "acode.asgi:application"]
+
+
 def _supervise(procs: list[tuple[str, subprocess.Popen[bytes]]]) -> None:
     """Wait for Ctrl-C (or one process dying), then stop every process."""
     stopping = False
@@ -150,8 +155,7 @@ def _run(env: dict[str, str]) -> int:
     worker = [sys.executable, *WORKER_COMMAND, "-Q", queues]
     procs.append(("worker", subprocess.Popen(worker, env=env)))
     print(f"acode: the worker consumes the queues {queues}", flush=True)
-    web = [sys.executable, "-m", "daphne", "-b", HOST, "-p", str(PORT), "acode.asgi:application"]
-    procs.append(("web", subprocess.Popen(web, env=env)))
+    procs.append(("web", subprocess.Popen(web_command(HOST, PORT), env=env)))
     print(f"acode is up: http://{HOST}:{PORT}/  (admin: /admin/, API docs: /api/docs/)", flush=True)
     _supervise(procs)
     return 0

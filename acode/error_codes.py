@@ -38,7 +38,7 @@ MODEL_SETTINGS_HINT = (
 _CODES = [
     ErrorCode(
         "ACODE-ROL-001",
-        400,
+        404,
         "Unknown role",
         "Use one of the roles listed in the error's details (`acode roles list`).",
     ),
@@ -80,7 +80,7 @@ _CODES = [
     ),
     ErrorCode(
         "ACODE-SES-002",
-        400,
+        403,
         "Workspace path not allowed",
         "Leave the workspace empty (or name a repository); attaching a server directory needs "
         "the attach_workspace permission and a directory under ACODE_ATTACH_ROOTS.",
@@ -206,7 +206,7 @@ _CODES = [
     ),
     ErrorCode(
         "ACODE-RUN-001",
-        400,
+        404,
         "No workflow template",
         "No enabled workflow template has that name or serves that risk tier; see "
         "/api/workflows/ and admin.",
@@ -311,6 +311,21 @@ _CODES = [
     ),
     ErrorCode(
         "ACODE-IMP-001", 400, "Invalid import file", "Fix the listed problems; nothing was written."
+    ),
+    ErrorCode(
+        "ACODE-IMP-002",
+        400,
+        "Import file over a limit",
+        "YAML documents may hold at most 2 MiB, 32 levels of nesting and 100,000 values with "
+        "every alias expanded (recursive aliases are refused); split or simplify the file.",
+    ),
+    ErrorCode(
+        "ACODE-IMP-003",
+        409,
+        "Import does not fit",
+        "The file has the document's form, but its definitions name what neither it nor the "
+        "server has, repeat a name, or contradict what is stored (see the problems); fix "
+        "them. Nothing was written.",
     ),
     ErrorCode(
         "ACODE-INP-001",

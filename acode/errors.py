@@ -152,9 +152,11 @@ def error_responses(*codes: str) -> dict[int, OpenApiResponse]:
     }
 
 
-# What any request may get, whatever the operation (added where the view declared nothing).
+# What any request may get, whatever the operation (added to what the view declared).
 _ANY_REQUEST = {
-    400: ("ACODE-API-400", "ACODE-INP-003"),  # malformed parameters or X-Request-ID
+    # malformed parameters or X-Request-ID; NUL in the path or query; a query value over
+    # 1000 characters
+    400: ("ACODE-API-400", "ACODE-INP-001", "ACODE-INP-003"),
     406: ("ACODE-API-406",),
     413: ("ACODE-API-413",),
     431: ("ACODE-API-431",),
@@ -173,8 +175,10 @@ def _common_errors(path: str, method: str, operation: dict[str, Any]) -> dict[in
     if "{" in path:
         statuses[404] = ("ACODE-API-404",)
     if "requestBody" in operation:
-        statuses[400] = (*statuses[400], "ACODE-INP-001", "ACODE-INP-002", "ACODE-INP-004")
+        statuses[400] = (*statuses[400], "ACODE-INP-002", "ACODE-INP-004")
         statuses[415] = ("ACODE-API-415",)
+    if any(p.get("in") == "query" for p in operation.get("parameters", [])):
+        statuses[400] = (*statuses[400], "ACODE-INP-002")  # an empty or blank value
     headers = {p["name"] for p in operation.get("parameters", []) if p.get("in") == "header"}
     if "Idempotency-Key" in headers:
         statuses[422] = ("ACODE-API-422",)
@@ -183,13 +187,19 @@ def _common_errors(path: str, method: str, operation: dict[str, Any]) -> dict[in
 
 def document_common_errors(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
     """drf-spectacular postprocessing hook: give every operation the error responses any
-    request can get, each with the ``ErrorOutput`` body."""
+    request can get, each with the ``ErrorOutput`` body (codes the view declared for the
+    same status stay, the common ones are added)."""
     error_body = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOutput"}}}
     for path, operations in result.get("paths", {}).items():
         for method, operation in operations.items():
             responses = operation.setdefault("responses", {})
             for status, codes in _common_errors(path, method, operation).items():
-                responses.setdefault(
-                    str(status), {"description": _describe(codes), "content": error_body}
+                response = responses.setdefault(
+                    str(status), {"description": "", "content": error_body}
                 )
+                described = response["description"]
+                missing = [code for code in dict.fromkeys(codes) if code not in described]
+                if missing:
+                    extra = _describe(missing)
+                    response["description"] = f"{described}; {extra}" if described else extra
     return result

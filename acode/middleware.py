@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import sys
-import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -20,16 +19,21 @@ from django.core.signals import got_request_exception
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 
+from acode.bodylimit import (
+    MAX_REQUEST_ID_CHARS,
+    REQUEST_ID_HEADER,
+    is_printable_ascii,
+    usable_request_id,
+)
 from acode.error_codes import ERROR_CODES
 from acode.errors import code_for_status
-from acode.inputs import has_forbidden_characters
+from acode.inputs import MAX_QUERY_CHARS, has_forbidden_characters
 from acode.logs import bind_log_context, restore_log_context
 
 logger = logging.getLogger(__name__)
 
 API_PREFIX = "/api/"
-REQUEST_ID_HEADER = "X-Request-ID"
-MAX_HEADER_CHARS = 200
+MAX_HEADER_CHARS = MAX_REQUEST_ID_CHARS
 LIMITED_HEADERS = (REQUEST_ID_HEADER, "Idempotency-Key")
 # Headers of an error response worth keeping when its body is replaced.
 _KEPT_HEADERS = ("Allow", "Retry-After", "WWW-Authenticate")
@@ -94,8 +98,7 @@ def _unless_database_error(request: HttpRequest, response: HttpResponseBase) -> 
 
 def _assign_request_id(request: HttpRequest) -> None:
     given = request.headers.get(REQUEST_ID_HEADER, "")
-    usable = given if 0 < len(given) <= MAX_HEADER_CHARS and given.isprintable() else ""
-    request.request_id = usable or uuid.uuid4().hex  # type: ignore[attr-defined]
+    request.request_id = usable_request_id(given)  # type: ignore[attr-defined]
 
 
 def _refusal(request: HttpRequest) -> HttpResponse | None:
@@ -112,11 +115,11 @@ def _header_refusal(request: HttpRequest) -> HttpResponse | None:
                 f"{header} is longer than {MAX_HEADER_CHARS} characters.",
                 header=header,
             )
-    if not request.headers.get(REQUEST_ID_HEADER, "").isprintable():
+    if not is_printable_ascii(request.headers.get(REQUEST_ID_HEADER, "")):
         return error_response(
             request,
             "ACODE-API-400",
-            f"{REQUEST_ID_HEADER} may hold only printable characters.",
+            f"{REQUEST_ID_HEADER} may hold only printable ASCII characters.",
             header=REQUEST_ID_HEADER,
         )
     return None
@@ -139,11 +142,21 @@ def _character_refusal(request: HttpRequest) -> HttpResponse | None:
         texts = [request.path, *_query_texts(request)]
     except SuspiciousOperation as exc:  # e.g. more query parameters than Django parses
         return error_response(request, "ACODE-API-400", str(exc))
-    if not any(has_forbidden_characters(text) for text in texts):
-        return None
-    return error_response(
-        request, "ACODE-INP-003", "The path or query string holds a NUL or an unpaired surrogate."
-    )
+    if any(has_forbidden_characters(text) for text in texts):
+        return error_response(
+            request,
+            "ACODE-INP-003",
+            "The path or query string holds a NUL or an unpaired surrogate.",
+        )
+    longest = max((len(text) for text in texts[1:]), default=0)
+    if longest > MAX_QUERY_CHARS:
+        return error_response(
+            request,
+            "ACODE-INP-001",
+            f"A query parameter is longer than {MAX_QUERY_CHARS} characters.",
+            limit=MAX_QUERY_CHARS,
+        )
+    return None
 
 
 def _body_length(request: HttpRequest) -> int:

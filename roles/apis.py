@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict
 from typing import Any
 
@@ -18,10 +19,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import AcodeError, error_responses
+from acode.inputs import Query, QueryBoolean, Text, json_schema_problems, query_of
 from acode.llm import Endpoint, endpoint_for, model_check
+from acode.yamldoc import integral_numbers
 from roles.models import ModelEndpoint, PromptPack, Role
 from roles.portability.definitions import export_definitions, import_definitions
-from roles.portability.document import dump_yaml, load_yaml
+from roles.portability.document import DOCUMENT_SCHEMA, dump_yaml, load_yaml
 from roles.prompts import compose_prompt
 from roles.registry import registry
 from roles.serializers import (
@@ -34,6 +37,17 @@ from roles.serializers import (
     tool_data,
 )
 from roles.services import role_delete, role_write
+from roles.validation import role_field_problems, role_schema
+
+# /api/roles/export/ and /api/roles/import/ are routes of their own, so no role answers
+# to those two names (roles.validation.RESERVED_SLUGS).
+ROLE_NAME = OpenApiParameter(
+    "name",
+    str,
+    OpenApiParameter.PATH,
+    pattern=r"^(?!(export|import)$)(?!\.\.?$)[^/\u0000]{1,100}$",
+    description="A role's slug or name, any case.",
+)
 
 
 class PlainTextParser(BaseParser):
@@ -74,21 +88,34 @@ class RoleListApi(APIView):
 
 
 class RoleDetailApi(APIView):
-    @extend_schema(responses=RoleDetailOutput, operation_id="roles_retrieve")
+    @extend_schema(
+        responses={200: RoleDetailOutput, **error_responses("ACODE-ROL-001")},
+        parameters=[ROLE_NAME],
+        operation_id="roles_retrieve",
+    )
     def get(self, request: Request, name: str) -> Response:
         return Response(RoleDetailOutput(registry.get(name)).data)
 
 
+class PromptQuery(Query):
+    pack = Text(max_length=100, required=False, help_text="Prompt pack (default: active pack)")
+
+
+class ImportQuery(Query):
+    replace = QueryBoolean(required=False, default=False, help_text="Remove what the file lacks")
+
+
 class RolePromptApi(APIView):
     @extend_schema(
-        responses=ComposedPromptOutput,
-        parameters=[
-            OpenApiParameter("pack", str, description="Prompt pack (default: active pack)")
-        ],
+        responses={
+            200: ComposedPromptOutput,
+            **error_responses("ACODE-ROL-001", "ACODE-PRM-002"),
+        },
+        parameters=[ROLE_NAME, PromptQuery],
         operation_id="roles_prompt",
     )
     def get(self, request: Request, name: str) -> Response:
-        composed = compose_prompt(name, pack=request.query_params.get("pack") or None)
+        composed = compose_prompt(name, pack=query_of(PromptQuery, request).get("pack"))
         return Response(asdict(composed))
 
 
@@ -114,65 +141,43 @@ class RoleWritePermission(BasePermission):
         return needed is None or bool(request.user.has_perm(needed))
 
 
-class RoleInput(serializers.Serializer):
-    slug = serializers.SlugField(max_length=64, required=False)
-    name = serializers.CharField(max_length=100, required=False)
-    description = serializers.CharField(required=False, allow_blank=True, max_length=2000)
-    colour = serializers.CharField(required=False, max_length=7)
-    permissions = serializers.ListField(
-        child=serializers.CharField(max_length=64), required=False, max_length=200
-    )
-    allowed_tools = serializers.ListField(
-        child=serializers.CharField(max_length=100), required=False, max_length=200
-    )
-    capabilities = serializers.ListField(
-        child=serializers.CharField(max_length=500), required=False, max_length=100
-    )
-    constraints = serializers.ListField(
-        child=serializers.CharField(max_length=500), required=False, max_length=100
-    )
-    prompt_key = serializers.CharField(required=False, max_length=100)
-    context_strategy = serializers.CharField(required=False, max_length=40)
-    preferred_model = serializers.CharField(required=False, allow_blank=True, max_length=100)
-    fallback_model = serializers.CharField(required=False, allow_blank=True, max_length=100)
-    queue = serializers.CharField(required=False, max_length=100)
-    max_llm_calls = serializers.IntegerField(required=False, min_value=1)
-    max_tokens = serializers.IntegerField(required=False, min_value=1)
-    timeout_seconds = serializers.IntegerField(required=False, min_value=1)
-    parent = serializers.CharField(required=False, allow_null=True)  # type: ignore[assignment]
-    write_paths = serializers.ListField(
-        child=serializers.CharField(max_length=500), required=False, max_length=100
-    )
-    command_patterns = serializers.ListField(
-        child=serializers.JSONField(),
-        required=False,
-        max_length=100,
-        help_text="Command rules: structured objects (program, module, subcommands, options, "
-        "args) or legacy glob strings; see roles/commands.py.",
-    )
-    answer_sets_plan = serializers.BooleanField(required=False)
+ROLE_CREATE = role_schema(required=("slug", "name"))
+ROLE_UPDATE = role_schema(required=(), with_slug=False)  # a slug cannot change
+# What a YAML import can be refused with, before or after its form is checked.
+IMPORT_CODES = (
+    "ACODE-API-400",
+    "ACODE-INP-003",
+    "ACODE-IMP-001",
+    "ACODE-IMP-002",
+    "ACODE-IMP-003",
+)
+ROLE_CODES = ("ACODE-ROL-004", "ACODE-PRM-001", "ACODE-ROL-001", "ACODE-API-404", "ACODE-API-409")
+
+
+def role_input(data: Any, schema: dict[str, Any]) -> dict[str, Any]:
+    """The request body once ``schema``, the one the API publishes, allows it (else 400
+    ACODE-ROL-004 naming each problem); ``role_write`` checks the rest."""
+    problems = json_schema_problems(schema, data)
+    if problems:
+        # The schema decides; the role checks say it in their own words where they can.
+        listed = (role_field_problems(data) if isinstance(data, dict) else []) or problems
+        raise AcodeError(
+            "ACODE-ROL-004", "Invalid role: " + "; ".join(listed), {"problems": listed}
+        )
+    return dict(integral_numbers(data))
 
 
 class RoleCreateApi(APIView):
     permission_classes = [IsAuthenticated, RoleWritePermission]
 
     @extend_schema(
-        request=RoleInput,
-        responses={
-            201: RoleDetailOutput,
-            **error_responses("ACODE-API-400", "ACODE-ROL-001", "ACODE-ROL-004", "ACODE-PRM-001"),
-        },
+        request={"application/json": copy.deepcopy(ROLE_CREATE)},
+        responses={201: RoleDetailOutput, **error_responses(*ROLE_CODES)},
         operation_id="roles_create",
     )
     def post(self, request: Request) -> Response:
-        data = RoleInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        if "slug" not in data.validated_data or "name" not in data.validated_data:
-            raise AcodeError(
-                "ACODE-API-400", "slug and name are required.", {"fields": ["slug", "name"]}
-            )
         slug = role_write(
-            data=dict(data.validated_data),
+            data=role_input(request.data, ROLE_CREATE),
             user=request.user,  # type: ignore[arg-type]
             create=True,
         )
@@ -183,19 +188,15 @@ class RoleWriteApi(APIView):
     permission_classes = [IsAuthenticated, RoleWritePermission]
 
     @extend_schema(
-        request=RoleInput,
-        responses={
-            200: RoleDetailOutput,
-            **error_responses("ACODE-API-400", "ACODE-ROL-001", "ACODE-ROL-004", "ACODE-PRM-001"),
-        },
+        request={"application/json": copy.deepcopy(ROLE_UPDATE)},
+        responses={200: RoleDetailOutput, **error_responses(*ROLE_CODES)},
+        parameters=[ROLE_NAME],
         operation_id="roles_update",
     )
     def patch(self, request: Request, name: str) -> Response:
         role = registry.get(name)
-        data = RoleInput(data=request.data, partial=True)
-        data.is_valid(raise_exception=True)
         role_write(
-            data=dict(data.validated_data),
+            data=role_input(request.data, ROLE_UPDATE),
             user=request.user,  # type: ignore[arg-type]
             create=False,
             slug=role.slug,
@@ -204,6 +205,7 @@ class RoleWriteApi(APIView):
 
     @extend_schema(
         responses={204: None, **error_responses("ACODE-ROL-001", "ACODE-ROL-005")},
+        parameters=[ROLE_NAME],
         operation_id="roles_destroy",
     )
     def delete(self, request: Request, name: str) -> Response:
@@ -235,12 +237,14 @@ class RoleImportApi(APIView):
     parser_classes = [PlainTextParser]
 
     @extend_schema(
-        request={"application/yaml": OpenApiTypes.STR},
-        parameters=[OpenApiParameter("replace", bool, description="Remove what the file lacks")],
+        request={"application/yaml": copy.deepcopy(DOCUMENT_SCHEMA)},
+        parameters=[ImportQuery],
         responses={
             200: ImportOutput,
-            **error_responses("ACODE-API-400", "ACODE-IMP-001", "ACODE-ROL-005", "ACODE-PRM-001"),
+            **error_responses(*IMPORT_CODES, "ACODE-ROL-005", "ACODE-PRM-001"),
         },
+        description="Import a document like GET /api/roles/export/ gives. Everything is "
+        "checked first; nothing is written if anything is wrong.",
         operation_id="roles_import",
     )
     def post(self, request: Request) -> Response:
@@ -250,10 +254,11 @@ class RoleImportApi(APIView):
             raise PermissionDenied(
                 "Importing roles needs the add_role and change_role permissions."
             )
+        replace = query_of(ImportQuery, request)["replace"]
         summary = import_definitions(
             load_yaml(str(request.data)),
             user=request.user,  # type: ignore[arg-type]
-            replace=request.query_params.get("replace") in ("1", "true", "yes"),
+            replace=replace,
         )
         return Response(asdict(summary))
 

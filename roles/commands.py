@@ -36,6 +36,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from acode.text import NOT_WHITESPACE_PATTERN, WHITESPACE
+
 VALUE_KINDS = frozenset({"text", "int", "path"})
 ARG_KINDS = frozenset({"none", "paths", "text"})
 GLOB_CHARS = frozenset("*?[")
@@ -132,6 +134,51 @@ def rule_label(index: int, rule: CommandRule) -> str:
     else:
         text = repr(rule)
     return f"command_rules[{index}]: {text}"[:MAX_RULE_LABEL]
+
+
+_TEXT = NOT_WHITESPACE_PATTERN  # what .strip() leaves something of, no NUL
+# What ``command_rule_problems`` accepts, as the JSON Schema the API publishes and role
+# writes and imports are checked against first (a little stricter: ``module``,
+# ``subcommands`` and ``options`` hold their own types, not just anything falsy).
+COMMAND_RULE_SCHEMA: dict[str, Any] = {
+    "oneOf": [
+        {"type": "string", "pattern": _TEXT, "description": "A legacy glob rule, e.g. 'pytest *'."},
+        {
+            "type": "object",
+            "required": ["program"],
+            "additionalProperties": False,
+            "properties": {
+                "program": {
+                    "type": "string",
+                    "pattern": rf"^[^{WHITESPACE}/\u0000](?:[^/\u0000]*[^{WHITESPACE}/\u0000])?$",
+                    "description": "argv[0], a bare program name.",
+                },
+                "module": {"type": "string", "pattern": r"^(?:[A-Za-z_][A-Za-z0-9_.]*)?$"},
+                "subcommands": {
+                    "type": "array",
+                    "items": {"type": "string", "pattern": r"^(?!-)" + _TEXT[1:]},
+                },
+                "options": {
+                    "type": "object",
+                    "propertyNames": {"pattern": r"^--?[A-Za-z0-9][A-Za-z0-9_-]*$"},
+                    "additionalProperties": {
+                        "anyOf": [
+                            {"type": "null"},
+                            {"type": "string", "enum": sorted(VALUE_KINDS)},
+                            {"type": "array", "items": {"type": "string"}},
+                        ]
+                    },
+                },
+                "args": {
+                    "anyOf": [
+                        {"type": "string", "enum": sorted(ARG_KINDS)},
+                        {"type": "array", "items": {"type": "string"}},
+                    ]
+                },
+            },
+        },
+    ]
+}
 
 
 def command_rule_problems(rule: object) -> list[str]:

@@ -38,8 +38,9 @@ from roles.validation import (
     describe_findings,
     parent_chain_problems,
     role_delete_refusal,
+    role_format_problems,
     role_name_problems,
-    role_problems,
+    role_reference_problems,
     role_spec,
     role_text_findings,
     transition_rule_problems,
@@ -144,7 +145,9 @@ def role_write(
     """Create a role, or update one (partial data merged over its content); its slug.
 
     The checks are the importer's and admin's (``roles.validation``): ACODE-PRM-001 for
-    dangerous text, ACODE-ROL-004 naming every problem, ACODE-API-409 for a taken slug.
+    dangerous text, ACODE-ROL-004 naming every problem with the data itself, 404 for what
+    it names that does not exist (ACODE-API-404 permissions and tools, ACODE-ROL-001 the
+    parent), ACODE-API-409 for a taken slug or name and a parent chain that loops.
     """
     id_specs, tools = read_specs()
     specs = {spec.slug: spec for _, spec in id_specs}
@@ -167,16 +170,28 @@ def role_write(
             f"Dangerous content in role text: {describe_findings(findings)}",
             {"findings": findings},
         )
-    known_permissions = set(Permission.objects.values_list("code", flat=True))
-    problems = role_problems(
-        content, known_permissions=known_permissions, known_tools={t.name for t in tools}
-    )
-    after = {**specs, content["slug"]: role_spec(content)}
-    problems += role_name_problems(after) + parent_chain_problems(after)
+    problems = role_format_problems(content)
     if problems:
         raise AcodeError(
             "ACODE-ROL-004", "Invalid role: " + "; ".join(problems), {"problems": problems}
         )
+    known_permissions = set(Permission.objects.values_list("code", flat=True))
+    unknown = role_reference_problems(
+        content, known_permissions=known_permissions, known_tools={t.name for t in tools}
+    )
+    if unknown:
+        raise AcodeError("ACODE-API-404", "; ".join(unknown), {"problems": unknown})
+    after = {**specs, content["slug"]: role_spec(content)}
+    parent = content.get("parent")
+    if parent is not None and parent not in after:
+        raise AcodeError(
+            "ACODE-ROL-001",
+            f"Unknown parent role {parent!r}.",
+            {"role": parent, "known_roles": sorted(after)},
+        )
+    clashes = role_name_problems(after) + parent_chain_problems(after)
+    if clashes:
+        raise AcodeError("ACODE-API-409", "; ".join(clashes), {"problems": clashes})
     with transaction.atomic():
         role_upsert(content=content)
         role_parents_set(parents={content["slug"]: content.get("parent")})

@@ -17,8 +17,9 @@ from django.db import models
 from django.db.models import ForeignObjectRel, Q
 
 from acode.errors import AcodeError
+from acode.inputs import NOT_WHITESPACE
 from roles.access import RoleCycleError, RoleSpec, glob_problem, parent_chain
-from roles.commands import command_rule_problems
+from roles.commands import COMMAND_RULE_SCHEMA, command_rule_problems
 from roles.models import DEFAULT_ROLE_SLUG, ContextStrategy, Precondition, Role, TransitionRule
 
 # -- dangerous prompt text ------------------------------------------------------------
@@ -152,6 +153,67 @@ def role_field_problems(data: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+# -- the same rules as JSON Schema ------------------------------------------------------
+# What a role's fields may hold, as the API publishes it: role writes (API) and imports are
+# checked against it first, so anything it allows passes ``role_field_problems`` too; what
+# is left to refuse is a reference to something that does not exist (404) or a clash with
+# what does (409). Bounds are the database's.
+_INT = {"type": "integer", "minimum": 1, "maximum": 2**31 - 1}
+_TEXTS = {"type": "array", "items": {"type": "string", "maxLength": 500}}
+_NAMES = {"type": "array", "items": {"type": "string", "maxLength": 64}}
+# glob_problem's rules: not blank, relative (no leading / or ~), no ".." part.
+_GLOB = rf"^(?![/~])(?![^\u0000]*(?:^|/)\.\.(?:/|$)){NOT_WHITESPACE[1:]}"
+ROLE_PROPERTIES: dict[str, dict[str, Any]] = {
+    "slug": {
+        "type": "string",
+        "pattern": r"^(?!(?:export|import)$)[-a-zA-Z0-9_]+$",
+        "maxLength": 64,
+        "description": "Letters, digits, - and _; not export or import (API routes).",
+    },
+    "name": {"type": "string", "minLength": 1, "maxLength": 100},
+    "description": {"type": "string", "maxLength": 2000},
+    "colour": {"type": "string", "pattern": _COLOUR.pattern},
+    "permissions": {**_NAMES, "description": "Permission codes (unknown ones are 404)."},
+    "allowed_tools": {**_NAMES, "description": "Tool names (unknown ones are 404)."},
+    "capabilities": _TEXTS,
+    "constraints": _TEXTS,
+    "prompt_key": {"type": "string", "minLength": 1, "maxLength": 100},
+    "context_strategy": {"type": "string", "enum": list(ContextStrategy.values)},
+    "preferred_model": {"type": "string", "maxLength": 200},
+    "fallback_model": {"type": "string", "maxLength": 200},
+    "queue": {"type": "string", "maxLength": 100, "pattern": NOT_WHITESPACE},
+    "max_llm_calls": _INT,
+    "max_tokens": _INT,
+    "timeout_seconds": _INT,
+    "parent": {
+        "type": ["string", "null"],
+        "maxLength": 64,
+        "description": "A role's slug (unknown: 404), or null.",
+    },
+    "write_paths": {
+        "type": "array",
+        "items": {"type": "string", "maxLength": 500, "pattern": _GLOB},
+        "description": "Globs relative to the workspace, without '..'.",
+    },
+    "command_patterns": {"type": "array", "items": COMMAND_RULE_SCHEMA},
+    "answer_sets_plan": {"type": "boolean"},
+}
+
+
+def role_schema(*, required: tuple[str, ...], with_slug: bool = True) -> dict[str, Any]:
+    """A role as JSON Schema: every field, ``required`` ones required (no slug for an
+    update, which cannot change it)."""
+    properties = {k: v for k, v in ROLE_PROPERTIES.items() if with_slug or k != "slug"}
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+    }
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
 def role_problems(
     item: Mapping[str, Any],
     *,
@@ -162,9 +224,22 @@ def role_problems(
 
     The parent chain needs every role, so :func:`parent_chain_problems` checks it.
     """
+    problems = role_format_problems(item)
+    if problems[:1] == [_NO_SLUG]:
+        return problems
+    return problems + role_reference_problems(
+        item, known_permissions=known_permissions, known_tools=known_tools
+    )
+
+
+_NO_SLUG = "roles: every entry needs a slug"
+
+
+def role_format_problems(item: Mapping[str, Any]) -> list[str]:
+    """What is wrong with one role's data on its own, not counting what it refers to."""
     slug = item.get("slug")
     if not slug or not isinstance(slug, str):
-        return ["roles: every entry needs a slug"]
+        return [_NO_SLUG]
     problems: list[str] = []
     unknown_fields = set(item) - set(ROLE_FIELDS)
     if unknown_fields:
@@ -179,16 +254,28 @@ def role_problems(
         problem = string_list_problem(f"role {slug}.{key}", item.get(key))
         if problem:
             problems.append(problem)
-    for code in _strings(item.get("permissions")):
-        if code not in known_permissions:
-            problems.append(f"role {slug}: unknown permission {code!r}")
-    for name in _strings(item.get("allowed_tools")):
-        if name not in known_tools:
-            problems.append(f"role {slug}: unknown tool {name!r} in allowed_tools")
     parent = item.get("parent")
     if parent is not None and not isinstance(parent, str):
         problems.append(f"role {slug}: parent must be a role slug")
     return problems + role_field_problems(item)
+
+
+def role_reference_problems(
+    item: Mapping[str, Any], *, known_permissions: Collection[str], known_tools: Collection[str]
+) -> list[str]:
+    """The permissions and tools a role names that do not exist."""
+    slug = item.get("slug")
+    problems = [
+        f"role {slug}: unknown permission {code!r}"
+        for code in _strings(item.get("permissions"))
+        if code not in known_permissions
+    ]
+    problems += [
+        f"role {slug}: unknown tool {name!r} in allowed_tools"
+        for name in _strings(item.get("allowed_tools"))
+        if name not in known_tools
+    ]
+    return problems
 
 
 def role_spec(item: Mapping[str, Any]) -> RoleSpec:
@@ -286,7 +373,9 @@ def transition_rule_problems(
     """Everything wrong with one transition rule: admin form, import and service."""
     where = f"transition rule {from_slug}->{to_slug}"
     problems = [
-        f"{where}: unknown role {end!r}" for end in (from_slug, to_slug) if end not in known_roles
+        f"{where}: unknown role {end!r}"
+        for end in (from_slug, to_slug)
+        if not isinstance(end, str) or end not in known_roles
     ]
     if precondition not in Precondition.values:
         problems.append(f"{where}: precondition must be one of {', '.join(Precondition.values)}")

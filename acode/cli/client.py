@@ -221,6 +221,14 @@ class ApiClient:
         )
 
 
+def comma_list(text: str | None) -> str | None:
+    """A comma-separated option as the API reads it: no spaces, no empty items
+    (``"running, failed"`` is ``"running,failed"``)."""
+    if text is None:
+        return None
+    return ",".join(item.strip() for item in text.split(",") if item.strip()) or None
+
+
 def _clean(params: Params | None) -> dict[str, str | int] | None:
     """Drop unset query parameters so the server sees only what the user gave."""
     if not params:

@@ -28,8 +28,8 @@ class ExitCode(IntEnum):
 # ACODE codes whose class is not obvious from the HTTP status alone. Everything else
 # falls back to the status: 400 usage, 401/403 auth, 404 not found, 409/422 refused.
 _CODE_CLASSES: dict[str, ExitCode] = {
-    "ACODE-ROL-001": ExitCode.NOT_FOUND,  # unknown role is a 400 on the wire
     "ACODE-ROL-003": ExitCode.AUTH,
+    "ACODE-SES-002": ExitCode.USAGE,  # a workspace path not allowed is a 403 on the wire
     "ACODE-PRM-002": ExitCode.NOT_FOUND,
 }
 _STATUS_CLASSES: dict[int, ExitCode] = {

@@ -125,7 +125,8 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # drf-spectacular's, plus what acode's inputs refuse (acode/schema.py).
+    "DEFAULT_SCHEMA_CLASS": "acode.schema.AutoSchema",
     # JSON in, JSON out: errors are always JSON, bodies are checked by one parser.
     "DEFAULT_PARSER_CLASSES": ["acode.inputs.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -139,8 +140,13 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "acode API",
     "DESCRIPTION": "Run AI coding agents under explicit, enforced roles.",
     "VERSION": "0.1.0",
+    # 3.1: request schemas are JSON Schema (a role's command rules need propertyNames).
+    "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # A PATCH body is the serializer as declared (acode's have no required fields, except
+    # a plan step's status), not every field made optional.
+    "COMPONENT_SPLIT_PATCH": False,
     "ENUM_NAME_OVERRIDES": {
         "SessionStatusEnum": "sessions_app.models.SessionStatus",
         "StepStatusEnum": "sessions_app.models.StepStatus",
@@ -149,6 +155,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "acode.errors.document_common_errors",
+        "acode.schema.describe_inputs",
     ],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

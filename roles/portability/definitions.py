@@ -18,6 +18,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from acode.errors import AcodeError
+from acode.inputs import json_schema_problems
 from roles.models import (
     DEFAULT_ROLE_SLUG,
     Permission,
@@ -28,7 +29,7 @@ from roles.models import (
     Tool,
     TransitionRule,
 )
-from roles.portability.document import FORMAT, document_check, load_yaml
+from roles.portability.document import DOCUMENT_SCHEMA, FORMAT, document_check, load_yaml
 from roles.registry import read_specs
 from roles.services import (
     permission_delete,
@@ -122,6 +123,15 @@ def import_definitions(
     components absent from the document are removed, so the database matches it; a role
     that sessions still use is not removed (ACODE-ROL-005) and nothing is written.
     """
+    # The form first (the schema the API publishes), so the checks below only ever see
+    # a well-formed document.
+    malformed = json_schema_problems(DOCUMENT_SCHEMA, data)
+    if malformed:
+        raise AcodeError(
+            "ACODE-IMP-001",
+            f"Import refused, the file is not a {FORMAT} document: " + "; ".join(malformed[:5]),
+            {"problems": malformed},
+        )
     check = document_check(data)
     if check.findings:
         who = actor or (user.get_username() if user is not None else "import")
@@ -133,7 +143,7 @@ def import_definitions(
         )
     if check.problems:
         raise AcodeError(
-            "ACODE-IMP-001",
+            "ACODE-IMP-003",
             f"Import refused, {len(check.problems)} problem(s): " + "; ".join(check.problems[:5]),
             {"problems": check.problems},
         )

@@ -14,13 +14,16 @@ from typing import Any
 import yaml
 
 from acode.errors import AcodeError
+from acode.inputs import JSON_VALUE_REF, NO_NUL
+from acode.yamldoc import YamlDocumentError, load_yaml_mapping
 from roles.access import RoleSpec
-from roles.models import DEFAULT_ROLE_SLUG, Permission, Tool
+from roles.models import DEFAULT_ROLE_SLUG, Permission, Precondition, Tool
 from roles.registry import read_specs
 from roles.validation import (
     parent_chain_problems,
     role_name_problems,
     role_problems,
+    role_schema,
     role_spec,
     role_text_findings,
     text_findings,
@@ -30,6 +33,80 @@ from roles.validation import (
 
 FORMAT = "acode-roles/1"
 SECTIONS = ("permissions", "tools", "roles", "transition_rules", "prompt_packs")
+
+
+def _entries(required: list[str], properties: dict[str, Any]) -> dict[str, Any]:
+    item = {
+        "type": "object",
+        "required": required,
+        "properties": properties,
+        "additionalProperties": False,
+    }
+    return {"type": "array", "items": item}
+
+
+_SLUG = r"^[-a-zA-Z0-9_]+$"
+_TEXT_255 = {"type": "string", "maxLength": 255}
+# The form of a document: what an import checks first (ACODE-IMP-001), and what the API
+# publishes for POST /api/roles/import/. What it allows and ``document_check`` still
+# refuses is about how its definitions fit each other and the database (ACODE-IMP-003).
+DOCUMENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["format"],
+    "additionalProperties": False,
+    "properties": {
+        "format": {"const": FORMAT},
+        "permissions": _entries(
+            ["code"],
+            {
+                "code": {"type": "string", "pattern": _SLUG, "maxLength": 64},
+                "description": _TEXT_255,
+            },
+        ),
+        "tools": _entries(
+            ["name"],
+            {
+                "name": {"type": "string", "pattern": _SLUG, "maxLength": 64},
+                "description": _TEXT_255,
+                "required_permissions": {"type": "array", "items": {"type": "string"}},
+                "argument_schema": {
+                    "type": "object",
+                    "propertyNames": {"pattern": NO_NUL},
+                    "additionalProperties": JSON_VALUE_REF,
+                },
+                "enabled": {"type": "boolean"},
+            },
+        ),
+        "roles": {
+            "type": "array",
+            "items": role_schema(required=("slug", "name", "prompt_key")),
+        },
+        "transition_rules": _entries(
+            ["from", "to"],
+            {
+                "from": {"type": "string", "maxLength": 64},
+                "to": {"type": "string", "maxLength": 64},
+                "precondition": {"type": "string", "enum": list(Precondition.values)},
+                "explanation": _TEXT_255,
+            },
+        ),
+        "prompt_packs": _entries(
+            ["name"],
+            {
+                "name": {"type": "string", "pattern": _SLUG, "maxLength": 100},
+                "version": {"type": "string", "maxLength": 40},
+                "description": {"type": "string"},
+                "components": _entries(
+                    ["key", "content"],
+                    {
+                        "key": {"type": "string", "minLength": 1, "maxLength": 200},
+                        "content": {"type": "string"},
+                    },
+                ),
+            },
+        ),
+    },
+}
 
 
 # -- YAML -----------------------------------------------------------------------------
@@ -51,20 +128,13 @@ def dump_yaml(data: Mapping[str, Any]) -> str:
 
 
 def load_yaml(text: str) -> dict[str, Any]:
-    """Parse a document; ACODE-IMP-001 if it is not YAML or not a mapping."""
+    """Parse a document with acode's one bounded YAML loader (``acode.yamldoc``):
+    ACODE-IMP-001 if it is not YAML or not a mapping, ACODE-IMP-002 over a size, depth or
+    alias limit, ACODE-INP-003 for NUL characters or unpaired surrogates."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise AcodeError(
-            "ACODE-IMP-001", f"Not valid YAML: {exc}", {"problems": [str(exc)]}
-        ) from exc
-    if not isinstance(data, dict):
-        raise AcodeError(
-            "ACODE-IMP-001",
-            "The file must hold a mapping.",
-            {"problems": ["top level is not a mapping"]},
-        )
-    return data
+        return load_yaml_mapping(text)
+    except YamlDocumentError as exc:
+        raise AcodeError(exc.code, exc.message, {"problems": exc.problems}) from None
 
 
 # -- checking -------------------------------------------------------------------------

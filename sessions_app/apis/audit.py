@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.pagination import Cursor, CursorPagination
 from rest_framework.request import Request
@@ -25,15 +25,17 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import AcodeError, error_responses
+from acode.inputs import query_of
 from sessions_app.apis.common import request_user
 from sessions_app.apis.serializers import (
     AuditEventOutput,
-    AuditFilterInput,
+    AuditExportQuery,
     AuditPageOutput,
+    AuditPageQuery,
     ChainReportOutput,
 )
 from sessions_app.filters import AuditFilter, audit_order
-from sessions_app.models import AuditEvent, AuditEventType
+from sessions_app.models import AuditEvent
 from sessions_app.permissions import audit_visible_to, can_verify_audit
 from sessions_app.services.audit import audit_verify_record
 
@@ -45,42 +47,32 @@ class AuditCursor(CursorPagination):
     max_page_size = 1000
 
     def decode_cursor(self, request: Request) -> Cursor | None:
-        """The cursor; 400 when it is not one this API made (DRF answers 404, or 500 for a
-        position that is not an id)."""
+        """The cursor; 404 when it names no page this API made (one that is not base64
+        text at all is a 400, from ``AuditPageQuery``). DRF answers 404 too, but 500 for a
+        position that is not an id."""
         try:
             cursor = super().decode_cursor(request)
-            valid = cursor is None or str(cursor.position or "0").isdigit()
+            position = str(cursor.position or "0") if cursor is not None else "0"
+            valid = position.isdigit() and int(position) < 2**63
         except NotFound:
             cursor, valid = None, False
         if not valid:
             raise AcodeError(
-                "ACODE-API-400",
-                "The cursor is not one this API returned; follow the next and previous links.",
+                "ACODE-API-404",
+                "No page at that cursor: follow the next and previous links the API returns.",
                 {"cursor": request.query_params.get(self.cursor_query_param, "")},
             )
         return cursor
 
 
-AUDIT_FILTERS = [
-    OpenApiParameter("event_type", str, enum=AuditEventType.values),
-    OpenApiParameter("session", OpenApiTypes.UUID),
-    OpenApiParameter("role", str),
-    OpenApiParameter("actor", str),
-    OpenApiParameter("since", OpenApiTypes.DATETIME),
-    OpenApiParameter("until", OpenApiTypes.DATETIME),
-    OpenApiParameter("last", int, description="Only the newest N events (1 to 10,000)"),
-]
-
-
-def _audit_queryset(request: Request) -> Any:
-    """Visible audit rows matching the filters (one ``AuditFilter`` with the audit page)."""
-    params = AuditFilterInput(data=request.query_params)
-    params.is_valid(raise_exception=True)
+def _audit_queryset(request: Request, params: dict[str, Any]) -> Any:
+    """Visible audit rows matching the filters (one ``AuditFilter`` with the audit page);
+    ``params`` are the query parameters an ``AuditFilterInput`` found valid."""
     qs = AuditFilter(request.query_params, queryset=audit_visible_to(request_user(request))).qs
-    if "last" in params.validated_data:
+    if "last" in params:
         newest = list(
             qs.order_by(*audit_order(request.query_params)).values_list("id", flat=True)[
-                : params.validated_data["last"]
+                : params["last"]
             ]
         )
         qs = qs.filter(id__in=newest)
@@ -89,27 +81,21 @@ def _audit_queryset(request: Request) -> Any:
 
 class AuditListApi(APIView):
     @extend_schema(
-        parameters=[
-            *AUDIT_FILTERS,
-            OpenApiParameter("cursor", str, description="From a page's next or previous link"),
-            OpenApiParameter("page_size", int, description="Events per page (default 100)"),
-        ],
-        responses={200: AuditPageOutput, **error_responses("ACODE-API-400")},
+        parameters=[AuditPageQuery],
+        responses={200: AuditPageOutput, **error_responses("ACODE-API-400", "ACODE-API-404")},
         operation_id="audit_list",
     )
     def get(self, request: Request) -> Response:
         paginator = AuditCursor()
         paginator.ordering = audit_order(request.query_params)  # the position stays the id
-        page = paginator.paginate_queryset(_audit_queryset(request), request, view=self)
+        rows = _audit_queryset(request, query_of(AuditPageQuery, request))
+        page = paginator.paginate_queryset(rows, request, view=self)
         return paginator.get_paginated_response(AuditEventOutput(page, many=True).data)
 
 
 class AuditExportApi(APIView):
     @extend_schema(
-        parameters=[
-            *AUDIT_FILTERS,
-            OpenApiParameter("format", str, enum=["jsonl", "csv"], required=True),
-        ],
+        parameters=[AuditExportQuery],
         responses={
             (200, "application/x-ndjson"): OpenApiTypes.STR,
             (200, "text/csv"): OpenApiTypes.STR,
@@ -118,10 +104,9 @@ class AuditExportApi(APIView):
         operation_id="audit_export",
     )
     def get(self, request: Request) -> StreamingHttpResponse:
-        fmt = request.query_params.get("format", "jsonl")
-        if fmt not in ("jsonl", "csv"):
-            raise AcodeError("ACODE-API-400", "format must be jsonl or csv.", {"format": fmt})
-        qs = _audit_queryset(request).order_by(
+        params = query_of(AuditExportQuery, request)
+        fmt = params["format"]
+        qs = _audit_queryset(request, params).order_by(
             *audit_order(request.query_params, newest_first=False)
         )
         if fmt == "jsonl":

@@ -11,7 +11,6 @@ from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from acode.errors import error_responses
 from sessions_app.models import AgentSession, Job, Run
 from sessions_app.permissions import (
     SessionAction,
@@ -43,7 +42,6 @@ NOT_VISIBLE_CODES = ("ACODE-API-404",)  # the session or job is not visible to t
 ACT_CODES = ("ACODE-API-403", "ACODE-API-404")  # visible but read-only, or not visible
 RUN_OWNS = "ACODE-RUN-003"  # a run executes in the session: only it changes the session
 INVALID_CODES = ("ACODE-API-400", "ACODE-INP-001", "ACODE-INP-002", "ACODE-INP-003")
-ERRORS = error_responses(*ACT_CODES, *INVALID_CODES)
 
 
 def request_user(request: Request) -> User:

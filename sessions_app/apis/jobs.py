@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 
 from acode.errors import error_responses
 from acode.idempotency import idempotent
+from acode.inputs import query_of
 from sessions_app.apis.common import (
     ACT_CODES,
     IDEMPOTENCY,
@@ -27,6 +28,7 @@ from sessions_app.apis.serializers import (
     JobEventOutput,
     JobEventsQuery,
     JobOutput,
+    SessionJobsQuery,
 )
 from sessions_app.permissions import SessionAction
 from sessions_app.services.jobs import job_cancel, job_create, job_queue_consumed
@@ -36,25 +38,28 @@ class SessionJobsApi(SessionActionApi):
     actions = {"POST": SessionAction.JOB_CREATE}
 
     @extend_schema(
-        responses={200: JobOutput(many=True), **error_responses(*NOT_VISIBLE_CODES)},
-        parameters=[
-            OpenApiParameter(
-                "status", str, description="Comma-separated statuses, e.g. queued,running"
-            )
-        ],
+        responses={
+            200: JobOutput(many=True),
+            **error_responses("ACODE-API-400", *NOT_VISIBLE_CODES),
+        },
+        parameters=[SessionJobsQuery],
         operation_id="sessions_jobs_list",
     )
     def get(self, request: Request, pk: str) -> Response:
         session = session_for(request, pk)
+        query = query_of(SessionJobsQuery, request)
         jobs = session.jobs.order_by("-created_at")
-        if request.query_params.get("status"):
-            jobs = jobs.filter(status__in=request.query_params["status"].split(","))
+        if "status" in query:
+            jobs = jobs.filter(status__in=query["status"])
         jobs = jobs[:200]
         return Response(JobOutput(jobs, many=True).data)
 
     @extend_schema(
         request=JobCreateInput,
-        responses={201: JobOutput, **error_responses(*ACT_CODES, *INVALID_CODES, RUN_OWNS)},
+        responses={
+            201: JobOutput,
+            **error_responses(*ACT_CODES, *INVALID_CODES, RUN_OWNS, "ACODE-API-503"),
+        },
         parameters=[IDEMPOTENCY],
         operation_id="sessions_jobs_create",
         description="Queue an inference job in the session's current role; a worker on the role's queue runs it.",
@@ -88,9 +93,7 @@ class JobDetailApi(APIView):
 
 class JobEventsApi(APIView):
     @extend_schema(
-        parameters=[
-            OpenApiParameter("after", int, description="Only events with a higher seq (>= 0)")
-        ],
+        parameters=[JobEventsQuery],
         responses={
             200: JobEventOutput(many=True),
             **error_responses("ACODE-API-400", *NOT_VISIBLE_CODES),
@@ -99,9 +102,7 @@ class JobEventsApi(APIView):
     )
     def get(self, request: Request, pk: str) -> Response:
         job = job_for(request, pk)
-        query = JobEventsQuery(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        after = query.validated_data["after"]
+        after = query_of(JobEventsQuery, request)["after"]
         return Response(
             JobEventOutput(job.events.filter(seq__gt=after).order_by("seq"), many=True).data
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -69,8 +69,18 @@ class SessionPlanStepApi(SessionActionApi):
         request=StepStatusInput,
         responses={
             200: PlanStepOutput(many=True),
-            **error_responses(*ACT_CODES, *INVALID_CODES, RUN_OWNS, "ACODE-SES-004"),
+            **error_responses(
+                *ACT_CODES, *INVALID_CODES, RUN_OWNS, "ACODE-SES-004", "ACODE-API-404"
+            ),
         },
+        parameters=[
+            OpenApiParameter(
+                "number",
+                {"type": "integer", "minimum": 1},
+                OpenApiParameter.PATH,
+                description="The step's number (from 1); a number the plan does not have is 404.",
+            )
+        ],
         operation_id="sessions_plan_step_update",
     )
     def patch(self, request: Request, pk: str, number: int) -> Response:
@@ -129,7 +139,9 @@ class SessionChangesApproveApi(SessionActionApi):
         request=ApproveInput,
         responses={
             200: ApproveOutput,
-            **error_responses(*ACT_CODES, *INVALID_CODES, RUN_OWNS, "ACODE-ROL-003"),
+            **error_responses(
+                *ACT_CODES, *INVALID_CODES, RUN_OWNS, "ACODE-ROL-003", "ACODE-SES-006"
+            ),
         },
         parameters=[IDEMPOTENCY],
         operation_id="sessions_changes_approve",

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import LimitOffsetPagination
@@ -16,6 +15,7 @@ from rest_framework.views import APIView
 
 from acode.errors import error_responses
 from acode.idempotency import idempotent
+from acode.inputs import query_of
 from sessions_app.apis.common import (
     ACT_CODES,
     IDEMPOTENCY,
@@ -37,7 +37,7 @@ from sessions_app.apis.serializers import (
     RunStartInput,
     RunSummaryOutput,
 )
-from sessions_app.models import Run, RunStatus
+from sessions_app.models import Run
 from sessions_app.permissions import SessionAction, runs_visible_to
 from sessions_app.selectors import run_events, runs_with_details, runs_with_stages
 from sessions_app.services.runs import run_answer, run_approve, run_cancel, run_reject, run_start
@@ -81,7 +81,13 @@ class SessionRunsApi(SessionActionApi):
         responses={
             201: RunDetailOutput,
             **error_responses(
-                *ACT_CODES, *INVALID_CODES, "ACODE-RUN-001", "ACODE-RUN-002", "ACODE-RUN-003"
+                *ACT_CODES,
+                *INVALID_CODES,
+                "ACODE-RUN-001",
+                "ACODE-RUN-002",
+                "ACODE-RUN-003",
+                "ACODE-API-409",
+                "ACODE-API-503",
             ),
         },
         parameters=[IDEMPOTENCY],
@@ -110,31 +116,18 @@ class SessionRunsApi(SessionActionApi):
 
 class RunListApi(APIView):
     @extend_schema(
-        parameters=[
-            OpenApiParameter(
-                "session", OpenApiTypes.UUID, description="Only runs of this session (its id)"
-            ),
-            OpenApiParameter(
-                "status",
-                str,
-                description="Comma-separated run statuses, e.g. running,awaiting_approval "
-                f"(of {', '.join(RunStatus.values)})",
-            ),
-            OpenApiParameter("limit", int, description="Page size (default 50, at most 500)"),
-            OpenApiParameter("offset", int, description="Runs to skip"),
-        ],
+        parameters=[RunListQuery],
         responses={200: RunPageOutput, **error_responses("ACODE-API-400")},
         operation_id="runs_list",
         description="Runs of the sessions you may see, newest first.",
     )
     def get(self, request: Request) -> Response:
-        query = RunListQuery(data=request.query_params)
-        query.is_valid(raise_exception=True)
+        query = query_of(RunListQuery, request)
         runs = runs_visible_to(request_user(request)).order_by("-created_at")
-        if "session" in query.validated_data:
-            runs = runs.filter(session_id=query.validated_data["session"])
-        if query.validated_data.get("status"):
-            runs = runs.filter(status__in=query.validated_data["status"])
+        if "session" in query:
+            runs = runs.filter(session_id=query["session"])
+        if "status" in query:
+            runs = runs.filter(status__in=query["status"])
         paginator = RunPagination()
         page = paginator.paginate_queryset(runs_with_stages(runs), request, view=self)
         return paginator.get_paginated_response(RunSummaryOutput(page, many=True).data)
@@ -151,11 +144,7 @@ class RunDetailApi(APIView):
 
 class RunEventsApi(APIView):
     @extend_schema(
-        parameters=[
-            OpenApiParameter(
-                "after", int, description="The last n seen (>= 0): only newer events come"
-            )
-        ],
+        parameters=[RunEventsQuery],
         responses={
             200: RunEventsOutput,
             **error_responses("ACODE-API-400", *NOT_VISIBLE_CODES),
@@ -166,9 +155,8 @@ class RunEventsApi(APIView):
     )
     def get(self, request: Request, pk: str) -> Response:
         run = run_for(request, pk)
-        query = RunEventsQuery(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        return Response(RunEventsOutput(run_events(run, after=query.validated_data["after"])).data)
+        after = query_of(RunEventsQuery, request)["after"]
+        return Response(RunEventsOutput(run_events(run, after=after)).data)
 
 
 class RunAnswerApi(SessionActionApi):

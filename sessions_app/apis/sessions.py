@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from acode.errors import error_responses
 from acode.idempotency import idempotent
+from acode.inputs import query_of
 from acode.middleware import request_id_of
 from roles.registry import registry
 from roles.serializers import tool_data
@@ -30,7 +31,9 @@ from sessions_app.apis.common import (
 )
 from sessions_app.apis.serializers import (
     ContextOutput,
+    ContextQuery,
     SessionCreateInput,
+    SessionListQuery,
     SessionOutput,
     SessionPageOutput,
     SessionToolsOutput,
@@ -39,7 +42,6 @@ from sessions_app.apis.serializers import (
     UsageOutput,
 )
 from sessions_app.filters import SessionFilter
-from sessions_app.models import SessionStatus
 from sessions_app.permissions import SessionAction, sessions_visible_to
 from sessions_app.selectors import session_usage, usage
 from sessions_app.services.sessions import session_create, session_update
@@ -53,18 +55,12 @@ class SessionPagination(LimitOffsetPagination):
 
 class SessionListApi(APIView):
     @extend_schema(
-        parameters=[
-            OpenApiParameter("role", str, description="Current role (slug or name)"),
-            OpenApiParameter("status", str, enum=SessionStatus.values),
-            OpenApiParameter("owner", str, description="Owner username"),
-            OpenApiParameter("q", str, description="Text in title, task or last reason"),
-            OpenApiParameter("limit", int, description="Page size (default 50, at most 500)"),
-            OpenApiParameter("offset", int, description="Sessions to skip"),
-        ],
-        responses={200: SessionPageOutput, **error_responses("ACODE-API-400")},
+        parameters=[SessionListQuery],
+        responses={200: SessionPageOutput, **error_responses(*INVALID_CODES)},
         operation_id="sessions_list",
     )
     def get(self, request: Request) -> Response:
+        query_of(SessionListQuery, request)
         visible = sessions_visible_to(request_user(request)).select_related(
             "role_version", "repository"
         )
@@ -80,7 +76,7 @@ class SessionListApi(APIView):
         request=SessionCreateInput,
         responses={
             201: SessionOutput,
-            **error_responses(*INVALID_CODES, "ACODE-SES-002", "ACODE-SES-005"),
+            **error_responses(*INVALID_CODES, "ACODE-SES-002", "ACODE-SES-005", "ACODE-SES-006"),
         },
         parameters=[IDEMPOTENCY],
         operation_id="sessions_create",
@@ -119,10 +115,12 @@ class SessionDetailApi(SessionActionApi):
     )
     def patch(self, request: Request, pk: str) -> Response:
         session = session_for(request, pk, view=self)
+        if isinstance(request.data, dict) and (
+            "current_role" in request.data or "role" in request.data
+        ):
+            session_update(session=session, data={"current_role": None})  # ACODE-SES-003
         data = SessionUpdateInput(data=request.data, partial=True)
         data.is_valid(raise_exception=True)  # also refuses a body that is not an object
-        if "current_role" in request.data or "role" in request.data:
-            session_update(session=session, data={"current_role": None})  # ACODE-SES-003
         session = session_update(
             session=session, data=data.validated_data, user=request_user(request)
         )
@@ -163,12 +161,7 @@ class UsageApi(APIView):
 
 class SessionContextApi(APIView):
     @extend_schema(
-        parameters=[
-            OpenApiParameter(
-                "role", str, description="Role to build for (default: the current role)"
-            ),
-            OpenApiParameter("task", str, description="Request text (default: the session task)"),
-        ],
+        parameters=[ContextQuery],
         responses={
             200: ContextOutput,
             **error_responses("ACODE-ROL-001", *INVALID_CODES, *NOT_VISIBLE_CODES),
@@ -178,12 +171,13 @@ class SessionContextApi(APIView):
     )
     def get(self, request: Request, pk: str) -> Response:
         session = session_for(request, pk)
-        role = registry.get(request.query_params.get("role") or session.current_role.slug)
+        query = query_of(ContextQuery, request)
+        role = registry.get(query.get("role") or session.current_role.slug)
         bundle = build_context(
             workspace=Path(session.workspace),
             role_name=role.name,
             strategy=role.spec.context_strategy,
-            request=request.query_params.get("task") or session.task or session.title,
+            request=query.get("task") or session.task or session.title,
             task=session.task,
             plan=session.plan,
             pending=dict(session.pending_changes.values_list("path", "diff")),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict
 
 from django.db.models import Prefetch, QuerySet
@@ -14,13 +15,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import error_responses
-from roles.apis import PlainTextParser
+from acode.inputs import Query, QueryBoolean, query_of
+from roles.apis import IMPORT_CODES, PlainTextParser
 from roles.portability.document import dump_yaml
 from sessions_app.apis.common import request_user
 from sessions_app.apis.serializers import RiskSignalOutput, WorkflowImportOutput, WorkflowOutput
 from sessions_app.models import RiskSignal, WorkflowStage, WorkflowTemplate
 from sessions_app.permissions import can_manage_workflows
 from sessions_app.services.runs.portability import (
+    DOCUMENT_SCHEMA,
     workflows_export,
     workflows_import,
     workflows_load,
@@ -39,6 +42,15 @@ def check_staff(request: Request) -> None:
         raise PermissionDenied(STAFF_ONLY)
 
 
+class WorkflowImportQuery(Query):
+    replace = QueryBoolean(
+        required=False,
+        default=False,
+        help_text="Remove signals and templates the file lacks (templates runs used are "
+        "disabled instead)",
+    )
+
+
 class WorkflowListApi(APIView):
     @extend_schema(
         responses=WorkflowOutput(many=True),
@@ -52,6 +64,15 @@ class WorkflowListApi(APIView):
 class WorkflowDetailApi(APIView):
     @extend_schema(
         responses={200: WorkflowOutput, **error_responses("ACODE-API-404")},
+        parameters=[
+            OpenApiParameter(
+                "slug",
+                str,
+                OpenApiParameter.PATH,
+                # export/ and import/ are routes of their own.
+                pattern=r"^(?!(export|import)$)(?!\.\.?$)[^/\u0000]+$",
+            )
+        ],
         operation_id="workflows_retrieve",
     )
     def get(self, request: Request, slug: str) -> Response:
@@ -89,18 +110,11 @@ class WorkflowImportApi(APIView):
     parser_classes = [PlainTextParser]
 
     @extend_schema(
-        request={"application/yaml": OpenApiTypes.STR},
-        parameters=[
-            OpenApiParameter(
-                "replace",
-                bool,
-                description="Remove signals and templates the file lacks (templates runs "
-                "used are disabled instead)",
-            )
-        ],
+        request={"application/yaml": copy.deepcopy(DOCUMENT_SCHEMA)},
+        parameters=[WorkflowImportQuery],
         responses={
             200: WorkflowImportOutput,
-            **error_responses("ACODE-API-400", "ACODE-API-403", "ACODE-IMP-001"),
+            **error_responses(*IMPORT_CODES, "ACODE-API-403"),
         },
         operation_id="workflows_import",
         description="Import a document from GET /api/workflows/export/ (staff). Everything "
@@ -108,9 +122,10 @@ class WorkflowImportApi(APIView):
     )
     def post(self, request: Request) -> Response:
         check_staff(request)
+        replace = query_of(WorkflowImportQuery, request)["replace"]
         summary = workflows_import(
             workflows_load(str(request.data)),
-            replace=request.query_params.get("replace") in ("1", "true", "yes"),
+            replace=replace,
             actor=request_user(request).get_username(),
         )
         return Response(WorkflowImportOutput(asdict(summary)).data)

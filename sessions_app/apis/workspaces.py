@@ -9,7 +9,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from sessions_app.apis.common import ERRORS, request_user, session_for
+from acode.errors import error_responses
+from sessions_app.apis.common import NOT_VISIBLE_CODES, request_user, session_for
 from sessions_app.apis.serializers import RepositoryOutput
 from sessions_app.permissions import repositories_usable_by
 from sessions_app.services.workspaces import workspace_patch
@@ -24,7 +25,10 @@ class RepositoryListApi(APIView):
 
 class SessionPatchApi(APIView):
     @extend_schema(
-        responses={(200, "text/x-patch"): OpenApiTypes.STR, **ERRORS},
+        responses={
+            (200, "text/x-patch"): OpenApiTypes.STR,
+            **error_responses(*NOT_VISIBLE_CODES, "ACODE-API-409", "ACODE-SES-006"),
+        },
         operation_id="sessions_patch",
         description="The commits approved on the session branch, as `git format-patch` output "
         "(apply with `git am`). Empty until a review approves changes.",

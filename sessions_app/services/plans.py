@@ -130,8 +130,8 @@ def plan_step_update(
             step["status"] = status
             break
     else:
-        raise AcodeError(
-            "ACODE-SES-004",
+        raise AcodeError(  # an unknown object, as a step's URL names it
+            "ACODE-API-404",
             f"The plan has no step {number}.",
             {"step": number, "steps": len(locked.plan)},
         )

@@ -259,12 +259,11 @@ def workspace_patch(session: AgentSession) -> str:
     """The session branch's commits as a patch series (``git am`` applies it)."""
     git_dir = session_git_dir(session)
     if git_dir is None or not session.branch:
-        raise AcodeError(
-            "ACODE-SES-006", "Only workspaces acode created have a session branch.", {}
+        raise AcodeError(  # the session's state, not a git failure
+            "ACODE-API-409", "Only workspaces acode created have a session branch.", {}
         )
     ref = f"refs/heads/{session.branch}"
     if run_git(git_dir, ["rev-parse", "--verify", "--quiet", ref]).exit_code != 0:
         return ""  # nothing committed yet
     span = [f"{session.base_commit}..{ref}"] if session.base_commit else ["--root", ref]
     return _git(git_dir, "format-patch", "--stdout", *span) + "\n"
-

@@ -92,7 +92,7 @@ def test_domain_errors_carry_the_request_id(api: APIClient) -> None:
         format="json",
         HTTP_X_REQUEST_ID="req-7",
     )
-    assert assert_json_error(response, 400, "ACODE-ROL-001")["request_id"] == "req-7"
+    assert assert_json_error(response, 404, "ACODE-ROL-001")["request_id"] == "req-7"
 
 
 def test_every_response_has_a_request_id(api: APIClient) -> None:

@@ -71,7 +71,7 @@ def test_bad_plans_are_refused_with_their_codes(
     assert blank.exit_code == 2 and "ACODE-SES-004" in blank.stderr
     cli("plan", "set", "One")
     missing = cli("plan", "step", "5", "--status", "done")
-    assert missing.exit_code != 0 and "ACODE-SES-004" in missing.stderr
+    assert missing.exit_code == 3 and "ACODE-API-404" in missing.stderr  # no step 5
     bad_status = cli("plan", "step", "1", "--status", "finished")
     assert bad_status.exit_code == 2
 

@@ -98,7 +98,7 @@ def test_roles_import_lists_problems_and_writes_nothing(admin_cli: RunCli, tmp_p
     assert result.exit_code == 2
     assert "ACODE-IMP-001" in result.stderr
     assert "Problems:" in result.stderr
-    assert "role x: name is required" in result.stderr
+    assert "roles/0: 'name' is a required property" in result.stderr
     assert admin_cli("roles", "show", "x").exit_code == 3
 
 

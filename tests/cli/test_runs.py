@@ -297,7 +297,7 @@ def test_an_unknown_template_is_refused_and_nothing_starts(
     cli: RunCli, session_id: str, jobs_never_start: None
 ) -> None:
     unknown = cli("run", "Add a greeting", "--template", "nope")
-    assert unknown.exit_code == 2 and "ACODE-RUN-001" in unknown.stderr
+    assert unknown.exit_code == 3 and "ACODE-RUN-001" in unknown.stderr
     assert cli("run", "list").stdout.startswith("No runs.")
     no_session = cli("run", "Add a greeting", env={"ACODE_CONFIG_DIR": "/nonexistent-acode"})
     assert no_session.exit_code == 2 and "No session selected." in no_session.stderr

@@ -39,9 +39,9 @@ def test_role_detail_lists_available_and_withheld_tools(api: APIClient) -> None:
 
 
 @pytest.mark.django_db
-def test_unknown_role_is_400_rol_001(api: APIClient) -> None:
+def test_unknown_role_is_404_rol_001(api: APIClient) -> None:
     response = api.get("/api/roles/architect/")
-    assert response.status_code == 400
+    assert response.status_code == 404
     body: dict[str, Any] = response.json()
     assert body["code"] == "ACODE-ROL-001"
     assert "Planner" in body["details"]["known_roles"]
@@ -113,7 +113,7 @@ def test_role_create_update_delete_through_services(boss_api: APIClient) -> None
     assert bad.status_code == 400 and bad.json()["code"] == "ACODE-ROL-004"
     assert "write_paths '../x' must not contain '..'" in bad.json()["details"]["problems"][0]
     taken = boss_api.post("/api/roles/", {"slug": "other", "name": "planner"}, format="json")
-    assert taken.status_code == 400 and taken.json()["code"] == "ACODE-ROL-004"
+    assert taken.status_code == 409 and taken.json()["code"] == "ACODE-API-409"
     assert "the name 'planner' is taken by role planner" in taken.json()["message"]
     reserved = boss_api.post("/api/roles/", {"slug": "export", "name": "Export"}, format="json")
     assert reserved.status_code == 400 and reserved.json()["code"] == "ACODE-ROL-004"

@@ -72,7 +72,7 @@ def test_import_validates_everything_before_writing() -> None:
     data["transition_rules"].append({"from": "planner", "to": "nowhere", "precondition": "none"})
     with pytest.raises(AcodeError) as info:
         import_definitions(data, actor="test")
-    assert info.value.code == "ACODE-IMP-001"
+    assert info.value.code == "ACODE-IMP-003"  # well-formed, but it does not fit
     problems = info.value.details["problems"]
     assert any("unknown parent 'ghost'" in p for p in problems)
     assert any("unknown role 'nowhere'" in p for p in problems)

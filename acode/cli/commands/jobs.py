@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from acode.cli.client import ApiClient
+from acode.cli.client import ApiClient, comma_list
 from acode.cli.commands.agent import _events, _finish, _follow, render_event
 from acode.cli.errors import CliError, ExitCode
 from acode.cli.output import emit_json, esc, fmt_time, out, said, short_id
@@ -60,7 +60,7 @@ def list_jobs(
     with runtime(ctx).client(session) as client:
         sid = selected_session_id(client)
         jobs: list[dict[str, Any]] = client.get(
-            f"/api/sessions/{sid}/jobs/", params={"status": status}
+            f"/api/sessions/{sid}/jobs/", params={"status": comma_list(status)}
         )
     if as_json:
         emit_json(jobs)

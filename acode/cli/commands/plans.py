@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import yaml
 
 from acode.cli.commands.sessions import STEP_MARKS
 from acode.cli.errors import UsageError
@@ -24,6 +23,7 @@ from acode.cli.runtime import (
     runtime,
     selected_session_id,
 )
+from acode.yamldoc import load_yaml
 
 app = typer.Typer(
     help="The current session's plan: show it, set it, mark a step's status.",
@@ -86,8 +86,8 @@ def steps_from_file(path: Path) -> list[Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"Cannot read {path}: {exc}", title="Unreadable plan file") from exc
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
+        data = json.loads(text) if path.suffix == ".json" else load_yaml(text)
+    except ValueError as exc:  # YamlDocumentError is one
         raise UsageError(
             f"{path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}",
             title="Invalid plan file",

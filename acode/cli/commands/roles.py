@@ -193,7 +193,7 @@ def import_(
     with runtime(ctx).client() as client:
         summary = client.post(
             "/api/roles/import/",
-            params={"replace": "1" if replace else None},
+            params={"replace": "true" if replace else None},
             content=text,
             content_type="application/yaml",
         )

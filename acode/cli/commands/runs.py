@@ -15,7 +15,7 @@ import typer
 from rich.table import Table
 from typer.core import TyperGroup
 
-from acode.cli.client import ApiClient
+from acode.cli.client import ApiClient, comma_list
 from acode.cli.commands.run_follow import (
     RunFollower,
     brief,
@@ -241,7 +241,8 @@ def list_runs(
     with runtime(ctx).client(session) as client:
         sid = "" if every_session else selected_session_id(client, required=False)
         page = client.get(
-            "/api/runs/", params={"session": sid or None, "status": status, "limit": limit}
+            "/api/runs/",
+            params={"session": sid or None, "status": comma_list(status), "limit": limit},
         )
     rows: list[dict[str, Any]] = page.get("results", []) if isinstance(page, dict) else page
     if as_json:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from rest_framework import serializers
 
-from acode.inputs import Text
-from sessions_app.filters import to_utc
+from acode.inputs import Query, Text
 from sessions_app.models import (
     AuditEvent,
     AuditEventType,
@@ -64,29 +61,35 @@ class AuditPageOutput(serializers.Serializer):
     results = AuditEventOutput(many=True)
 
 
-class AuditFilterInput(serializers.Serializer):
-    event_type = serializers.ChoiceField(
-        choices=AuditEventType.choices, required=False, allow_blank=True
-    )
+class AuditFilterInput(Query):
+    """The audit filters (``sessions_app.filters.AuditFilter`` applies them; a moment UTC
+    cannot hold matches nothing)."""
+
+    event_type = serializers.ChoiceField(choices=AuditEventType.choices, required=False)
     session = serializers.UUIDField(required=False)
-    role = Text(max_length=64, required=False, allow_blank=True)
-    actor = Text(max_length=150, required=False, allow_blank=True)
-    since = serializers.DateTimeField(required=False)
-    until = serializers.DateTimeField(required=False)
-    last = serializers.IntegerField(required=False, min_value=1, max_value=10000)
-
-    def validate_since(self, value: datetime) -> datetime:
-        return _in_utc(value)
-
-    def validate_until(self, value: datetime) -> datetime:
-        return _in_utc(value)
+    role = Text(max_length=64, required=False, help_text="Role slug, any case")
+    actor = Text(max_length=150, required=False)
+    since = serializers.DateTimeField(required=False, help_text="From this moment on")
+    until = serializers.DateTimeField(required=False, help_text="Before this moment")
+    last = serializers.IntegerField(
+        required=False, min_value=1, max_value=10000, help_text="Only the newest N events"
+    )
 
 
-def _in_utc(moment: datetime) -> datetime:
-    try:
-        return to_utc(moment)
-    except OverflowError:
-        raise serializers.ValidationError("The moment is out of range.") from None
+class AuditExportQuery(AuditFilterInput):
+    format = serializers.ChoiceField(choices=["jsonl", "csv"])
+
+
+class AuditPageQuery(AuditFilterInput):
+    cursor = serializers.RegexField(
+        r"^[A-Za-z0-9+/=_-]+$",
+        max_length=200,
+        required=False,
+        help_text="From a page's next or previous link",
+    )
+    page_size = serializers.IntegerField(
+        min_value=1, max_value=1000, required=False, help_text="Events per page (default 100)"
+    )
 
 
 class ChainReportOutput(serializers.Serializer):

@@ -6,12 +6,10 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from acode.inputs import Text
+from acode.inputs import CommaSeparated, Input, Query, Text
 from roles.registry import registry
 from sessions_app.apis.serializers.sessions import version_number
-from sessions_app.models import (
-    Job,
-)
+from sessions_app.models import Job, JobStatus
 
 # Text limits of the API (plans: sessions_app.services.plans).
 TITLE_MAX_CHARS = 200
@@ -84,12 +82,35 @@ class JobDetailOutput(JobOutput):
         fields = [*JobOutput.Meta.fields, "queue_consumed", "events"]
 
 
-class JobEventsQuery(serializers.Serializer):
-    after = serializers.IntegerField(min_value=0, required=False, default=0)
+class JobEventsQuery(Query):
+    after = serializers.IntegerField(
+        min_value=0,
+        max_value=2**31 - 1,
+        required=False,
+        default=0,
+        help_text="Only events with a higher seq.",
+    )
 
 
-class JobCreateInput(serializers.Serializer):
+class SessionJobsQuery(Query):
+    status = CommaSeparated(
+        choices=JobStatus.values, required=False, help_text="Only jobs in these statuses."
+    )
+
+
+class JobCreateInput(Input):
     request = Text(max_length=TASK_MAX_CHARS)
+
+
+class ContextQuery(Query):
+    role = Text(
+        max_length=ROLE_NAME_MAX_CHARS,
+        required=False,
+        help_text="Role to build for (default: the current role)",
+    )
+    task = Text(
+        max_length=1000, required=False, help_text="Request text (default: the session task)"
+    )
 
 
 class ContextFileOutput(serializers.Serializer):

@@ -7,7 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from acode.inputs import Text
+from acode.inputs import CommaSeparated, Input, PageQuery, Query, Text
 from roles.registry import registry
 from sessions_app.models import (
     ApprovalStatus,
@@ -295,7 +295,7 @@ class RunEventsOutput(serializers.Serializer):
     next = serializers.IntegerField(help_text="Pass as ?after= to get only newer events.")
 
 
-class RunStartInput(serializers.Serializer):
+class RunStartInput(Input):
     request = Text(max_length=REQUEST_MAX_CHARS)
     risk = RiskTierField(
         required=False,
@@ -308,11 +308,11 @@ class RunStartInput(serializers.Serializer):
     )
 
 
-class RunAnswerInput(serializers.Serializer):
+class RunAnswerInput(Input):
     answer = Text(max_length=ANSWER_MAX_CHARS)
 
 
-class RunApproveInput(serializers.Serializer):
+class RunApproveInput(Input):
     digest = Text(
         max_length=DIGEST_MAX_CHARS,
         help_text="The pending approval's digest: what you reviewed and approve.",
@@ -320,26 +320,27 @@ class RunApproveInput(serializers.Serializer):
     reason = Text(max_length=REASON_MAX_CHARS, required=False, allow_blank=True, default="")
 
 
-class RunRejectInput(serializers.Serializer):
+class RunRejectInput(Input):
     reason = Text(max_length=REASON_MAX_CHARS)
 
 
-class RunListQuery(serializers.Serializer):
-    session = serializers.UUIDField(required=False)
-    status = serializers.CharField(required=False, max_length=200)
-
-    def validate_status(self, value: str) -> list[str]:
-        statuses = [s.strip() for s in value.split(",") if s.strip()]
-        unknown = sorted(set(statuses) - set(RunStatus.values))
-        if unknown:
-            raise serializers.ValidationError(
-                f"Unknown run status {', '.join(unknown)}; one of {', '.join(RunStatus.values)}."
-            )
-        return statuses
+class RunListQuery(PageQuery):
+    session = serializers.UUIDField(required=False, help_text="Only runs of this session (its id)")
+    status = CommaSeparated(
+        choices=RunStatus.values,
+        required=False,
+        help_text="Only runs in these statuses, e.g. running,awaiting_approval",
+    )
 
 
-class RunEventsQuery(serializers.Serializer):
-    after = serializers.IntegerField(min_value=0, max_value=2**62, required=False, default=0)
+class RunEventsQuery(Query):
+    after = serializers.IntegerField(
+        min_value=0,
+        max_value=2**62,
+        required=False,
+        default=0,
+        help_text="The last n seen: only newer events come",
+    )
 
 
 # -- workflow templates and risk signals --------------------------------------------------

@@ -8,7 +8,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from acode.inputs import Text
+from acode.inputs import Input, PageQuery, Text
 from roles.models import RoleVersion
 from roles.registry import registry
 from sessions_app.models import (
@@ -147,7 +147,7 @@ class SessionOutput(serializers.ModelSerializer):
         }
 
 
-class SessionCreateInput(serializers.Serializer):
+class SessionCreateInput(Input):
     title = Text(max_length=TITLE_MAX_CHARS)
     task = Text(max_length=TASK_MAX_CHARS, required=False, allow_blank=True, default="")
     repository = serializers.CharField(
@@ -170,6 +170,19 @@ class SessionCreateInput(serializers.Serializer):
     risk_tier = serializers.ChoiceField(choices=RiskTier.choices, default=RiskTier.LOW)
 
 
+class SessionListQuery(PageQuery):
+    """The session list's filters (``sessions_app.filters.SessionFilter`` applies them)."""
+
+    role = Text(
+        max_length=ROLE_NAME_MAX_CHARS, required=False, help_text="Current role (slug or name)"
+    )
+    status = serializers.ChoiceField(choices=SessionStatus.choices, required=False)
+    owner = Text(max_length=150, required=False, help_text="Owner username")
+    q = Text(
+        max_length=TITLE_MAX_CHARS, required=False, help_text="Text in title, task or last reason"
+    )
+
+
 class SessionPageOutput(serializers.Serializer):
     count = serializers.IntegerField()
     next = serializers.URLField(allow_null=True)
@@ -183,18 +196,18 @@ class RepositoryOutput(serializers.ModelSerializer):
         fields = ["name", "description", "default_branch"]
 
 
-class SessionUpdateInput(serializers.Serializer):
+class SessionUpdateInput(Input):
     title = Text(max_length=TITLE_MAX_CHARS, required=False)
     task = Text(max_length=TASK_MAX_CHARS, required=False, allow_blank=True)
     risk_tier = serializers.ChoiceField(choices=RiskTier.choices, required=False)
     status = serializers.ChoiceField(choices=SessionStatus.choices, required=False)
 
 
-class TransitionInput(serializers.Serializer):
+class TransitionInput(Input):
     to_role = Text(max_length=ROLE_NAME_MAX_CHARS)
     # Blank is the service's refusal to make (ACODE-ROL-007); trimming makes a reason of
     # zero-width spaces blank.
-    reason = Text(max_length=REASON_MAX_CHARS, allow_blank=True)
+    reason = Text(max_length=REASON_MAX_CHARS, allow_blank=True, visible=True)
     expected_role = Text(
         max_length=ROLE_NAME_MAX_CHARS,
         required=False,
@@ -265,7 +278,7 @@ class AllowedTransitionOutput(serializers.Serializer):
     unmet = serializers.CharField()
 
 
-class PlanStepInput(serializers.Serializer):
+class PlanStepInput(Input):
     """A plan step: an object, or just its title as a string."""
 
     title = Text(max_length=plans.MAX_TITLE_CHARS)
@@ -276,7 +289,9 @@ class PlanStepInput(serializers.Serializer):
         required=False,
     )
     depends_on = serializers.ListField(
-        child=serializers.IntegerField(min_value=1), max_length=plans.MAX_STEPS, required=False
+        child=serializers.IntegerField(min_value=1, max_value=plans.MAX_STEPS),
+        max_length=plans.MAX_STEPS,
+        required=False,
     )
     status = serializers.ChoiceField(choices=StepStatus.choices, required=False)
 
@@ -284,13 +299,15 @@ class PlanStepInput(serializers.Serializer):
         return super().to_internal_value({"title": data} if isinstance(data, str) else data)
 
 
-class PlanInput(serializers.Serializer):
-    steps: serializers.ListSerializer[Any] = serializers.ListSerializer(
-        child=PlanStepInput(), allow_empty=True, max_length=plans.MAX_STEPS
-    )
+class PlanSteps(serializers.ListSerializer):
+    """The steps of a plan: each an object, or just its title (``acode.schema`` shows both)."""
 
 
-class StepStatusInput(serializers.Serializer):
+class PlanInput(Input):
+    steps = PlanSteps(child=PlanStepInput(), allow_empty=True, max_length=plans.MAX_STEPS)
+
+
+class StepStatusInput(Input):
     status = serializers.ChoiceField(choices=StepStatus.choices)
 
 
@@ -302,13 +319,13 @@ class PendingChangeOutput(serializers.ModelSerializer):
         fields = ["path", "kind", "diff", "role", "created_at", "updated_at"]
 
 
-class PendingChangeInput(serializers.Serializer):
+class PendingChangeInput(Input):
     path = Text(max_length=PATH_MAX_CHARS)
     kind = serializers.ChoiceField(choices=ChangeKind.choices)
     diff = Text(max_length=DIFF_MAX_CHARS, allow_blank=True, default="", trim_whitespace=False)
 
 
-class ApproveInput(serializers.Serializer):
+class ApproveInput(Input):
     summary = Text(max_length=SUMMARY_MAX_CHARS, required=False, allow_blank=True, default="")
 
 

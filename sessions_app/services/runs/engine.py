@@ -113,7 +113,7 @@ def template_for(tier: str, slug: str | None = None) -> WorkflowTemplate:
         )
     if not found.stages.exists():
         raise AcodeError(
-            "ACODE-RUN-001", f"Workflow template {found.slug!r} has no stages.", {"template": slug}
+            "ACODE-API-409", f"Workflow template {found.slug!r} has no stages.", {"template": slug}
         )
     return found
 

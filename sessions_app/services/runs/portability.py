@@ -18,6 +18,7 @@ from typing import Any
 from django.db import transaction
 
 from acode.errors import AcodeError
+from acode.inputs import NOT_WHITESPACE, json_schema_problems
 from roles.models import DEFAULT_ROLE_SLUG, ModelEndpoint, Role
 from roles.portability.document import load_yaml
 from roles.registry import registry
@@ -53,6 +54,101 @@ STAGE_KEYS = {"position", "purpose", "role", "model", *STAGE_INTS}
 SIGNAL_KEYS = {"name", "description", "kind", "patterns", "threshold", "tier", "enabled"}
 COUNTING_KINDS = (SignalKind.PLAN_STEPS, SignalKind.FAILED_RUNS)
 ROLE_PURPOSES = (StagePurpose.CODE, StagePurpose.TEST, StagePurpose.REVIEW)
+
+
+def _ints(limits: Mapping[str, int]) -> dict[str, Any]:
+    return {
+        key: {"type": "integer", "minimum": 0, "maximum": limit} for key, limit in limits.items()
+    }
+
+
+def _object(required: list[str], properties: dict[str, Any], **more: Any) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": required,
+        "properties": properties,
+        "additionalProperties": False,
+        **more,
+    }
+
+
+_NULLABLE_TEXT = {"type": ["string", "null"]}
+_NAME = {"type": "string", "pattern": SLUG.pattern.join("^$"), "maxLength": 64}
+# The form of a document: what an import checks first (ACODE-IMP-001) and what the API
+# publishes for POST /api/workflows/import/. What it allows and ``document_problems``
+# still refuses is about how the templates fit the roles, rules, endpoints and each other
+# (ACODE-IMP-003).
+DOCUMENT_SCHEMA: dict[str, Any] = _object(
+    ["format"],
+    {
+        "format": {"const": FORMAT},
+        "templates": {
+            "type": ["array", "null"],
+            "items": _object(
+                ["slug", "name", "risk_tier", "stages"],
+                {
+                    "slug": _NAME,
+                    "name": {"type": "string", "maxLength": 100, "pattern": NOT_WHITESPACE},
+                    "description": {**_NULLABLE_TEXT, "maxLength": 10_000},
+                    "risk_tier": {"type": "string", "enum": list(RiskTier.values)},
+                    "enabled": {"type": "boolean"},
+                    **_ints(TEMPLATE_INTS),
+                    "stages": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": _object(
+                            ["purpose"],
+                            {
+                                "position": {"type": "integer", "minimum": 0, "maximum": SMALL_INT},
+                                "purpose": {"type": "string", "enum": list(StagePurpose.values)},
+                                "role": _NULLABLE_TEXT,
+                                "model": {**_NULLABLE_TEXT, "maxLength": 100},
+                                **_ints(STAGE_INTS),
+                            },
+                        ),
+                    },
+                },
+            ),
+        },
+        "risk_signals": {
+            "type": ["array", "null"],
+            "items": _object(
+                ["name", "kind", "tier"],
+                {
+                    "name": _NAME,
+                    "description": {**_NULLABLE_TEXT, "maxLength": 255},
+                    "kind": {"type": "string", "enum": list(SignalKind.values)},
+                    "patterns": {
+                        "type": "array",
+                        "items": {"type": "string", "pattern": NOT_WHITESPACE},
+                    },
+                    "threshold": {"type": "integer", "minimum": 0, "maximum": INT},
+                    "tier": {"type": "string", "enum": list(RiskTier.values)},
+                    "enabled": {"type": "boolean"},
+                },
+                # Counting signals need a threshold, the others a pattern.
+                anyOf=[
+                    {
+                        "properties": {
+                            "kind": {"enum": list(COUNTING_KINDS)},
+                            "threshold": {"minimum": 1},
+                        },
+                        "required": ["threshold"],
+                    },
+                    {
+                        "properties": {
+                            "kind": {
+                                "enum": [k for k in SignalKind.values if k not in COUNTING_KINDS]
+                            },
+                            "patterns": {"minItems": 1},
+                        },
+                        "required": ["patterns"],
+                    },
+                ],
+            ),
+        },
+    },
+)
 
 
 # -- export -------------------------------------------------------------------------------
@@ -310,13 +406,9 @@ def document_problems(data: Mapping[str, Any]) -> list[str]:
 
 
 def workflows_load(text: str) -> dict[str, Any]:
-    """Parse a document's YAML (ACODE-IMP-001 when it is not a YAML mapping)."""
-    try:
-        return load_yaml(text)
-    except RecursionError as exc:  # nesting deep enough to exhaust the YAML composer
-        raise AcodeError(
-            "ACODE-IMP-001", "The YAML is nested too deeply.", {"problems": ["nesting"]}
-        ) from exc
+    """Parse a document's YAML with the bounded loader the role import uses
+    (``roles.portability.document.load_yaml``)."""
+    return load_yaml(text)
 
 
 # -- import -------------------------------------------------------------------------------
@@ -337,18 +429,28 @@ def workflows_import(
     data: Mapping[str, Any], *, replace: bool, actor: str
 ) -> WorkflowImportSummary:
     """Check then write a whole document: templates (with their stages) and risk signals,
-    created or updated by slug and name. Nothing is written if anything is wrong
-    (ACODE-IMP-001 with every problem).
+    created or updated by slug and name. Nothing is written if anything is wrong:
+    ACODE-IMP-001 when the file is not of the document's form, ACODE-IMP-003 with every
+    problem when its templates do not fit the roles, rules and endpoints there are.
 
     With ``replace`` what the document lacks goes: risk signals are deleted, and templates
     too unless runs used them (runs keep their template), which are disabled instead.
     Audited as one RoleDataChanged event: like role definitions, templates and signals
     are the configuration that decides what runs do, not a decision about one run.
     """
+    # The form first (the schema the API publishes), so the checks below only ever see
+    # a well-formed document.
+    malformed = json_schema_problems(DOCUMENT_SCHEMA, data)
+    if malformed:
+        raise AcodeError(
+            "ACODE-IMP-001",
+            f"Import refused, the file is not a {FORMAT} document: " + "; ".join(malformed[:5]),
+            {"problems": malformed},
+        )
     problems = document_problems(data)
     if problems:
         raise AcodeError(
-            "ACODE-IMP-001",
+            "ACODE-IMP-003",
             f"Import refused, {len(problems)} problem(s): " + "; ".join(problems[:5]),
             {"problems": problems},
         )

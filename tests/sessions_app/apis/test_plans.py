@@ -85,6 +85,6 @@ def test_plan_steps_and_errors(api: APIClient) -> None:
     assert done[0]["status"] == "done"
     assert api.get(f"/api/sessions/{sid}/").json()["plan_progress"] == {"done": 1, "total": 2}
     missing = api.patch(f"/api/sessions/{sid}/plan/steps/9/", {"status": "done"}, format="json")
-    assert missing.status_code == 400 and missing.json()["code"] == "ACODE-SES-004"
+    assert missing.status_code == 404 and missing.json()["code"] == "ACODE-API-404"
     blank = api.put(f"/api/sessions/{sid}/plan/", {"steps": [{"title": " "}]}, format="json")
     assert blank.json()["code"] == "ACODE-SES-004"

@@ -389,7 +389,7 @@ def test_starting_refuses_a_second_run_and_unknown_templates(api: APIClient) -> 
     script_medium_run(reviews=[APPROVE])
     sid = new_session(api)["id"]
     unknown = start(api, sid, template="nope")
-    assert unknown.status_code == 400
+    assert unknown.status_code == 404
     assert unknown.json()["code"] == "ACODE-RUN-001"
     assert start(api, sid, risk="medium").status_code == 201
     second = start(api, sid)

@@ -28,7 +28,7 @@ def test_attaching_a_directory_needs_the_permission_and_an_allowed_root(
     api: APIClient, user: Any, tmp_path: Path
 ) -> None:
     refused = api.post("/api/sessions/", {"title": "x", "workspace": "/etc"}, format="json")
-    assert refused.status_code == 400 and refused.json()["code"] == "ACODE-SES-002"
+    assert refused.status_code == 403 and refused.json()["code"] == "ACODE-SES-002"
     missing = api.post(
         "/api/sessions/", {"title": "x", "workspace": str(tmp_path / "nope")}, format="json"
     )

@@ -32,7 +32,7 @@ def test_scenario_3_current_role_and_history(api: APIClient) -> None:
 def test_errors_unknown_role_missing_reason_wrong_expected(api: APIClient) -> None:
     sid = new_session(api)["id"]
     unknown = transition(api, sid, "Architect")
-    assert unknown.status_code == 400 and unknown.json()["code"] == "ACODE-ROL-001"
+    assert unknown.status_code == 404 and unknown.json()["code"] == "ACODE-ROL-001"
     assert "Planner" in unknown.json()["details"]["known_roles"]
     blank = transition(api, sid, "planner", "   ")
     assert blank.status_code == 400 and blank.json()["code"] == "ACODE-ROL-007"
