@@ -67,11 +67,18 @@ class Text(serializers.CharField):
 
     ``visible=True`` with ``allow_blank=True``: blank text passes this field so that a
     service can refuse it with a code of its own, but the schema still asks for a visible
-    character (``acode.schema``)."""
+    character (``acode.schema``).
 
-    def __init__(self, *, max_length: int, visible: bool = False, **kwargs: Any) -> None:
+    ``pattern``: a rule a service enforces with an error code of its own, stated in the
+    schema (the field itself does not check it, so the service's code is what comes back).
+    """
+
+    def __init__(
+        self, *, max_length: int, visible: bool = False, pattern: str = "", **kwargs: Any
+    ) -> None:
         super().__init__(max_length=max_length, **kwargs)
         self.visible = visible or not self.allow_blank
+        self.pattern = pattern
 
     def run_validation(self, data: Any = empty) -> Any:
         if isinstance(data, str) and self.max_length is not None and len(data) > self.max_length:

@@ -63,6 +63,8 @@ class TextFieldExtension(OpenApiSerializerFieldExtension):
             # Not blank: not only invisible characters. (A "has a visible character"
             # pattern says the same but makes long text slow to generate from it.)
             schema["not"] = {"pattern": blank_text_pattern()}
+        if direction == "request" and self.target.pattern:
+            schema["pattern"] = self.target.pattern
         return schema  # the NUL rule: describe_inputs
 
 

@@ -366,7 +366,10 @@ def _endpoint_named(name: str) -> Endpoint:
 class ModelEndpointListApi(APIView):
     permission_classes = [IsAuthenticated, ModelEndpointPermission]
 
-    @extend_schema(responses=ModelEndpointOutput(many=True), operation_id="model_endpoints_list")
+    @extend_schema(
+        responses={200: ModelEndpointOutput(many=True), **error_responses("ACODE-API-403")},
+        operation_id="model_endpoints_list",
+    )
     def get(self, request: Request) -> Response:
         default = endpoint_for("")
         rows = [

@@ -28,6 +28,7 @@ GIT_FILE, GIT_EXECUTABLE = 0o100644, 0o100755
 # C0 and C1 control characters and DEL: a newline or escape in a file name could forge
 # the lines of a diff shown to a reviewer.
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+FILE_NAME_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*$"  # the same rule, for the API schema
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from rest_framework import serializers
 from acode.inputs import Input, PageQuery, Text
 from roles.models import RoleVersion
 from roles.registry import registry
+from sessions_app.agent.writes import FILE_NAME_PATTERN
 from sessions_app.models import (
     AgentSession,
     ChangeKind,
@@ -320,7 +321,7 @@ class PendingChangeOutput(serializers.ModelSerializer):
 
 
 class PendingChangeInput(Input):
-    path = Text(max_length=PATH_MAX_CHARS)
+    path = Text(max_length=PATH_MAX_CHARS, pattern=FILE_NAME_PATTERN)
     kind = serializers.ChoiceField(choices=ChangeKind.choices)
     diff = Text(max_length=DIFF_MAX_CHARS, allow_blank=True, default="", trim_whitespace=False)
 
