@@ -89,7 +89,8 @@ class Text(serializers.CharField):
         value = super().to_internal_value(data)
         if self.trim_whitespace:
             value = trim_invisible(value)
-        if not value and not self.allow_blank:
+        # Blank is judged on the visible text, trimmed or not, as the schema says.
+        if not self.allow_blank and not trim_invisible(value):
             self.fail("blank")
         return value
 

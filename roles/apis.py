@@ -11,7 +11,7 @@ from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import ParseError, PermissionDenied
+from rest_framework.exceptions import NotFound, ParseError, PermissionDenied
 from rest_framework.parsers import BaseParser
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
@@ -357,9 +357,13 @@ class ModelCheckOutput(serializers.Serializer):
 
 
 def _endpoint_named(name: str) -> Endpoint:
-    """An endpoint by name; ``default`` is the settings' endpoint unless a row has the name."""
-    if name == "default" and not ModelEndpoint.objects.filter(name=name).exists():
+    """An endpoint by name; ``default`` is the settings' endpoint unless a row has the name.
+    A name no row has is 404; a disabled endpoint is ACODE-LLM-001."""
+    exists = ModelEndpoint.objects.filter(name=name).exists()
+    if name == "default" and not exists:
         return endpoint_for("")
+    if not exists:
+        raise NotFound(f"No model endpoint is named {name!r}.")
     return endpoint_for(name)
 
 

@@ -109,8 +109,14 @@ def test_the_default_endpoint_is_the_settings_one(staff: APIClient, settings: An
     assert listed[0]["name"] == "default" and listed[0]["base_url"] == server.base_url
 
 
-def test_unknown_and_scripted_endpoints_are_refused_with_their_codes(staff: APIClient) -> None:
-    assert check(staff, "nope").json()["code"] == "ACODE-LLM-001"
+def test_unknown_disabled_and_scripted_endpoints_are_refused_with_their_codes(
+    staff: APIClient,
+) -> None:
+    unknown = check(staff, "nope")
+    assert unknown.status_code == 404 and unknown.json()["code"] == "ACODE-API-404"
+    ModelEndpoint.objects.create(name="off", model="m", base_url="http://x/v1", enabled=False)
+    disabled = check(staff, "off")
+    assert disabled.status_code == 400 and disabled.json()["code"] == "ACODE-LLM-001"
     ModelEndpoint.objects.create(name="replay", kind=EndpointKind.SCRIPTED, model="s")
     refused = check(staff, "replay")
     assert refused.status_code == 400 and refused.json()["code"] == "ACODE-LLM-003"

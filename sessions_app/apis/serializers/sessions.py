@@ -321,7 +321,9 @@ class PendingChangeOutput(serializers.ModelSerializer):
 
 
 class PendingChangeInput(Input):
-    path = Text(max_length=PATH_MAX_CHARS, pattern=FILE_NAME_PATTERN)
+    # Not trimmed: the service judges the name as sent (a control character at either end
+    # is refused, not trimmed away).
+    path = Text(max_length=PATH_MAX_CHARS, pattern=FILE_NAME_PATTERN, trim_whitespace=False)
     kind = serializers.ChoiceField(choices=ChangeKind.choices)
     diff = Text(max_length=DIFF_MAX_CHARS, allow_blank=True, default="", trim_whitespace=False)
 

@@ -88,3 +88,19 @@ def test_plan_steps_and_errors(api: APIClient) -> None:
     assert missing.status_code == 404 and missing.json()["code"] == "ACODE-API-404"
     blank = api.put(f"/api/sessions/{sid}/plan/", {"steps": [{"title": " "}]}, format="json")
     assert blank.json()["code"] == "ACODE-SES-004"
+
+
+@pytest.mark.parametrize("path", ["src/a.py\n+forged", "\x1b[2Jsrc/a.py", "src/a.py\x9b", "a\r"])
+def test_a_file_name_with_a_control_character_is_refused_even_at_its_ends(
+    api: APIClient, path: str
+) -> None:
+    sid = new_session(api)["id"]
+    transition(api, sid, "planner")
+    api.put(f"/api/sessions/{sid}/plan/", {"steps": ["one"]}, format="json")
+    transition(api, sid, "coder")
+    refused = api.post(
+        f"/api/sessions/{sid}/changes/", {"path": path, "kind": "created"}, format="json"
+    )
+    assert refused.status_code == 400
+    assert refused.json()["code"] == "ACODE-INP-010"
+    assert api.get(f"/api/sessions/{sid}/changes/").json() == []
