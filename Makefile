@@ -38,8 +38,12 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy .
 
+# Tests run in parallel (pytest-xdist), one process per core by default; each worker has
+# its own test database and Redis database (tests/xdist_isolation.py). PYTEST_WORKERS=0
+# runs them in this process.
+PYTEST_WORKERS ?= auto
 pytest: install
-	$(PY) -m acode.embedded $(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m acode.embedded $(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 test: lint typecheck pytest
 

@@ -1,0 +1,29 @@
+"""Each pytest-xdist worker talks to its own Redis database.
+
+Loaded with ``-p tests.xdist_isolation`` (pyproject's addopts), so it runs before
+pytest-django reads the settings. Workers already get their own test database
+(pytest-django suffixes its name) and temporary directory; Redis is what they would
+share: Celery queues (one worker's test could take another's job), the worker registry,
+the channel layer's groups and the rate-limit counters. Database n of the same server is
+as good as a server of its own for all of them, and subprocesses the tests start inherit
+the variable.
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import urlsplit, urlunsplit
+
+REDIS_DATABASES = 16  # redis-server's default
+
+
+def _worker_redis_url(url: str, worker: str) -> str:
+    parts = urlsplit(url)
+    base = int(parts.path.strip("/") or 0)
+    index = (base + int(worker.removeprefix("gw"))) % REDIS_DATABASES
+    return urlunsplit(parts._replace(path=f"/{index}"))
+
+
+_worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _worker.startswith("gw") and os.environ.get("REDIS_URL"):
+    os.environ["REDIS_URL"] = _worker_redis_url(os.environ["REDIS_URL"], _worker)
