@@ -18,9 +18,14 @@ from django.db import transaction
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from roles.models import Role
+from roles.models import PromptComponent, Role, Tool, TransitionRule
 from roles.portability.definitions import export_definitions, import_definitions
-from roles.services import role_write
+from roles.services import (
+    prompt_component_save,
+    role_write,
+    tool_save,
+    transition_rule_save,
+)
 from sessions_app.models import AgentSession
 from sessions_app.services import events
 from sessions_app.services.sessions import session_create
@@ -119,6 +124,34 @@ def test_a_role_edit_that_rolls_back_publishes_nothing(sent: list[tuple[str, str
         raise RuntimeError("roll back")
     assert sent == []
     role_write(data={"name": "Builder"}, actor="test", create=False, slug="coder")
+    assert sent == [ROLES_CHANGED]
+
+
+def _edit_tool() -> None:
+    tool = Tool.objects.get(name="read_file")
+    tool.description = "Reads one file."
+    tool_save(tool=tool, required_permissions=tool.required_permissions.all(), actor="test")
+
+
+def _edit_rule() -> None:
+    rule = TransitionRule.objects.select_related("from_role", "to_role").first()
+    assert rule is not None
+    rule.explanation = "Only with a plan."
+    transition_rule_save(rule=rule, actor="test")
+
+
+def _edit_prompt() -> None:
+    component = PromptComponent.objects.first()
+    assert component is not None
+    component.content += "\nBe brief."
+    prompt_component_save(component=component, actor="test")
+
+
+@pytest.mark.parametrize("edit", [_edit_tool, _edit_rule, _edit_prompt], ids=lambda f: f.__name__)
+def test_a_tool_rule_or_prompt_edit_publishes_one_event(
+    sent: list[tuple[str, str]], edit: Any
+) -> None:
+    edit()
     assert sent == [ROLES_CHANGED]
 
 
