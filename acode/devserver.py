@@ -37,6 +37,13 @@ PORT = int(os.environ.get("ACODE_PORT", "8000"))
 MODEL_PORT = int(os.environ.get("ACODE_MODEL_PORT", "8011"))
 
 
+def say(text: str) -> None:
+    """A line for the person at the terminal. Once they have closed it (or ``make run |
+    tee`` lost its reader) writing fails: that must never keep services from being stopped."""
+    with contextlib.suppress(OSError):
+        print(text, flush=True)
+
+
 def _manage(*args: str, env: dict[str, str]) -> None:
     subprocess.run([sys.executable, "manage.py", *args], check=True, env=env)
 
@@ -71,11 +78,10 @@ def ensure_admin(env: dict[str, str]) -> AdminLogin:
         text=True,
     )
     if result.returncode == 10:
-        print("\n" + "=" * 64)
-        print(f"  Created admin user 'admin' with password: {password}")
-        print("  (shown again once everything is up; change it in the admin or with")
-        print("  manage.py changepassword)")
-        print("=" * 64 + "\n", flush=True)
+        rule = "=" * 64
+        say(f"\n{rule}\n  Created admin user 'admin' with password: {password}")
+        say("  (shown again once everything is up; change it in the admin or with")
+        say(f"  manage.py changepassword)\n{rule}\n")
         return AdminLogin("admin", password)
     if result.returncode != 0:
         raise SystemExit("could not check or create the admin user")
@@ -129,13 +135,10 @@ def _start_model(env: dict[str, str]) -> subprocess.Popen[bytes] | None:
         return None
     model = served_model() if server_available() else None
     if model is None:
-        print(
-            f"acode: llama-cpp-python or {DEFAULT.pip_name} missing; no embedded model server",
-            flush=True,
-        )
+        say(f"acode: llama-cpp-python or {DEFAULT.pip_name} missing; no embedded model server")
         return None
     if not os.environ.get("ACODE_LLM_MODEL_PATH"):
-        print(EMBEDDED_MODEL_NOTE.format(host=HOST, port=PORT), flush=True)
+        say(EMBEDDED_MODEL_NOTE.format(host=HOST, port=PORT))
     env.setdefault("ACODE_LLM_DEFAULT_MODEL", model.alias)
     log_dir = Path(env.get("ACODE_VAR_DIR", "var")) / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -143,10 +146,7 @@ def _start_model(env: dict[str, str]) -> subprocess.Popen[bytes] | None:
     model_log = open(log_dir / "model-server.log", "ab")  # noqa: SIM115 - lives as long as the process
     proc = spawn(server_command(MODEL_PORT, model), env, stdout=model_log, stderr=subprocess.STDOUT)
     env["ACODE_LLM_BASE_URL"] = f"http://127.0.0.1:{MODEL_PORT}/v1"
-    print(
-        f"acode: model server on 127.0.0.1:{MODEL_PORT} ({model.path.name}); log in {log_dir}",
-        flush=True,
-    )
+    say(f"acode: model server on 127.0.0.1:{MODEL_PORT} ({model.path.name}); log in {log_dir}")
     return proc
 
 
@@ -230,15 +230,15 @@ def stop_services(services: list[Service]) -> None:
     for service in reversed(services):
         proc = service.proc
         if proc.poll() is None:
-            print(f"acode: stopping the {service.name}", flush=True)
+            say(f"acode: stopping the {service.name}")
             proc.terminate()
             try:
                 proc.wait(timeout=service.stop_seconds)
             except subprocess.TimeoutExpired:
-                print(f"acode: the {service.name} did not stop in time; killing it", flush=True)
+                say(f"acode: the {service.name} did not stop in time; killing it")
                 proc.kill()
                 proc.wait()
-    print("acode: stopped every process it started", flush=True)
+    say("acode: stopped every process it started")
 
 
 @contextlib.contextmanager
@@ -271,12 +271,10 @@ def supervise(
     while not stop_asked():
         dead = next((s for s in services if s.proc.poll() is not None), None)
         if dead is not None:
-            print(
-                f"acode: the {dead.name} exited with {dead.proc.returncode}; stopping", flush=True
-            )
+            say(f"acode: the {dead.name} exited with {dead.proc.returncode}; stopping")
             return
         if not announced and all(s.is_up() for s in services):
-            print(banner, flush=True)
+            say(banner)
             announced = True
         time.sleep(poll_seconds)
 
@@ -295,7 +293,7 @@ def _start_services(env: dict[str, str], services: list[Service]) -> None:
     services.append(
         Service("worker", worker, lambda: worker_announced(redis_url, worker.pid), stop_seconds=20)
     )
-    print(f"acode: the worker consumes the queues {queues}", flush=True)
+    say(f"acode: the worker consumes the queues {queues}")
     services.append(
         Service("web server", spawn(web_command(HOST, PORT), env), lambda: port_answers(HOST, PORT))
     )
@@ -311,9 +309,7 @@ def _run(env: dict[str, str]) -> int:
     with _stop_signals() as stop_asked:
         try:
             _start_services(env, services)
-            print(
-                f"acode: starting on {url}; the login follows once every service is up", flush=True
-            )
+            say(f"acode: starting on {url}; the login follows once every service is up")
             supervise(services, banner=ready_banner(url=url, admin=admin), stop_asked=stop_asked)
         finally:
             stop_services(services)
@@ -327,13 +323,13 @@ def main() -> int:
         if env.get("REDIS_URL"):
             return _run(env)
         with embedded_redis() as url:
-            print(f"acode: embedded Redis at {url}", flush=True)
+            say(f"acode: embedded Redis at {url}")
             env["REDIS_URL"] = url
             code = _run(env)
-            print("acode: stopping the embedded Redis", flush=True)
+            say("acode: stopping the embedded Redis")
         return code
     except KeyboardInterrupt:  # Ctrl-C before any service started (migrating)
-        print("acode: interrupted", flush=True)
+        say("acode: interrupted")
         return 130
 
 

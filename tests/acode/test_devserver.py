@@ -98,6 +98,31 @@ def test_a_service_that_does_not_stop_in_time_is_killed(
     assert "the worker did not stop in time; killing it" in capsys.readouterr().out
 
 
+class ClosedTerminal:
+    def write(self, text: str) -> int:
+        raise BrokenPipeError("the reader went away")
+
+    def flush(self) -> None:
+        raise BrokenPipeError("the reader went away")
+
+
+def test_services_are_stopped_even_when_nobody_can_read_the_output(
+    recorders: Callable[[str], subprocess.Popen[Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `make run | tee log` and Ctrl-C: tee goes first, every later line fails to print.
+    services = [Service(name, recorders(name)) for name in ("worker", "web")]
+    monkeypatch.setattr(sys, "stdout", ClosedTerminal())
+    stop_services(services)
+    assert log_lines(tmp_path) == [
+        "web stopping",
+        "web stopped",
+        "worker stopping",
+        "worker stopped",
+    ]
+
+
 def test_ctrl_c_at_the_terminal_reaches_only_the_supervisor(
     recorders: Callable[[str], subprocess.Popen[Any]],
 ) -> None:
