@@ -13,13 +13,25 @@ STAMP := $(VENV)/.installed-stamp
 LLAMA_CPP_VERSION := 0.3.36
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 WHEELHOUSE ?= $(HOME)/.cache/acode/wheels/llama-cpp-portable
+# What the build takes on a 2-core machine (measured), and how often it says it is still going.
+LLAMA_BUILD_MINUTES := 5
+BUILD_TICK_SECONDS ?= 30
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	ls $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1 || \
+	@ls $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1 || { \
+	  start=$$(date +%s); \
+	  echo "acode: building llama.cpp (llama-cpp-python $(LLAMA_CPP_VERSION)) for this machine, once:"; \
+	  echo "acode: about $(LLAMA_BUILD_MINUTES) minutes on 2 CPU cores, less with more; later runs reuse $(WHEELHOUSE)"; \
+	  ( while sleep $(BUILD_TICK_SECONDS) >/dev/null 2>&1; do \
+	      echo "acode: still building llama.cpp ($$(( ($$(date +%s) - start) / 60 ))m $$(( ($$(date +%s) - start) % 60 ))s so far)"; \
+	    done ) & ticker=$$!; \
 	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip wheel --quiet --no-deps --no-cache-dir \
-	    --wheel-dir $(WHEELHOUSE) llama-cpp-python==$(LLAMA_CPP_VERSION)
+	    --wheel-dir $(WHEELHOUSE) llama-cpp-python==$(LLAMA_CPP_VERSION); status=$$?; \
+	  kill $$ticker 2>/dev/null; \
+	  if [ $$status -eq 0 ]; then echo "acode: llama.cpp built in $$(( $$(date +%s) - start ))s"; fi; \
+	  exit $$status; }
 	$(PY) -m pip install --quiet --force-reinstall --no-deps --no-index \
 	  --find-links $(WHEELHOUSE) llama-cpp-python==$(LLAMA_CPP_VERSION)
 	$(PY) -m pip install --quiet --find-links $(WHEELHOUSE) -e '.[dev,model]'

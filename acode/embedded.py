@@ -75,6 +75,9 @@ def embedded_redis(port: int | None = None) -> Iterator[str]:
             "warning",
         ],
         stdout=subprocess.DEVNULL,
+        # Its own process group: Ctrl-C at the terminal does not stop it under the
+        # processes still using it; it is stopped when the block ends.
+        process_group=0,
     )
     try:
         wait_for_port(port)

@@ -1,4 +1,4 @@
-"""Websocket routes: the dashboard's live board and session pages."""
+"""Websocket routes: the dashboard's live board, session pages and roles page."""
 
 from __future__ import annotations
 
@@ -6,10 +6,12 @@ from typing import Any
 
 from django.urls import path
 
-from sessions_app.consumers import BoardConsumer, SessionConsumer
+from sessions_app.consumers import BoardConsumer, RolesConsumer, SessionConsumer
 
-# The same paths as sessions_app.dashboard.live.BOARD_SOCKET_PATH and session_socket_path().
+# The same paths as sessions_app.dashboard.live's BOARD_SOCKET_PATH, ROLES_SOCKET_PATH and
+# session_socket_path().
 websocket_urlpatterns: list[Any] = [
     path("ws/board/", BoardConsumer.as_asgi()),
     path("ws/sessions/<uuid:pk>/", SessionConsumer.as_asgi()),
+    path("ws/roles/", RolesConsumer.as_asgi()),
 ]

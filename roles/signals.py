@@ -16,3 +16,7 @@ prompt_rejected = Signal()
 # "prompt"), ``action`` ("saved" or "deleted"), ``name`` and ``actor`` whenever role data
 # is written through ``roles.services``: the audit keeps every change, deletions included.
 role_data_changed = Signal()
+# Sent (with no arguments) once after a transaction that wrote role data commits, never
+# for one that rolled back, whatever wrote it (admin, API, CLI, YAML import, shell): the
+# sessions app pushes the change to every open page that shows roles.
+role_data_committed = Signal()

@@ -1,5 +1,5 @@
 """Audit what the roles app reports: new role versions, every change to role data
-(deletions included) and refused prompt text."""
+(deletions included) and refused prompt text; push committed role changes to open pages."""
 
 from __future__ import annotations
 
@@ -9,9 +9,15 @@ from django.apps import apps
 from django.db.models.signals import post_migrate
 
 from roles.models import RoleVersion
-from roles.signals import prompt_rejected, role_data_changed, role_version_created
+from roles.signals import (
+    prompt_rejected,
+    role_data_changed,
+    role_data_committed,
+    role_version_created,
+)
 from sessions_app.models import AuditEventType
 from sessions_app.services.audit import audit_record
+from sessions_app.services.events import publish_roles_event
 
 
 def _role_versioned(sender: Any, version: RoleVersion, **kwargs: Any) -> None:
@@ -49,6 +55,11 @@ def _role_data_changed(
     )
 
 
+def _role_data_committed(sender: Any, **kwargs: Any) -> None:
+    # Already after commit (roles.receivers): publish at once.
+    publish_roles_event()
+
+
 def _seed_runs(sender: Any, **kwargs: Any) -> None:
     # After roles are seeded (their app migrates first): the shipped workflow templates and
     # risk signals, written only when there are none, so admins' edits are kept.
@@ -64,3 +75,4 @@ def connect() -> None:
     role_data_changed.connect(_role_data_changed, dispatch_uid="acode-audit-role-data")
     role_version_created.connect(_role_versioned, dispatch_uid="acode-audit-role-version")
     prompt_rejected.connect(_prompt_rejected, dispatch_uid="acode-audit-prompt-rejected")
+    role_data_committed.connect(_role_data_committed, dispatch_uid="acode-live-role-data")

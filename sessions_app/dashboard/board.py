@@ -269,9 +269,17 @@ def render_board_columns(columns: Sequence[BoardColumn]) -> str:
 
 
 def render_board(user: User, filters: BoardFilters) -> str:
-    """The whole board body, sent on connect so a reconnecting page resynchronises."""
-    return render_to_string(
-        f"{BOARD_TEMPLATE}#columns", {"columns": board_columns(user, filters), "filters": filters}
+    """The whole board body, sent on connect so a reconnecting page resynchronises, and
+    when role data changes: the columns, the role filter and the embedded-model notice."""
+    context = {
+        "columns": board_columns(user, filters),
+        "filters": filters,
+        "all_roles": all_role_badges(),
+        "embedded_model": embedded_model_in_use(),
+    }
+    return "".join(
+        render_to_string(f"{BOARD_TEMPLATE}#{name}", context)
+        for name in ("columns", "role-filter", "model-notice")
     )
 
 

@@ -10,6 +10,7 @@ from sessions_app.models import AuditEvent
 
 # Routed in acode/routing.py; the pages connect to them with htmx's ws extension.
 BOARD_SOCKET_PATH = "/ws/board/"
+ROLES_SOCKET_PATH = "/ws/roles/"
 
 
 def session_socket_path(session_id: Any) -> str:

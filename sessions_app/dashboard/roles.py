@@ -1,19 +1,30 @@
 """The roles page: every role's definition, the roles-by-tools matrix and the transition
-rules, all read from the role registry."""
+rules, all read from the role registry.
+
+It is live over ``/ws/roles/`` (``sessions_app.consumers.RolesConsumer``): a change to role
+data pushes the same partials of ``dashboard/roles.html`` the view renders.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
 from roles.commands import rule_label
 from roles.registry import RoleDef, registry
 from sessions_app.dashboard.formatting import RoleBadge, badge_of, role_badge
+from sessions_app.dashboard.live import ROLES_SOCKET_PATH
+
+ROLES_TEMPLATE = "dashboard/roles.html"
+# The pushed partials, each with the stable id of its root.
+ROLES_FRAGMENTS = ("role-cards", "tool-matrix", "transition-rules")
 
 CONTEXT_STRATEGIES = {
     "adaptive": "Adaptive",
@@ -138,20 +149,32 @@ def transition_rules(roles: list[RoleDef]) -> list[RuleRow]:
     ]
 
 
+def roles_context() -> dict[str, Any]:
+    """What the roles page and its pushes show: nothing in it depends on who looks."""
+    role_defs = registry.list_roles()
+    cards = [role_card(role) for role in role_defs]
+    return {
+        "roles": cards,
+        "role_badges": [card.role for card in cards],
+        "matrix": tool_matrix(role_defs),
+        "rules": transition_rules(role_defs),
+    }
+
+
+def render_roles_fragments() -> str:
+    """The roles page's fragments, as pushed when role data changes."""
+    context = roles_context()
+    return "".join(
+        render_to_string(f"{ROLES_TEMPLATE}#{name}", context) for name in ROLES_FRAGMENTS
+    )
+
+
 @login_required
 @require_GET
 def roles(request: HttpRequest) -> HttpResponse:
     """Every role's definition, the roles-by-tools matrix and the transition rules."""
-    role_defs = registry.list_roles()
-    cards = [role_card(role) for role in role_defs]
     return render(
         request,
-        "dashboard/roles.html",
-        {
-            "nav": "roles",
-            "roles": cards,
-            "role_badges": [card.role for card in cards],
-            "matrix": tool_matrix(role_defs),
-            "rules": transition_rules(role_defs),
-        },
+        ROLES_TEMPLATE,
+        {"nav": "roles", "ws_url": ROLES_SOCKET_PATH, **roles_context()},
     )

@@ -24,6 +24,8 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 logger = logging.getLogger(__name__)
 
 BOARD_GROUP = "acode-board"
+# Every open board, session page and roles page: what they show of roles can change.
+ROLES_GROUP = "acode-roles"
 
 
 def session_group(session_id: uuid.UUID | str) -> str:
@@ -136,3 +138,13 @@ def publish_job_event(
     if kind == "status":
         sends.append((BOARD_GROUP, {**message, "type": "session.event", "kind": "job.status"}))
     _send(sends)
+
+
+def publish_roles_event() -> None:
+    """Tell every open page that shows roles (the board, session pages, the roles page)
+    that role data changed: a role, tool, permission, transition rule or prompt.
+
+    Sent once per committed transaction that wrote role data, whatever wrote it (admin,
+    API, CLI, YAML import); each page re-renders, for its own user, from the registry.
+    """
+    _send([(ROLES_GROUP, {"type": "roles.changed", "kind": "roles.changed"})])

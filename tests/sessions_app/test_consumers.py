@@ -279,7 +279,7 @@ def test_board_filters_apply_to_pushes(owned: AgentSession) -> None:
         comm = communicator("/ws/board/?role=planner", owned.owner)
         await comm.connect()
         first = await comm.receive_from()
-        assert root_ids(first) == ["board-columns"]
+        assert root_ids(first) == ["board-columns", "board-role-filter", "board-model-notice"]
         assert 'id="col-planner"' in first and 'id="col-default"' not in first
         await database_sync_to_async(session_transition)(
             session=owned, to_role="planner", reason="Plan it", user=owned.owner

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from sessions_app import consumers
 from sessions_app.consumers import GroupHub, GroupMember, SharedRenders
+from sessions_app.consumers import hub as consumers_hub
 
 
 def test_a_burst_shares_one_rendering_and_a_later_event_gets_a_new_one() -> None:
@@ -120,8 +120,8 @@ def test_a_failed_read_resynchronises_pages_if_anything_was_committed(
     monkeypatch: pytest.MonkeyPatch, committed: bool, resynced: bool
 ) -> None:
     versions = iter([(1, "a"), (2, "a") if committed else (1, "a")])
-    monkeypatch.setattr(consumers, "data_version", lambda: next(versions))
-    monkeypatch.setattr(consumers, "RETRY_SECONDS", 0)
+    monkeypatch.setattr(consumers_hub, "data_version", lambda: next(versions))
+    monkeypatch.setattr(consumers_hub, "RETRY_SECONDS", 0)
 
     async def body() -> list[dict[str, Any]]:
         hub, member = GroupHub(), Recorder()

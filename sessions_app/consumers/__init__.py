@@ -1,0 +1,23 @@
+"""Websockets of the dashboard (``pages``) and what keeps their pushes cheap (``hub``)."""
+
+from __future__ import annotations
+
+from sessions_app.consumers.hub import (
+    GroupHub,
+    GroupMember,
+    SharedRenders,
+    group_hub,
+    shared_renders,
+)
+from sessions_app.consumers.pages import BoardConsumer, RolesConsumer, SessionConsumer
+
+__all__ = [
+    "BoardConsumer",
+    "GroupHub",
+    "GroupMember",
+    "RolesConsumer",
+    "SessionConsumer",
+    "SharedRenders",
+    "group_hub",
+    "shared_renders",
+]
