@@ -24,6 +24,18 @@ def _fresh_registry() -> None:
 
 
 @pytest.fixture(autouse=True)
+def _fast_password_hashing(request: pytest.FixtureRequest, settings: Any) -> None:
+    # A PBKDF2 hash costs about half a second of CPU, and most tests make a user or log
+    # one in. Hashes made here are MD5 (verifiable by this process only), so tests that
+    # start servers of their own (marked slow) keep the real hashers.
+    if request.node.get_closest_marker("slow") is None:
+        settings.PASSWORD_HASHERS = [
+            "django.contrib.auth.hashers.MD5PasswordHasher",
+            *settings.PASSWORD_HASHERS,
+        ]
+
+
+@pytest.fixture(autouse=True)
 def _fresh_login_limits() -> None:
     # Login attempts are counted in a cache that outlives a test (Redis across processes).
     reset_login_limits()

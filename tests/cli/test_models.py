@@ -36,4 +36,4 @@ def test_model_check_says_whether_the_model_can_call_tools(admin_cli: RunCli) ->
 def test_model_check_of_an_unknown_endpoint_prints_the_code(admin_cli: RunCli) -> None:
     result = admin_cli("model", "check", "nope")
     assert result.exit_code != 0
-    assert "ACODE-LLM-001" in result.output
+    assert "ACODE-API-404" in result.output
