@@ -16,6 +16,7 @@ from sessions_app.models import (
     ApprovalStatus,
     AuditEvent,
     AuditEventType,
+    DeliveredCommit,
     Job,
     JobEvent,
     RoleTransition,
@@ -107,6 +108,7 @@ def runs_with_stages(runs: QuerySet[Run]) -> QuerySet[Run]:
 def runs_with_details(runs: QuerySet[Run]) -> QuerySet[Run]:
     """Runs with everything a run's detail shows, in a fixed number of queries."""
     return runs_with_stages(runs).prefetch_related(
+        Prefetch("commits", queryset=DeliveredCommit.objects.order_by("-created_at", "-id")),
         Prefetch(
             "questions",
             queryset=RunQuestion.objects.select_related("answered_by").order_by("asked_at", "id"),
@@ -141,6 +143,17 @@ def run_pending_approval(run: Run) -> RunApproval | None:
         return None
     pending = [a for a in run.approvals.all() if a.status == ApprovalStatus.PENDING]
     return max(pending, key=lambda a: a.id) if pending else None
+
+
+def run_commit(run: Run) -> DeliveredCommit | None:
+    """The commit the run delivered (its newest, from the prefetched ones when there are)."""
+    commits = list(run.commits.all())
+    return max(commits, key=lambda c: (c.created_at, c.id)) if commits else None
+
+
+def session_commits(session: AgentSession) -> QuerySet[DeliveredCommit]:
+    """What the session delivered on its branch, newest first."""
+    return DeliveredCommit.objects.filter(session=session).order_by("-created_at", "-id")
 
 
 def run_usage(run: Run, *, now: datetime | None = None) -> dict[str, int]:

@@ -28,6 +28,7 @@ from django.views.decorators.http import require_GET, require_POST
 from acode.errors import AcodeError
 from acode.inputs import has_forbidden_characters
 from roles.registry import registry
+from sessions_app.dashboard.deliveries import DeliveredView, delivered_view
 from sessions_app.dashboard.formatting import (
     RoleBadge,
     Stamp,
@@ -59,6 +60,7 @@ from sessions_app.permissions import (
     sessions_visible_to,
 )
 from sessions_app.selectors import (
+    run_commit,
     run_open_question,
     run_pending_approval,
     run_usage,
@@ -240,6 +242,7 @@ class RunView:
     decided_approvals: list[ApprovalView]
     budget: list[BudgetLine]
     pending_changes: int
+    commit: DeliveredView | None = None
 
 
 @dataclass(frozen=True)
@@ -480,6 +483,7 @@ def run_view(run: Run, session: AgentSession) -> RunView:
         ],
         budget=_budget(run),
         pending_changes=session.pending_changes.count(),
+        commit=delivered_view(commit) if (commit := run_commit(run)) else None,
     )
 
 

@@ -24,6 +24,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from acode.errors import AcodeError
+from sessions_app.dashboard.deliveries import DeliveredPanel, delivered_panel
 from sessions_app.dashboard.formatting import (
     RoleBadge,
     Stamp,
@@ -63,6 +64,7 @@ SESSION_FRAGMENTS: tuple[str, ...] = (
     "header",
     "transitions",
     "run",
+    "delivered",
     "timeline",
     "plan",
     "changes",
@@ -77,14 +79,17 @@ SESSION_FRAGMENTS_BY_KIND: dict[str, tuple[str, ...]] = {
     "session.updated": ("header",),
     "role.changed": ("header", "transitions", "timeline", "time"),
     "plan.updated": ("plan", "transitions"),
-    "changes.updated": ("changes", "transitions"),
+    # Approving changes commits them: the commit shows under Delivered.
+    "changes.updated": ("changes", "transitions", "delivered"),
+    "commit.pushed": ("run", "delivered"),
     # Sent to the board group only; the session page gets job events as "job.event".
     "job.status": (),
     "job.event": ("jobs",),
-    # A run moving on also changes whether the role may be changed by hand.
-    "run.started": ("transitions", "run"),
-    "run.updated": ("transitions", "run"),
-    "run.finished": ("transitions", "run"),
+    # A run moving on also changes whether the role may be changed by hand, the risk tier
+    # the header shows (signals may raise it) and whether the session waits for a person.
+    "run.started": ("header", "transitions", "run", "time"),
+    "run.updated": ("header", "transitions", "run", "time"),
+    "run.finished": ("header", "transitions", "run", "time"),
 }
 
 
@@ -188,6 +193,10 @@ class SessionPage:
         # The history is already read for the timeline: the selector sums it, no re-read.
         rows = [(self.session.pk, to_slug, at) for _, _, to_slug, _, _, at in self._history]
         return role_shares(time_in_roles(rows))
+
+    @cached_property
+    def delivered(self) -> DeliveredPanel:
+        return delivered_panel(self.session)
 
     @cached_property
     def jobs(self) -> list[JobView]:

@@ -14,6 +14,7 @@ from acode.errors import AcodeError
 from sessions_app.agent.writes import CONTROL, RecordedWrite
 from sessions_app.models import AgentSession, AuditEventType, ChangeKind, PendingChange
 from sessions_app.permissions import SessionAction, action_check
+from sessions_app.services.deliveries import delivered_commit_record
 from sessions_app.services.sessions import (
     actor_name,
     current_role_of,
@@ -212,19 +213,32 @@ def changes_commit(
     ]
     described = [r.path for r in rows if not r.content_recorded]
     paths = [r.path for r in rows]
-    commit = workspace_commit(locked, approved, _commit_message(locked, summary))
+    message = _commit_message(locked, summary)
+    commit = workspace_commit(locked, approved, message)
+    who = actor_name(user, actor)
+    if commit:
+        committed = [r for r in rows if r.content_recorded]
+        delivered_commit_record(
+            session=locked,
+            sha=commit,
+            message=message,
+            committed=committed,
+            approved_by=who,
+            run_id=run_id,
+        )
     locked.pending_changes.all().delete()
     record_and_publish(
         locked,
         "changes.updated",
         event_type=AuditEventType.CHANGES_APPROVED,
-        actor=actor_name(user, actor),
+        actor=who,
         target=", ".join(paths)[:1000],
         result=f"{len(paths)} approved",
         details={
             "paths": paths,
             "summary": summary,
             "commit": commit,
+            "branch": locked.branch if commit else "",
             "committed": {c.path: c.content for c in approved},
             "not_committed": described,
         },
