@@ -168,6 +168,15 @@ def _commit_message(session: AgentSession, summary: str) -> str:
     return f"{headline}\n\nApproved in role {role.name} of acode session {session.pk}.\n"
 
 
+def _approver(session: AgentSession, user: User | None, who: str, run_id: object) -> str:
+    """Who approved a commit: the person, else the role whose review approved it in a run."""
+    if user is not None and user.is_authenticated:
+        return user.get_username()
+    if run_id is not None:
+        return f"{current_role_of(session).name} (the run's review)"
+    return who
+
+
 @transaction.atomic
 def changes_approve(
     *,
@@ -223,7 +232,7 @@ def changes_commit(
             sha=commit,
             message=message,
             committed=committed,
-            approved_by=who,
+            approved_by=_approver(locked, user, who, run_id),
             run_id=run_id,
         )
     locked.pending_changes.all().delete()

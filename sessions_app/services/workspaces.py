@@ -327,7 +327,9 @@ def workspace_push(session: AgentSession, remote: str) -> PushOutcome:
         return PushOutcome(False, shown, _masked(str(exc), remote)[:2000])
     said = _masked(outcome.output.strip(), remote)[-2000:]
     if outcome.timed_out:
-        return PushOutcome(False, shown, f"git push timed out after {outcome.duration:.0f}s. {said}")
+        return PushOutcome(
+            False, shown, f"git push timed out after {outcome.duration:.0f}s. {said}"
+        )
     if outcome.exit_code != 0:
         return PushOutcome(False, shown, said or f"git push exited with {outcome.exit_code}.")
     return PushOutcome(True, shown, said)

@@ -14,9 +14,7 @@ from sessions_app.models import ChangeKind, DeliveredCommit, PushStatus
 SHA_PATTERN = r"^[0-9a-f]{40}([0-9a-f]{24})?$"
 
 
-@extend_schema_field(
-    {"type": "string", "enum": PushStatus.values}, component_name="PushStatusEnum"
-)
+@extend_schema_field({"type": "string", "enum": PushStatus.values}, component_name="PushStatusEnum")
 class PushStatusField(serializers.ChoiceField):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(choices=PushStatus.choices, **kwargs)

@@ -26,7 +26,15 @@ from sessions_app.services.sessions import session_create
 from sessions_app.services.transitions import session_transition
 from sessions_app.services.workspaces import git_dir_of
 from tests.sessions_app.jobkit import scripted_model, server_write
-from tests.sessions_app.runkit import FIRST, calls, drive, review, script_tester
+from tests.sessions_app.runkit import (
+    FIRST,
+    bare_remote,
+    calls,
+    drive,
+    remote_branch,
+    review,
+    script_tester,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -41,17 +49,7 @@ def git(*args: str) -> str:
 
 @pytest.fixture
 def remote(tmp_path: Path) -> Path:
-    """A bare repository with one commit on main: the repository's source and remote."""
-    seed = tmp_path / "seed"
-    seed.mkdir()
-    git("-C", str(seed), "init", "-q", "-b", "main")
-    (seed / "README.md").write_text("# app\n")
-    git("-C", str(seed), "add", ".")
-    git("-C", str(seed), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "initial")
-    bare = tmp_path / "remote.git"
-    git("init", "-q", "--bare", "-b", "main", str(bare))
-    git("-C", str(seed), "push", "-q", str(bare), "main")
-    return bare
+    return bare_remote(tmp_path / "remote.git")
 
 
 @pytest.fixture
@@ -69,15 +67,6 @@ def pushable_session(user: User, remote: Path, *, pushable: bool = True) -> Agen
 
 def branch_tip(session: AgentSession) -> str:
     return git(f"--git-dir={git_dir_of(session.pk)}", "rev-parse", f"refs/heads/{session.branch}")
-
-
-def remote_branch(remote: Path, session: AgentSession) -> str:
-    done = subprocess.run(
-        ["git", f"--git-dir={remote}", "rev-parse", "--verify", "-q", f"refs/heads/{session.branch}"],
-        capture_output=True,
-        text=True,
-    )
-    return done.stdout.strip()
 
 
 def script_low_run() -> None:
@@ -114,13 +103,13 @@ def test_a_run_records_its_commit_and_pushes_it_as_the_session_branch(
     assert commit.branch == f"acode/{session.pk}"
     assert commit.subject.startswith(f"Run {run.pk}: Add a greeting helper")
     assert commit.files == [{"path": "greet.py", "kind": "created", "added": 2, "removed": 0}]
-    assert commit.push_status == PushStatus.PENDING and remote_branch(remote, session) == ""
+    assert commit.push_status == PushStatus.PENDING and remote_branch(remote, session.branch) == ""
 
     # The push task's work: the remote gets branch acode/<session> at the commit, audited.
     pushed = delivered_commit_push(commit.pk)
     assert pushed is not None and pushed.push_status == PushStatus.PUSHED
     assert pushed.pushed_at is not None and pushed.push_remote == str(remote)
-    assert remote_branch(remote, session) == commit.sha
+    assert remote_branch(remote, session.branch) == commit.sha
     assert git(f"--git-dir={remote}", "rev-parse", "refs/heads/main") == session.base_commit
     event = AuditEvent.objects.get(session=session, event_type="BranchPushed")
     assert (event.result, event.target, event.details["commit"]) == (
@@ -143,7 +132,7 @@ def test_approving_by_hand_queues_the_push_after_commit(
     assert commit.run_id is None and commit.approved_by == "dev"
     assert commit.subject == "Add greet()"
     assert commit.push_status == PushStatus.PUSHED
-    assert remote_branch(remote, session) == commit.sha == branch_tip(session)
+    assert remote_branch(remote, session.branch) == commit.sha == branch_tip(session)
 
 
 def test_a_repository_not_marked_pushable_is_never_pushed(user: User, remote: Path) -> None:
@@ -152,12 +141,10 @@ def test_a_repository_not_marked_pushable_is_never_pushed(user: User, remote: Pa
     commit = DeliveredCommit.objects.get(session=session)
     assert commit.push_status == PushStatus.NONE and commit.push_remote == ""
     assert delivered_commit_push(commit.pk).push_status == PushStatus.NONE  # type: ignore[union-attr]
-    assert remote_branch(remote, session) == ""
+    assert remote_branch(remote, session.branch) == ""
 
 
-def test_a_failed_push_is_recorded_and_leaves_the_commit_standing(
-    user: User, remote: Path
-) -> None:
+def test_a_failed_push_is_recorded_and_leaves_the_commit_standing(user: User, remote: Path) -> None:
     session = pushable_session(user, remote)
     approve_by_hand(session, user)
     commit = DeliveredCommit.objects.get(session=session)
