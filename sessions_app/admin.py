@@ -165,7 +165,7 @@ class RepositoryForm(forms.ModelForm):
 
     class Meta:
         model = Repository
-        fields = "__all__"
+        fields = ["name", "description", "source", "default_branch", "pushable", "users", "groups"]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -44,10 +44,9 @@ def _sync_registry(**kwargs: Any) -> None:
 def recover_lost_jobs_task() -> list[str]:
     """Requeue or fail jobs whose worker stopped sending heartbeats, resume runs stopped
     between stages and send pushes again that never went (Celery beat, periodic)."""
+    from sessions_app.services.deliveries import deliveries_push_stalled
     from sessions_app.services.jobs import jobs_recover_stale
     from sessions_app.services.runs import runs_resume_stalled
-
-    from sessions_app.services.deliveries import deliveries_push_stalled
 
     recovered = jobs_recover_stale()
     resumed = runs_resume_stalled()

@@ -168,7 +168,7 @@ def _commit_message(session: AgentSession, summary: str) -> str:
     return f"{headline}\n\nApproved in role {role.name} of acode session {session.pk}.\n"
 
 
-def _approver(session: AgentSession, user: User | None, who: str, run_id: object) -> str:
+def _approver(session: AgentSession, user: User | None, who: str, run_id: uuid.UUID | None) -> str:
     """Who approved a commit: the person, else the role whose review approved it in a run."""
     if user is not None and user.is_authenticated:
         return user.get_username()

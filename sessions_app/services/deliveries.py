@@ -10,6 +10,7 @@ locked); whatever the remote says, the commit stands. Its outcome is audited
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Sequence
 from datetime import timedelta
 
@@ -55,7 +56,7 @@ def delivered_commit_record(
     message: str,
     committed: Sequence[PendingChange],
     approved_by: str,
-    run_id: object | None = None,
+    run_id: uuid.UUID | None = None,
 ) -> DeliveredCommit:
     """Record a commit just made on the locked ``session``'s branch from ``committed``, and
     queue its push (after commit) when the session's repository is pushable."""

@@ -7,9 +7,9 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from sessions_app.apis.serializers.deliveries import DeliveredCommitOutput
 from acode.inputs import CommaSeparated, Input, PageQuery, Query, Text
 from roles.registry import registry
+from sessions_app.apis.serializers.deliveries import DeliveredCommitOutput
 from sessions_app.models import (
     ApprovalStatus,
     RiskSignal,

@@ -118,7 +118,7 @@ def test_a_run_records_its_commit_and_pushes_it_as_the_session_branch(
         commit.sha,
     )
     # A second delivery of the task changes nothing.
-    assert delivered_commit_push(commit.pk).push_status == PushStatus.PUSHED  # type: ignore[union-attr]
+    assert delivered_commit_push(commit.pk).push_status == PushStatus.PUSHED
     assert AuditEvent.objects.filter(session=session, event_type="BranchPushed").count() == 1
 
 
@@ -140,7 +140,7 @@ def test_a_repository_not_marked_pushable_is_never_pushed(user: User, remote: Pa
     approve_by_hand(session, user)
     commit = DeliveredCommit.objects.get(session=session)
     assert commit.push_status == PushStatus.NONE and commit.push_remote == ""
-    assert delivered_commit_push(commit.pk).push_status == PushStatus.NONE  # type: ignore[union-attr]
+    assert delivered_commit_push(commit.pk).push_status == PushStatus.NONE
     assert remote_branch(remote, session.branch) == ""
 
 
