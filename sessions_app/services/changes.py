@@ -238,7 +238,7 @@ def changes_commit(
     locked.pending_changes.all().delete()
     record_and_publish(
         locked,
-        "changes.updated",
+        "changes.committed" if commit else "changes.updated",
         event_type=AuditEventType.CHANGES_APPROVED,
         actor=who,
         target=", ".join(paths)[:1000],
