@@ -21,7 +21,7 @@ from sessions_app.models import PendingChange, RiskTier, RunStatus, StepStatus
 
 RISK_LABELS = dict(RiskTier.choices)
 # What a session waits for while its run has this status.
-WAITING_FOR = {
+WAITING_FOR: dict[str, str] = {
     RunStatus.AWAITING_APPROVAL: "approval",
     RunStatus.AWAITING_INPUT: "an answer",
     RunStatus.BLOCKED: "a person to decide",
