@@ -86,9 +86,9 @@ def test_an_approved_run_says_what_was_delivered_and_how_to_get_it(
     changes = cli("changes")
     assert changes.exit_code == 0, changes.output
     in_order(changes.stdout, "No pending changes.", "Delivered: 1 commit, newest first")
-    in_order(changes.stdout, *delivered)
-    as_json = json.loads(cli("changes", "show", "--json").stdout)
-    assert as_json["pending"] == [] and as_json["delivered"][0]["sha"] == commit.sha
+    in_order(changes.stdout, f"  Commit {short} on branch {branch}", *delivered[1:])
+    assert json.loads(cli("changes", "show", "--json").stdout) == []  # pending, as before
+    assert json.loads(cli("changes", "delivered", "--json").stdout)[0]["sha"] == commit.sha
 
     target = tmp_path / "greet.patch"
     written = cli("changes", "patch", "--commit", commit.sha[:7], "-o", str(target))
@@ -103,6 +103,7 @@ def test_an_approved_run_says_what_was_delivered_and_how_to_get_it(
     assert unknown.exit_code == 3 and "Unknown commit" in unknown.stderr
 
 
-def test_a_run_with_nothing_delivered_says_so(cli: RunCli, session_id: str) -> None:
-    shown = cli("changes")
-    assert "Nothing delivered yet" in shown.stdout
+def test_nothing_delivered_says_so(cli: RunCli, session_id: str) -> None:
+    assert cli("changes").stdout.strip() == "No pending changes."
+    assert "Nothing delivered yet" in cli("changes", "delivered").stdout
+    assert json.loads(cli("changes", "delivered", "--json").stdout) == []

@@ -36,12 +36,12 @@ SHOWN_COMMITS = 10
 PUSH_WORDS = {"pending": "Pushing", "pushed": "Pushed", "failed": "Push failed"}
 
 
-def print_commit(console: Console, commit: dict[str, Any], *, indent: str = "") -> None:
+def print_commit(
+    console: Console, commit: dict[str, Any], *, indent: str = "", label: str = "Delivered: commit"
+) -> None:
     """A delivered commit: sha, branch, message, files, push, and how to get it."""
     short = str(commit["sha"])[:12]
-    console.print(
-        f"{indent}Delivered: commit [bold]{esc(short)}[/] on branch {esc(commit['branch'])}"
-    )
+    console.print(f"{indent}{label} [bold]{esc(short)}[/] on branch {esc(commit['branch'])}")
     console.print(f"{indent}  {esc(commit['subject'])}")
     console.print(
         f"{indent}  Approved by {esc(commit['approved_by'])} at {fmt_time(commit.get('created_at'))}"
@@ -85,13 +85,15 @@ def show(
     session: SessionOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """List the session's pending (uncommitted) changes, then what it delivered."""
+    """List the session's pending (uncommitted) changes, then what it delivered.
+
+    `--json` prints the pending changes (`acode changes delivered --json`: the commits)."""
     with runtime(ctx).client(session) as client:
         sid = selected_session_id(client)
         changes: list[dict[str, Any]] = client.get(f"/api/sessions/{sid}/changes/")
-        commits: list[dict[str, Any]] = client.get(f"/api/sessions/{sid}/commits/")
+        commits: list[dict[str, Any]] = [] if as_json else client.get(_commits(sid))
     if as_json:
-        emit_json({"pending": changes, "delivered": commits})
+        emit_json(changes)
         return
     console = out()
     if not changes:
@@ -109,13 +111,36 @@ def show(
             console.print(f"[bold]{esc(change['path'])}[/]")
             # Diffs go out verbatim: markup-escaped, never highlighted or wrapped.
             console.print(escape(change.get("diff") or "(no diff)"), soft_wrap=True)
-    console.print()
-    if not commits:
-        console.print("Nothing delivered yet: approved changes become commits on the branch.")
+    if commits:
+        console.print()
+        print_delivered(console, commits)
+
+
+@app.command("delivered")
+@handles_errors
+def delivered(
+    ctx: typer.Context, session: SessionOption = None, as_json: JsonOption = False
+) -> None:
+    """What the session delivered: the commits approved work became on its branch."""
+    with runtime(ctx).client(session) as client:
+        commits: list[dict[str, Any]] = client.get(_commits(selected_session_id(client)))
+    if as_json:
+        emit_json(commits)
         return
+    if not commits:
+        out().print("Nothing delivered yet: approved changes become commits on the session branch.")
+        return
+    print_delivered(out(), commits)
+
+
+def _commits(session_id: str) -> str:
+    return f"/api/sessions/{session_id}/commits/"
+
+
+def print_delivered(console: Console, commits: list[dict[str, Any]]) -> None:
     console.print(f"Delivered: {plural(len(commits), 'commit')}, newest first")
     for commit in commits[:SHOWN_COMMITS]:
-        print_commit(console, commit, indent="  ")
+        print_commit(console, commit, indent="  ", label="Commit")
     if len(commits) > SHOWN_COMMITS:
         console.print(f"  … and {len(commits) - SHOWN_COMMITS} earlier (`--json` lists all)")
     console.print("The whole branch: acode changes patch -o branch.patch")
@@ -138,7 +163,7 @@ def approve(
             f"/api/sessions/{sid}/changes/approve/", {"summary": summary}
         )
         count = int(result.get("approved") or 0)
-        commits: list[dict[str, Any]] = client.get(f"/api/sessions/{sid}/commits/") if count else []
+        commits: list[dict[str, Any]] = client.get(_commits(sid)) if count else []
     if as_json:
         emit_json(result)
         return
@@ -155,7 +180,7 @@ def approve(
 
 def _resolve_commit(client: ApiClient, sid: str, commit: str) -> str:
     """A full commit id the session delivered: the id, or the one that starts with it."""
-    commits: list[dict[str, Any]] = client.get(f"/api/sessions/{sid}/commits/")
+    commits: list[dict[str, Any]] = client.get(_commits(sid))
     wanted = commit.strip().lower()
     matches = [str(c["sha"]) for c in commits if str(c["sha"]).startswith(wanted)]
     if wanted and len(matches) == 1:
