@@ -139,7 +139,8 @@ def workspace_create(session_id: uuid.UUID, repository: Repository | None = None
             if outcome.exit_code != 0:
                 raise AcodeError(
                     "ACODE-SES-006",
-                    f"Could not clone repository {repository.name}: {outcome.stderr.strip()[:500]}",
+                    f"Could not clone repository {repository.name}: "
+                    f"{_masked(outcome.stderr.strip(), repository.source)[:500]}",
                     {"repository": repository.name},
                 )
             _git(git_dir, "config", "core.bare", "false")

@@ -18,6 +18,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from acode.celery import app as celery_app
+from acode.errors import AcodeError
 from sessions_app.models import AgentSession, AuditEvent, DeliveredCommit, PushStatus, Repository
 from sessions_app.services.changes import changes_approve
 from sessions_app.services.deliveries import delivered_commit_push
@@ -207,3 +208,11 @@ def test_credentials_in_the_remote_are_never_shown(
     assert response.status_code == 302, response.content.decode()[:2000]
     repo.refresh_from_db()
     assert repo.source == SECRET_REMOTE and repo.description == "changed"
+
+
+def test_a_clone_that_fails_does_not_show_the_sources_credentials(user: User) -> None:
+    Repository.objects.create(name="private", source=SECRET_REMOTE).users.add(user)
+    with pytest.raises(AcodeError) as failed:
+        session_create(owner=user, title="x", repository="private")
+    assert failed.value.code == "ACODE-SES-006"
+    assert TOKEN not in failed.value.message and "alice" not in failed.value.message
