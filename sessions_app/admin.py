@@ -16,6 +16,7 @@ from django.http import HttpRequest
 from sessions_app.models import (
     AgentSession,
     AuditEvent,
+    DeliveredCommit,
     PendingChange,
     Repository,
     RiskSignal,
@@ -36,6 +37,7 @@ from sessions_app.permissions import (
 )
 from sessions_app.services.runs.portability import stage_order_problems
 from sessions_app.services.sessions import session_update
+from sessions_app.services.workspaces import masked_remote
 
 
 class _ReadOnly(admin.ModelAdmin):
@@ -157,13 +159,67 @@ class PendingChangeAdmin(_ReadOnly):
     list_filter = ("kind",)
 
 
+class RepositoryForm(forms.ModelForm):
+    """The source is shown with the credentials of its URL masked; sent back still masked,
+    the stored credentials are kept (type the URL again to change them)."""
+
+    class Meta:
+        model = Repository
+        fields = ["name", "description", "source", "default_branch", "pushable", "users", "groups"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.initial["source"] = masked_remote(self.instance.source)
+
+    def clean_source(self) -> str:
+        value = str(self.cleaned_data["source"])
+        if self.instance.pk and value == masked_remote(self.instance.source):
+            return self.instance.source
+        return value
+
+
 @admin.register(Repository)
 class RepositoryAdmin(admin.ModelAdmin):
-    """Repositories sessions may clone, and who may use each."""
+    """Repositories sessions may clone, who may use each, and whether approved work is
+    pushed back (as branch acode/<session>)."""
 
-    list_display = ("name", "source", "default_branch", "created_at")
-    search_fields = ("name", "description", "source")
+    form = RepositoryForm
+    list_display = ("name", "shown_source", "default_branch", "pushable", "created_at")
+    list_filter = ("pushable",)
+    search_fields = ("name", "description")
     filter_horizontal = ("users", "groups")
+
+    @admin.display(description="source", ordering="source")
+    def shown_source(self, obj: Repository) -> str:
+        return masked_remote(obj.source)
+
+
+@admin.register(DeliveredCommit)
+class DeliveredCommitAdmin(_ReadOnly):
+    """Commits approved work became, and whether they were pushed."""
+
+    list_display = ("sha", "session", "branch", "approved_by", "push_status", "created_at")
+    list_filter = ("push_status",)
+    search_fields = ("sha", "message", "session__title")
+    fields = (
+        "session",
+        "run",
+        "sha",
+        "branch",
+        "message",
+        "files",
+        "approved_by",
+        "push_status",
+        "push_remote",
+        "push_message",
+        "pushed_at",
+        "created_at",
+    )
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[DeliveredCommit]:
+        return DeliveredCommit.objects.filter(session__in=sessions_visible_to(request.user))
 
 
 class WorkflowStageFormSet(forms.BaseInlineFormSet):

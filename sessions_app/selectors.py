@@ -1,14 +1,16 @@
-"""Reads about sessions: time in role (computed here and nowhere else) and usage; runs
+"""Reads about sessions: time in role and time waiting for a person (computed here and
+nowhere else) and usage; what sessions delivered; runs
 with their stages, questions and approvals, what they used and what happened in them."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Prefetch, QuerySet, Sum
+from django.db.models import F, Prefetch, QuerySet, Sum
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from sessions_app.models import (
@@ -16,6 +18,7 @@ from sessions_app.models import (
     ApprovalStatus,
     AuditEvent,
     AuditEventType,
+    DeliveredCommit,
     Job,
     JobEvent,
     RoleTransition,
@@ -24,6 +27,7 @@ from sessions_app.models import (
     RunQuestion,
     RunStage,
     RunStatus,
+    StagePurpose,
 )
 
 # The spec's intended split of time across roles ("role usage distribution").
@@ -34,25 +38,98 @@ TARGET_SHARES: dict[str, tuple[float, float]] = {
 }
 
 
+Interval = tuple[datetime, datetime | None]  # an end of None: still going on
+
+
+def waiting_intervals(
+    sessions: QuerySet[AgentSession] | Sequence[Any] | None = None,
+) -> dict[Any, list[Interval]]:
+    """When sessions waited for a person, per session id: each question of a run from when
+    it was asked to its answer (or the run's end), each approval gate from when it opened
+    to the decision (or the run's end). Read in one query."""
+    questions = RunQuestion.objects.annotate(
+        sid=F("run__session_id"),
+        start=F("asked_at"),
+        end=Coalesce("answered_at", "run__finished_at"),
+    )
+    gates = RunStage.objects.filter(purpose=StagePurpose.APPROVAL).annotate(
+        sid=F("run__session_id"),
+        start=F("started_at"),
+        end=Coalesce("finished_at", "run__finished_at"),
+    )
+    if sessions is not None:
+        questions = questions.filter(run__session__in=sessions)
+        gates = gates.filter(run__session__in=sessions)
+    rows = questions.values_list("sid", "start", "end").union(
+        gates.values_list("sid", "start", "end"), all=True
+    )
+    out: dict[Any, list[Interval]] = defaultdict(list)
+    for sid, start, end in rows:
+        out[sid].append((start, end))
+    return {sid: _merged(spans) for sid, spans in out.items()}
+
+
+def _merged(spans: list[Interval]) -> list[Interval]:
+    merged: list[Interval] = []
+    for start, end in sorted(spans, key=lambda span: span[0]):
+        if merged and (merged[-1][1] is None or start <= merged[-1][1]):
+            last_end = merged[-1][1]
+            merged[-1] = (
+                merged[-1][0],
+                None if end is None or last_end is None else max(end, last_end),
+            )
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def overlap_seconds(
+    start: datetime, end: datetime, spans: Iterable[Interval], now: datetime
+) -> float:
+    """Seconds of [start, end) that fall in the waiting ``spans``."""
+    total = 0.0
+    for span_start, span_end in spans:
+        lo, hi = max(start, span_start), min(end, span_end or now)
+        if hi > lo:
+            total += (hi - lo).total_seconds()
+    return total
+
+
 def time_in_roles(
-    transitions: Iterable[tuple[Any, str, datetime]], *, now: datetime | None = None
+    transitions: Iterable[tuple[Any, str, datetime]],
+    *,
+    now: datetime | None = None,
+    waiting: dict[Any, list[Interval]] | None = None,
 ) -> dict[str, float]:
-    """Seconds spent in each role, from (session, to-role slug, time) rows in order."""
+    """Seconds spent in each role, from (session, to-role slug, time) rows in order; time a
+    session waited for a person (``waiting_intervals``) is not time in its role."""
     now = now or timezone.now()
+    waits = waiting or {}
     totals: dict[str, float] = defaultdict(float)
     previous: tuple[Any, str, datetime] | None = None
-    for row in transitions:
-        if previous is not None and previous[0] == row[0]:
-            totals[previous[1]] += (row[2] - previous[2]).total_seconds()
-        elif previous is not None:
-            totals[previous[1]] += (now - previous[2]).total_seconds()
+    for row in [*transitions, None]:
+        if previous is not None:
+            end = row[2] if row is not None and row[0] == previous[0] else now
+            spent = (end - previous[2]).total_seconds()
+            spans = waits.get(previous[0])
+            if spans:
+                spent -= overlap_seconds(previous[2], end, spans, now)
+            totals[previous[1]] += spent
         previous = row
-    if previous is not None:
-        totals[previous[1]] += (now - previous[2]).total_seconds()
     return dict(totals)
 
 
-def _distribution(seconds: dict[str, float], *, targets: bool) -> dict[str, Any]:
+def waiting_seconds(waiting: dict[Any, list[Interval]], *, now: datetime | None = None) -> float:
+    """All the time the sessions spent waiting for a person."""
+    now = now or timezone.now()
+    return sum(
+        ((end or now) - start).total_seconds() for spans in waiting.values() for start, end in spans
+    )
+
+
+def _distribution(
+    seconds: dict[str, float], *, targets: bool, waiting: float = 0.0
+) -> dict[str, Any]:
     total = sum(seconds.values())
     roles = []
     for slug, value in sorted(seconds.items(), key=lambda kv: -kv[1]):
@@ -67,7 +144,7 @@ def _distribution(seconds: dict[str, float], *, targets: bool) -> dict[str, Any]
                 "within_target": (low_high[0] <= share <= low_high[1]) if low_high else None,
             }
         )
-    return {"total_seconds": round(total, 3), "roles": roles}
+    return {"total_seconds": round(total, 3), "waiting_seconds": round(waiting, 3), "roles": roles}
 
 
 def usage(sessions: QuerySet[AgentSession] | None = None) -> dict[str, Any]:
@@ -76,20 +153,21 @@ def usage(sessions: QuerySet[AgentSession] | None = None) -> dict[str, Any]:
     if sessions is not None:
         qs = qs.filter(session__in=sessions)
     rows = qs.values_list("session_id", "to_role__slug", "created_at").iterator()
-    return _distribution(time_in_roles(rows), targets=True)
-
-
-def session_time_in_roles(session: AgentSession) -> dict[str, float]:
-    """Seconds the session has spent in each role so far."""
-    rows = session.transitions.order_by("seq").values_list(
-        "session_id", "to_role__slug", "created_at"
+    waiting = waiting_intervals(sessions)
+    return _distribution(
+        time_in_roles(rows, waiting=waiting), targets=True, waiting=waiting_seconds(waiting)
     )
-    return time_in_roles(rows)
 
 
 def session_usage(session: AgentSession) -> dict[str, Any]:
     """One session's time-in-role distribution (no targets: one session is no sample)."""
-    return _distribution(session_time_in_roles(session), targets=False)
+    rows = session.transitions.order_by("seq").values_list(
+        "session_id", "to_role__slug", "created_at"
+    )
+    waiting = waiting_intervals([session.pk])
+    return _distribution(
+        time_in_roles(rows, waiting=waiting), targets=False, waiting=waiting_seconds(waiting)
+    )
 
 
 # -- runs ---------------------------------------------------------------------------------
@@ -107,6 +185,7 @@ def runs_with_stages(runs: QuerySet[Run]) -> QuerySet[Run]:
 def runs_with_details(runs: QuerySet[Run]) -> QuerySet[Run]:
     """Runs with everything a run's detail shows, in a fixed number of queries."""
     return runs_with_stages(runs).prefetch_related(
+        Prefetch("commits", queryset=DeliveredCommit.objects.order_by("-created_at", "-id")),
         Prefetch(
             "questions",
             queryset=RunQuestion.objects.select_related("answered_by").order_by("asked_at", "id"),
@@ -141,6 +220,17 @@ def run_pending_approval(run: Run) -> RunApproval | None:
         return None
     pending = [a for a in run.approvals.all() if a.status == ApprovalStatus.PENDING]
     return max(pending, key=lambda a: a.id) if pending else None
+
+
+def run_commit(run: Run) -> DeliveredCommit | None:
+    """The commit the run delivered (its newest, from the prefetched ones when there are)."""
+    commits = list(run.commits.all())
+    return max(commits, key=lambda c: (c.created_at, c.id)) if commits else None
+
+
+def session_commits(session: AgentSession) -> QuerySet[DeliveredCommit]:
+    """What the session delivered on its branch, newest first."""
+    return DeliveredCommit.objects.filter(session=session).order_by("-created_at", "-id")
 
 
 def run_usage(run: Run, *, now: datetime | None = None) -> dict[str, int]:

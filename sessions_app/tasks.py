@@ -42,12 +42,17 @@ def _sync_registry(**kwargs: Any) -> None:
 
 @shared_task(name="acode.recover_lost_jobs")
 def recover_lost_jobs_task() -> list[str]:
-    """Requeue or fail jobs whose worker stopped sending heartbeats (Celery beat, periodic)."""
+    """Requeue or fail jobs whose worker stopped sending heartbeats, resume runs stopped
+    between stages and send pushes again that never went (Celery beat, periodic)."""
+    from sessions_app.services.deliveries import deliveries_push_stalled
     from sessions_app.services.jobs import jobs_recover_stale
     from sessions_app.services.runs import runs_resume_stalled
 
     recovered = jobs_recover_stale()
     resumed = runs_resume_stalled()
+    repushed = deliveries_push_stalled()
+    if repushed:
+        logger.warning("sent again %d push(es) still pending: %s", len(repushed), repushed)
     if resumed:
         logger.warning("resumed %d run(s) that stopped between stages: %s", len(resumed), resumed)
     if recovered:
@@ -55,6 +60,15 @@ def recover_lost_jobs_task() -> list[str]:
             "recovered %d job(s) left running by a lost worker: %s", len(recovered), recovered
         )
     return recovered
+
+
+@shared_task(name="acode.push_branch", acks_late=True)
+def push_branch_task(commit_id: int) -> str:
+    """Push a delivered commit's session branch to its repository's remote."""
+    from sessions_app.services.deliveries import delivered_commit_push
+
+    commit = delivered_commit_push(commit_id)
+    return commit.push_status if commit is not None else "gone"
 
 
 @shared_task(name="acode.audit_anchor")

@@ -47,6 +47,11 @@ urlpatterns = [
     path(
         "sessions/<uuid:pk>/patch/", workspaces.SessionPatchApi.as_view(), name="api-session-patch"
     ),
+    path(
+        "sessions/<uuid:pk>/commits/",
+        workspaces.SessionCommitsApi.as_view(),
+        name="api-session-commits",
+    ),
     path("repositories/", workspaces.RepositoryListApi.as_view(), name="api-repositories"),
     path("jobs/<uuid:pk>/", jobs.JobDetailApi.as_view(), name="api-job"),
     path("jobs/<uuid:pk>/events/", jobs.JobEventsApi.as_view(), name="api-job-events"),

@@ -36,6 +36,8 @@ _URL_CREDENTIALS = re.compile(
     r"(?=@[^\s@/?#'\"]+(?:[\s/?#'\"]|$))"
 )
 URL_MASK = "***"
+# scheme://userinfo@host: the whole user part, for URLs shown to people (redact_userinfo).
+_URL_USERINFO = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#@'\"]+@")
 # The server's own secrets (names like these in its environment): never echoed to a model,
 # whatever path they took (an exception message, a misconfigured tool).
 _SECRET_ENV_NAME = re.compile(
@@ -94,6 +96,13 @@ def redact_text(text: str) -> str:
         if value in text:
             text = text.replace(value, REDACTED)
     return text
+
+
+def redact_userinfo(text: str) -> str:
+    """Every URL's whole user part masked (``https://user:token@host`` and
+    ``https://token@host`` both become ``https://***@host``): for remotes shown to people,
+    where a bare token before the ``@`` is as secret as a password."""
+    return _URL_USERINFO.sub(lambda m: f"{m.group('head')}{URL_MASK}@", text)
 
 
 def redact_file(path: str, text: str) -> str:

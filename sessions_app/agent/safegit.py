@@ -99,6 +99,39 @@ def run_git(
     ``env`` adds variables (``GIT_INDEX_FILE``, author and committer). Raises ``GitRefused``
     when the layout would let git read outside.
     """
+    return _run_pinned(
+        git_dir, args, work_tree=work_tree, timeout=timeout, limits=limits, stdin=stdin, env=env
+    )
+
+
+def push(git_dir: Path, remote: str, refspec: str, *, timeout: float = 120.0) -> CommandOutcome:
+    """Push ``refspec`` of the repository ``git_dir`` to ``remote`` (a local path, a
+    ``file://`` or an ``https://`` URL: the transports a clone may use, nothing else).
+
+    Credentials can only come from the URL: credential helpers, askpass and prompts are
+    off. The caller masks the URL in whatever it shows (git may echo it).
+    """
+    if not remote or remote.startswith("-") or refspec.startswith("-"):
+        raise ValueError(f"not a push destination: {remote!r} {refspec!r}")
+    return _run_pinned(
+        git_dir,
+        ["push", "--porcelain", "--no-verify", remote, refspec],
+        timeout=timeout,
+        transports=CLONE_PROTOCOLS,
+    )
+
+
+def _run_pinned(
+    git_dir: Path,
+    args: Sequence[str],
+    *,
+    work_tree: Path | None = None,
+    timeout: float = GIT_TIMEOUT,
+    limits: Limits | None = None,
+    stdin: int | None = None,
+    env: Mapping[str, str] | None = None,
+    transports: Sequence[str] = (),
+) -> CommandOutcome:
     if not args:
         raise ValueError("a git subcommand is required")
     checked = _checked_git_dir(Path(git_dir))
@@ -114,7 +147,7 @@ def run_git(
                 raise ValueError(f"not a variable git may be given here: {name}")
             full_env[name] = value
         cwd = str(full_env.get("GIT_WORK_TREE", checked))
-        config = list(HARDENING) + _driver_overrides(cwd, full_env, timeout)
+        config = [*HARDENING, *transports, *_driver_overrides(cwd, full_env, timeout)]
         argv = _git_argv(config, args)
         return _run(argv, cwd=cwd, env=full_env, timeout=timeout, limits=limits, stdin=stdin)
 

@@ -1,4 +1,5 @@
-"""Repositories a user may start sessions on, and a session branch as a patch."""
+"""Repositories a user may start sessions on; what a session delivered on its branch (its
+commits, and the branch or one commit as a patch)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from acode.errors import error_responses
+from acode.errors import AcodeError, error_responses
+from acode.inputs import query_of
 from sessions_app.apis.common import NOT_VISIBLE_CODES, request_user, session_for
-from sessions_app.apis.serializers import RepositoryOutput
+from sessions_app.apis.serializers import DeliveredCommitOutput, PatchQuery, RepositoryOutput
 from sessions_app.permissions import repositories_usable_by
-from sessions_app.services.workspaces import workspace_patch
+from sessions_app.selectors import session_commits
+from sessions_app.services.workspaces import workspace_commit_patch, workspace_patch
 
 
 class RepositoryListApi(APIView):
@@ -23,18 +26,45 @@ class RepositoryListApi(APIView):
         return Response(RepositoryOutput(repositories, many=True).data)
 
 
+class SessionCommitsApi(APIView):
+    @extend_schema(
+        responses={200: DeliveredCommitOutput(many=True), **error_responses(*NOT_VISIBLE_CODES)},
+        operation_id="sessions_commits",
+        description="What the session delivered: the commits approved work became on its "
+        "branch, newest first, with the files each changed, its patch and its push.",
+    )
+    def get(self, request: Request, pk: str) -> Response:
+        session = session_for(request, pk)
+        return Response(DeliveredCommitOutput(session_commits(session), many=True).data)
+
+
 class SessionPatchApi(APIView):
     @extend_schema(
+        parameters=[PatchQuery],
         responses={
             (200, "text/x-patch"): OpenApiTypes.STR,
-            **error_responses(*NOT_VISIBLE_CODES, "ACODE-API-409", "ACODE-SES-006"),
+            **error_responses(
+                "ACODE-API-400", *NOT_VISIBLE_CODES, "ACODE-API-409", "ACODE-SES-006"
+            ),
         },
         operation_id="sessions_patch",
         description="The commits approved on the session branch, as `git format-patch` output "
-        "(apply with `git am`). Empty until a review approves changes.",
+        "(apply with `git am`). Empty until a review approves changes. With `commit`, only "
+        "that one (a commit the session delivered; any other is 404).",
     )
     def get(self, request: Request, pk: str) -> HttpResponse:
         session = session_for(request, pk)
-        response = HttpResponse(workspace_patch(session), content_type="text/x-patch")
-        response["Content-Disposition"] = f'attachment; filename="acode-{session.pk}.patch"'
+        sha = query_of(PatchQuery, request).get("commit")
+        if sha is None:
+            body, name = workspace_patch(session), f"acode-{session.pk}.patch"
+        else:
+            if not session_commits(session).filter(sha=sha).exists():
+                raise AcodeError(
+                    "ACODE-API-404",
+                    "The session delivered no commit with that id.",
+                    {"commit": sha},
+                )
+            body, name = workspace_commit_patch(session, sha), f"acode-{sha[:12]}.patch"
+        response = HttpResponse(body, content_type="text/x-patch")
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
         return response

@@ -28,6 +28,7 @@ from django.views.decorators.http import require_GET, require_POST
 from acode.errors import AcodeError
 from acode.inputs import has_forbidden_characters
 from roles.registry import registry
+from sessions_app.dashboard.deliveries import DeliveredView, delivered_view
 from sessions_app.dashboard.formatting import (
     RoleBadge,
     Stamp,
@@ -59,6 +60,9 @@ from sessions_app.permissions import (
     sessions_visible_to,
 )
 from sessions_app.selectors import (
+    Interval,
+    overlap_seconds,
+    run_commit,
     run_open_question,
     run_pending_approval,
     run_usage,
@@ -144,6 +148,7 @@ class StageView:
     evidence: EvidenceView | None
     started: Stamp
     took: str
+    waited: str = ""  # time the stage waited for an answer, not counted in ``took``
 
 
 @dataclass(frozen=True)
@@ -240,6 +245,7 @@ class RunView:
     decided_approvals: list[ApprovalView]
     budget: list[BudgetLine]
     pending_changes: int
+    commit: DeliveredView | None = None
 
 
 @dataclass(frozen=True)
@@ -263,6 +269,7 @@ class RunPanel:
     can_cancel: bool = False
     error: RunError | None = None
     risks: list[tuple[str, str]] = field(default_factory=lambda: RISK_CHOICES)
+    prefill: str = ""  # what the Run form starts with
 
 
 def _badge(role_id: int | None) -> RoleBadge | None:
@@ -305,8 +312,10 @@ def _evidence(data: Mapping[str, Any]) -> EvidenceView | None:
     )
 
 
-def _stage_view(stage: RunStage, current: bool) -> StageView:
-    end = stage.finished_at or timezone.now()
+def _stage_view(stage: RunStage, current: bool, waits: list[Interval] | None = None) -> StageView:
+    now = timezone.now()
+    end = stage.finished_at or now
+    waited = overlap_seconds(stage.started_at, end, waits, now) if waits else 0.0
     return StageView(
         seq=stage.seq,
         purpose=stage.purpose,
@@ -325,7 +334,8 @@ def _stage_view(stage: RunStage, current: bool) -> StageView:
         if stage.purpose in (StagePurpose.TEST, StagePurpose.EXPLORE)
         else None,
         started=stamp_of(stage.started_at),
-        took=duration_text((end - stage.started_at).total_seconds()),
+        took=duration_text((end - stage.started_at).total_seconds() - waited),
+        waited=duration_text(waited) if waited >= 1 else "",
     )
 
 
@@ -437,11 +447,18 @@ def run_view(run: Run, session: AgentSession) -> RunView:
     """Everything the panel shows of one run; ``run`` comes from ``runs_with_details``."""
     stages = list(run.stages.all())
     active = run.status in ACTIVE_RUN_STATUSES
-    views = [_stage_view(s, active and i == len(stages) - 1) for i, s in enumerate(stages)]
+    questions = list(run.questions.all())
+    waits: dict[int, list[Interval]] = {}
+    for q in questions:  # a stage that asked a person waited for the answer
+        if q.stage_id is not None:
+            waits.setdefault(q.stage_id, []).append((q.asked_at, q.answered_at or run.finished_at))
+    views = [
+        _stage_view(s, active and i == len(stages) - 1, waits.get(s.pk))
+        for i, s in enumerate(stages)
+    ]
     template_stages = list(run.template.stages.order_by("position"))
     open_question = run_open_question(run)
     pending = run_pending_approval(run)
-    questions = list(run.questions.all())
     return RunView(
         id=str(run.pk),
         short_id=str(run.pk)[:8],
@@ -480,6 +497,7 @@ def run_view(run: Run, session: AgentSession) -> RunView:
         ],
         budget=_budget(run),
         pending_changes=session.pending_changes.count(),
+        commit=delivered_view(commit) if (commit := run_commit(run)) else None,
     )
 
 
@@ -500,6 +518,9 @@ def run_panel(session: AgentSession, user: Any, *, error: RunError | None = None
         user is not None
         and action_refusal(SessionAction.RUN_START, session=session, user=user) is None
     )
+    # The form starts with the session's task until a run of it succeeded.
+    if run is None or run.status != RunStatus.SUCCEEDED:
+        panel.prefill = session.task
     if run is None:
         return panel
     panel.run = run_view(run, session)

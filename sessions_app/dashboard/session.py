@@ -8,7 +8,7 @@ view and the socket render the same partials of ``dashboard/session.html``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any, cast
 from uuid import UUID
@@ -24,6 +24,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from acode.errors import AcodeError
+from sessions_app.dashboard.deliveries import DeliveredPanel, delivered_panel
 from sessions_app.dashboard.formatting import (
     RoleBadge,
     Stamp,
@@ -33,26 +34,36 @@ from sessions_app.dashboard.formatting import (
 )
 from sessions_app.dashboard.jobs import JobView, session_jobs
 from sessions_app.dashboard.live import session_socket_path
-from sessions_app.dashboard.runs import run_panel
+from sessions_app.dashboard.runs import RunPanel, run_panel
 from sessions_app.dashboard.session_panels import (
+    RISK_LABELS,
+    WAITING_FOR,
     ChangeView,
     PlanView,
+    RiskBadge,
     RoleShare,
     TimelineEntry,
     TransitionOption,
+    WaitingView,
     change_view,
     plan_view,
     role_shares,
     timeline_entries,
 )
-from sessions_app.models import AgentSession
+from sessions_app.models import AgentSession, Run
 from sessions_app.permissions import (
     SessionAction,
     action_refusal,
     session_can_act,
     sessions_visible_to,
 )
-from sessions_app.selectors import time_in_roles
+from sessions_app.selectors import (
+    Interval,
+    overlap_seconds,
+    time_in_roles,
+    waiting_intervals,
+    waiting_seconds,
+)
 from sessions_app.services import transitions
 from sessions_app.services.transitions import transitions_from
 
@@ -63,6 +74,7 @@ SESSION_FRAGMENTS: tuple[str, ...] = (
     "header",
     "transitions",
     "run",
+    "delivered",
     "timeline",
     "plan",
     "changes",
@@ -78,13 +90,17 @@ SESSION_FRAGMENTS_BY_KIND: dict[str, tuple[str, ...]] = {
     "role.changed": ("header", "transitions", "timeline", "time"),
     "plan.updated": ("plan", "transitions"),
     "changes.updated": ("changes", "transitions"),
+    # Approved changes became a commit: it shows under Delivered.
+    "changes.committed": ("changes", "transitions", "delivered"),
+    "commit.pushed": ("run", "delivered"),
     # Sent to the board group only; the session page gets job events as "job.event".
     "job.status": (),
     "job.event": ("jobs",),
-    # A run moving on also changes whether the role may be changed by hand.
-    "run.started": ("transitions", "run"),
-    "run.updated": ("transitions", "run"),
-    "run.finished": ("transitions", "run"),
+    # A run moving on also changes whether the role may be changed by hand, the risk tier
+    # the header shows (signals may raise it) and whether the session waits for a person.
+    "run.started": ("header", "transitions", "run", "time"),
+    "run.updated": ("header", "transitions", "run", "time"),
+    "run.finished": ("header", "transitions", "run", "time"),
 }
 
 
@@ -113,8 +129,77 @@ class SessionPage:
         return role_badge(self.session.current_role.slug)
 
     @cached_property
+    def _now(self) -> datetime:
+        return timezone.now()
+
+    @cached_property
+    def waiting(self) -> list[Interval]:
+        """When the session waited for a person (an answer, an approval)."""
+        return waiting_intervals([self.session.pk]).get(self.session.pk, [])
+
+    def use_run_panel(self, panel: RunPanel) -> None:
+        """Take the latest run's tier and status from the run panel, which read that run."""
+        run = panel.run
+        self.__dict__["_latest_run"] = (run.effective_tier, run.status) if run else None
+
+    @cached_property
+    def _latest_run(self) -> tuple[str, str] | None:
+        row = (
+            Run.objects.filter(session=self.session)
+            .order_by("-created_at")
+            .values_list("effective_tier", "status")
+            .first()
+        )
+        return (str(row[0]), str(row[1])) if row else None
+
+    @cached_property
+    def risk(self) -> RiskBadge:
+        """The latest run's tier (risk signals may have raised it), else the declared one."""
+        if self._latest_run is None:
+            tier = self.session.risk_tier
+            return RiskBadge(tier, RISK_LABELS.get(tier, tier), "The session's declared risk tier")
+        tier = self._latest_run[0]
+        return RiskBadge(
+            tier,
+            RISK_LABELS.get(tier, tier),
+            "The risk tier of the session's latest run (its signals may raise it)",
+        )
+
+    @cached_property
+    def waiting_now(self) -> WaitingView | None:
+        """What the session waits for now, since when (None: it does not wait)."""
+        status = self._latest_run[1] if self._latest_run else ""
+        what = WAITING_FOR.get(status)
+        open_spans = [start for start, end in self.waiting if end is None]
+        if what is None or not open_spans:
+            return None
+        start = max(open_spans)
+        return WaitingView(
+            what, stamp_of(start), duration_text((self._now - start).total_seconds())
+        )
+
+    @cached_property
+    def _seconds_in_role(self) -> tuple[float, float]:
+        """(working, waiting) seconds since the session entered its role."""
+        since = self.session.role_since
+        waited = overlap_seconds(since, self._now, self.waiting, self._now)
+        return (self._now - since).total_seconds() - waited, waited
+
+    @cached_property
     def in_role(self) -> str:
-        return duration_text((timezone.now() - self.session.role_since).total_seconds())
+        """Time in the current role, not counting time spent waiting for a person."""
+        return duration_text(self._seconds_in_role[0])
+
+    @cached_property
+    def waited_in_role(self) -> str:
+        waited = self._seconds_in_role[1]
+        return duration_text(waited) if waited >= 1 else ""
+
+    @cached_property
+    def in_role_since(self) -> Stamp:
+        """The moment a ticking counter starts from to show ``in_role`` (later than
+        ``since`` by the time spent waiting)."""
+        return stamp_of(self._now - timedelta(seconds=self._seconds_in_role[0]))
 
     @cached_property
     def since(self) -> Stamp:
@@ -187,7 +272,13 @@ class SessionPage:
     def time_shares(self) -> list[RoleShare]:
         # The history is already read for the timeline: the selector sums it, no re-read.
         rows = [(self.session.pk, to_slug, at) for _, _, to_slug, _, _, at in self._history]
-        return role_shares(time_in_roles(rows))
+        waits = {self.session.pk: self.waiting}
+        seconds = time_in_roles(rows, now=self._now, waiting=waits)
+        return role_shares(seconds, waiting=waiting_seconds(waits, now=self._now))
+
+    @cached_property
+    def delivered(self) -> DeliveredPanel:
+        return delivered_panel(self.session)
 
     @cached_property
     def jobs(self) -> list[JobView]:
@@ -227,6 +318,7 @@ def render_session_fragments(
     context: dict[str, Any] = {"page": page, "can_act": can_act}
     if "run" in wanted:
         context["runs"] = run_panel(page.session, user)
+        page.use_run_panel(context["runs"])
     parts = []
     for name in SESSION_FRAGMENTS:
         if name not in wanted:
@@ -254,6 +346,8 @@ def session_detail(request: HttpRequest, pk: UUID) -> HttpResponse:
     """One session: role, transitions allowed now, timeline, plan, jobs, changes, time."""
     user = cast(User, request.user)
     page = _visible_page(user, pk)
+    runs = run_panel(page.session, user)
+    page.use_run_panel(runs)
     return render(
         request,
         SESSION_TEMPLATE,
@@ -261,7 +355,7 @@ def session_detail(request: HttpRequest, pk: UUID) -> HttpResponse:
             "nav": "board",
             "page": page,
             "can_act": session_can_act(user, page.session),
-            "runs": run_panel(page.session, user),
+            "runs": runs,
             "ws_url": session_socket_path(pk),
         },
     )

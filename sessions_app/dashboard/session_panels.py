@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from sessions_app.dashboard.formatting import (
+    DARK_INK,
     RoleBadge,
     Stamp,
     duration_text,
@@ -16,7 +17,30 @@ from sessions_app.dashboard.formatting import (
     role_badge,
     stamp_of,
 )
-from sessions_app.models import PendingChange, StepStatus
+from sessions_app.models import PendingChange, RiskTier, RunStatus, StepStatus
+
+RISK_LABELS = dict(RiskTier.choices)
+# What a session waits for while its run has this status.
+WAITING_FOR: dict[str, str] = {
+    RunStatus.AWAITING_APPROVAL: "approval",
+    RunStatus.AWAITING_INPUT: "an answer",
+    RunStatus.BLOCKED: "a person to decide",
+}
+
+
+@dataclass(frozen=True)
+class RiskBadge:
+    tier: str
+    label: str
+    title: str
+
+
+@dataclass(frozen=True)
+class WaitingView:
+    what: str
+    since: Stamp
+    text: str
+
 
 # Diff lines shown per pending change before the rest is summarised.
 DIFF_LINE_LIMIT = 400
@@ -146,10 +170,14 @@ def plan_view(plan: Sequence[Mapping[str, Any]]) -> PlanView:
     return PlanView(steps, done)
 
 
-def role_shares(seconds: Mapping[str, float]) -> list[RoleShare]:
-    """Seconds per role (from ``sessions_app.selectors``) as shares, largest first."""
-    total = sum(seconds.values())
-    return [
+WAITING_BADGE = RoleBadge("", "Waiting for a person", "#cbd5e1", DARK_INK)
+
+
+def role_shares(seconds: Mapping[str, float], *, waiting: float = 0.0) -> list[RoleShare]:
+    """Seconds per role (from ``sessions_app.selectors``) as shares, largest first; time
+    spent waiting for a person (an answer, an approval) is a share of its own, last."""
+    total = sum(seconds.values()) + waiting
+    shares = [
         RoleShare(
             role_badge(slug),
             value,
@@ -158,6 +186,13 @@ def role_shares(seconds: Mapping[str, float]) -> list[RoleShare]:
         )
         for slug, value in sorted(seconds.items(), key=lambda kv: -kv[1])
     ]
+    if waiting > 0:
+        shares.append(
+            RoleShare(
+                WAITING_BADGE, waiting, duration_text(waiting), round(100 * waiting / total, 1)
+            )
+        )
+    return shares
 
 
 def timeline_entries(

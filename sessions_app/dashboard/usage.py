@@ -89,6 +89,8 @@ def usage_chart(user: User) -> dict[str, Any]:
         "bars": bars,
         "total": duration_text(float(data["total_seconds"])),
         "total_seconds": data["total_seconds"],
+        "waiting": duration_text(float(data["waiting_seconds"])),
+        "waiting_seconds": data["waiting_seconds"],
         "height": height,
         "plot_width": USAGE_PLOT_WIDTH,
         "value_x": USAGE_PLOT_WIDTH + 12,

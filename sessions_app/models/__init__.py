@@ -12,6 +12,7 @@ from sessions_app.models.audit import (
     chain_key,
 )
 from sessions_app.models.base import AppendOnlyError, AppendOnlyModel, AppendOnlyQuerySet
+from sessions_app.models.deliveries import DeliveredCommit, PushStatus
 from sessions_app.models.jobs import (
     FINAL_JOB_STATUSES,
     Job,
@@ -65,12 +66,14 @@ __all__ = [
     "AuditEventType",
     "AuditVerification",
     "ChangeKind",
+    "DeliveredCommit",
     "IdempotencyRecord",
     "Job",
     "JobEvent",
     "JobEventKind",
     "JobStatus",
     "PendingChange",
+    "PushStatus",
     "Repository",
     "RiskSignal",
     "RiskTier",

@@ -28,6 +28,7 @@ class AuditEventType(models.TextChoices):
     JOB_EVENT = "JobEvent", "Inference job lifecycle"
     RUN_EVENT = "RunEvent", "Orchestrated run started, moved to a stage, paused or ended"
     RUN_DECISION = "RunDecision", "A person answered, approved, rejected or cancelled a run"
+    BRANCH_PUSHED = "BranchPushed", "Approved work pushed to the repository's remote, or refused"
 
 
 GLOBAL_CHAIN = "global"

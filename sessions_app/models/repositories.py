@@ -22,6 +22,12 @@ class Repository(models.Model):
     default_branch = models.CharField(
         max_length=200, blank=True, help_text="Branch to start from (empty: the source's HEAD)."
     )
+    pushable = models.BooleanField(
+        default=False,
+        help_text="Push approved work to the source as branch acode/<session> after each "
+        "commit. Credentials in an https URL (https://user:token@host/...) are used for the "
+        "push and never shown.",
+    )
     users = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="+")
     groups = models.ManyToManyField(Group, blank=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -14,6 +14,7 @@ from acode.errors import AcodeError
 from sessions_app.agent.writes import CONTROL, RecordedWrite
 from sessions_app.models import AgentSession, AuditEventType, ChangeKind, PendingChange
 from sessions_app.permissions import SessionAction, action_check
+from sessions_app.services.deliveries import delivered_commit_record
 from sessions_app.services.sessions import (
     actor_name,
     current_role_of,
@@ -167,6 +168,15 @@ def _commit_message(session: AgentSession, summary: str) -> str:
     return f"{headline}\n\nApproved in role {role.name} of acode session {session.pk}.\n"
 
 
+def _approver(session: AgentSession, user: User | None, who: str, run_id: uuid.UUID | None) -> str:
+    """Who approved a commit: the person, else the role whose review approved it in a run."""
+    if user is not None and user.is_authenticated:
+        return user.get_username()
+    if run_id is not None:
+        return f"{current_role_of(session).name} (the run's review)"
+    return who
+
+
 @transaction.atomic
 def changes_approve(
     *,
@@ -212,19 +222,32 @@ def changes_commit(
     ]
     described = [r.path for r in rows if not r.content_recorded]
     paths = [r.path for r in rows]
-    commit = workspace_commit(locked, approved, _commit_message(locked, summary))
+    message = _commit_message(locked, summary)
+    commit = workspace_commit(locked, approved, message)
+    who = actor_name(user, actor)
+    if commit:
+        committed = [r for r in rows if r.content_recorded]
+        delivered_commit_record(
+            session=locked,
+            sha=commit,
+            message=message,
+            committed=committed,
+            approved_by=_approver(locked, user, who, run_id),
+            run_id=run_id,
+        )
     locked.pending_changes.all().delete()
     record_and_publish(
         locked,
-        "changes.updated",
+        "changes.committed" if commit else "changes.updated",
         event_type=AuditEventType.CHANGES_APPROVED,
-        actor=actor_name(user, actor),
+        actor=who,
         target=", ".join(paths)[:1000],
         result=f"{len(paths)} approved",
         details={
             "paths": paths,
             "summary": summary,
             "commit": commit,
+            "branch": locked.branch if commit else "",
             "committed": {c.path: c.content for c in approved},
             "not_committed": described,
         },

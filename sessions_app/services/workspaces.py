@@ -2,8 +2,8 @@
 empty or cloned from a registered repository, on the branch ``acode/<session>``. Its git
 directory lives in server state (``ACODE_GIT_ROOT/<session>.git``), outside every mount a
 command sees; only the server writes it. Approved changes become commits built from the
-content recorded with each pending change (never from the work tree), and the branch is
-downloadable as a patch.
+content recorded with each pending change (never from the work tree); the branch (or one
+of its commits) is downloadable as a patch, and can be pushed to the repository's remote.
 
 Git here always runs through ``sessions_app.agent.safegit``: a clean environment and no
 hooks, fsmonitor, pagers, external diffs or drivers.
@@ -19,12 +19,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
 
 from acode.errors import AcodeError
 from sessions_app.agent.content import ContentStore
-from sessions_app.agent.safegit import GitRefused, clone, init_repository, run_git
+from sessions_app.agent.redaction import URL_MASK, redact_userinfo
+from sessions_app.agent.safegit import GitRefused, clone, init_repository, push, run_git
 from sessions_app.agent.sandbox import GIT_VIEW_CONFIG
 from sessions_app.agent.secretfiles import SecretIndex
 from sessions_app.agent.writes import WorkspaceWriter
@@ -137,7 +139,8 @@ def workspace_create(session_id: uuid.UUID, repository: Repository | None = None
             if outcome.exit_code != 0:
                 raise AcodeError(
                     "ACODE-SES-006",
-                    f"Could not clone repository {repository.name}: {outcome.stderr.strip()[:500]}",
+                    f"Could not clone repository {repository.name}: "
+                    f"{_masked(outcome.stderr.strip(), repository.source)[:500]}",
                     {"repository": repository.name},
                 )
             _git(git_dir, "config", "core.bare", "false")
@@ -267,3 +270,67 @@ def workspace_patch(session: AgentSession) -> str:
         return ""  # nothing committed yet
     span = [f"{session.base_commit}..{ref}"] if session.base_commit else ["--root", ref]
     return _git(git_dir, "format-patch", "--stdout", *span) + "\n"
+
+
+def workspace_commit_patch(session: AgentSession, sha: str) -> str:
+    """One commit of the session branch as a patch; ``sha`` must be one the session
+    delivered (the caller checks), so no revision syntax a user typed reaches git."""
+    git_dir = session_git_dir(session)
+    if git_dir is None or not session.branch:
+        raise AcodeError(
+            "ACODE-API-409", "Only workspaces acode created have a session branch.", {}
+        )
+    return _git(git_dir, "format-patch", "--stdout", "-1", sha) + "\n"
+
+
+@dataclass(frozen=True)
+class PushOutcome:
+    """How a push went, as people may see it: remote and git's words, credentials masked."""
+
+    ok: bool
+    remote: str
+    message: str
+
+
+def masked_remote(url: str) -> str:
+    """A remote as shown anywhere (pages, API, audit, logs): its user part masked."""
+    return redact_userinfo(url)
+
+
+MIN_MASKED_CHARS = 4  # shorter values would mask ordinary words of git's output
+
+
+def _masked(text: str, remote: str) -> str:
+    """Git's output with the remote's credentials masked, even where it echoed them bare."""
+    text = text.replace(remote, masked_remote(remote))
+    userinfo = urlsplit(remote).netloc.rpartition("@")[0] if "://" in remote else ""
+    # The whole user part, and the password (or the token standing alone as the user).
+    secret = userinfo.partition(":")[2] or userinfo
+    for value in sorted({userinfo, secret, unquote(userinfo), unquote(secret)}, key=len)[::-1]:
+        if len(value) >= MIN_MASKED_CHARS:
+            text = text.replace(value, URL_MASK)
+    return redact_userinfo(text)
+
+
+def workspace_push(session: AgentSession, remote: str) -> PushOutcome:
+    """Push the session branch to ``remote`` as the same branch (``acode/<session>``).
+
+    A refusal or failure is returned, not raised: the commit stands whatever the remote
+    says, and the caller records the outcome."""
+    shown = masked_remote(remote)
+    git_dir = session_git_dir(session)
+    if git_dir is None or not session.branch:
+        return PushOutcome(False, shown, "Only workspaces acode created have a session branch.")
+    ref = f"refs/heads/{session.branch}"
+    try:
+        outcome = push(git_dir, remote, f"{ref}:{ref}")
+    except (GitRefused, ValueError) as exc:
+        return PushOutcome(False, shown, _masked(str(exc), remote)[:2000])
+    said = _masked(outcome.output.strip(), remote)[-2000:]
+    if outcome.timed_out:
+        return PushOutcome(
+            False, shown, f"git push timed out after {outcome.duration:.0f}s. {said}"
+        )
+    if outcome.exit_code != 0:
+        return PushOutcome(False, shown, said or f"git push exited with {outcome.exit_code}.")
+    return PushOutcome(True, shown, said)

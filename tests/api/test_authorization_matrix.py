@@ -112,6 +112,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "GET /api/sessions/{id}/tools/": SESSION_READ,
     "GET /api/sessions/{id}/context/": SESSION_READ,
     "GET /api/sessions/{id}/patch/": SESSION_READ,
+    "GET /api/sessions/{id}/commits/": SESSION_READ,
     "GET /api/sessions/{id}/jobs/": SESSION_READ,
     "POST /api/sessions/{id}/jobs/": SESSION_CREATE,
     "GET /api/jobs/{id}/": SESSION_READ,

@@ -130,3 +130,20 @@ def test_audit_export_jsonl_and_csv(cli: RunCli, workflow: str, tmp_path: Path) 
 def test_audit_export_rejects_unknown_formats(cli: RunCli) -> None:
     result = cli("audit", "export", "--format", "xml")
     assert result.exit_code == 2
+
+
+def test_audit_last_is_in_time_order_across_sessions(cli: RunCli, session_id: str) -> None:
+    # The first session's chain runs ahead (its seq numbers grow faster) before the second
+    # session's events: ordering by seq would interleave them.
+    for role in ("planner", "default", "planner", "default"):
+        assert cli("role", "set", role, "--reason", f"to {role}").exit_code == 0
+    other = json.loads(cli("session", "new", "Other", "--json").stdout)["id"]
+    assert cli("role", "set", "planner", "--reason", "later", "--session", other).exit_code == 0
+    events = json.loads(cli("audit", "search", "--last", "6", "--json").stdout)
+    times = [e["created_at"] for e in events]
+    assert times == sorted(times) and len(events) == 6
+    assert [e["id"] for e in events] == sorted(e["id"] for e in events)
+    assert events[-1]["session"] == other and events[-1]["event_type"] == "RoleTransition"
+    assert [e["seq"] for e in events] != sorted(e["seq"] for e in events)  # seq is per session
+    shown = cli("audit", "search", "--last", "6").stdout
+    assert shown.rindex("Reason: later") > shown.rindex("Reason: to default")

@@ -225,7 +225,9 @@ def test_scenario_4_complete_workflow_with_role_transitions(
         "Reviewer → Default",
     ]
     # 10. Completed: the changes are committed, the plan is done.
-    assert cli("changes", "show").stdout.strip() == "No pending changes."
+    shown = cli("changes", "show").stdout
+    assert shown.startswith("No pending changes.\n\nDelivered: 1 commit, newest first\n")
+    assert f"on branch acode/{session_id}" in shown
     plan = cli("plan", "show").stdout
     assert "Plan: 2/2 steps complete" in plan
     assert any("approved by approver" in line for line in runkit.branch_log(run))

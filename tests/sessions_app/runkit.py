@@ -7,6 +7,7 @@ The driver does what the Celery task does for each job of a run (``run_job`` the
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -89,3 +90,32 @@ def grant_approve(user: User) -> User:
 
     user.user_permissions.add(Permission.objects.get(codename="approve_run"))
     return User.objects.get(pk=user.pk)  # a fresh object: no cached permissions
+
+
+def bare_remote(where: Path) -> Path:
+    """A bare repository at ``where`` with one commit on main: a registered repository's
+    source, and the remote approved work is pushed to."""
+    seed = where.with_name(where.name + "-seed")
+    seed.mkdir()
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], capture_output=True, check=True)
+
+    git("-C", str(seed), "init", "-q", "-b", "main")
+    (seed / "README.md").write_text("# app\n")
+    git("-C", str(seed), "add", ".")
+    git("-C", str(seed), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "initial")
+    git("init", "-q", "--bare", "-b", "main", str(where))
+    git("-C", str(seed), "push", "-q", str(where), "main")
+    return where
+
+
+def remote_branch(remote: Path, branch: str) -> str:
+    """The commit ``branch`` points at in ``remote`` ('' when it has no such branch)."""
+    done = subprocess.run(
+        ["git", f"--git-dir={remote}", "rev-parse", "--verify", "-q", f"refs/heads/{branch}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.strip()

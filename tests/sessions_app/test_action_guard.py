@@ -34,7 +34,16 @@ from acode.error_codes import ERROR_CODES
 from sessions_app.agent.writes import RecordedWrite
 from sessions_app.dashboard import urls as dashboard_urls
 from sessions_app.models import AgentSession
-from sessions_app.services import changes, jobs, plans, runs, sessions, transitions, workspaces
+from sessions_app.services import (
+    changes,
+    deliveries,
+    jobs,
+    plans,
+    runs,
+    sessions,
+    transitions,
+    workspaces,
+)
 from tests.sessions_app.guardkit import (
     ACTIVE,
     STATES,
@@ -463,6 +472,14 @@ SERVICES_NOT_ACTIONS = {
     "workspace_create": "opening a session",
     "workspace_commit": "changes_commit's writer, behind its guard",
     "workspace_patch": "a read",
+    "workspace_commit_patch": "a read",
+    "masked_remote": "a helper",
+    "workspace_push": "delivered_commit_push's git, after the commit (the branch only)",
+    "diff_stat": "a helper",
+    "delivered_commit_record": "changes_commit's record of its commit, behind its guard",
+    "delivered_commit_push": "the worker pushing a commit already made: no session state, its "
+    "own audit row",
+    "deliveries_push_stalled": "redelivery of pushes already queued",
     "approval_digest": "a read",
     "run_advance": "the run's engine itself",
     "run_after_job": "the run's engine itself",
@@ -496,7 +513,7 @@ def _public_functions(module: ModuleType) -> set[str]:
 
 def test_every_service_is_in_the_table() -> None:
     found: set[str] = set()
-    for module in (sessions, transitions, plans, changes, jobs, workspaces, runs):
+    for module in (sessions, transitions, plans, changes, deliveries, jobs, workspaces, runs):
         found |= _public_functions(module)
     assert found == set(SERVICES) | set(SERVICES_NOT_ACTIONS)
 

@@ -174,6 +174,7 @@ def test_session_socket_sends_every_fragment_on_connect(owned: AgentSession, use
             "session-header",
             "session-transitions",
             "run-panel",
+            "session-delivered",
             "session-timeline",
             "session-plan",
             "session-changes",

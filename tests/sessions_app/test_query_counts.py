@@ -81,7 +81,8 @@ ENDPOINTS: list[tuple[str, str, Path, int]] = [
     ("board, search", "lead", lambda _: "/?q=e&status=active", 8),
     ("session list API", "lead", lambda _: "/api/sessions/", 5),
     ("session list API, owner", "owner", lambda _: "/api/sessions/", 7),
-    ("session page", "lead", SessionPages(), 10),
+    # 12: with the delivered commits and the waits for a person (one query each).
+    ("session page", "lead", SessionPages(), 12),
     ("audit API", "lead", lambda _: "/api/audit/", 4),
     ("audit API, owner", "owner", lambda _: "/api/audit/", 6),
     ("audit API, filtered", "lead", lambda _: f"/api/audit/?session={busiest_chain_session()}", 4),

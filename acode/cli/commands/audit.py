@@ -12,7 +12,7 @@ import typer
 
 from acode.cli.client import ApiClient
 from acode.cli.errors import CliError, ExitCode, UsageError
-from acode.cli.output import emit_json, err, esc, fmt_time, out, plural, short_id
+from acode.cli.output import emit_json, err, esc, fmt_time, out, parse_time, plural, short_id
 from acode.cli.runtime import JsonOption, expand_session_id, handles_errors, role_names, runtime
 
 app = typer.Typer(help="Search, verify and export the audit log.", no_args_is_help=True)
@@ -52,6 +52,7 @@ TITLES: dict[str, tuple[str, str]] = {
     "ToolDenied": ("Refused Tool Calls", "refused tool call"),
     "ToolDecision": ("Allowed Tool Calls", "allowed tool call"),
 }
+EPOCH = datetime.fromtimestamp(0, UTC)
 _AGE = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
 _AGE_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -129,7 +130,8 @@ def search(
         )
         events, more = _read_events(client, params, limit)
         names = role_names(client) if events and not as_json else {}
-    events.sort(key=lambda e: e["seq"])
+    # In time order across sessions: ``seq`` counts within one session's chain only.
+    events.sort(key=_time_order)
     if as_json:
         emit_json(events)
         return
@@ -144,6 +146,11 @@ def search(
     console.print(f"Total: {plural(len(events), noun)}")
     if more:
         err().print(f"(stopped after {limit} events; narrow the search or raise --limit)")
+
+
+def _time_order(event: dict[str, Any]) -> tuple[datetime, int]:
+    moment = parse_time(event.get("created_at")) or EPOCH
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)), int(event.get("id") or 0)
 
 
 def _read_events(

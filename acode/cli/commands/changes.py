@@ -1,17 +1,23 @@
-"""``acode changes show|approve``: the current session's pending changes.
+"""``acode changes [show|approve|patch]``: the current session's pending changes, and what
+it delivered (the commits approved work became on its branch, and how to get them).
 
-Uses ``GET /api/sessions/{id}/changes/`` and ``POST /api/sessions/{id}/changes/approve/``
+Uses ``GET /api/sessions/{id}/changes/``, ``GET /api/sessions/{id}/commits/``,
+``GET /api/sessions/{id}/patch/`` and ``POST /api/sessions/{id}/changes/approve/``
 (approving needs a role holding ``approve_changes``, such as Reviewer; it commits the
 changes on the session branch).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 
+from acode.cli.client import ApiClient
+from acode.cli.errors import CliError, ExitCode
 from acode.cli.output import emit_json, esc, fmt_time, out, plural
 from acode.cli.runtime import (
     JsonOption,
@@ -22,9 +28,53 @@ from acode.cli.runtime import (
 )
 
 app = typer.Typer(
-    help="The current session's pending changes: show them (with diffs), approve them.",
-    no_args_is_help=True,
+    help="The current session's pending changes (show them with diffs, approve them) and "
+    "what it delivered (commits on its branch, as a patch).",
 )
+
+SHOWN_COMMITS = 10
+PUSH_WORDS = {"pending": "Pushing", "pushed": "Pushed", "failed": "Push failed"}
+
+
+def print_commit(
+    console: Console, commit: dict[str, Any], *, indent: str = "", label: str = "Delivered: commit"
+) -> None:
+    """A delivered commit: sha, branch, message, files, push, and how to get it."""
+    short = str(commit["sha"])[:12]
+    console.print(f"{indent}{label} [bold]{esc(short)}[/] on branch {esc(commit['branch'])}")
+    console.print(f"{indent}  {esc(commit['subject'])}")
+    console.print(
+        f"{indent}  Approved by {esc(commit['approved_by'])} at {fmt_time(commit.get('created_at'))}"
+    )
+    files = commit.get("files") or []
+    console.print(f"{indent}  Files changed ({len(files)}):")
+    for f in files:
+        console.print(
+            f"{indent}    {esc(f['kind']):<9} {esc(f['path'])}  +{f['added']} -{f['removed']}"
+        )
+    status = str(commit.get("push_status") or "none")
+    if status == "pushed":
+        console.print(
+            f"{indent}  Pushed as {esc(commit['branch'])} to {esc(commit['push_remote'])}"
+        )
+    elif status == "failed":
+        console.print(
+            f"{indent}  [bold red]Push failed[/] to {esc(commit['push_remote'])} (the commit "
+            f"stands on the session branch): {esc(commit['push_message'])}"
+        )
+    elif status == "pending":
+        console.print(f"{indent}  Pushing to {esc(commit['push_remote'])}")
+    console.print(
+        f"{indent}  Get it: acode changes patch --commit {esc(short)} -o {esc(short)}.patch "
+        "(then git am it)"
+    )
+
+
+@app.callback(invoke_without_command=True)
+def default(ctx: typer.Context) -> None:
+    """Without a subcommand: ``acode changes show``."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(show, ctx=ctx)
 
 
 @app.command("show")
@@ -35,19 +85,21 @@ def show(
     session: SessionOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """List the session's pending (uncommitted) changes."""
+    """List the session's pending (uncommitted) changes, then what it delivered.
+
+    `--json` prints the pending changes (`acode changes delivered --json`: the commits)."""
     with runtime(ctx).client(session) as client:
-        changes: list[dict[str, Any]] = client.get(
-            f"/api/sessions/{selected_session_id(client)}/changes/"
-        )
+        sid = selected_session_id(client)
+        changes: list[dict[str, Any]] = client.get(f"/api/sessions/{sid}/changes/")
+        commits: list[dict[str, Any]] = [] if as_json else client.get(_commits(sid))
     if as_json:
         emit_json(changes)
         return
     console = out()
     if not changes:
         console.print("No pending changes.")
-        return
-    console.print(f"Pending changes: {plural(len(changes), 'file')}")
+    else:
+        console.print(f"Pending changes: {plural(len(changes), 'file')}")
     for change in changes:
         console.print(
             f"  {esc(change['kind']):<9} {esc(change['path'])}  (by "
@@ -59,6 +111,39 @@ def show(
             console.print(f"[bold]{esc(change['path'])}[/]")
             # Diffs go out verbatim: markup-escaped, never highlighted or wrapped.
             console.print(escape(change.get("diff") or "(no diff)"), soft_wrap=True)
+    if commits:
+        console.print()
+        print_delivered(console, commits)
+
+
+@app.command("delivered")
+@handles_errors
+def delivered(
+    ctx: typer.Context, session: SessionOption = None, as_json: JsonOption = False
+) -> None:
+    """What the session delivered: the commits approved work became on its branch."""
+    with runtime(ctx).client(session) as client:
+        commits: list[dict[str, Any]] = client.get(_commits(selected_session_id(client)))
+    if as_json:
+        emit_json(commits)
+        return
+    if not commits:
+        out().print("Nothing delivered yet: approved changes become commits on the session branch.")
+        return
+    print_delivered(out(), commits)
+
+
+def _commits(session_id: str) -> str:
+    return f"/api/sessions/{session_id}/commits/"
+
+
+def print_delivered(console: Console, commits: list[dict[str, Any]]) -> None:
+    console.print(f"Delivered: {plural(len(commits), 'commit')}, newest first")
+    for commit in commits[:SHOWN_COMMITS]:
+        print_commit(console, commit, indent="  ", label="Commit")
+    if len(commits) > SHOWN_COMMITS:
+        console.print(f"  … and {len(commits) - SHOWN_COMMITS} earlier (`--json` lists all)")
+    console.print("The whole branch: acode changes patch -o branch.patch")
 
 
 @app.command("approve")
@@ -73,13 +158,15 @@ def approve(
 ) -> None:
     """Approve the pending changes and commit them on the session branch (Reviewer role)."""
     with runtime(ctx).client(session) as client:
+        sid = selected_session_id(client)
         result: dict[str, Any] = client.post(
-            f"/api/sessions/{selected_session_id(client)}/changes/approve/", {"summary": summary}
+            f"/api/sessions/{sid}/changes/approve/", {"summary": summary}
         )
+        count = int(result.get("approved") or 0)
+        commits: list[dict[str, Any]] = client.get(_commits(sid)) if count else []
     if as_json:
         emit_json(result)
         return
-    count = int(result.get("approved") or 0)
     if not count:
         out().print("No pending changes to approve.")
         return
@@ -87,3 +174,53 @@ def approve(
         f"[bold green][SUCCESS][/] Approved {plural(count, 'pending change')}; committed on "
         "the session branch."
     )
+    if commits:
+        print_commit(out(), commits[0])
+
+
+def _resolve_commit(client: ApiClient, sid: str, commit: str) -> str:
+    """A full commit id the session delivered: the id, or the one that starts with it."""
+    commits: list[dict[str, Any]] = client.get(_commits(sid))
+    wanted = commit.strip().lower()
+    matches = [str(c["sha"]) for c in commits if str(c["sha"]).startswith(wanted)]
+    if wanted and len(matches) == 1:
+        return matches[0]
+    raise CliError(
+        f"No single commit of this session starts with {commit!r} "
+        f"({plural(len(matches), 'match', 'matches')}).",
+        title="Unknown commit",
+        suggestion="Run `acode changes show` to see the session's commits.",
+        exit_code=ExitCode.NOT_FOUND,
+    )
+
+
+@app.command("patch")
+@handles_errors
+def patch(
+    ctx: typer.Context,
+    commit: Annotated[
+        str | None,
+        typer.Option(
+            "--commit", "-c", help="Only this delivered commit (its id or first characters)."
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="File to write (default: stdout).", show_default=False),
+    ] = None,
+    session: SessionOption = None,
+) -> None:
+    """What the session delivered as a patch (`git am` applies it): the whole branch, or
+    one commit."""
+    with runtime(ctx).client(session) as client:
+        sid = selected_session_id(client)
+        params = {"commit": _resolve_commit(client, sid, commit)} if commit else None
+        text = client.get_text(f"/api/sessions/{sid}/patch/", params=params)
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    output.write_text(text, encoding="utf-8")
+    if not text.strip():
+        out().print(f"Nothing delivered yet; wrote an empty {esc(output)}.")
+        return
+    out().print(f"Wrote the patch to {esc(output)}; apply it with `git am {esc(output)}`.")

@@ -18,6 +18,7 @@ from rich.console import Console
 
 from acode.cli.client import ApiClient
 from acode.cli.commands.agent import _events, render_event
+from acode.cli.commands.changes import print_commit
 from acode.cli.errors import ApiError, CliError, ExitCode
 from acode.cli.output import code_entry, esc, fmt_time, parse_time, plural, said, short_id
 
@@ -302,6 +303,8 @@ def print_outcome(console: Console, run: dict[str, Any]) -> None:
     console.print()
     if status == "succeeded":
         console.print(f"[bold green][SUCCESS][/] Run {rid} succeeded: {esc(message)}")
+        if run.get("commit"):
+            print_commit(console, run["commit"])
     elif status == "awaiting_approval":
         pending = run.get("pending_approval") or {}
         changes = run.get("pending_changes") or []

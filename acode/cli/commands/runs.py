@@ -16,6 +16,7 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from acode.cli.client import ApiClient, comma_list
+from acode.cli.commands.changes import print_commit
 from acode.cli.commands.run_follow import (
     RunFollower,
     brief,
@@ -342,8 +343,14 @@ def print_run(data: dict[str, Any]) -> None:
         )
     if data["status"] in ("awaiting_approval", "awaiting_input", "blocked", "running"):
         print_outcome(console, data)
-    else:
-        console.print(f"[dim]{esc(usage_line(data))}[/]")
+        return
+    if data.get("commit"):
+        console.print()
+        print_commit(console, data["commit"])
+    elif data["status"] == "succeeded":
+        console.print()
+        console.print("Nothing was committed: the run ended with no changes to deliver.")
+    console.print(f"[dim]{esc(usage_line(data))}[/]")
 
 
 @app.command("cancel")

@@ -52,6 +52,7 @@ def _remember(ctx: typer.Context, session: dict[str, Any]) -> None:
     save_config(config)
 
 
+@app.command("create", help="Create a session (the same as `acode session new`).")
 @app.command("new")
 @handles_errors
 def new(
@@ -67,6 +68,15 @@ def new(
             "git workspace.",
         ),
     ] = None,
+    repository: Annotated[
+        str | None,
+        typer.Option(
+            "--repository",
+            "-r",
+            help="Work on a clone of this registered repository (`acode session repositories` "
+            "lists them); default: an empty git workspace.",
+        ),
+    ] = None,
     risk: Annotated[RiskTier, typer.Option("--risk", help="Risk tier.")] = RiskTier.low,
     use: Annotated[
         bool, typer.Option("--use/--no-use", help="Make it the current session.")
@@ -78,6 +88,8 @@ def new(
         body: dict[str, Any] = {"title": title, "task": task, "risk_tier": risk.value}
         if workspace:
             body["workspace"] = workspace
+        if repository:
+            body["repository"] = repository
         session = client.post("/api/sessions/", body)
     if use:
         _remember(ctx, session)
@@ -91,6 +103,10 @@ def new(
     console.print(f"ID: {esc(session['id'])}")
     console.print(f"Role: {esc(session['current_role']['name'])}")
     console.print(f"Workspace: {esc(session['workspace'])}")
+    if session.get("repository"):
+        console.print(f"Repository: {esc(session['repository'])}")
+    if session.get("branch"):
+        console.print(f"Branch: {esc(session['branch'])}")
     if use:
         console.print("This is now your current session.")
 
@@ -145,6 +161,30 @@ def list_(
     total = int(page.get("count") or len(sessions))
     if total > len(sessions):
         console.print(f"(showing {len(sessions)} of {total}; use --limit)")
+
+
+@app.command("repositories")
+@handles_errors
+def repositories(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    """The registered repositories you may start a session on (`--repository NAME`)."""
+    with runtime(ctx).client() as client:
+        rows: list[dict[str, Any]] = client.get("/api/repositories/")
+    if as_json:
+        emit_json(rows)
+        return
+    console = out()
+    if not rows:
+        console.print(
+            "No repository is available to you; an administrator registers them. Without "
+            "one, `acode session new` starts in an empty git workspace."
+        )
+        return
+    table = Table(box=None, pad_edge=False)
+    for column in ("Name", "Branch", "Description"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(esc(r["name"]), esc(r.get("default_branch") or "-"), esc(r["description"]))
+    console.print(table)
 
 
 @app.command("use")

@@ -12,6 +12,11 @@ from sessions_app.apis.serializers.audit import (
     RoleShareOutput,
     UsageOutput,
 )
+from sessions_app.apis.serializers.deliveries import (
+    CommittedFileOutput,
+    DeliveredCommitOutput,
+    PatchQuery,
+)
 from sessions_app.apis.serializers.jobs import (
     ContextFileOutput,
     ContextOutput,
@@ -84,15 +89,18 @@ __all__ = [
     "AuditPageOutput",
     "AuditPageQuery",
     "ChainReportOutput",
+    "CommittedFileOutput",
     "ContextFileOutput",
     "ContextOutput",
     "ContextQuery",
+    "DeliveredCommitOutput",
     "JobCreateInput",
     "JobDetailOutput",
     "JobEventOutput",
     "JobEventsQuery",
     "JobOutput",
     "OpenQuestionOutput",
+    "PatchQuery",
     "PendingApprovalOutput",
     "PendingChangeInput",
     "PendingChangeOutput",

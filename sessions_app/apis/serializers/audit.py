@@ -29,7 +29,10 @@ class RoleShareOutput(serializers.Serializer):
 
 
 class UsageOutput(serializers.Serializer):
-    total_seconds = serializers.FloatField()
+    total_seconds = serializers.FloatField(help_text="Time in roles, waiting not counted.")
+    waiting_seconds = serializers.FloatField(
+        help_text="Time runs waited for a person (an answer, an approval): in no role's share."
+    )
     roles = RoleShareOutput(many=True)
 
 

@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from acode.inputs import CommaSeparated, Input, PageQuery, Query, Text
 from roles.registry import registry
+from sessions_app.apis.serializers.deliveries import DeliveredCommitOutput
 from sessions_app.models import (
     ApprovalStatus,
     RiskSignal,
@@ -25,6 +26,7 @@ from sessions_app.models import (
 )
 from sessions_app.permissions import run_can_answer, run_can_approve, run_can_cancel
 from sessions_app.selectors import (
+    run_commit,
     run_current_stage,
     run_open_question,
     run_pending_approval,
@@ -232,6 +234,7 @@ class RunDetailOutput(RunSummaryOutput):
     approvals = RunApprovalOutput(many=True)
     pending_approval = serializers.SerializerMethodField()
     pending_changes = serializers.SerializerMethodField()
+    commit = serializers.SerializerMethodField()
     can_answer = serializers.SerializerMethodField()
     can_approve = serializers.SerializerMethodField()
     can_cancel = serializers.SerializerMethodField()
@@ -259,6 +262,12 @@ class RunDetailOutput(RunSummaryOutput):
     def get_pending_changes(self, obj: Run) -> list[dict[str, str]]:
         rows = obj.session.pending_changes.order_by("path").values_list("path", "kind", "diff")
         return [{"path": path, "kind": kind, "diff": diff} for path, kind, diff in rows]
+
+    @extend_schema_field(DeliveredCommitOutput(allow_null=True))
+    def get_commit(self, obj: Run) -> dict[str, Any] | None:
+        """The commit the run delivered (on approval, or when its review approved)."""
+        commit = run_commit(obj)
+        return dict(DeliveredCommitOutput(commit).data) if commit is not None else None
 
     @extend_schema_field(serializers.BooleanField())
     def get_can_answer(self, obj: Run) -> bool:

@@ -17,7 +17,16 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 
 from acode.routing import websocket_urlpatterns
-from sessions_app.models import AgentSession, ApprovalStatus, Job, Run, RunStatus
+from sessions_app.models import (
+    AgentSession,
+    ApprovalStatus,
+    DeliveredCommit,
+    Job,
+    PushStatus,
+    Run,
+    RunStatus,
+    WorkflowTemplate,
+)
 from sessions_app.services.events import session_group
 from sessions_app.services.jobs import job_start
 from sessions_app.services.runs import run_start
@@ -450,7 +459,8 @@ def test_run_events_push_the_panel_each_viewer_may_act_on(
         )
         mine, theirs = [await comm.receive_from() for comm in sockets]
         for html in (mine, theirs):
-            assert html.lstrip().startswith('<div id="session-transitions"')
+            assert html.lstrip().startswith('<section id="session-header"')
+            assert '<div id="session-transitions"' in html
             assert 'id="run-panel"' in html and 'data-status="awaiting_approval"' in html
         assert 'data-action="approve"' not in mine  # the starter
         assert 'data-action="approve"' in theirs  # another approver
@@ -458,3 +468,75 @@ def test_run_events_push_the_panel_each_viewer_may_act_on(
             await comm.disconnect()
 
     async_to_sync(body)()
+
+
+# -- what was delivered ------------------------------------------------------------------
+
+
+def section(html: str, section_id: str) -> str:
+    start = html.index(f'<section id="{section_id}"')
+    return html[start : html.index("</section>", start)]
+
+
+def test_an_approved_run_shows_its_commit_branch_files_and_patch_to_everyone(
+    dev_client: Client, lead_client: Client, session: AgentSession, user: User
+) -> None:
+    run = high_run_at_gate(session, grant_approve(user))
+    before = page(dev_client, session)
+    assert "data-commit=" not in before
+    assert "Nothing delivered yet" in section(before, "session-delivered")
+    digest = run.approvals.get(status=ApprovalStatus.PENDING).digest
+    lead_client.post(f"/runs/{run.id}/approve/", {"digest": digest}, **HX)
+
+    commit = DeliveredCommit.objects.get(session=session)
+    patch_url = f"/api/sessions/{session.id}/patch/?commit={commit.sha}"
+    for client in (dev_client, lead_client):
+        html = page(client, session)
+        for part in (panel(html), section(html, "session-delivered")):
+            assert f'data-commit="{commit.sha}"' in part
+            assert (
+                f'<code class="delivered-sha" title="{commit.sha}">{commit.sha[:12]}</code>' in part
+            )
+            assert f'<code class="delivered-branch">acode/{session.id}</code>' in part
+            assert '<code class="delivered-path">greet.py</code>' in part
+            assert "· approved by lead ·" in part
+            assert f'href="{patch_url}"' in part
+            assert "data-push-status" not in part  # no pushable remote: nothing to say
+        assert f'href="/api/sessions/{session.id}/patch/"' in section(html, "session-delivered")
+    patch = dev_client.get(patch_url)
+    assert patch.status_code == 200 and b"+def greet():" in patch.content
+
+
+def test_a_failed_push_is_shown_in_words_with_the_commit(
+    dev_client: Client, session: AgentSession
+) -> None:
+    run = Run.objects.create(
+        session=session,
+        template=WorkflowTemplate.objects.get(slug="low"),
+        request="x",
+        declared_tier="low",
+        effective_tier="low",
+        status=RunStatus.SUCCEEDED,
+        max_llm_calls=1,
+        max_tokens=1,
+        max_seconds=1,
+        created_by="dev",
+    )
+    DeliveredCommit.objects.create(
+        session=session,
+        run=run,
+        sha="a" * 40,
+        branch=session.branch,
+        message="Add greet()\n\nApproved in role Reviewer.",
+        files=[{"path": "greet.py", "kind": "created", "added": 2, "removed": 0}],
+        approved_by="lead",
+        push_status=PushStatus.FAILED,
+        push_remote="https://***@example.com/app.git",
+        push_message="fatal: unable to access 'https://example.com/app.git/'",
+    )
+    html = page(dev_client, session)
+    for part in (panel(html), section(html, "session-delivered")):
+        assert 'data-push-status="failed" role="alert"' in part
+        assert "Push failed" in part and "The commit stands on the session branch" in part
+        assert "https://***@example.com/app.git" in part
+        assert "fatal: unable to access" in part
