@@ -223,4 +223,7 @@ def patch(
     if not text.strip():
         out().print(f"Nothing delivered yet; wrote an empty {esc(output)}.")
         return
-    out().print(f"Wrote the patch to {esc(output)}; apply it with `git am {esc(output)}`.")
+    # soft_wrap: a path broken over two lines cannot be pasted
+    out().print(
+        f"Wrote the patch to {esc(output)}; apply it with `git am {esc(output)}`.", soft_wrap=True
+    )
