@@ -60,8 +60,11 @@ def waiting_intervals(
     if sessions is not None:
         questions = questions.filter(run__session__in=sessions)
         gates = gates.filter(run__session__in=sessions)
-    rows = questions.values_list("sid", "start", "end").union(
-        gates.values_list("sid", "start", "end"), all=True
+    # No ordering in the parts of a UNION (SQLite refuses it; the models have a default).
+    rows = (
+        questions.order_by()
+        .values_list("sid", "start", "end")
+        .union(gates.order_by().values_list("sid", "start", "end"), all=True)
     )
     out: dict[Any, list[Interval]] = defaultdict(list)
     for sid, start, end in rows:
