@@ -12,6 +12,7 @@ from acode.errors import AcodeError
 from acode.inputs import has_forbidden_characters, trim_invisible
 from sessions_app.models import AgentSession, AuditEventType, StepStatus
 from sessions_app.permissions import SessionAction, action_check
+from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.sessions import actor_name, lock_session, record_and_publish
 
 # Limits of a plan, whoever sets it (the API's serializers use the same numbers).
@@ -95,7 +96,7 @@ def plan_set(
     locked.save(update_fields=["plan", "updated_at"])
     record_and_publish(
         locked,
-        "plan.updated",
+        EventKind.PLAN_UPDATED,
         event_type=AuditEventType.PLAN_UPDATED,
         actor=actor_name(user, actor),
         target="plan",
@@ -138,7 +139,7 @@ def plan_step_update(
     locked.save(update_fields=["plan", "updated_at"])
     record_and_publish(
         locked,
-        "plan.updated",
+        EventKind.PLAN_UPDATED,
         event_type=AuditEventType.PLAN_UPDATED,
         actor=actor_name(user, actor),
         target=f"plan step {number}",
