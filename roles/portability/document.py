@@ -28,7 +28,7 @@ from roles.validation import (
     role_spec,
     role_text_findings,
     text_findings,
-    tool_problems,
+    tool_reference_problems,
     transition_rule_problems,
 )
 
@@ -182,7 +182,7 @@ def _check_tools(
     names = [t["name"] for t in tools]
     check.unique("tools", names)
     for t in tools:
-        check.problems += tool_problems(t, known_permissions=known_permissions)
+        check.problems += tool_reference_problems(t, known_permissions=known_permissions)
     return set(names) | set(Tool.objects.values_list("name", flat=True))
 
 
