@@ -286,7 +286,8 @@ def _schema_message(error: ValidationError) -> str:
         # "not valid under any of the given schemas" says nothing of why: name the
         # closest alternative's reason.
         reason = best_match(error.context)
-        message += f" ({reason.message})"
+        if reason is not None:
+            message += f" ({reason.message})"
     return message if len(message) <= 300 else message[:297] + "..."
 
 

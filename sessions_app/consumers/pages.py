@@ -2,10 +2,11 @@
 
 A consumer checks access, joins its groups and, on every event, re-renders from the
 database the same partial templates the pages use (the ones the event catalog,
-``sessions_app.services.event_catalog``, names for the event's kind) and sends them; htmx's ws extension
-swaps each fragment by the id on its root. On connect the consumer sends every fragment,
-so a page that reconnects after missing events is current again. Every page that shows
-roles also joins ``ROLES_GROUP``: a change to role data re-renders all it shows.
+``sessions_app.services.event_catalog``, names for the event's kind) and sends them;
+htmx's ws extension swaps each fragment by the id on its root. On connect the consumer
+sends every fragment, so a page that reconnects after missing events is current again.
+Every page that shows roles also joins ``ROLES_GROUP``: a change to role data re-renders
+all it shows.
 """
 
 from __future__ import annotations
