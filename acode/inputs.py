@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.http import QueryDict
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, ValidationError
+from jsonschema.exceptions import best_match
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 from rest_framework.fields import empty
@@ -48,6 +49,7 @@ __all__ = [
     "has_forbidden_characters",
     "is_blank",
     "is_invisible",
+    "json_schema_errors",
     "json_schema_problems",
     "json_type_problem",
     "query_of",
@@ -268,21 +270,34 @@ JSON_VALUE: dict[str, Any] = {
 _MAX_PROBLEMS = 20
 
 
+def json_schema_errors(schema: Mapping[str, Any], data: Any) -> list[ValidationError]:
+    """What the JSON Schema ``schema`` refuses in ``data``, in the order of the document
+    (the schema may refer to the component "JsonValue")."""
+    root = {**schema, "components": {"schemas": {"JsonValue": JSON_VALUE}}}
+    errors = Draft202012Validator(root).iter_errors(data)
+    return sorted(errors, key=lambda e: [str(p) for p in e.absolute_path])
+
+
+def _schema_message(error: ValidationError) -> str:
+    message = error.message
+    if error.validator in ("const", "enum"):
+        message += f", got {error.instance!r}"
+    elif error.validator in ("anyOf", "oneOf") and error.context:
+        # "not valid under any of the given schemas" says nothing of why: name the
+        # closest alternative's reason.
+        reason = best_match(error.context)
+        if reason is not None:
+            message += f" ({reason.message})"
+    return message if len(message) <= 300 else message[:297] + "..."
+
+
 def json_schema_problems(schema: Mapping[str, Any], data: Any) -> list[str]:
     """What in ``data`` the JSON Schema ``schema`` refuses, one line per problem (at most
     20), each naming where: the same schema the API publishes, so the two cannot differ."""
-    root = {**schema, "components": {"schemas": {"JsonValue": JSON_VALUE}}}
-    errors = sorted(
-        Draft202012Validator(root).iter_errors(data), key=lambda e: [str(p) for p in e.path]
-    )
     problems = []
-    for error in errors[:_MAX_PROBLEMS]:
+    for error in json_schema_errors(schema, data)[:_MAX_PROBLEMS]:
         where = "/".join(str(p) for p in error.absolute_path) or "(the document)"
-        message = error.message
-        if error.validator in ("const", "enum"):
-            message += f", got {error.instance!r}"
-        message = message if len(message) <= 300 else message[:297] + "..."
-        problems.append(f"{where}: {message}")
+        problems.append(f"{where}: {_schema_message(error)}")
     return problems
 
 

@@ -15,9 +15,10 @@ from typing import Any
 
 from django.db import models
 from django.db.models import ForeignObjectRel, Q
+from jsonschema import ValidationError
 
 from acode.errors import AcodeError
-from acode.inputs import NOT_WHITESPACE
+from acode.inputs import NOT_WHITESPACE, json_schema_errors
 from roles.access import RoleCycleError, RoleSpec, glob_problem, parent_chain
 from roles.commands import COMMAND_RULE_SCHEMA, command_rule_problems
 from roles.models import DEFAULT_ROLE_SLUG, ContextStrategy, Precondition, Role, TransitionRule
@@ -111,13 +112,6 @@ ROLE_LISTS = (
 # Words the API routes under /api/roles/ claim; a role with such a slug could not be reached.
 RESERVED_SLUGS = ("export", "import")
 _COLOUR = re.compile(r"^#[0-9a-fA-F]{6}$")
-
-
-def string_list_problem(where: str, value: Any) -> str | None:
-    """Why ``value`` is not an (optional) list of strings, or None."""
-    if value is None or (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-        return None
-    return f"{where}: must be a list of strings"
 
 
 def role_field_problems(data: Mapping[str, Any]) -> list[str]:
@@ -214,50 +208,64 @@ def role_schema(*, required: tuple[str, ...], with_slug: bool = True) -> dict[st
     return schema
 
 
-def role_problems(
-    item: Mapping[str, Any],
-    *,
-    known_permissions: Collection[str],
-    known_tools: Collection[str],
-) -> list[str]:
-    """Everything wrong with one role given as plain data (API write, import entry).
-
-    The parent chain needs every role, so :func:`parent_chain_problems` checks it.
-    """
-    problems = role_format_problems(item)
-    if problems[:1] == [_NO_SLUG]:
-        return problems
-    return problems + role_reference_problems(
-        item, known_permissions=known_permissions, known_tools=known_tools
-    )
-
-
 _NO_SLUG = "roles: every entry needs a slug"
+_JSON_TYPES = {str: "string", int: "integer", bool: "boolean"}
+_DESCRIBED = {"string": "text", "integer": "a whole number", "boolean": "true or false"}
+
+
+def _role_content_schema() -> dict[str, Any]:
+    """A role's content as the services hold it (every field, its stored type), as JSON
+    Schema: what ``role_format_problems`` checks before the fields' own rules."""
+    properties: dict[str, Any] = {
+        name: {"type": _JSON_TYPES[kind], "description": _DESCRIBED[_JSON_TYPES[kind]]}
+        for name, kind in ROLE_SCALARS.items()
+    }
+    for key in ROLE_LISTS:
+        properties[key] = {
+            "type": ["array", "null"],
+            "items": {"type": "string"},
+            "description": "a list of strings",
+        }
+    for key in ("name", "prompt_key"):
+        properties[key] = {**properties[key], "minLength": 1}
+    properties["slug"] = {"type": "string"}
+    properties["parent"] = {"type": ["string", "null"], "description": "a role slug"}
+    properties["command_patterns"] = {}  # role_field_problems checks each rule
+    return {
+        "type": "object",
+        "required": ["name", "prompt_key"],
+        "properties": properties,
+        "additionalProperties": False,
+    }
+
+
+ROLE_CONTENT_SCHEMA = _role_content_schema()
+
+
+def _content_problems(error: ValidationError) -> list[str]:
+    if error.validator == "additionalProperties":
+        unknown = sorted(set(error.instance) - set(ROLE_CONTENT_SCHEMA["properties"]))
+        return [f"unknown fields {', '.join(unknown)}"]
+    if error.validator == "required":
+        return [
+            f"{name} is required" for name in error.validator_value if name not in error.instance
+        ]
+    field = str(error.absolute_path[0])
+    if error.validator == "minLength":
+        return [f"{field} is required"]
+    return [f"{field} must be {ROLE_CONTENT_SCHEMA['properties'][field]['description']}"]
 
 
 def role_format_problems(item: Mapping[str, Any]) -> list[str]:
-    """What is wrong with one role's data on its own, not counting what it refers to."""
+    """What is wrong with one role's data on its own, not counting what it refers to:
+    its form (``ROLE_CONTENT_SCHEMA``), then its fields' rules (``role_field_problems``)."""
     slug = item.get("slug")
     if not slug or not isinstance(slug, str):
         return [_NO_SLUG]
     problems: list[str] = []
-    unknown_fields = set(item) - set(ROLE_FIELDS)
-    if unknown_fields:
-        problems.append(f"role {slug}: unknown fields {', '.join(sorted(unknown_fields))}")
-    for name, kind in ROLE_SCALARS.items():
-        if name in item and not isinstance(item[name], kind):
-            problems.append(f"role {slug}: {name} must be a {kind.__name__}")
-    for required in ("name", "prompt_key"):
-        if not item.get(required):
-            problems.append(f"role {slug}: {required} is required")
-    for key in ROLE_LISTS:
-        problem = string_list_problem(f"role {slug}.{key}", item.get(key))
-        if problem:
-            problems.append(problem)
-    parent = item.get("parent")
-    if parent is not None and not isinstance(parent, str):
-        problems.append(f"role {slug}: parent must be a role slug")
-    return problems + role_field_problems(item)
+    for error in json_schema_errors(ROLE_CONTENT_SCHEMA, item):
+        problems += [p for p in _content_problems(error) if p not in problems]
+    return [f"role {slug}: {p}" for p in problems] + role_field_problems(item)
 
 
 def role_reference_problems(
@@ -349,22 +357,16 @@ def _strings(value: Any) -> list[str]:
 
 
 # -- tools and transition rules -------------------------------------------------------
-def tool_problems(item: Mapping[str, Any], *, known_permissions: Collection[str]) -> list[str]:
-    """Everything wrong with one tool given as plain data (import entry)."""
-    name = item.get("name")
-    if not name or not isinstance(name, str):
-        return ["tools: every entry needs a name"]
-    where = f"tool {name}.required_permissions"
-    problem = string_list_problem(where, item.get("required_permissions"))
-    problems = [problem] if problem else []
-    for code in _strings(item.get("required_permissions")):
-        if code not in known_permissions:
-            problems.append(f"tool {name}: unknown permission {code!r}")
-    if not isinstance(item.get("argument_schema", {}), dict):
-        problems.append(f"tool {name}: argument_schema must be a mapping")
-    if not isinstance(item.get("enabled", True), bool):
-        problems.append(f"tool {name}: enabled must be true or false")
-    return problems
+def tool_reference_problems(
+    item: Mapping[str, Any], *, known_permissions: Collection[str]
+) -> list[str]:
+    """The permissions a tool (an import entry, of the document's form) names that do not
+    exist."""
+    return [
+        f"tool {item['name']}: unknown permission {code!r}"
+        for code in item.get("required_permissions") or []
+        if code not in known_permissions
+    ]
 
 
 def transition_rule_problems(

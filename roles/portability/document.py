@@ -1,8 +1,9 @@
 """The YAML document of role definitions: reading, writing and checking it.
 
 A document (``FORMAT``) holds permissions, tools, roles, transition rules and prompt
-packs. ``document_check`` finds every problem in one pass, against the document and
-what the database already holds, so an import can refuse a file before writing anything.
+packs. ``DOCUMENT_SCHEMA`` (JSON Schema) checks its form; ``document_check`` finds every
+other problem in one pass, against the document and what the database already holds, so
+an import can refuse a file before writing anything.
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ from roles.registry import read_specs
 from roles.validation import (
     parent_chain_problems,
     role_name_problems,
-    role_problems,
+    role_reference_problems,
     role_schema,
     role_spec,
     role_text_findings,
     text_findings,
-    tool_problems,
+    tool_reference_problems,
     transition_rule_problems,
 )
 
@@ -145,13 +146,6 @@ class DocumentCheck:
     problems: list[str] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
 
-    def list_of_dicts(self, data: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
-        value = data.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-            self.problems.append(f"{key}: must be a list of mappings")
-            return []
-        return value
-
     def unique(self, section: str, names: list[str]) -> None:
         seen: set[str] = set()
         for name in names:
@@ -161,28 +155,23 @@ class DocumentCheck:
 
 
 def document_check(data: Mapping[str, Any]) -> DocumentCheck:
-    """Check a whole document against itself and the database; nothing is written."""
+    """Check a document of the schema's form (``DOCUMENT_SCHEMA`` checks that first, and
+    says what is wrong with the form) against itself and the database: names used twice,
+    references to what exists nowhere, parent chains, dangerous prompt text. Nothing is
+    written."""
     check = DocumentCheck()
-    if data.get("format") != FORMAT:
-        check.problems.append(f"format: must be {FORMAT!r}, got {data.get('format')!r}")
-    unknown = set(data) - {"format", *SECTIONS}
-    if unknown:
-        check.problems.append(f"unknown sections: {', '.join(sorted(unknown))}")
-    perms = _check_permissions(check, check.list_of_dicts(data, "permissions"))
-    tools = _check_tools(check, check.list_of_dicts(data, "tools"), perms)
-    roles = _check_roles(check, check.list_of_dicts(data, "roles"), perms, tools)
-    _check_rules(check, check.list_of_dicts(data, "transition_rules"), roles)
-    _check_prompt_packs(check, check.list_of_dicts(data, "prompt_packs"))
+    perms = _check_permissions(check, data.get("permissions", []))
+    tools = _check_tools(check, data.get("tools", []), perms)
+    roles = _check_roles(check, data.get("roles", []), perms, tools)
+    _check_rules(check, data.get("transition_rules", []), roles)
+    _check_prompt_packs(check, data.get("prompt_packs", []))
     return check
 
 
 def _check_permissions(check: DocumentCheck, perms: list[dict[str, Any]]) -> set[str]:
     """Known permission codes afterwards: the document's and the database's."""
-    codes = [str(p.get("code", "")) for p in perms]
+    codes = [p["code"] for p in perms]
     check.unique("permissions", codes)
-    for p in perms:
-        if not p.get("code") or not isinstance(p.get("code"), str):
-            check.problems.append("permissions: every entry needs a code")
     return set(codes) | set(Permission.objects.values_list("code", flat=True))
 
 
@@ -190,10 +179,10 @@ def _check_tools(
     check: DocumentCheck, tools: list[dict[str, Any]], known_permissions: Collection[str]
 ) -> set[str]:
     """Known tool names afterwards: the document's and the database's."""
-    names = [str(t.get("name", "")) for t in tools]
+    names = [t["name"] for t in tools]
     check.unique("tools", names)
     for t in tools:
-        check.problems += tool_problems(t, known_permissions=known_permissions)
+        check.problems += tool_reference_problems(t, known_permissions=known_permissions)
     return set(names) | set(Tool.objects.values_list("name", flat=True))
 
 
@@ -204,16 +193,14 @@ def _check_roles(
     known_tools: Collection[str],
 ) -> set[str]:
     """Known role slugs afterwards: the document's and the database's."""
-    check.unique("roles", [str(r.get("slug", "")) for r in roles])
+    check.unique("roles", [r["slug"] for r in roles])
     specs: dict[str, RoleSpec] = {spec.slug: spec for _, spec in read_specs()[0]}
     for r in roles:
-        check.problems += role_problems(
+        check.problems += role_reference_problems(
             r, known_permissions=known_permissions, known_tools=known_tools
         )
-        slug = r.get("slug")
-        if slug and isinstance(slug, str):
-            check.findings += role_text_findings(r)
-            specs[slug] = role_spec(r)
+        check.findings += role_text_findings(r)
+        specs[r["slug"]] = role_spec(r)
     check.problems += role_name_problems(specs) + parent_chain_problems(specs)
     if DEFAULT_ROLE_SLUG not in specs:
         check.problems.append(f"roles: a role with slug {DEFAULT_ROLE_SLUG!r} is required")
@@ -225,26 +212,18 @@ def _check_rules(
 ) -> None:
     for rule in rules:
         check.problems += transition_rule_problems(
-            from_slug=rule.get("from"),
-            to_slug=rule.get("to"),
+            from_slug=rule["from"],
+            to_slug=rule["to"],
             precondition=rule.get("precondition", "none"),
             known_roles=known_roles,
         )
-    check.unique("transition_rules", [f"{r.get('from')}->{r.get('to')}" for r in rules])
+    check.unique("transition_rules", [f"{r['from']}->{r['to']}" for r in rules])
 
 
 def _check_prompt_packs(check: DocumentCheck, packs: list[dict[str, Any]]) -> None:
-    check.unique("prompt_packs", [str(p.get("name", "")) for p in packs])
+    check.unique("prompt_packs", [p["name"] for p in packs])
     for pack in packs:
-        name = pack.get("name")
-        if not name or not isinstance(name, str):
-            check.problems.append("prompt_packs: every entry needs a name")
-            continue
-        components = check.list_of_dicts(pack, "components")
-        check.unique(f"prompt pack {name}", [str(c.get("key", "")) for c in components])
+        components = pack.get("components", [])
+        check.unique(f"prompt pack {pack['name']}", [c["key"] for c in components])
         for c in components:
-            key, content = c.get("key"), c.get("content")
-            if not isinstance(key, str) or not key or not isinstance(content, str):
-                check.problems.append(f"prompt pack {name}: components need a key and text content")
-                continue
-            check.findings += text_findings(f"prompt {name}:{key}", content)
+            check.findings += text_findings(f"prompt {pack['name']}:{c['key']}", c["content"])

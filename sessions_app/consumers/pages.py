@@ -1,10 +1,12 @@
 """The dashboard's websockets: the board, one per session, and the roles page.
 
 A consumer checks access, joins its groups and, on every event, re-renders from the
-database the same partial templates the pages use and sends them; htmx's ws extension
-swaps each fragment by the id on its root. On connect the consumer sends every fragment,
-so a page that reconnects after missing events is current again. Every page that shows
-roles also joins ``ROLES_GROUP``: a change to role data re-renders all it shows.
+database the same partial templates the pages use (the ones the event catalog,
+``sessions_app.services.event_catalog``, names for the event's kind) and sends them;
+htmx's ws extension swaps each fragment by the id on its root. On connect the consumer
+sends every fragment, so a page that reconnects after missing events is current again.
+Every page that shows roles also joins ``ROLES_GROUP``: a change to role data re-renders
+all it shows.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from sessions_app.dashboard.session import (
     render_session_fragments,
     session_access,
 )
+from sessions_app.services.event_catalog import EventKind, rerenders
 from sessions_app.services.events import BOARD_GROUP, ROLES_GROUP, session_group
 
 logger = logging.getLogger(__name__)
@@ -171,6 +174,8 @@ class BoardConsumer(_DashboardConsumer):
 
     async def session_event(self, event: dict[str, Any]) -> None:
         """Re-render the columns the session left and entered, if this user sees it."""
+        if not rerenders(str(event.get("kind", ""))).board:
+            return
         session_id = str(event.get("session", ""))
         data = event.get("data") or {}
         from_role = data.get("from_role") if isinstance(data, dict) else None
@@ -257,7 +262,8 @@ class SessionConsumer(_DashboardConsumer):
         Job events need not write audit events, so the shared rendering is keyed by the
         event itself rather than reused by data version.
         """
-        await self._send_fragments(("jobs",), extra=(event.get("job"), event.get("seq")))
+        names = fragments_for(EventKind.JOB_EVENT)
+        await self._send_fragments(names, extra=(event.get("job"), event.get("seq")))
 
 
 class RolesConsumer(_DashboardConsumer):

@@ -49,9 +49,10 @@ from sessions_app.permissions import (
     repositories_usable_by,
     sessions_visible_to,
 )
+from sessions_app.services.event_catalog import BOARD_COLUMN, BOARD_PAGE
 from sessions_app.services.sessions import session_create
 
-BOARD_TEMPLATE = "dashboard/board.html"
+BOARD_TEMPLATE = BOARD_PAGE.template
 # Cards shown per board column; the rest are counted ("and 12 more"). A card costs about
 # 0.3 ms to render, so six full columns stay well inside the page's 200 ms at any volume
 # (bench/scale.py); search and filters reach the rest.
@@ -264,7 +265,8 @@ def board_owner_choices(user: User) -> list[str]:
 def render_board_columns(columns: Sequence[BoardColumn]) -> str:
     """The columns as pushed over the websocket: each one's root has its stable id."""
     return "".join(
-        render_to_string(f"{BOARD_TEMPLATE}#column", {"column": column}) for column in columns
+        render_to_string(f"{BOARD_TEMPLATE}#{BOARD_COLUMN}", {"column": column})
+        for column in columns
     )
 
 
@@ -278,8 +280,7 @@ def render_board(user: User, filters: BoardFilters) -> str:
         "embedded_model": embedded_model_in_use(),
     }
     return "".join(
-        render_to_string(f"{BOARD_TEMPLATE}#{name}", context)
-        for name in ("columns", "role-filter", "model-notice")
+        render_to_string(f"{BOARD_TEMPLATE}#{name}", context) for name in BOARD_PAGE.fragments
     )
 
 

@@ -21,10 +21,11 @@ from roles.commands import rule_label
 from roles.registry import RoleDef, registry
 from sessions_app.dashboard.formatting import RoleBadge, badge_of, role_badge
 from sessions_app.dashboard.live import ROLES_SOCKET_PATH
+from sessions_app.services.event_catalog import ROLES_PAGE
 
-ROLES_TEMPLATE = "dashboard/roles.html"
-# The pushed partials, each with the stable id of its root.
-ROLES_FRAGMENTS = ("role-cards", "tool-matrix", "transition-rules")
+ROLES_TEMPLATE = ROLES_PAGE.template
+# The pushed partials, each with the stable id of its root (the event catalog's).
+ROLES_FRAGMENTS = ROLES_PAGE.fragments
 
 CONTEXT_STRATEGIES = {
     "adaptive": "Adaptive",

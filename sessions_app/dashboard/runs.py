@@ -69,8 +69,9 @@ from sessions_app.selectors import (
     runs_with_details,
 )
 from sessions_app.services import runs as run_services
+from sessions_app.services.event_catalog import SESSION_PAGE
 
-SESSION_TEMPLATE = "dashboard/session.html"
+SESSION_TEMPLATE = SESSION_PAGE.template
 RUN_PARTIAL = f"{SESSION_TEMPLATE}#run"
 JOB_TEMPLATE = "dashboard/job.html"
 

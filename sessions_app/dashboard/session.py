@@ -65,47 +65,19 @@ from sessions_app.selectors import (
     waiting_seconds,
 )
 from sessions_app.services import transitions
+from sessions_app.services.event_catalog import SESSION_PAGE, rerenders
 from sessions_app.services.transitions import transitions_from
 
-SESSION_TEMPLATE = "dashboard/session.html"
+SESSION_TEMPLATE = SESSION_PAGE.template
 TIMELINE_LIMIT = 12
 
-SESSION_FRAGMENTS: tuple[str, ...] = (
-    "header",
-    "transitions",
-    "run",
-    "delivered",
-    "timeline",
-    "plan",
-    "changes",
-    "jobs",
-    "time",
-)
-
-# Which fragments of the session page an event can change. Kinds not listed re-render
-# every fragment: correct first, then cheap.
-SESSION_FRAGMENTS_BY_KIND: dict[str, tuple[str, ...]] = {
-    "session.created": ("header",),
-    "session.updated": ("header",),
-    "role.changed": ("header", "transitions", "timeline", "time"),
-    "plan.updated": ("plan", "transitions"),
-    "changes.updated": ("changes", "transitions"),
-    # Approved changes became a commit: it shows under Delivered.
-    "changes.committed": ("changes", "transitions", "delivered"),
-    "commit.pushed": ("run", "delivered"),
-    # Sent to the board group only; the session page gets job events as "job.event".
-    "job.status": (),
-    "job.event": ("jobs",),
-    # A run moving on also changes whether the role may be changed by hand, the risk tier
-    # the header shows (signals may raise it) and whether the session waits for a person.
-    "run.started": ("header", "transitions", "run", "time"),
-    "run.updated": ("header", "transitions", "run", "time"),
-    "run.finished": ("header", "transitions", "run", "time"),
-}
+SESSION_FRAGMENTS: tuple[str, ...] = SESSION_PAGE.fragments
 
 
 def fragments_for(kind: str) -> tuple[str, ...]:
-    return SESSION_FRAGMENTS_BY_KIND.get(kind, SESSION_FRAGMENTS)
+    """The session page's fragments an event of ``kind`` can change (the event catalog's;
+    every fragment for a kind it does not know)."""
+    return rerenders(kind).session_page
 
 
 class SessionPage:

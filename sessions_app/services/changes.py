@@ -15,6 +15,7 @@ from sessions_app.agent.writes import CONTROL, RecordedWrite
 from sessions_app.models import AgentSession, AuditEventType, ChangeKind, PendingChange
 from sessions_app.permissions import SessionAction, action_check
 from sessions_app.services.deliveries import delivered_commit_record
+from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.sessions import (
     actor_name,
     current_role_of,
@@ -90,7 +91,7 @@ def change_record(
     )  # fmt: skip
     record_and_publish(
         locked,
-        "changes.updated",
+        EventKind.CHANGES_UPDATED,
         event_type=AuditEventType.CHANGE_RECORDED,
         actor=actor_name(user, actor),
         target=path,
@@ -152,7 +153,7 @@ def change_track(
         )
     record_and_publish(
         locked,
-        "changes.updated",
+        EventKind.CHANGES_UPDATED,
         event_type=AuditEventType.CHANGE_RECORDED,
         actor=actor_name(None, actor),
         target=path,
@@ -238,7 +239,7 @@ def changes_commit(
     locked.pending_changes.all().delete()
     record_and_publish(
         locked,
-        "changes.committed" if commit else "changes.updated",
+        EventKind.CHANGES_COMMITTED if commit else EventKind.CHANGES_UPDATED,
         event_type=AuditEventType.CHANGES_APPROVED,
         actor=who,
         target=", ".join(paths)[:1000],

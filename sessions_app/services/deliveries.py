@@ -26,6 +26,7 @@ from sessions_app.models import (
     PushStatus,
 )
 from sessions_app.services.audit import audit_record
+from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.events import publish_session_event
 from sessions_app.services.sessions import current_role_of, lock_session
 from sessions_app.services.workspaces import masked_remote, workspace_push
@@ -129,7 +130,7 @@ def delivered_commit_push(commit_id: int) -> DeliveredCommit | None:
         )
         data = {"commit": commit.sha, "push_status": commit.push_status}
         transaction.on_commit(
-            lambda: publish_session_event(commit.session_id, "commit.pushed", data)
+            lambda: publish_session_event(commit.session_id, EventKind.COMMIT_PUSHED, data)
         )
     if not outcome_ok:
         logger.warning("push of %s to %s failed: %s", commit.branch, remote, message)

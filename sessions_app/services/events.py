@@ -6,6 +6,9 @@ The layer's own ``group_send`` runs on one long-lived event loop on a background
 caller never waits for Redis. The in-memory layer (one process, no Redis) is sent inline.
 A failure to publish is logged and never undoes or hides the change: pages resynchronise
 from the database when their websocket reconnects.
+
+Every kind published here is an :class:`EventKind` of the catalog
+(``sessions_app.services.event_catalog``), which says what each one re-renders.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
+
+from sessions_app.services.event_catalog import EventKind, catalogued
 
 logger = logging.getLogger(__name__)
 
@@ -106,16 +111,17 @@ def _send(sends: Sends) -> None:
 
 
 def publish_session_event(
-    session_id: uuid.UUID | str, kind: str, data: dict[str, Any] | None = None
+    session_id: uuid.UUID | str, kind: EventKind, data: dict[str, Any] | None = None
 ) -> None:
     """Tell the session's group and the board that something changed in a session.
 
     Consumers re-render from the database, so the message carries only what changed;
-    a lost message is repaired by the page's resync on reconnect.
+    a lost message is repaired by the page's resync on reconnect. A kind the catalog
+    lacks is a programming error (ValueError): nobody would know what it re-renders.
     """
     message = {
         "type": "session.event",
-        "kind": kind,
+        "kind": str(catalogued(kind)),
         "session": str(session_id),
         "data": data or {},
     }
@@ -127,7 +133,7 @@ def publish_job_event(
 ) -> None:
     """Push one job event to the session's group (the session page's live job stream)."""
     message = {
-        "type": "job.event",
+        "type": EventKind.JOB_EVENT.value,
         "session": str(session_id),
         "job": str(job_id),
         "seq": seq,
@@ -136,7 +142,8 @@ def publish_job_event(
     }
     sends = [(session_group(session_id), message)]
     if kind == "status":
-        sends.append((BOARD_GROUP, {**message, "type": "session.event", "kind": "job.status"}))
+        board = {**message, "type": "session.event", "kind": EventKind.JOB_STATUS.value}
+        sends.append((BOARD_GROUP, board))
     _send(sends)
 
 
@@ -147,4 +154,5 @@ def publish_roles_event() -> None:
     Sent once per committed transaction that wrote role data, whatever wrote it (admin,
     API, CLI, YAML import); each page re-renders, for its own user, from the registry.
     """
-    _send([(ROLES_GROUP, {"type": "roles.changed", "kind": "roles.changed"})])
+    kind = EventKind.ROLES_CHANGED.value
+    _send([(ROLES_GROUP, {"type": kind, "kind": kind})])

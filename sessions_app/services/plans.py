@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from typing import Any
 
@@ -9,9 +10,11 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from acode.errors import AcodeError
-from acode.inputs import has_forbidden_characters, trim_invisible
+from acode.inputs import json_schema_errors, trim_invisible
+from acode.text import blank_text_pattern
 from sessions_app.models import AgentSession, AuditEventType, StepStatus
 from sessions_app.permissions import SessionAction, action_check
+from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.sessions import actor_name, lock_session, record_and_publish
 
 # Limits of a plan, whoever sets it (the API's serializers use the same numbers).
@@ -22,50 +25,94 @@ MAX_FILES_PER_STEP = 100
 MAX_PATH_CHARS = 1_000
 
 
-def _invalid(number: int, problem: str) -> AcodeError:
-    return AcodeError("ACODE-SES-004", f"Plan step {number} {problem}.", {"step": number})
+# Text with no NUL and no unpaired surrogate (``acode.text.has_forbidden_characters``).
+_TEXT = r"^[^\u0000\ud800-\udfff]*$"
 
 
-def _text(number: int, step: dict[str, Any], key: str, limit: int) -> str:
-    value = step.get(key, "")
-    if not isinstance(value, str) or len(value) > limit or has_forbidden_characters(value):
-        raise _invalid(number, f"needs {key} as text of at most {limit} characters")
-    return trim_invisible(value)
+@functools.cache
+def _step_schema() -> dict[str, Any]:
+    """One plan step (a bare title is read as ``{"title": ...}`` first), as JSON Schema.
+    Each property's description says what it must be, in the refusal's words."""
+    visible = {"not": {"pattern": blank_text_pattern()}}
+    files = {"type": "string", "maxLength": MAX_PATH_CHARS, "pattern": _TEXT}
+    return {
+        "type": "object",
+        "required": ["title"],
+        "properties": {
+            "title": {
+                "type": "string",
+                "maxLength": MAX_TITLE_CHARS,
+                "pattern": _TEXT,
+                **visible,
+                "description": f"non-blank text of at most {MAX_TITLE_CHARS} characters",
+            },
+            "detail": {
+                "type": "string",
+                "maxLength": MAX_DETAIL_CHARS,
+                "pattern": _TEXT,
+                "description": f"text of at most {MAX_DETAIL_CHARS} characters",
+            },
+            "files": {
+                "type": "array",
+                "maxItems": MAX_FILES_PER_STEP,
+                "items": files,
+                "description": f"a list of at most {MAX_FILES_PER_STEP} file paths of at "
+                f"most {MAX_PATH_CHARS} characters",
+            },
+            "depends_on": {
+                "type": "array",
+                "maxItems": MAX_STEPS,
+                "items": {"type": "integer"},
+                "description": f"a list of at most {MAX_STEPS} step numbers",
+            },
+            "status": {
+                "enum": list(StepStatus.values),
+                "description": f"one of {', '.join(StepStatus.values)}",
+            },
+        },
+    }
 
 
-def _list(number: int, step: dict[str, Any], key: str, kind: type, limit: int) -> list[Any]:
-    value = step.get(key, [])
-    if not isinstance(value, list) or len(value) > limit:
-        raise _invalid(number, f"needs {key} as a list of at most {limit} items")
-    if not all(isinstance(item, kind) and not isinstance(item, bool) for item in value):
-        raise _invalid(number, f"needs {key} to hold only {kind.__name__} items")
-    return list(value)
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _step_refusal(number: int, step: Any) -> AcodeError | None:
+    """Why ``step`` (plan step ``number``) is not a step, naming the field and what it
+    must be (ACODE-SES-004), or None."""
+    errors = json_schema_errors(_step_schema(), step)
+    if not errors:
+        return None
+    error = errors[0]
+    details: dict[str, Any] = {"step": number}
+    if not error.absolute_path and error.validator == "type":
+        return AcodeError(
+            "ACODE-SES-004", f"Plan step {number} must be an object or a title.", details
+        )
+    field = str(error.absolute_path[0]) if error.absolute_path else "title"
+    expected = _step_schema()["properties"][field]
+    details["field"] = field
+    if field == "status":
+        details["allowed"] = list(StepStatus.values)
+    if len(error.absolute_path) > 1:
+        details["location"] = "/".join(str(part) for part in error.absolute_path)
+    got = f" (got {_shown(error.instance)})" if field in step else ""
+    message = f"Plan step {number} needs {field} as {expected['description']}{got}."
+    return AcodeError("ACODE-SES-004", message, details)
 
 
 def _normalise_step(number: int, step: Any) -> dict[str, Any]:
     step = {"title": step} if isinstance(step, str) else step
-    if not isinstance(step, dict):
-        raise _invalid(number, "must be an object or a title")
-    title = _text(number, step, "title", MAX_TITLE_CHARS)
-    if not title:
-        raise _invalid(number, "needs a non-blank title")
-    status = step.get("status", StepStatus.PENDING)
-    if status not in StepStatus.values:
-        raise AcodeError(
-            "ACODE-SES-004",
-            f"Plan step {number} has unknown status {status!r}.",
-            {"step": number, "allowed": list(StepStatus.values)},
-        )
-    files = _list(number, step, "files", str, MAX_FILES_PER_STEP)
-    if any(len(path) > MAX_PATH_CHARS or has_forbidden_characters(path) for path in files):
-        raise _invalid(number, f"needs file paths of at most {MAX_PATH_CHARS} characters")
+    if refusal := _step_refusal(number, step):
+        raise refusal
     return {
         "number": number,
-        "title": title,
-        "detail": _text(number, step, "detail", MAX_DETAIL_CHARS),
-        "files": files,
-        "depends_on": _list(number, step, "depends_on", int, MAX_STEPS),
-        "status": status,
+        "title": trim_invisible(step["title"]),
+        "detail": trim_invisible(step.get("detail", "")),
+        "files": list(step.get("files", [])),
+        "depends_on": [int(n) for n in step.get("depends_on", [])],
+        "status": step.get("status", StepStatus.PENDING),
     }
 
 
@@ -95,7 +142,7 @@ def plan_set(
     locked.save(update_fields=["plan", "updated_at"])
     record_and_publish(
         locked,
-        "plan.updated",
+        EventKind.PLAN_UPDATED,
         event_type=AuditEventType.PLAN_UPDATED,
         actor=actor_name(user, actor),
         target="plan",
@@ -138,7 +185,7 @@ def plan_step_update(
     locked.save(update_fields=["plan", "updated_at"])
     record_and_publish(
         locked,
-        "plan.updated",
+        EventKind.PLAN_UPDATED,
         event_type=AuditEventType.PLAN_UPDATED,
         actor=actor_name(user, actor),
         target=f"plan step {number}",

@@ -15,6 +15,7 @@ from roles.registry import RoleDef, registry
 from sessions_app.models import AgentSession, AuditEventType, RiskTier, RoleTransition
 from sessions_app.permissions import SessionAction, action_check
 from sessions_app.services.audit import audit_record
+from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.events import publish_session_event
 from sessions_app.services.workspaces import repository_for, workspace_attach, workspace_create
 
@@ -44,7 +45,7 @@ def current_role_of(session: AgentSession) -> RoleDef:
 
 def record_and_publish(
     session: AgentSession,
-    kind: str,
+    kind: EventKind,
     *,
     event_type: AuditEventType,
     actor: str,
@@ -137,7 +138,7 @@ def session_create(
             risk_tier=risk_tier,
         )
         _history_start(session, owner, request_id)
-        transaction.on_commit(lambda: publish_session_event(session.id, "session.created"))
+        transaction.on_commit(lambda: publish_session_event(session.id, EventKind.SESSION_CREATED))
     return session
 
 
@@ -169,7 +170,7 @@ def session_update(
         locked.save()
         record_and_publish(
             locked,
-            "session.updated",
+            EventKind.SESSION_UPDATED,
             event_type=AuditEventType.SESSION_UPDATED,
             actor=actor_name(user, actor),
             target=", ".join(changed),

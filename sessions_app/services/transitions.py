@@ -20,6 +20,7 @@ from roles.registry import RoleDef, RuleDef, registry
 from sessions_app.models import AgentSession, AuditEventType, RoleTransition
 from sessions_app.permissions import SessionAction, action_refusal
 from sessions_app.services.audit import audit_record
+from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.events import publish_session_event
 from sessions_app.services.sessions import actor_name, current_role_of, lock_session
 
@@ -300,7 +301,7 @@ def _apply(
         ]
     )
     change = {"from_role": current.slug, "to_role": target.slug, "reason": reason}
-    transaction.on_commit(lambda: publish_session_event(session.pk, "role.changed", change))
+    transaction.on_commit(lambda: publish_session_event(session.pk, EventKind.ROLE_CHANGED, change))
     return TransitionResult(
         session, True, transition, f"Role transition: {current.name} → {target.name}"
     )

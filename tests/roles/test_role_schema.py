@@ -13,12 +13,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis.strategies import SearchStrategy
 from rest_framework.test import APIClient
 
+from acode.errors import AcodeError
 from acode.inputs import json_schema_problems
+from acode.yamldoc import integral_numbers
 from roles.access import glob_problem
 from roles.commands import COMMAND_RULE_SCHEMA, command_rule_problems
 from roles.portability.definitions import export_definitions
 from roles.portability.document import DOCUMENT_SCHEMA
-from roles.validation import ROLE_PROPERTIES
+from roles.services import role_write
+from roles.validation import (
+    ROLE_CONTENT_SCHEMA,
+    ROLE_FIELDS,
+    ROLE_PROPERTIES,
+    role_format_problems,
+    role_schema,
+)
 from sessions_app.services.runs.portability import DOCUMENT_SCHEMA as WORKFLOWS_SCHEMA
 from sessions_app.services.runs.portability import workflows_export
 
@@ -96,3 +105,41 @@ def test_role_writes_say_which_kind_of_refusal(admin_user: Any) -> None:
     assert (cycle.status_code, cycle.json()["code"]) == (409, "ACODE-API-409")
     renamed = boss.patch("/api/roles/scribe/", {"slug": "writer"}, format="json")
     assert (renamed.status_code, renamed.json()["code"]) == (400, "ACODE-ROL-004")
+
+
+def test_the_role_content_schema_covers_every_field_of_a_role() -> None:
+    assert set(ROLE_CONTENT_SCHEMA["properties"]) == set(ROLE_FIELDS)
+
+
+@EXAMPLES
+@given(generated(role_schema(required=("slug", "name", "prompt_key"))))
+def test_every_role_the_published_schema_allows_passes_the_role_checks(role: Any) -> None:
+    # As the API and the import hand it on: a whole number written 5.0 is read as 5.
+    assert role_format_problems(integral_numbers(role)) == []
+
+
+def test_role_content_of_the_wrong_form_is_refused_naming_each_field() -> None:
+    problems = role_format_problems({"slug": "scribe", "name": "", "salary": 1, "parent": 3})
+    assert set(problems) == {
+        "role scribe: unknown fields salary",
+        "role scribe: name is required",
+        "role scribe: prompt_key is required",
+        "role scribe: parent must be a role slug",
+    }
+    assert role_format_problems({"name": "No slug"}) == ["roles: every entry needs a slug"]
+
+
+@pytest.mark.django_db
+def test_a_role_write_of_the_wrong_form_names_the_field() -> None:
+    with pytest.raises(AcodeError) as error:
+        role_write(
+            data={"capabilities": ["reads", 5, 6], "answer_sets_plan": "yes"},
+            create=False,
+            slug="coder",
+            actor="test",
+        )
+    assert error.value.code == "ACODE-ROL-004"
+    assert error.value.details["problems"] == [
+        "role coder: answer_sets_plan must be true or false",
+        "role coder: capabilities must be a list of strings",
+    ]

@@ -225,6 +225,19 @@ def test_bad_documents_are_refused_whole_with_the_import_code(change: Any, probl
     assert not imports().exists()
 
 
+def test_a_refusal_of_neither_form_names_what_the_closest_one_lacks() -> None:
+    document = workflows_export()
+    document["risk_signals"].append({"name": "big", "kind": "plan_steps", "tier": "high"})
+    problems = refused(document, "ACODE-IMP-001")
+    assert any(
+        p.startswith("risk_signals/")
+        and p.endswith(
+            "is not valid under any of the given schemas ('threshold' is a required property)"
+        )
+        for p in problems
+    ), problems
+
+
 def test_the_management_command_exports_and_imports(tmp_path: Path, capsys: Any) -> None:
     target = tmp_path / "workflows.yaml"
     call_command("acode_workflows", "export", str(target))

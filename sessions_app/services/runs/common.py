@@ -13,6 +13,7 @@ from sessions_app.models import (
     Run,
 )
 from sessions_app.services.audit import audit_record
+from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.events import publish_session_event
 
 ORCHESTRATOR = "orchestrator"
@@ -23,7 +24,7 @@ def lock_run(run_id: Any) -> Run:
     return Run.objects.select_for_update(of=("self",)).select_related("template").get(pk=run_id)
 
 
-def publish_run(run: Run, kind: str = "run.updated") -> None:
+def publish_run(run: Run, kind: EventKind = EventKind.RUN_UPDATED) -> None:
     data = {"run": str(run.pk), "status": run.status}
     transaction.on_commit(lambda: publish_session_event(run.session_id, kind, data))
 

@@ -44,6 +44,7 @@ from sessions_app.models import (
 from sessions_app.permissions import SessionAction, action_check
 from sessions_app.services.audit import audit_record
 from sessions_app.services.changes import changes_commit, pending_digest
+from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.jobs import JobLimits, job_create, job_expire, require_broker
 from sessions_app.services.plans import plan_set, plan_step_update
 from sessions_app.services.runs.common import (
@@ -214,7 +215,7 @@ def run_start(
             "request": run.request[:500],
         },
     )
-    publish_run(run, "run.started")
+    publish_run(run, EventKind.RUN_STARTED)
     advance_locked(run, locked)
     return run
 
@@ -629,4 +630,4 @@ def run_finish(run: Run, session: AgentSession, status: str, code: str, message:
     AgentSession.objects.filter(pk=session.pk, active_run=run).update(active_run=None)
     session.active_run = None
     run_audit(run, session, status, code=code, message=message)
-    publish_run(run, "run.finished")
+    publish_run(run, EventKind.RUN_FINISHED)

@@ -1,11 +1,12 @@
 """Workflow templates and risk signals as one YAML document: export, check, import.
 
 The document (``FORMAT``) holds every template with its stages and every risk signal.
-``document_problems`` finds every problem in one pass, so an import refuses a bad file
-before writing anything (ACODE-IMP-001, the code of every refused import file, with the
-problems listed). ``stage_order_problems`` is the check of a template's stage order that
-admin uses too: the engine moves the session through the one transition service, so
-each role stage must be reachable from the one before it.
+``DOCUMENT_SCHEMA`` (JSON Schema) checks its form, ``document_problems`` how it fits the
+roles, rules and endpoints there are; each finds every problem in one pass, so an import
+refuses a bad file before writing anything (ACODE-IMP-001 for the form, ACODE-IMP-003 for
+the fit, with the problems listed). ``stage_order_problems`` is the check of a template's
+stage order that admin uses too: the engine moves the session through the one transition
+service, so each role stage must be reachable from the one before it.
 """
 
 from __future__ import annotations
@@ -49,11 +50,7 @@ TEMPLATE_INTS = {
 # What a template gets for a number the document leaves out (the model's defaults).
 TEMPLATE_DEFAULTS = {key: getattr(WorkflowTemplate(), key) for key in TEMPLATE_INTS}
 STAGE_INTS = {"max_llm_calls": INT, "max_tokens": INT, "timeout_seconds": INT}
-TEMPLATE_KEYS = {"slug", "name", "description", "risk_tier", "enabled", "stages", *TEMPLATE_INTS}
-STAGE_KEYS = {"position", "purpose", "role", "model", *STAGE_INTS}
-SIGNAL_KEYS = {"name", "description", "kind", "patterns", "threshold", "tier", "enabled"}
 COUNTING_KINDS = (SignalKind.PLAN_STEPS, SignalKind.FAILED_RUNS)
-ROLE_PURPOSES = (StagePurpose.CODE, StagePurpose.TEST, StagePurpose.REVIEW)
 
 
 def _ints(limits: Mapping[str, int]) -> dict[str, Any]:
@@ -244,165 +241,58 @@ def stage_order_problems(stages: Sequence[tuple[int, str, str | None]]) -> list[
     return problems
 
 
-@dataclass
-class _Check:
-    problems: list[str] = field(default_factory=list)
-
-    def mappings(self, value: Any, where: str) -> list[dict[str, Any]]:
-        if value is None:
-            return []
-        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-            self.problems.append(f"{where}: must be a list of mappings")
-            return []
-        return value
-
-    def text(self, item: Mapping[str, Any], key: str, where: str, *, limit: int) -> str:
-        value = item.get(key, "")
-        if value is None:
-            value = ""
-        if not isinstance(value, str):
-            self.problems.append(f"{where}: {key} must be text")
-            return ""
-        if len(value) > limit:
-            self.problems.append(f"{where}: {key} has more than {limit} characters")
-        if "\x00" in value:
-            self.problems.append(f"{where}: {key} holds a NUL character")
-        return value
-
-    def slug(self, item: Mapping[str, Any], key: str, where: str, *, limit: int) -> str:
-        value = item.get(key)
-        if not isinstance(value, str) or not SLUG.fullmatch(value) or len(value) > limit:
-            self.problems.append(
-                f"{where}: {key} must be a slug (letters, digits, - and _; at most {limit})"
-            )
-            return ""
-        return value
-
-    def choice(self, item: Mapping[str, Any], key: str, where: str, allowed: list[str]) -> str:
-        value = item.get(key)
-        if value not in allowed:
-            self.problems.append(f"{where}: {key} must be one of {', '.join(allowed)}")
-            return ""
-        return str(value)
-
-    def integer(self, item: Mapping[str, Any], key: str, where: str, *, limit: int) -> None:
-        if key not in item:
-            return
-        value = item[key]
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
-            self.problems.append(f"{where}: {key} must be a whole number from 0 to {limit}")
-
-    def boolean(self, item: Mapping[str, Any], key: str, where: str) -> None:
-        if key in item and not isinstance(item[key], bool):
-            self.problems.append(f"{where}: {key} must be true or false")
-
-    def keys(self, item: Mapping[str, Any], allowed: set[str], where: str) -> None:
-        unknown = sorted(str(k) for k in item if k not in allowed)
-        if unknown:
-            self.problems.append(f"{where}: unknown keys {', '.join(unknown)}")
-
-    def unique(self, values: list[str], what: str) -> None:
-        for value in sorted({v for v in values if v and values.count(v) > 1}):
-            self.problems.append(f"{what} {value!r} appears twice")
+def _duplicates(values: list[str], what: str) -> list[str]:
+    return [
+        f"{what} {value!r} appears twice"
+        for value in sorted({v for v in values if v and values.count(v) > 1})
+    ]
 
 
-def _check_stages(check: _Check, stages: list[dict[str, Any]], where: str) -> None:
+def _stage_problems(stages: list[dict[str, Any]], where: str) -> list[str]:
+    """The roles and model endpoints the stages name, then the order they run in."""
     roles = set(Role.objects.values_list("slug", flat=True))
     endpoints = set(ModelEndpoint.objects.values_list("name", flat=True))
-    if not stages:
-        check.problems.append(f"{where}: a template needs at least one stage")
-        return
-    order: list[tuple[int, str, str | None]] = []
-    before = len(check.problems)
+    problems: list[str] = []
     for index, stage in enumerate(stages):
         at = f"{where} stage {index + 1}"
-        check.keys(stage, STAGE_KEYS, at)
-        position = stage.get("position", index)
-        if isinstance(position, bool) or not isinstance(position, int):
-            check.problems.append(f"{at}: position must be a whole number")
-        elif not 0 <= position <= SMALL_INT:
-            check.problems.append(f"{at}: position must be from 0 to {SMALL_INT}")
-        purpose = check.choice(stage, "purpose", at, list(StagePurpose.values))
-        role = stage.get("role")
-        if role is not None and (not isinstance(role, str) or role not in roles):
-            check.problems.append(
-                f"{at}: unknown role {role!r}; known roles: {', '.join(sorted(roles))}"
-            )
-        for key, limit in STAGE_INTS.items():
-            check.integer(stage, key, at, limit=limit)
-        model = check.text(stage, "model", at, limit=100)
+        role, model = stage.get("role"), stage.get("model")
+        if role and role not in roles:
+            problems.append(f"{at}: unknown role {role!r}; known roles: {', '.join(sorted(roles))}")
         if model and model not in endpoints:
-            check.problems.append(f"{at}: unknown model endpoint {model!r}")
-        if len(check.problems) == before:
-            order.append((int(position), purpose, role or None))
-    if len(check.problems) == before:
-        check.problems.extend(f"{where}: {p}" for p in stage_order_problems(order))
+            problems.append(f"{at}: unknown model endpoint {model!r}")
+    if problems:
+        return problems
+    order = [
+        (stage.get("position", index), stage["purpose"], stage.get("role") or None)
+        for index, stage in enumerate(stages)
+    ]
+    return [f"{where}: {p}" for p in stage_order_problems(order)]
 
 
-def _check_templates(check: _Check, templates: list[dict[str, Any]]) -> None:
-    for index, template in enumerate(templates):
-        where = f"templates[{index + 1}]"
-        slug = check.slug(template, "slug", where, limit=64)
-        where = f"template {slug!r}" if slug else where
-        check.keys(template, TEMPLATE_KEYS, where)
-        name = template.get("name")
-        if not isinstance(name, str) or not name.strip():
-            check.problems.append(f"{where}: name must be non-blank text")
-        else:
-            check.text(template, "name", where, limit=100)
-        check.text(template, "description", where, limit=10_000)
-        check.choice(template, "risk_tier", where, list(RiskTier.values))
-        check.boolean(template, "enabled", where)
-        for key, limit in TEMPLATE_INTS.items():
-            check.integer(template, key, where, limit=limit)
-        _check_stages(check, check.mappings(template.get("stages"), f"{where} stages"), where)
-    check.unique([str(t.get("slug", "")) for t in templates], "template slug")
-    check.unique([str(t.get("name", "")) for t in templates], "template name")
+def _template_problems(templates: list[dict[str, Any]]) -> list[str]:
+    problems: list[str] = []
+    for template in templates:
+        problems += _stage_problems(template["stages"], f"template {template['slug']!r}")
+    problems += _duplicates([t["slug"] for t in templates], "template slug")
+    problems += _duplicates([t["name"] for t in templates], "template name")
     # A name may move between templates in one import, but not onto one the file leaves.
-    names = {str(t.get("name")): str(t.get("slug")) for t in templates}
-    kept = WorkflowTemplate.objects.exclude(slug__in=[str(t.get("slug")) for t in templates])
+    names = {t["name"]: t["slug"] for t in templates}
+    kept = WorkflowTemplate.objects.exclude(slug__in=list(names.values()))
     for other_slug, other_name in kept.values_list("slug", "name"):
         if other_name in names:
-            check.problems.append(
+            problems.append(
                 f"template {names[other_name]!r}: name {other_name!r} belongs to template "
                 f"{other_slug!r}"
             )
-
-
-def _check_signals(check: _Check, signals: list[dict[str, Any]]) -> None:
-    for index, signal in enumerate(signals):
-        where = f"risk_signals[{index + 1}]"
-        name = check.slug(signal, "name", where, limit=64)
-        where = f"risk signal {name!r}" if name else where
-        check.keys(signal, SIGNAL_KEYS, where)
-        check.text(signal, "description", where, limit=255)
-        kind = check.choice(signal, "kind", where, list(SignalKind.values))
-        check.choice(signal, "tier", where, list(RiskTier.values))
-        check.boolean(signal, "enabled", where)
-        check.integer(signal, "threshold", where, limit=INT)
-        patterns = signal.get("patterns", [])
-        if not isinstance(patterns, list) or not all(
-            isinstance(p, str) and p.strip() and "\x00" not in p for p in patterns
-        ):
-            check.problems.append(f"{where}: patterns must be a list of non-blank text")
-        elif kind and kind not in COUNTING_KINDS and not patterns:
-            check.problems.append(f"{where}: a {kind} signal needs at least one pattern")
-        if kind in COUNTING_KINDS and not signal.get("threshold"):
-            check.problems.append(f"{where}: a {kind} signal needs a threshold of at least 1")
-    check.unique([str(s.get("name", "")) for s in signals], "risk signal")
+    return problems
 
 
 def document_problems(data: Mapping[str, Any]) -> list[str]:
-    """Every problem of a document, against itself and the roles and endpoints there are."""
-    check = _Check()
-    if data.get("format") != FORMAT:
-        check.problems.append(f"format: must be {FORMAT!r}, got {data.get('format')!r}")
-    unknown = sorted(str(k) for k in data if k not in ("format", *SECTIONS))
-    if unknown:
-        check.problems.append(f"unknown sections: {', '.join(unknown)}")
-    _check_templates(check, check.mappings(data.get("templates"), "templates"))
-    _check_signals(check, check.mappings(data.get("risk_signals"), "risk_signals"))
-    return check.problems
+    """Every problem of a document of the schema's form (``DOCUMENT_SCHEMA`` checks that
+    first, and says what is wrong with the form): how its templates fit the roles, rules
+    and endpoints there are, and each other."""
+    signals = [str(s["name"]) for s in data.get("risk_signals") or []]
+    return _template_problems(data.get("templates") or []) + _duplicates(signals, "risk signal")
 
 
 def workflows_load(text: str) -> dict[str, Any]:
