@@ -41,7 +41,7 @@ def _redis() -> str:
 
 
 def _sandbox() -> str:
-    from sessions_app.agent.sandbox import sandbox_available, sandbox_required
+    from sessions_app.containment import sandbox_available, sandbox_required
 
     if not sandbox_required():
         return "ACODE_SANDBOX=off: agent commands run without the OS sandbox"

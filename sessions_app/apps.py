@@ -18,7 +18,7 @@ class SessionsAppConfig(AppConfig):
         from sessions_app import receivers
 
         receivers.connect()
-        from sessions_app.agent.sandbox import sandbox_required
+        from sessions_app.containment import sandbox_required
 
         if not sandbox_required():  # development only: say so loudly in every process
             logging.getLogger("sessions_app").warning(

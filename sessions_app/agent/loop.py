@@ -32,7 +32,7 @@ from sessions_app.agent.context import build_context
 from sessions_app.agent.executor import tool_execute
 from sessions_app.agent.plans import PLAN_ANSWER_SCHEMA, plan_from_answer
 from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolContext
-from sessions_app.agent.writes import RecordedWrite
+from sessions_app.containment import RecordedWrite
 from sessions_app.models import AgentSession, Job, JobEventKind, JobStatus
 from sessions_app.services.changes import change_track, changes_approve
 from sessions_app.services.jobs import (

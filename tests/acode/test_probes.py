@@ -60,7 +60,7 @@ def test_readyz_is_not_ready_without_a_sandbox_and_tells_staff_why(
 def test_readyz_says_why_when_no_copy_on_write_layer_can_be_mounted(
     client: Client, admin_user: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sessions_app.agent import sandbox
+    from sessions_app.containment import sandbox
 
     monkeypatch.delenv("ACODE_SANDBOX", raising=False)
     status = sandbox.SandboxStatus(

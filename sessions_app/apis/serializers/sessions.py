@@ -11,7 +11,7 @@ from rest_framework import serializers
 from acode.inputs import Input, PageQuery, Text
 from roles.models import RoleVersion
 from roles.registry import registry
-from sessions_app.agent.writes import FILE_NAME_PATTERN
+from sessions_app.containment import FILE_NAME_PATTERN
 from sessions_app.models import (
     AgentSession,
     ChangeKind,
