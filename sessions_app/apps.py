@@ -15,9 +15,12 @@ class SessionsAppConfig(AppConfig):
 
     def ready(self) -> None:
         import acode.celery  # noqa: F401 - binds shared tasks to acode's Celery app
-        from sessions_app import receivers
+        from acode.readiness import readiness_register
+        from sessions_app import readiness, receivers
 
         receivers.connect()
+        readiness_register("sandbox", readiness.sandbox_problem)
+        readiness_register("workers", readiness.workers_problem)
         from sessions_app.containment import sandbox_required
 
         if not sandbox_required():  # development only: say so loudly in every process
