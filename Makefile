@@ -43,9 +43,11 @@ install: $(STAMP)
 run: install
 	$(PY) -m acode.devserver
 
+# lint-imports checks the layering contracts in pyproject.toml ([tool.importlinter]).
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 typecheck: install
 	$(VENV)/bin/mypy .
@@ -65,4 +67,4 @@ bench: install
 	$(PY) -m acode.embedded sh -c 'results=$$(mktemp); export ACODE_BENCH_RESULTS=$$results; failed=""; for f in bench/[a-z]*.py; do echo "== $$f"; $(PY) $$f || failed="$$failed $$f"; done; $(PY) -m bench._report "$$results" --failed "$$failed"; rm -f "$$results"; test -z "$$failed"'
 
 clean:
-	rm -rf $(VENV) var/*.sqlite3 .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) var/*.sqlite3 .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

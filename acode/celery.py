@@ -15,6 +15,6 @@ app = Celery("acode")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 # Each worker keeps a key in Redis naming its queues (acode.workers): who consumes what.
-connect_worker_signals()
+connect_worker_signals(app)
 # ACODE_WORKER_METRICS_PORT: the worker serves its own Prometheus metrics (acode.metrics).
 connect_worker_metrics()

@@ -1,8 +1,9 @@
 """One LLM client for every OpenAI-compatible server, plus a scripted provider for tests.
 
-``endpoint_for(name)`` turns a role's model name into an :class:`Endpoint` (admin's model
-table, or the settings default when the name is empty). ``complete_with_fallback`` tries
-the preferred endpoint, then the fallback on connection errors, timeouts and 5xx.
+An :class:`Endpoint` comes from the settings (``default_endpoint``) or a row of admin's
+model table (``endpoint_from_row``; ``roles.selectors.endpoint_for`` picks one by name).
+``complete_with_fallback`` tries the preferred endpoint, then the fallback on connection
+errors, timeouts and 5xx.
 """
 
 from __future__ import annotations
@@ -81,29 +82,18 @@ class Provider(Protocol):
     ) -> Completion: ...
 
 
-def endpoint_for(name: str) -> Endpoint:
-    """The endpoint a role's model name routes to (empty: the settings default)."""
-    from roles.models import ModelEndpoint
-
-    if not name:
-        return Endpoint(
-            name="default",
-            kind="openai",
-            base_url=settings.ACODE_LLM_BASE_URL,
-            model=settings.ACODE_LLM_DEFAULT_MODEL,
-            api_key_env=settings.ACODE_LLM_API_KEY_ENV,
-            context_window=settings.ACODE_LLM_CONTEXT_WINDOW,
-            supports_json_schema=settings.ACODE_LLM_JSON_SCHEMA,
-            schema_format=settings.ACODE_LLM_SCHEMA_FORMAT,
-        )
-    row = ModelEndpoint.objects.filter(name=name, enabled=True).first()
-    if row is None:
-        raise AcodeError(
-            "ACODE-LLM-001",
-            f"Unknown or disabled model endpoint {name!r}.",
-            {"model": name, "known": list(ModelEndpoint.objects.values_list("name", flat=True))},
-        )
-    return endpoint_from_row(row)
+def default_endpoint() -> Endpoint:
+    """The endpoint of the settings (``ACODE_LLM_*``): what an empty model name means."""
+    return Endpoint(
+        name="default",
+        kind="openai",
+        base_url=settings.ACODE_LLM_BASE_URL,
+        model=settings.ACODE_LLM_DEFAULT_MODEL,
+        api_key_env=settings.ACODE_LLM_API_KEY_ENV,
+        context_window=settings.ACODE_LLM_CONTEXT_WINDOW,
+        supports_json_schema=settings.ACODE_LLM_JSON_SCHEMA,
+        schema_format=settings.ACODE_LLM_SCHEMA_FORMAT,
+    )
 
 
 def endpoint_from_row(row: Any) -> Endpoint:

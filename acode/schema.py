@@ -79,22 +79,6 @@ class CommaSeparatedExtension(OpenApiSerializerFieldExtension):
         }
 
 
-class PlanStepsExtension(OpenApiSerializerFieldExtension):
-    """A plan step is an object or a string, its title (``PlanStepInput``)."""
-
-    target_class = "sessions_app.apis.serializers.sessions.PlanSteps"
-
-    def map_serializer_field(self, auto_schema: Any, direction: str) -> dict[str, Any]:
-        child = self.target.child
-        step = auto_schema.resolve_serializer(child, direction).ref
-        title = auto_schema._map_serializer_field(child.fields["title"], direction)
-        return {
-            "type": "array",
-            "items": {"oneOf": [step, title]},
-            "maxItems": self.target.max_length,
-        }
-
-
 class QueryBooleanExtension(OpenApiSerializerFieldExtension):
     target_class = QueryBoolean
 
@@ -222,7 +206,6 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "AutoSchema",
     "CommaSeparatedExtension",
-    "PlanStepsExtension",
     "QueryBooleanExtension",
     "TextFieldExtension",
     "describe_inputs",

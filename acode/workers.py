@@ -17,10 +17,13 @@ import logging
 import os
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 from django.conf import settings
+
+if TYPE_CHECKING:
+    from celery import Celery
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +31,9 @@ KEY_PREFIX = "acode:worker:"
 HEARTBEAT_SECONDS = 10.0
 TTL_SECONDS = 30
 CACHE_SECONDS = 2.0
+# acode's Celery app, handed over by acode.celery (which imports this module, so this one
+# does not import it back).
+_celery: dict[str, Celery] = {}
 
 _clients: dict[str, redis.Redis] = {}
 _cache_lock = threading.Lock()
@@ -53,8 +59,9 @@ def _client() -> redis.Redis | None:
 
 
 def _runs_eagerly() -> bool:
-    from acode.celery import app  # late: acode.celery connects this module's signals
-
+    app = _celery.get("app")
+    if app is None:  # no Celery app in this process: what the settings say
+        return bool(getattr(settings, "CELERY_TASK_ALWAYS_EAGER", True))
     return bool(app.conf.task_always_eager)
 
 
@@ -192,8 +199,10 @@ def _on_worker_shutdown(sender: Any = None, **kwargs: Any) -> None:
         logger.warning("could not remove worker %s from the registry: %s", beat.hostname, exc)
 
 
-def connect_worker_signals() -> None:
-    """Announce this process in the registry while it runs as a Celery worker."""
+def connect_worker_signals(app: Celery) -> None:
+    """Announce this process in the registry while it runs as a Celery worker; ``app`` is
+    acode's Celery app, whose configuration says whether tasks run eagerly."""
+    _celery["app"] = app
     from celery.signals import worker_ready, worker_shutdown
 
     worker_ready.connect(_on_worker_ready, dispatch_uid="acode.workers.ready", weak=False)

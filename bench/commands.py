@@ -25,12 +25,12 @@ from pathlib import Path
 from _report import record
 from _setup import fmt_time
 
-from sessions_app.agent.content import ContentStore
-from sessions_app.agent.process import Limits, run_process
-from sessions_app.agent.sandbox import BASE_ENV, sandbox_available
-from sessions_app.agent.secretfiles import SecretIndex
 from sessions_app.agent.tools import ToolContext, execute_command
-from sessions_app.agent.writes import RecordedWrite, WorkspaceWriter
+from sessions_app.containment.content import ContentStore
+from sessions_app.containment.process import Limits, run_process
+from sessions_app.containment.sandbox import BASE_ENV, sandbox_available
+from sessions_app.containment.secretfiles import SecretIndex
+from sessions_app.containment.writes import RecordedWrite, WorkspaceWriter
 
 RUNS = 30
 LARGE = int(os.environ.get("ACODE_BENCH_COMMAND_FILES", "50000"))

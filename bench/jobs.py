@@ -257,7 +257,7 @@ def bench_context(runs: int) -> None:
 
     from sessions_app.agent.context import build_context
     from sessions_app.agent.selection import candidate_files
-    from sessions_app.agent.workspace import workspace_files
+    from sessions_app.containment.workspace import workspace_files
 
     root = Path(django.__file__).parent
     list_wall, list_cpu, files = best_of(partial(workspace_files, root), runs)

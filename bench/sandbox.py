@@ -18,11 +18,12 @@ from pathlib import Path
 from _report import record
 from _setup import fmt_time, per_call, verdict
 
-from sessions_app.agent import safefs
-from sessions_app.agent.layer import layer_create
-from sessions_app.agent.process import Limits, run_process
-from sessions_app.agent.safefs import WorkspaceFS
-from sessions_app.agent.sandbox import BASE_ENV, SandboxView, run_sandboxed, sandbox_available
+from sessions_app.containment import safefs
+from sessions_app.containment.layer import layer_create
+from sessions_app.containment.process import Limits, run_process
+from sessions_app.containment.safefs import WorkspaceFS
+from sessions_app.containment.safegrep import search
+from sessions_app.containment.sandbox import BASE_ENV, SandboxView, run_sandboxed, sandbox_available
 
 RUNS = 40
 
@@ -84,8 +85,8 @@ def file_rows(ws: Path) -> None:
         held = per_call(lambda: fs.read_bytes(rel, 1 << 20), seconds=0.5, min_calls=500)
         write = per_call(lambda: fs.write_text("out.txt", "y\n"), seconds=0.5, min_calls=20)
         walk = per_call(lambda: list(fs.walk()), seconds=0.3, min_calls=50)
-        grep_lit = per_call(lambda: fs.grep("x = 1"), seconds=0.3, min_calls=10)
-        grep_re = per_call(lambda: fs.grep(r"x = \d"), seconds=0.5, min_calls=5)
+        grep_lit = per_call(lambda: search(fs, "x = 1"), seconds=0.3, min_calls=10)
+        grep_re = per_call(lambda: search(fs, r"x = \d"), seconds=0.5, min_calls=5)
     oneshot = per_call(lambda: safefs.read_bytes(ws, rel, 1 << 20), seconds=0.5, min_calls=500)
     base = per_call(plain, seconds=0.5, min_calls=500)
     print(f"baseline         plain open().read()                    {fmt_time(base)}")

@@ -20,13 +20,14 @@ from rest_framework.views import APIView
 
 from acode.errors import AcodeError, error_responses
 from acode.inputs import Query, QueryBoolean, Text, json_schema_problems, query_of
-from acode.llm import Endpoint, endpoint_for, model_check
+from acode.llm import Endpoint, model_check
 from acode.yamldoc import integral_numbers
 from roles.models import ModelEndpoint, PromptPack, Role
 from roles.portability.definitions import export_definitions, import_definitions
 from roles.portability.document import DOCUMENT_SCHEMA, dump_yaml, load_yaml
 from roles.prompts import compose_prompt
 from roles.registry import registry
+from roles.selectors import endpoint_for
 from roles.serializers import (
     ComposedPromptOutput,
     RoleDetailOutput,

@@ -15,10 +15,13 @@ class SessionsAppConfig(AppConfig):
 
     def ready(self) -> None:
         import acode.celery  # noqa: F401 - binds shared tasks to acode's Celery app
-        from sessions_app import receivers
+        from acode.readiness import readiness_register
+        from sessions_app import readiness, receivers
 
         receivers.connect()
-        from sessions_app.agent.sandbox import sandbox_required
+        readiness_register("sandbox", readiness.sandbox_problem)
+        readiness_register("workers", readiness.workers_problem)
+        from sessions_app.containment import sandbox_required
 
         if not sandbox_required():  # development only: say so loudly in every process
             logging.getLogger("sessions_app").warning(

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sessions_app.agent.redaction import redact_file, redact_text
 from sessions_app.agent.selection import (
     KEY_FILES,
     candidate_files,
@@ -24,6 +23,7 @@ from sessions_app.agent.selection import (
     structure_outline,
     tests_for,
 )
+from sessions_app.containment import redact_file, redact_text
 
 BUDGETS = {"broad": 16_000, "focused": 6_000, "change_focused": 8_000}
 ADAPTIVE_BROAD_BUDGET = 8_000

@@ -32,9 +32,6 @@ from jsonschema.exceptions import SchemaError
 from roles.access import ToolSpec
 from roles.commands import command_rule_check
 from roles.registry import RoleDef, registry
-from sessions_app.agent.redaction import redact_text
-from sessions_app.agent.safegrep import PatternTimeout
-from sessions_app.agent.sandbox import SandboxUnavailable, sandbox_available, sandbox_required
 from sessions_app.agent.tools import (
     DEFAULT_TEST_ARGV,
     TOOL_IMPLEMENTATIONS,
@@ -43,8 +40,17 @@ from sessions_app.agent.tools import (
     ToolResult,
     normalised_path,
 )
-from sessions_app.agent.workspace import Refused, RuleRefused, check_argv
-from sessions_app.agent.writes import write_rule
+from sessions_app.containment import (
+    PatternTimeout,
+    Refused,
+    RuleRefused,
+    SandboxUnavailable,
+    check_argv,
+    redact_text,
+    sandbox_available,
+    sandbox_required,
+    write_rule,
+)
 from sessions_app.models import AgentSession, AuditEventType, Job
 from sessions_app.services.audit import audit_record, safe_text
 

@@ -23,16 +23,17 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from acode.errors import AcodeError
-from acode.llm import Completion, EndpointUnavailable, Provider, endpoint_for, provider_for
+from acode.llm import Completion, EndpointUnavailable, Provider, provider_for
 from acode.logs import bind_log_context, restore_log_context
 from acode.metrics import observe_llm_call
 from roles.prompts import compose_prompt
 from roles.registry import RoleDef, registry
+from roles.selectors import endpoint_for
 from sessions_app.agent.context import build_context
 from sessions_app.agent.executor import tool_execute
 from sessions_app.agent.plans import PLAN_ANSWER_SCHEMA, plan_from_answer
 from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolContext
-from sessions_app.agent.writes import RecordedWrite
+from sessions_app.containment import RecordedWrite
 from sessions_app.models import AgentSession, Job, JobEventKind, JobStatus
 from sessions_app.services.changes import change_track, changes_approve
 from sessions_app.services.jobs import (

@@ -7,8 +7,7 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
-from sessions_app.agent.safefs import Refused, read_bytes
-from sessions_app.agent.workspace import is_binary, workspace_files
+from sessions_app.containment import Refused, is_binary, read_bytes, workspace_files
 
 MAX_CONTEXT_FILE = 400_000
 KEY_FILES = (

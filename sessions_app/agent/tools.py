@@ -20,21 +20,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sessions_app.agent.layer import copy_changes, layer_changes, layer_create
-from sessions_app.agent.process import Limits
-from sessions_app.agent.redaction import redact_file, redact_text
-from sessions_app.agent.safefs import DEFAULT_SKIP_DIRS, WorkspaceFS, split_path
-from sessions_app.agent.safegrep import search
-from sessions_app.agent.sandbox import (
+from sessions_app.containment import (
     BASE_ENV,
+    DEFAULT_SKIP_DIRS,
     SYSTEM_DIRS,
+    CommandWrites,
+    Limits,
+    RecordedWrite,
+    Refused,
     SandboxView,
+    WorkspaceFS,
+    WorkspaceWriter,
+    check_argv,
+    copy_changes,
+    is_binary,
+    layer_apply,
+    layer_changes,
+    layer_create,
+    present_secret_files,
+    redact_file,
+    redact_text,
     run_sandboxed,
     sandbox_required,
+    search,
+    split_path,
 )
-from sessions_app.agent.secretfiles import present_secret_files
-from sessions_app.agent.workspace import Refused, check_argv, is_binary
-from sessions_app.agent.writes import CommandWrites, RecordedWrite, WorkspaceWriter, layer_apply
 
 READ_CAP = 200_000
 OUTPUT_CAP = 64_000

@@ -9,7 +9,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import error_responses
-from acode.idempotency import idempotent
 from acode.inputs import query_of
 from sessions_app.apis.common import (
     ACT_CODES,
@@ -22,6 +21,7 @@ from sessions_app.apis.common import (
     request_user,
     session_for,
 )
+from sessions_app.apis.idempotency import idempotent
 from sessions_app.apis.serializers import (
     JobCreateInput,
     JobDetailOutput,

@@ -8,7 +8,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from acode.errors import AcodeError, error_responses
-from acode.idempotency import idempotent
 from sessions_app.apis.common import (
     ACT_CODES,
     IDEMPOTENCY,
@@ -19,6 +18,7 @@ from sessions_app.apis.common import (
     request_user,
     session_for,
 )
+from sessions_app.apis.idempotency import idempotent
 from sessions_app.apis.serializers import (
     ApproveInput,
     ApproveOutput,

@@ -13,7 +13,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import error_responses
-from acode.idempotency import idempotent
 from acode.inputs import query_of
 from acode.middleware import request_id_of
 from roles.registry import registry
@@ -29,6 +28,7 @@ from sessions_app.apis.common import (
     request_user,
     session_for,
 )
+from sessions_app.apis.idempotency import idempotent
 from sessions_app.apis.serializers import (
     ContextOutput,
     ContextQuery,

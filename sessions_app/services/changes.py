@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from acode.errors import AcodeError
-from sessions_app.agent.writes import CONTROL, RecordedWrite
+from sessions_app.containment import CONTROL, RecordedWrite
 from sessions_app.models import AgentSession, AuditEventType, ChangeKind, PendingChange
 from sessions_app.permissions import SessionAction, action_check
 from sessions_app.services.deliveries import delivered_commit_record

@@ -5,7 +5,7 @@ command sees; only the server writes it. Approved changes become commits built f
 content recorded with each pending change (never from the work tree); the branch (or one
 of its commits) is downloadable as a patch, and can be pushed to the repository's remote.
 
-Git here always runs through ``sessions_app.agent.safegit``: a clean environment and no
+Git here always runs through ``sessions_app.containment.safegit``: a clean environment and no
 hooks, fsmonitor, pagers, external diffs or drivers.
 """
 
@@ -24,12 +24,19 @@ from urllib.parse import unquote, urlsplit
 from django.conf import settings
 
 from acode.errors import AcodeError
-from sessions_app.agent.content import ContentStore
-from sessions_app.agent.redaction import URL_MASK, redact_userinfo
-from sessions_app.agent.safegit import GitRefused, clone, init_repository, push, run_git
-from sessions_app.agent.sandbox import GIT_VIEW_CONFIG
-from sessions_app.agent.secretfiles import SecretIndex
-from sessions_app.agent.writes import WorkspaceWriter
+from sessions_app.containment import (
+    GIT_VIEW_CONFIG,
+    URL_MASK,
+    ContentStore,
+    GitRefused,
+    SecretIndex,
+    WorkspaceWriter,
+    clone,
+    init_repository,
+    push,
+    redact_userinfo,
+    run_git,
+)
 from sessions_app.models import AgentSession, Repository
 from sessions_app.permissions import can_attach_workspace, repository_can_use
 

@@ -28,8 +28,8 @@ UNITS = sorted((DEPLOY / "systemd").glob("*.service"))
 SETTINGS_SOURCE = "\n".join(p.read_text() for p in (ROOT / "acode" / "settings").glob("*.py"))
 # Variables read outside acode/settings, and where.
 READ_ELSEWHERE = {
-    "ACODE_SANDBOX": "sessions_app/agent/sandbox.py",
-    "ACODE_SANDBOX_CGROUP": "sessions_app/agent/process.py",
+    "ACODE_SANDBOX": "sessions_app/containment/sandbox.py",
+    "ACODE_SANDBOX_CGROUP": "sessions_app/containment/process.py",
     "PROMETHEUS_MULTIPROC_DIR": "acode/metrics.py",  # also prometheus_client itself
     "ACODE_HOST": "deploy/systemd/acode-web.service",  # daphne's -b (and `make run`)
     "ACODE_PORT": "deploy/systemd/acode-web.service",

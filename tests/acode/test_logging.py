@@ -75,7 +75,7 @@ def test_line_written_while_a_job_runs_names_job_session_and_role(
 
     lines = log_lines()
     warning = next(line for line in lines if "UNSANDBOXED" in line["message"])
-    assert warning["logger"] == "sessions_app.agent.sandbox"
+    assert warning["logger"] == "sessions_app.containment.sandbox"
     assert warning["level"] == "warning"
     assert warning["timestamp"].endswith("Z")
     assert (warning["job"], warning["session"], warning["role"]) == (

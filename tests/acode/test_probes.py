@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from acode import views
+from acode import readiness
 from acode.workers import worker_announce, worker_forget
 from roles.registry import registry
 
@@ -48,7 +48,7 @@ def test_readyz_checks_database_redis_sandbox_and_workers(client: Client) -> Non
 def test_readyz_is_not_ready_without_a_sandbox_and_tells_staff_why(
     client: Client, admin_user: Any, monkeypatch: pytest.MonkeyPatch, fake_worker: str
 ) -> None:
-    monkeypatch.setitem(views.CHECKS, "sandbox", lambda: "bwrap not found: install bubblewrap")
+    monkeypatch.setitem(readiness.CHECKS, "sandbox", lambda: "bwrap not found: install bubblewrap")
     anonymous = client.get("/readyz")
     assert anonymous.status_code == 503 and anonymous.json()["checks"]["sandbox"] is False
     assert "problems" not in anonymous.json()
@@ -60,7 +60,7 @@ def test_readyz_is_not_ready_without_a_sandbox_and_tells_staff_why(
 def test_readyz_says_why_when_no_copy_on_write_layer_can_be_mounted(
     client: Client, admin_user: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sessions_app.agent import sandbox
+    from sessions_app.containment import sandbox
 
     monkeypatch.delenv("ACODE_SANDBOX", raising=False)
     status = sandbox.SandboxStatus(
@@ -78,7 +78,7 @@ def test_readyz_says_why_when_no_copy_on_write_layer_can_be_mounted(
 def test_readyz_is_ready_with_a_live_worker_on_every_role_queue(
     client: Client, monkeypatch: pytest.MonkeyPatch, fake_worker: str
 ) -> None:
-    monkeypatch.setitem(views.CHECKS, "sandbox", lambda: "")
+    monkeypatch.setitem(readiness.CHECKS, "sandbox", lambda: "")
     response = client.get("/readyz")
     assert response.status_code == 200, response.json()
     assert response.json() == {
@@ -91,7 +91,7 @@ def test_readyz_is_ready_with_a_live_worker_on_every_role_queue(
 def test_readyz_without_a_worker_tells_only_staff_which_queues_lack_one(
     client: Client, admin_user: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(views.CHECKS, "sandbox", lambda: "")
+    monkeypatch.setitem(readiness.CHECKS, "sandbox", lambda: "")
     anonymous = client.get("/readyz")
     assert anonymous.status_code == 503
     assert anonymous.json()["checks"]["workers"] is False

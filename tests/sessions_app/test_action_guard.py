@@ -31,7 +31,7 @@ from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
 from acode.error_codes import ERROR_CODES
-from sessions_app.agent.writes import RecordedWrite
+from sessions_app.containment.writes import RecordedWrite
 from sessions_app.dashboard import urls as dashboard_urls
 from sessions_app.models import AgentSession
 from sessions_app.services import (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -11,7 +12,7 @@ from rest_framework import serializers
 from acode.inputs import Input, PageQuery, Text
 from roles.models import RoleVersion
 from roles.registry import registry
-from sessions_app.agent.writes import FILE_NAME_PATTERN
+from sessions_app.containment import FILE_NAME_PATTERN
 from sessions_app.models import (
     AgentSession,
     ChangeKind,
@@ -301,7 +302,23 @@ class PlanStepInput(Input):
 
 
 class PlanSteps(serializers.ListSerializer):
-    """The steps of a plan: each an object, or just its title (``acode.schema`` shows both)."""
+    """The steps of a plan: each an object, or just its title (the schema shows both)."""
+
+
+class PlanStepsExtension(OpenApiSerializerFieldExtension):
+    """A plan step is an object or a string, its title (``PlanStepInput``)."""
+
+    target_class = PlanSteps
+
+    def map_serializer_field(self, auto_schema: Any, direction: str) -> dict[str, Any]:
+        child = self.target.child
+        step = auto_schema.resolve_serializer(child, direction).ref
+        title = auto_schema._map_serializer_field(child.fields["title"], direction)
+        return {
+            "type": "array",
+            "items": {"oneOf": [step, title]},
+            "maxItems": self.target.max_length,
+        }
 
 
 class PlanInput(Input):

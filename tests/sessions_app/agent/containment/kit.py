@@ -16,7 +16,7 @@ from roles.registry import registry
 from roles.services import role_write
 from sessions_app.agent.executor import ToolOutcome, tool_execute
 from sessions_app.agent.loop import _tool_context
-from sessions_app.agent.sandbox import sandbox_available
+from sessions_app.containment.sandbox import sandbox_available
 from sessions_app.models import AgentSession, AuditEvent
 from sessions_app.services.jobs import job_create
 from tests.sessions_app.jobkit import session_in

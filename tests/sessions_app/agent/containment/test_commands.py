@@ -21,9 +21,9 @@ import pytest
 from roles.models import Permission
 from roles.registry import registry
 from roles.services import role_write
-from sessions_app.agent import sandbox
-from sessions_app.agent.sandbox import SandboxStatus
 from sessions_app.agent.tools import OUTPUT_CAP, TOOL_IMPLEMENTATIONS, ToolImpl
+from sessions_app.containment import sandbox
+from sessions_app.containment.sandbox import SandboxStatus
 from sessions_app.models import AuditEvent, JobEvent, JobStatus
 from tests.sessions_app.agent.containment.kit import (
     SECRET,

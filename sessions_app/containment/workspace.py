@@ -2,15 +2,15 @@
 
 ``workspace_files`` lists files through ``safegit`` (``.gitignore`` honoured, none of the
 repository's programs run) or ``safefs.walk``; ``check_argv`` checks the shape of a
-command. What a command wrote is applied (or not) in ``sessions_app.agent.writes``.
+command. What a command wrote is applied (or not) in ``sessions_app.containment.writes``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from sessions_app.agent.safefs import Refused, WorkspaceFS
-from sessions_app.agent.safegit import GitRefused, run_git
+from sessions_app.containment.safefs import Refused, WorkspaceFS
+from sessions_app.containment.safegit import GitRefused, run_git
 
 __all__ = [
     "BINARY_SNIFF",

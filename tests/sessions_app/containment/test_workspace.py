@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from sessions_app.agent.content import ContentStore
-from sessions_app.agent.layer import copy_changes, layer_changes, layer_create
-from sessions_app.agent.sandbox import SandboxView, run_sandboxed, sandbox_available
-from sessions_app.agent.secretfiles import SecretIndex
-from sessions_app.agent.workspace import RuleRefused, check_argv, workspace_files
-from sessions_app.agent.writes import CommandWrites, WorkspaceWriter, layer_apply, write_rule
+from sessions_app.containment.content import ContentStore
+from sessions_app.containment.layer import copy_changes, layer_changes, layer_create
+from sessions_app.containment.sandbox import SandboxView, run_sandboxed, sandbox_available
+from sessions_app.containment.secretfiles import SecretIndex
+from sessions_app.containment.workspace import RuleRefused, check_argv, workspace_files
+from sessions_app.containment.writes import CommandWrites, WorkspaceWriter, layer_apply, write_rule
 
 STATUS = sandbox_available()
 needs_layer = pytest.mark.skipif(

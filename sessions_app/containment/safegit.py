@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from sessions_app.agent.process import CommandOutcome, Limits, run_process
+from sessions_app.containment.process import CommandOutcome, Limits, run_process
 
 GIT_TIMEOUT = 60.0
 # Config that names a program, set to something inert. Empty values mean "none" to git.

@@ -20,10 +20,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from sessions_app.agent.safegrep import GrepResult
 
 MAX_PATH_BYTES = 4096
 MAX_NAME_BYTES = 255
@@ -303,12 +299,6 @@ class WorkspaceFS:
                 for fd, _ in stack:
                     os.close(fd)
 
-    def grep(self, pattern: str, **options: Any) -> GrepResult:
-        """Lines matching ``pattern`` under the workspace; see ``safegrep.search``."""
-        from sessions_app.agent.safegrep import search  # it imports this module
-
-        return search(self, pattern, **options)
-
 
 def _open_dir(name: str, parent: int) -> int:
     try:
@@ -446,9 +436,3 @@ def walk(root: Path, skip_dirs: frozenset[str] = DEFAULT_SKIP_DIRS) -> Iterator[
     """One-shot ``WorkspaceFS(root).walk`` over the whole workspace."""
     with WorkspaceFS(root) as fs:
         yield from fs.walk(".", skip_dirs)
-
-
-def grep(root: Path, pattern: str, **options: Any) -> GrepResult:
-    """One-shot ``WorkspaceFS(root).grep``: a regex search bounded in time (``safegrep``)."""
-    with WorkspaceFS(root) as fs:
-        return fs.grep(pattern, **options)

@@ -18,8 +18,8 @@ import secrets
 import stat as st
 from pathlib import Path
 
-from sessions_app.agent.redaction import is_secret_file
-from sessions_app.agent.safefs import DIR_FLAGS
+from sessions_app.containment.redaction import is_secret_file
+from sessions_app.containment.safefs import DIR_FLAGS
 
 SKIPPED_DIRS = frozenset({".git"})
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessions_app.agent.redaction import redact_file, redact_text
+from sessions_app.containment.redaction import redact_file, redact_text
 
 
 @pytest.mark.parametrize(

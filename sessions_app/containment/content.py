@@ -13,7 +13,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from sessions_app.agent.safegit import GitRefused, run_git
+from sessions_app.containment.safegit import GitRefused, run_git
 
 BLOB_ID_LENGTHS = (40, 64)  # SHA-1 and SHA-256 repositories
 

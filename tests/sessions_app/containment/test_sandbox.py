@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from sessions_app.agent import process, sandbox
-from sessions_app.agent.layer import Layer, layer_create
-from sessions_app.agent.sandbox import (
+from sessions_app.containment import process, sandbox
+from sessions_app.containment.layer import Layer, layer_create
+from sessions_app.containment.sandbox import (
     Limits,
     SandboxUnavailable,
     SandboxView,
@@ -366,7 +366,7 @@ def test_development_switch_runs_unsandboxed_loudly(
 ) -> None:
     monkeypatch.setenv("ACODE_SANDBOX", "off")
     marker = f"acode-dev-{uuid.uuid4().hex}"
-    with caplog.at_level(logging.WARNING, logger="sessions_app.agent.sandbox"):
+    with caplog.at_level(logging.WARNING, logger="sessions_app.containment.sandbox"):
         out = sh(
             ws, f"setsid python3 -c 'import time; time.sleep(300)' {marker} & pwd", writable=False
         )

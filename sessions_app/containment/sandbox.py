@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from acode.metrics import sandbox_started
-from sessions_app.agent.layer import Layer, copy_workspace, layer_create
-from sessions_app.agent.process import CommandOutcome, Limits, process_limit_kind, run_process
+from sessions_app.containment.layer import Layer, copy_workspace, layer_create
+from sessions_app.containment.process import CommandOutcome, Limits, process_limit_kind, run_process
 
 __all__ = [
     "BASE_ENV",

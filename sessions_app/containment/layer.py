@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from sessions_app.agent.safefs import DIR_FLAGS, READ_FLAGS
+from sessions_app.containment.safefs import DIR_FLAGS, READ_FLAGS
 
 OPAQUE_XATTRS = ("user.overlay.opaque", "trusted.overlay.opaque")
 COMPARE_CHUNK = 1 << 20

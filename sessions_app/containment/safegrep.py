@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sessions_app.agent.safefs import DEFAULT_SKIP_DIRS, Refused, WorkspaceFS
+from sessions_app.containment.safefs import DEFAULT_SKIP_DIRS, Refused, WorkspaceFS
 
 REGEX_META = frozenset(".^$*+?{}[]\\|()")
 GREP_TIMEOUT = 2.0

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from roles.access import path_allowed
-from sessions_app.agent.content import ContentStore
-from sessions_app.agent.layer import LayerChange, opened_path, read_head
-from sessions_app.agent.safefs import Refused, WorkspaceFS
-from sessions_app.agent.secretfiles import SecretIndex
-from sessions_app.agent.workspace import is_binary
+from sessions_app.containment.content import ContentStore
+from sessions_app.containment.layer import LayerChange, opened_path, read_head
+from sessions_app.containment.safefs import Refused, WorkspaceFS
+from sessions_app.containment.secretfiles import SecretIndex
+from sessions_app.containment.workspace import is_binary
 
 TEXT_LIMIT = 1 << 20  # pending-change text beyond this is summarised, not diffed
 EDIT_CAP = 4 << 20  # the text of a file being replaced or deleted, for its pending diff

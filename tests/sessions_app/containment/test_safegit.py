@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from sessions_app.agent.safegit import GitRefused, clone
-from sessions_app.agent.safegit import run_git as run_git_dir
+from sessions_app.containment.safegit import GitRefused, clone
+from sessions_app.containment.safegit import run_git as run_git_dir
 
 
 def run_git(work_tree: Path, args: list[str]) -> Any:

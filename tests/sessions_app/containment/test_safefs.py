@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from sessions_app.agent import safefs
-from sessions_app.agent.safefs import Refused, WorkspaceFS, split_path
-from sessions_app.agent.safegrep import PatternTimeout
+from sessions_app.containment import safefs
+from sessions_app.containment.safefs import Refused, WorkspaceFS, split_path
+from sessions_app.containment.safegrep import PatternTimeout, grep, search
 
 
 @pytest.fixture
@@ -255,20 +255,20 @@ def test_racing_directory_swap_never_lets_a_write_or_read_out(ws: Path, tmp_path
 def test_grep_literal_and_regex(fs: WorkspaceFS, ws: Path, outside: Path) -> None:
     (ws / "leak.txt").symlink_to(outside / "secret.txt")
     (ws / "bin.dat").write_bytes(b"hello\x00world")
-    literal = fs.grep("hello")
+    literal = search(fs, "hello")
     assert [(m.path, m.line_number) for m in literal.matches] == [("README.md", 2)]
-    regex = fs.grep(r"return \d+")
+    regex = search(fs, r"return \d+")
     assert [(m.path, m.line) for m in regex.matches] == [("src/app.py", "    return 42")]
-    assert fs.grep("DEMO", ignore_case=True).matches[0].path == "README.md"
-    assert fs.grep("secret").matches == []  # never through the link
-    assert fs.grep("a.", fixed=True).matches == []
+    assert search(fs, "DEMO", ignore_case=True).matches[0].path == "README.md"
+    assert search(fs, "secret").matches == []  # never through the link
+    assert search(fs, "a.", fixed=True).matches == []
     with pytest.raises(Refused, match="invalid regular expression"):
-        fs.grep("(unclosed")
+        search(fs, "(unclosed")
 
 
 def test_grep_stops_at_max_matches(fs: WorkspaceFS, ws: Path) -> None:
     (ws / "many.txt").write_text("hit\n" * 50)
-    result = safefs.grep(ws, "h.t", max_matches=10)
+    result = grep(ws, "h.t", max_matches=10)
     assert len(result.matches) == 10 and result.truncated
 
 
@@ -276,6 +276,6 @@ def test_catastrophic_regex_is_bounded(fs: WorkspaceFS, ws: Path) -> None:
     (ws / "evil.txt").write_text("a" * 50_000 + "!\n")
     started = time.monotonic()
     with pytest.raises(PatternTimeout, match="took longer"):
-        fs.grep("(a+)+$", timeout=1.0)
+        search(fs, "(a+)+$", timeout=1.0)
     assert time.monotonic() - started < 3
     assert isinstance(PatternTimeout("x"), Refused)  # callers handle it like any refusal

@@ -1,0 +1,101 @@
+"""Containment: the OS library that keeps an agent's work inside its workspace.
+
+What it holds: the command sandbox (bubblewrap, ``sandbox``) and its copy-on-write layer
+(``layer``), bounded child processes (``process``), link-proof file access (``safefs``) and
+time-bounded search (``safegrep``), server-side git (``safegit``), the content store
+(``content``), the secret-file index (``secretfiles``), redaction (``redaction``), and the one
+way the server writes a workspace (``writes``, ``workspace``).
+
+Its imports point only down: the standard library, ``roles.access`` (path globs) and
+``acode.metrics``; never the sessions app's models, services or agent loop (import-linter
+checks this in ``make lint``). The rest of the project uses it through the names below,
+not its modules (a contract checks that too), so what orchestration may rely on is this
+list.
+"""
+
+from __future__ import annotations
+
+from sessions_app.containment.content import ContentStore
+from sessions_app.containment.layer import copy_changes, layer_changes, layer_create
+from sessions_app.containment.process import Limits
+from sessions_app.containment.redaction import (
+    URL_MASK,
+    redact_file,
+    redact_text,
+    redact_userinfo,
+)
+from sessions_app.containment.safefs import (
+    DEFAULT_SKIP_DIRS,
+    Refused,
+    WorkspaceFS,
+    read_bytes,
+    split_path,
+)
+from sessions_app.containment.safegit import GitRefused, clone, init_repository, push, run_git
+from sessions_app.containment.safegrep import PatternTimeout, search
+from sessions_app.containment.sandbox import (
+    BASE_ENV,
+    GIT_VIEW_CONFIG,
+    SYSTEM_DIRS,
+    SandboxUnavailable,
+    SandboxView,
+    run_sandboxed,
+    sandbox_available,
+    sandbox_required,
+)
+from sessions_app.containment.secretfiles import SecretIndex, present_secret_files
+from sessions_app.containment.workspace import RuleRefused, check_argv, is_binary, workspace_files
+from sessions_app.containment.writes import (
+    CONTROL,
+    FILE_NAME_PATTERN,
+    CommandWrites,
+    RecordedWrite,
+    WorkspaceWriter,
+    layer_apply,
+    write_rule,
+)
+
+__all__ = [
+    "BASE_ENV",
+    "CONTROL",
+    "DEFAULT_SKIP_DIRS",
+    "FILE_NAME_PATTERN",
+    "GIT_VIEW_CONFIG",
+    "SYSTEM_DIRS",
+    "URL_MASK",
+    "CommandWrites",
+    "ContentStore",
+    "GitRefused",
+    "Limits",
+    "PatternTimeout",
+    "RecordedWrite",
+    "Refused",
+    "RuleRefused",
+    "SandboxUnavailable",
+    "SandboxView",
+    "SecretIndex",
+    "WorkspaceFS",
+    "WorkspaceWriter",
+    "check_argv",
+    "clone",
+    "copy_changes",
+    "init_repository",
+    "is_binary",
+    "layer_apply",
+    "layer_changes",
+    "layer_create",
+    "present_secret_files",
+    "push",
+    "read_bytes",
+    "redact_file",
+    "redact_text",
+    "redact_userinfo",
+    "run_git",
+    "run_sandboxed",
+    "sandbox_available",
+    "sandbox_required",
+    "search",
+    "split_path",
+    "workspace_files",
+    "write_rule",
+]
