@@ -13,7 +13,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, ParseError, PermissionDenied
 from rest_framework.parsers import BaseParser
-from rest_framework.permissions import BasePermission, IsAuthenticated
+from rest_framework.permissions import DjangoModelPermissions, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -132,14 +132,9 @@ class TransitionRuleListApi(APIView):
         return Response([rule_data(r) for r in registry.all_rules()])
 
 
-class RoleWritePermission(BasePermission):
-    """Writes need Django's model permissions on Role (add/change/delete), as in admin."""
-
-    perms = {"POST": "roles.add_role", "PATCH": "roles.change_role", "DELETE": "roles.delete_role"}
-
-    def has_permission(self, request: Request, view: Any) -> bool:
-        needed = self.perms.get(request.method or "")
-        return needed is None or bool(request.user.has_perm(needed))
+class RoleWritePermission(DjangoModelPermissions):
+    """Writes need Django's model permissions on Role (add/change/delete), as in admin;
+    the views name the model with an empty ``queryset``."""
 
 
 ROLE_CREATE = role_schema(required=("slug", "name"))
@@ -170,6 +165,7 @@ def role_input(data: Any, schema: dict[str, Any]) -> dict[str, Any]:
 
 class RoleCreateApi(APIView):
     permission_classes = [IsAuthenticated, RoleWritePermission]
+    queryset = Role.objects.none()
 
     @extend_schema(
         request={"application/json": copy.deepcopy(ROLE_CREATE)},
@@ -187,6 +183,7 @@ class RoleCreateApi(APIView):
 
 class RoleWriteApi(APIView):
     permission_classes = [IsAuthenticated, RoleWritePermission]
+    queryset = Role.objects.none()
 
     @extend_schema(
         request={"application/json": copy.deepcopy(ROLE_UPDATE)},
@@ -235,6 +232,7 @@ class ImportOutput(serializers.Serializer):
 
 class RoleImportApi(APIView):
     permission_classes = [IsAuthenticated, RoleWritePermission]
+    queryset = Role.objects.none()
     parser_classes = [PlainTextParser]
 
     @extend_schema(
@@ -318,15 +316,15 @@ class RoleResourceApi(RoleWriteApi, RoleDetailApi):
     """``GET`` shows a role; ``PATCH`` and ``DELETE`` need the change/delete permissions."""
 
 
-class ModelEndpointPermission(BasePermission):
+class ModelEndpointPermission(DjangoModelPermissions):
     """Model endpoints are admin data: reading needs ``view_modelendpoint``, checking one
     (which sends it a request) ``change_modelendpoint``, as in admin."""
 
-    perms = {"GET": "roles.view_modelendpoint", "POST": "roles.change_modelendpoint"}
-
-    def has_permission(self, request: Request, view: Any) -> bool:
-        needed = self.perms.get(request.method or "")
-        return needed is None or bool(request.user.has_perm(needed))
+    perms_map = {
+        **DjangoModelPermissions.perms_map,
+        "GET": ["%(app_label)s.view_%(model_name)s"],
+        "POST": ["%(app_label)s.change_%(model_name)s"],
+    }
 
 
 class ModelEndpointOutput(serializers.Serializer):
@@ -370,6 +368,7 @@ def _endpoint_named(name: str) -> Endpoint:
 
 class ModelEndpointListApi(APIView):
     permission_classes = [IsAuthenticated, ModelEndpointPermission]
+    queryset = ModelEndpoint.objects.none()
 
     @extend_schema(
         responses={200: ModelEndpointOutput(many=True), **error_responses("ACODE-API-403")},
@@ -386,6 +385,7 @@ class ModelEndpointListApi(APIView):
 
 class ModelEndpointCheckApi(APIView):
     permission_classes = [IsAuthenticated, ModelEndpointPermission]
+    queryset = ModelEndpoint.objects.none()
 
     @extend_schema(
         request=None,
