@@ -22,7 +22,7 @@ import os
 import secrets
 import shutil
 import stat as st
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -186,15 +186,7 @@ def layer_changes(layer: Layer, workspace: Path) -> list[LayerChange]:
     directory and the workspace are read through directory fds opened with ``O_NOFOLLOW``,
     and only regular files are ever opened for reading.
     """
-    changes = _Changes()
-    upper = os.open(layer.upper, DIR_FLAGS)
-    lower = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        _walk_upper(upper, lower, "", changes)
-    finally:
-        os.close(upper)
-        os.close(lower)
-    return changes.ordered()
+    return _read_changes(layer.upper, workspace, _walk_upper)
 
 
 def _walk_upper(upper: int, lower: int, prefix: str, changes: _Changes) -> None:
@@ -339,14 +331,23 @@ def copy_workspace(workspace: Path, layer: Layer) -> Path:
 
 def copy_changes(layer: Layer, workspace: Path) -> list[LayerChange]:
     """What a command changed in the copy ``copy_workspace`` made, against ``workspace``."""
+    return _read_changes(layer.copy, workspace, _compare)
+
+
+def _read_changes(
+    top: Path, workspace: Path, walk: Callable[[int, int, str, _Changes], None]
+) -> list[LayerChange]:
+    """``walk`` over the command's tree ``top`` (never followed) against ``workspace``."""
     changes = _Changes()
-    new = os.open(layer.copy, DIR_FLAGS)
-    old = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    new = os.open(top, DIR_FLAGS)
     try:
-        _compare(new, old, "", changes)
+        old = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            walk(new, old, "", changes)
+        finally:
+            os.close(old)
     finally:
         os.close(new)
-        os.close(old)
     return changes.ordered()
 
 
