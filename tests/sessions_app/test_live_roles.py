@@ -40,18 +40,6 @@ ROLES_CHANGED = (events.ROLES_GROUP, "roles.changed")
 
 
 @pytest.fixture
-def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
-    """(group, kind) of every message handed to the channel layer, in order."""
-    out: list[tuple[str, str]] = []
-
-    def record(sends: list[tuple[str, dict[str, Any]]]) -> None:
-        out.extend((group, message["kind"]) for group, message in sends)
-
-    monkeypatch.setattr(events, "_send", record)
-    return out
-
-
-@pytest.fixture
 def boss_api(admin_user: User) -> APIClient:
     client = APIClient()
     client.force_authenticate(admin_user)

@@ -164,26 +164,26 @@ def test_the_session_page_re_renders_what_the_catalog_says() -> None:
 
 
 @pytest.fixture
-def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any]]]:
+def sent_messages(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any]]]:
     out: list[tuple[str, dict[str, Any]]] = []
     monkeypatch.setattr(events, "_send", out.extend)
     return out
 
 
-def test_a_kind_the_catalog_lacks_is_never_published(sent: list[Any]) -> None:
+def test_a_kind_the_catalog_lacks_is_never_published(sent_messages: list[Any]) -> None:
     with pytest.raises(ValueError, match=r"made\.up"):
         publish_session_event(SESSION, "made.up")
-    assert sent == []
+    assert sent_messages == []
 
 
-def test_the_wire_carries_the_kind_as_plain_text(sent: list[Any]) -> None:
+def test_the_wire_carries_the_kind_as_plain_text(sent_messages: list[Any]) -> None:
     publish_session_event(SESSION, EventKind.RUN_STARTED)
     publish_job_event(SESSION, SESSION, 3, "status", {"status": "running"})
-    kinds = [(message["type"], message["kind"]) for _, message in sent]
+    kinds = [(message["type"], message["kind"]) for _, message in sent_messages]
     assert kinds == [
         ("session.event", "run.started"),
         ("session.event", "run.started"),
         ("job.event", "status"),
         ("session.event", "job.status"),
     ]
-    assert all(type(message["kind"]) is str for _, message in sent)
+    assert all(type(message["kind"]) is str for _, message in sent_messages)

@@ -22,18 +22,6 @@ from sessions_app.services.transitions import session_transition
 SESSION = "7f1c0f8e-5a4e-4a55-9a51-2f0d3c1b9e10"
 
 
-@pytest.fixture
-def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
-    """(group, kind) of every message handed to the channel layer, in order."""
-    out: list[tuple[str, str]] = []
-
-    def record(sends: list[tuple[str, dict[str, Any]]]) -> None:
-        out.extend((group, message["kind"]) for group, message in sends)
-
-    monkeypatch.setattr(events, "_send", record)
-    return out
-
-
 def session_kinds(sent: list[tuple[str, str]]) -> list[str]:
     return [kind for group, kind in sent if group == events.session_group(SESSION)]
 
