@@ -45,7 +45,7 @@ def recover_lost_jobs_task() -> list[str]:
     """Requeue or fail jobs whose worker stopped sending heartbeats, resume runs stopped
     between stages and send pushes again that never went (Celery beat, periodic)."""
     from sessions_app.services.deliveries import deliveries_push_stalled
-    from sessions_app.services.jobs import jobs_recover_stale
+    from sessions_app.services.job_recovery import jobs_recover_stale
     from sessions_app.services.runs import runs_resume_stalled
 
     recovered = jobs_recover_stale()
@@ -83,7 +83,7 @@ def audit_anchor_task() -> int | None:
 @shared_task(name="acode.audit_verify")
 def audit_verify_task() -> bool:
     """Verify the whole audit log and store the outcome (Celery beat, periodic)."""
-    from sessions_app.services.audit import audit_verify_record
+    from sessions_app.services.audit_verify import audit_verify_record
 
     report, _ = audit_verify_record(actor="system")
     if not report.ok:

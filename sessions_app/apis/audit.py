@@ -37,7 +37,7 @@ from sessions_app.apis.serializers import (
 from sessions_app.filters import AuditFilter, audit_order
 from sessions_app.models import AuditEvent
 from sessions_app.permissions import audit_visible_to, can_verify_audit
-from sessions_app.services.audit import audit_verify_record
+from sessions_app.services.audit_verify import audit_verify_record
 
 
 class AuditCursor(CursorPagination):

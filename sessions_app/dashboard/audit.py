@@ -24,7 +24,7 @@ from sessions_app.dashboard.formatting import RoleBadge, all_role_badges, role_b
 from sessions_app.filters import AuditFilter, audit_order
 from sessions_app.models import AuditEvent, AuditEventType
 from sessions_app.permissions import audit_visible_to, can_verify_audit
-from sessions_app.services.audit import audit_last_verification, audit_verify_record
+from sessions_app.services.audit_verify import audit_last_verification, audit_verify_record
 
 AUDIT_TEMPLATE = "dashboard/audit.html"
 AUDIT_PAGE_SIZE = 50

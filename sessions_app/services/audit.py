@@ -1,4 +1,5 @@
-"""The tamper-evident audit log: append to a session's hash chain, anchor, verify.
+"""The tamper-evident audit log: append to a session's hash chain, anchor (verifying is
+``audit_verify.py``).
 
 Every session has its own chain and events without a session share one (``chain_key``),
 so two writers only ever wait for each other when they write to the same session. An
@@ -14,8 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections import defaultdict
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -30,10 +29,10 @@ from sessions_app.models import (
     AuditChain,
     AuditEvent,
     AuditEventType,
-    AuditVerification,
     chain_key,
 )
 from sessions_app.models.audit import GLOBAL_CHAIN, SESSION_CHAIN_PREFIX
+from sessions_app.services.locks import held_session
 
 GENESIS_HASH = "0" * 64
 
@@ -119,23 +118,20 @@ def audit_record(
     target: str = "",
     result: str = "",
     details: dict[str, Any] | None = None,
-    head_saved_by_caller: bool = False,
 ) -> AuditEvent:
     """Append one event to its session's chain, in the caller's transaction.
 
     Only that chain's head is locked (for a session, its own row), so events of one
     session get consecutive numbers and each links to the one before it, while other
-    sessions write in parallel.
-
-    ``head_saved_by_caller``: the caller locked ``session`` (``lock_session``) in this
-    transaction and saves ``audit_seq`` and ``audit_hash`` with its own update of the row; the head
-    is read from and advanced on that instance, so the append costs one INSERT. Should
-    the instance be stale, the INSERT breaks the chain's unique numbering and fails.
+    sessions write in parallel. When the calling service holds the session locked
+    (``locks.lock_session``), the head is read from and advanced on that locked row, with
+    no second lock.
     """
     key = chain_key(session.pk if session is not None else None)
+    held = held_session(session.pk) if session is not None else None
     with transaction.atomic(savepoint=False):
-        if head_saved_by_caller and session is not None:
-            last_seq, last_hash = session.audit_seq, session.audit_hash
+        if held is not None:
+            last_seq, last_hash = held.audit_seq, held.audit_hash
         else:
             last_seq, last_hash = _locked_head(session)
         event = AuditEvent(
@@ -154,11 +150,12 @@ def audit_record(
         event.hash = event_hash(event)
         event.save(force_insert=True)
         if session is not None:
-            session.audit_seq, session.audit_hash = event.seq, event.hash
-            if not head_saved_by_caller:
-                AgentSession.objects.filter(pk=session.pk).update(
-                    audit_seq=event.seq, audit_hash=event.hash
-                )
+            for row in {id(session): session, id(held): held}.values():
+                if row is not None:
+                    row.audit_seq, row.audit_hash = event.seq, event.hash
+            AgentSession.objects.filter(pk=session.pk).update(
+                audit_seq=event.seq, audit_hash=event.hash
+            )
         else:
             AuditChain.objects.filter(pk=key).update(last_seq=event.seq, last_hash=event.hash)
     # Counted once committed: a rolled-back event never shows in the metrics.
@@ -180,7 +177,7 @@ class Head(NamedTuple):
     anchored_seq: int
 
 
-def _heads(moved_only: bool = False) -> dict[str, Head]:
+def chain_heads(moved_only: bool = False) -> dict[str, Head]:
     """Every chain's head by chain key: sessions' from their rows, the global chain's."""
     sessions = AgentSession.objects.exclude(audit_seq=0)
     chains = AuditChain.objects.all()
@@ -215,7 +212,7 @@ def audit_anchor() -> AuditAnchor | None:
     """
     with transaction.atomic():
         last = AuditAnchor.objects.select_for_update().order_by("-seq").first()
-        moved = _heads(moved_only=True)
+        moved = chain_heads(moved_only=True)
         if not moved:
             return None
         anchor = AuditAnchor(
@@ -254,164 +251,3 @@ def _mark_anchored(sealed: dict[str, int]) -> None:
     for start in range(0, len(rows), ANCHOR_BATCH):
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.executemany(sql, rows[start : start + ANCHOR_BATCH])
-
-
-@dataclass(frozen=True)
-class ChainReport:
-    """The outcome of verifying the audit log."""
-
-    ok: bool
-    checked: int
-    first_bad_seq: int | None = None
-    first_bad_id: int | None = None
-    chain: str = ""
-    problem: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "checked": self.checked,
-            "chain": self.chain or None,
-            "first_bad_seq": self.first_bad_seq,
-            "first_bad_id": self.first_bad_id,
-            "problem": self.problem,
-        }
-
-
-@dataclass(frozen=True)
-class _Problem:
-    chain: str
-    seq: int | None
-    row_id: int | None
-    text: str
-
-    def order(self) -> tuple[int, int]:
-        return (0, self.row_id) if self.row_id is not None else (1, 0)
-
-
-Seals = dict[str, dict[int, tuple[str, int]]]  # chain -> seq -> (hash, anchor seq)
-
-
-def _verify_anchors() -> tuple[Seals, _Problem | None]:
-    """Check the anchors' own chain; return every chain head they sealed."""
-    sealed: Seals = defaultdict(dict)
-    expected_prev, expected_seq = GENESIS_HASH, 1
-    for anchor in AuditAnchor.objects.order_by("seq").iterator(chunk_size=500):
-        if (
-            anchor.seq != expected_seq
-            or anchor.prev_hash != expected_prev
-            or anchor_hash(anchor) != anchor.hash
-        ):
-            text = f"anchor #{expected_seq} was altered, removed or reordered"
-            return sealed, _Problem("anchors", anchor.seq, None, text)
-        for key, (seq, digest) in anchor.heads.items():
-            sealed[key][int(seq)] = (digest, anchor.seq)
-        expected_prev, expected_seq = anchor.hash, expected_seq + 1
-    return sealed, None
-
-
-class _ChainWalk:
-    """One chain's events in order, checked one at a time."""
-
-    def __init__(self, key: str, seals: dict[int, tuple[str, int]]) -> None:
-        self.key, self.seals = key, seals
-        self.expected_prev, self.expected_seq, self.checked = GENESIS_HASH, 1, 0
-        self.problem: _Problem | None = None
-
-    def _fail(self, event: AuditEvent | None, seq: int, what: str) -> None:
-        if self.problem is None:
-            row = event.pk if event is not None else None
-            self.problem = _Problem(self.key, seq, row, f"{self.key}: {what}")
-
-    def step(self, event: AuditEvent) -> None:
-        if self.problem is not None:
-            return
-        if event.seq != self.expected_seq:
-            what = f"event #{self.expected_seq} is missing (next present is #{event.seq})"
-            self._fail(event, event.seq, what)
-        elif event.prev_hash != self.expected_prev:
-            self._fail(
-                event,
-                event.seq,
-                f"event #{event.seq} (id {event.pk}) does not link to the one before it",
-            )
-        elif event_hash(event) != event.hash:
-            self._fail(
-                event,
-                event.seq,
-                f"event #{event.seq} (id {event.pk}) was altered after it was written",
-            )
-        elif event.seq in self.seals and self.seals[event.seq][0] != event.hash:
-            anchor = self.seals[event.seq][1]
-            self._fail(
-                event,
-                event.seq,
-                f"event #{event.seq} (id {event.pk}) differs from what anchor #{anchor} sealed",
-            )
-        else:
-            self.expected_prev, self.expected_seq = event.hash, event.seq + 1
-            self.checked += 1
-
-    def finish(self, head: Head | None) -> None:
-        last = self.expected_seq - 1
-        if self.problem is not None:
-            return
-        if head is not None and (head.seq != last or head.hash != self.expected_prev):
-            self._fail(
-                None,
-                last + 1,
-                f"the chain ends at #{last} but #{head.seq} was written: events were removed",
-            )
-        elif self.seals and max(self.seals) > last:
-            seq = max(self.seals)
-            self._fail(
-                None,
-                last + 1,
-                f"events up to #{seq}, sealed by anchor #{self.seals[seq][1]}, were removed",
-            )
-
-
-def audit_verify() -> ChainReport:
-    """Recompute every hash of every chain and of the anchors; name the first bad row."""
-    sealed, anchor_problem = _verify_anchors()
-    heads = _heads()
-    walks: dict[str, _ChainWalk] = {}
-    walk: _ChainWalk | None = None
-    for event in AuditEvent.objects.order_by("chain", "seq").iterator(chunk_size=2000):
-        if walk is None or walk.key != event.chain:
-            walk = walks[event.chain] = _ChainWalk(event.chain, sealed.get(event.chain, {}))
-        walk.step(event)
-    for key in set(heads) | set(sealed):
-        if key not in walks and (heads.get(key) is None or heads[key].seq or sealed.get(key)):
-            walks[key] = _ChainWalk(key, sealed.get(key, {}))
-    for key, chain_walk in walks.items():
-        chain_walk.finish(heads.get(key))
-    problems = [w.problem for w in walks.values() if w.problem is not None]
-    if anchor_problem is not None:
-        problems.append(anchor_problem)
-    checked = sum(w.checked for w in walks.values())
-    if not problems:
-        return ChainReport(True, checked)
-    first = min(problems, key=_Problem.order)
-    return ChainReport(False, checked, first.seq, first.row_id, first.chain, first.text)
-
-
-def audit_verify_record(*, actor: str) -> tuple[ChainReport, AuditVerification]:
-    """Verify the whole log now and store the outcome (the audit page's chain status)."""
-    report = audit_verify()
-    stored = AuditVerification.objects.create(
-        ok=report.ok,
-        checked=report.checked,
-        chain=report.chain,
-        first_bad_seq=report.first_bad_seq,
-        first_bad_id=report.first_bad_id,
-        problem=report.problem,
-        actor=actor[:150],
-        verified_at=timezone.now(),
-    )
-    return report, stored
-
-
-def audit_last_verification() -> AuditVerification | None:
-    """The newest stored verification, if any."""
-    return AuditVerification.objects.order_by("-verified_at").first()

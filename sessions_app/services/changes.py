@@ -16,10 +16,10 @@ from sessions_app.models import AgentSession, AuditEventType, ChangeKind, Pendin
 from sessions_app.permissions import SessionAction, action_check
 from sessions_app.services.deliveries import delivered_commit_record
 from sessions_app.services.event_catalog import EventKind
+from sessions_app.services.locks import lock_session
 from sessions_app.services.sessions import (
     actor_name,
     current_role_of,
-    lock_session,
     record_and_publish,
 )
 from sessions_app.services.workspaces import ApprovedChange, workspace_commit
@@ -79,26 +79,26 @@ def change_record(
         raise AcodeError(
             "ACODE-API-400", f"Unknown change kind {kind!r}.", {"allowed": list(ChangeKind.values)}
         )
-    locked = lock_session(session.pk)
-    action_check(SessionAction.CHANGE_RECORD, session=locked, user=user, run_id=run_id)
-    change, _ = PendingChange.objects.update_or_create(
-        session=locked,
-        path=path,
-        defaults={
-            "kind": kind, "diff": diff, "role_id": locked.current_role_id,
-            "content": "", "mode": 0, "content_recorded": False,
-        },
-    )  # fmt: skip
-    record_and_publish(
-        locked,
-        EventKind.CHANGES_UPDATED,
-        event_type=AuditEventType.CHANGE_RECORDED,
-        actor=actor_name(user, actor),
-        target=path,
-        result=kind,
-        details={"lines": diff.count("\n")},
-    )
-    return change
+    with lock_session(session.pk) as locked:
+        action_check(SessionAction.CHANGE_RECORD, session=locked, user=user, run_id=run_id)
+        change, _ = PendingChange.objects.update_or_create(
+            session=locked,
+            path=path,
+            defaults={
+                "kind": kind, "diff": diff, "role_id": locked.current_role_id,
+                "content": "", "mode": 0, "content_recorded": False,
+            },
+        )  # fmt: skip
+        record_and_publish(
+            locked,
+            EventKind.CHANGES_UPDATED,
+            event_type=AuditEventType.CHANGE_RECORDED,
+            actor=actor_name(user, actor),
+            target=path,
+            result=kind,
+            details={"lines": diff.count("\n")},
+        )
+        return change
 
 
 @transaction.atomic
@@ -118,49 +118,49 @@ def change_track(
     """
     _check_path(write.path)
     path, before, after = write.path, write.before, write.after
-    locked = lock_session(session.pk)
-    action_check(SessionAction.CHANGE_RECORD, session=locked, run_id=run_id)
-    existing = PendingChange.objects.filter(session=locked, path=path).first()
-    baseline = existing.baseline if existing is not None else before
-    # Placeholder text ("[binary ... bytes]") says nothing about equal content: never a revert.
-    reverted = baseline == after and not (after or "").startswith(PLACEHOLDER)
-    if baseline is None and after is None:
-        if existing is not None:
-            existing.delete()
-        kind, change = "discarded", None
-    elif reverted:
-        if existing is not None:
-            existing.delete()
-        kind, change = "reverted", None
-    else:
-        kind = (
-            ChangeKind.CREATED
-            if baseline is None
-            else (ChangeKind.DELETED if after is None else ChangeKind.MODIFIED)
+    with lock_session(session.pk) as locked:
+        action_check(SessionAction.CHANGE_RECORD, session=locked, run_id=run_id)
+        existing = PendingChange.objects.filter(session=locked, path=path).first()
+        baseline = existing.baseline if existing is not None else before
+        # Placeholder text ("[binary ... bytes]") says nothing about equal content: never a revert.
+        reverted = baseline == after and not (after or "").startswith(PLACEHOLDER)
+        if baseline is None and after is None:
+            if existing is not None:
+                existing.delete()
+            kind, change = "discarded", None
+        elif reverted:
+            if existing is not None:
+                existing.delete()
+            kind, change = "reverted", None
+        else:
+            kind = (
+                ChangeKind.CREATED
+                if baseline is None
+                else (ChangeKind.DELETED if after is None else ChangeKind.MODIFIED)
+            )
+            change, _ = PendingChange.objects.update_or_create(
+                session=locked,
+                path=path,
+                defaults={
+                    "kind": kind,
+                    "diff": unified_diff(path, baseline or "", after or ""),
+                    "baseline": baseline,
+                    "role_id": locked.current_role_id,
+                    "content": write.content,
+                    "mode": write.mode,
+                    "content_recorded": True,
+                },
+            )
+        record_and_publish(
+            locked,
+            EventKind.CHANGES_UPDATED,
+            event_type=AuditEventType.CHANGE_RECORDED,
+            actor=actor_name(None, actor),
+            target=path,
+            result=str(kind),
+            details={"cumulative": True, "content": write.content, "mode": write.mode},
         )
-        change, _ = PendingChange.objects.update_or_create(
-            session=locked,
-            path=path,
-            defaults={
-                "kind": kind,
-                "diff": unified_diff(path, baseline or "", after or ""),
-                "baseline": baseline,
-                "role_id": locked.current_role_id,
-                "content": write.content,
-                "mode": write.mode,
-                "content_recorded": True,
-            },
-        )
-    record_and_publish(
-        locked,
-        EventKind.CHANGES_UPDATED,
-        event_type=AuditEventType.CHANGE_RECORDED,
-        actor=actor_name(None, actor),
-        target=path,
-        result=str(kind),
-        details={"cumulative": True, "content": write.content, "mode": write.mode},
-    )
-    return change
+        return change
 
 
 def _commit_message(session: AgentSession, summary: str) -> str:
@@ -189,9 +189,9 @@ def changes_approve(
     """A review outside a run approved the pending changes: commit and clear them. Needs
     ``approve_changes`` in the role, and no run executing in the session (a run's changes
     are committed by the run, or at its gate): ``permissions.action_refusal``."""
-    locked = lock_session(session.pk)
-    action_check(SessionAction.CHANGES_APPROVE, session=locked, user=user)
-    return changes_commit(session=locked, summary=summary, actor=actor, user=user)
+    with lock_session(session.pk) as locked:
+        action_check(SessionAction.CHANGES_APPROVE, session=locked, user=user)
+        return changes_commit(session=locked, summary=summary, actor=actor, user=user)
 
 
 @transaction.atomic
@@ -213,44 +213,44 @@ def changes_commit(
     at its gate (then ``run_id`` is the run, and ``user`` the approver, recorded). While a
     run executes, only it commits.
     """
-    locked = lock_session(session.pk)
-    action_check(SessionAction.CHANGES_COMMIT, session=locked, run_id=run_id)
-    rows = list(locked.pending_changes.order_by("path"))
-    approved = [
-        ApprovedChange(r.path, "" if r.kind == ChangeKind.DELETED else r.content, r.mode)
-        for r in rows
-        if r.content_recorded
-    ]
-    described = [r.path for r in rows if not r.content_recorded]
-    paths = [r.path for r in rows]
-    message = _commit_message(locked, summary)
-    commit = workspace_commit(locked, approved, message)
-    who = actor_name(user, actor)
-    if commit:
-        committed = [r for r in rows if r.content_recorded]
-        delivered_commit_record(
-            session=locked,
-            sha=commit,
-            message=message,
-            committed=committed,
-            approved_by=_approver(locked, user, who, run_id),
-            run_id=run_id,
+    with lock_session(session.pk) as locked:
+        action_check(SessionAction.CHANGES_COMMIT, session=locked, run_id=run_id)
+        rows = list(locked.pending_changes.order_by("path"))
+        approved = [
+            ApprovedChange(r.path, "" if r.kind == ChangeKind.DELETED else r.content, r.mode)
+            for r in rows
+            if r.content_recorded
+        ]
+        described = [r.path for r in rows if not r.content_recorded]
+        paths = [r.path for r in rows]
+        message = _commit_message(locked, summary)
+        commit = workspace_commit(locked, approved, message)
+        who = actor_name(user, actor)
+        if commit:
+            committed = [r for r in rows if r.content_recorded]
+            delivered_commit_record(
+                session=locked,
+                sha=commit,
+                message=message,
+                committed=committed,
+                approved_by=_approver(locked, user, who, run_id),
+                run_id=run_id,
+            )
+        locked.pending_changes.all().delete()
+        record_and_publish(
+            locked,
+            EventKind.CHANGES_COMMITTED if commit else EventKind.CHANGES_UPDATED,
+            event_type=AuditEventType.CHANGES_APPROVED,
+            actor=who,
+            target=", ".join(paths)[:1000],
+            result=f"{len(paths)} approved",
+            details={
+                "paths": paths,
+                "summary": summary,
+                "commit": commit,
+                "branch": locked.branch if commit else "",
+                "committed": {c.path: c.content for c in approved},
+                "not_committed": described,
+            },
         )
-    locked.pending_changes.all().delete()
-    record_and_publish(
-        locked,
-        EventKind.CHANGES_COMMITTED if commit else EventKind.CHANGES_UPDATED,
-        event_type=AuditEventType.CHANGES_APPROVED,
-        actor=who,
-        target=", ".join(paths)[:1000],
-        result=f"{len(paths)} approved",
-        details={
-            "paths": paths,
-            "summary": summary,
-            "commit": commit,
-            "branch": locked.branch if commit else "",
-            "committed": {c.path: c.content for c in approved},
-            "not_committed": described,
-        },
-    )
-    return len(paths)
+        return len(paths)

@@ -28,7 +28,8 @@ from sessions_app.models import (
 from sessions_app.services.audit import audit_record
 from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.events import publish_session_event
-from sessions_app.services.sessions import current_role_of, lock_session
+from sessions_app.services.locks import lock_session
+from sessions_app.services.sessions import current_role_of
 from sessions_app.services.workspaces import masked_remote, workspace_push
 from sessions_app.tasks import push_branch_task  # service -> task; tasks import services lazily
 
@@ -109,8 +110,7 @@ def delivered_commit_push(commit_id: int) -> DeliveredCommit | None:
     else:
         pushed = workspace_push(commit.session, repository.source)  # no lock held: network
         outcome_ok, message, remote = pushed.ok, pushed.message, pushed.remote
-    with transaction.atomic():
-        session = lock_session(commit.session_id)
+    with transaction.atomic(), lock_session(commit.session_id) as session:
         commit = DeliveredCommit.objects.select_for_update().get(pk=commit_id)
         if commit.push_status != PushStatus.PENDING:
             return commit  # another delivery of the task recorded it meanwhile

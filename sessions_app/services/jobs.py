@@ -7,7 +7,7 @@ How a job reaches a worker, whatever goes wrong on the way (README, "Resilience"
   and the same request can be sent again at once.
 - Every accepted job's message is sent after its transaction commits (``_enqueue``). If the
   broker cannot take it then, the job stays queued, marked as waiting for the broker
-  (``broker_wait_since``), and the periodic re-send (``jobs_resend_queued``) sends it when
+  (``broker_wait_since``), and the periodic re-send (``job_recovery.jobs_resend_queued``) sends it when
   the broker is back. Nothing accepted is failed for a broker that is briefly away; a run's
   job waits at most until the run's budget is spent (``runs_resume_stalled``).
 - A message delivered twice (a re-send, or the broker's redelivery of a message a killed
@@ -17,9 +17,7 @@ How a job reaches a worker, whatever goes wrong on the way (README, "Resilience"
 from __future__ import annotations
 
 import logging
-import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -27,8 +25,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import IntegrityError, connection, transaction
-from django.db.models import Max, Q
+from django.db import transaction
 from django.utils import timezone
 
 from acode.broker import broker_reachable
@@ -39,20 +36,31 @@ from sessions_app.models import (
     AgentSession,
     AuditEventType,
     Job,
-    JobEvent,
     JobEventKind,
     JobStatus,
     RunStage,
 )
+from sessions_app.models.states import status_move
 from sessions_app.permissions import SessionAction, action_check
 from sessions_app.services.audit import audit_record
-from sessions_app.services.events import publish_job_event
-from sessions_app.services.sessions import actor_name, lock_session
+from sessions_app.services.job_events import job_event as job_event
+from sessions_app.services.locks import lock_session
+from sessions_app.services.sessions import actor_name
 from sessions_app.tasks import run_job_task  # service -> task; tasks import services lazily
 
 logger = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 2  # a job whose worker died is run once more, then failed
+# What a worker counted on its copy of the job, saved with the job's end.
+USAGE_FIELDS = (
+    "llm_calls",
+    "tokens_in",
+    "tokens_out",
+    "model",
+    "endpoint",
+    "provider",
+    "fallback_used",
+)
 
 
 @dataclass(frozen=True)
@@ -118,7 +126,8 @@ def _wait_for_broker(job: Job, queue: str, exc: Exception) -> None:
             )
 
 
-def _enqueue_later(job: Job, queue: str) -> Callable[[], None]:
+def job_enqueue_later(job: Job, queue: str) -> Callable[[], None]:
+    """Send the job's message when the transaction commits (``transaction.on_commit``)."""
     return lambda: _enqueue(job, queue)
 
 
@@ -141,9 +150,9 @@ def job_create(
         require_broker()  # a person's job; a run's job is never refused (it waits)
     who = actor_name(user, actor)
     limits = limits or JobLimits()
-    with transaction.atomic():
-        # The role in force now (not the caller's possibly stale copy), held while queuing.
-        session = lock_session(session.pk)
+    # The role in force now (the locked row the caller holds, or a fresh one), held while
+    # queuing.
+    with lock_session(session.pk) as session:
         run_id = run_stage.run_id if run_stage is not None else None
         action_check(SessionAction.JOB_CREATE, session=session, user=user, run_id=run_id)
         role = registry.by_id(session.current_role_id)
@@ -178,44 +187,6 @@ def job_create(
     return job
 
 
-_next_seq: OrderedDict[Any, int] = OrderedDict()  # job id -> last seq written by this process
-_seq_lock = threading.Lock()
-
-
-def job_event(job: Job, kind: str, data: dict[str, Any]) -> JobEvent:
-    """Append an event to a job (ordered) and push it live after commit.
-
-    The last sequence number is remembered per process, so an event is one INSERT; a
-    concurrent writer (another process cancelling, say) is caught by the unique
-    constraint, and the number is read again.
-    """
-    for _ in range(5):
-        with _seq_lock:
-            last = _next_seq.get(job.pk)
-        if last is None:
-            last = job.events.aggregate(m=Max("seq"))["m"] or 0
-        try:
-            if connection.in_atomic_block:
-                with transaction.atomic():  # a savepoint, so a clash does not spoil the caller
-                    event = JobEvent.objects.create(job=job, seq=last + 1, kind=kind, data=data)
-            else:
-                event = JobEvent.objects.create(job=job, seq=last + 1, kind=kind, data=data)
-        except IntegrityError:
-            with _seq_lock:
-                _next_seq.pop(job.pk, None)
-            continue
-        with _seq_lock:
-            _next_seq[job.pk] = event.seq
-            _next_seq.move_to_end(job.pk)
-            while len(_next_seq) > 1000:
-                _next_seq.popitem(last=False)
-        break
-    else:  # pragma: no cover
-        raise RuntimeError("could not append a job event")
-    transaction.on_commit(lambda: publish_job_event(job.session_id, job.pk, event.seq, kind, data))
-    return event
-
-
 def job_start(job_id: Any, *, worker: Mapping[str, str] | None = None) -> Job | None:
     """Mark a queued (or requeued) job running for this attempt; None if it must not run.
 
@@ -230,7 +201,7 @@ def job_start(job_id: Any, *, worker: Mapping[str, str] | None = None) -> Job | 
         if job.is_final:
             logger.info("job %s delivered again after it ended (%s); skipped", job.pk, job.status)
             return None
-        if job.status == JobStatus.RUNNING and not _stale(job):
+        if job.status == JobStatus.RUNNING and not job_stale(job):
             logger.info(
                 "job %s delivered again while attempt %d runs; skipped", job.pk, job.attempts
             )
@@ -248,10 +219,10 @@ def job_start(job_id: Any, *, worker: Mapping[str, str] | None = None) -> Job | 
                 message="the worker running this job was lost twice",
             )
             return None
-        job.status = JobStatus.RUNNING
-        job.started_at = job.started_at or timezone.now()
-        job.heartbeat_at = timezone.now()
-        job.save(update_fields=["attempts", "status", "started_at", "heartbeat_at"])
+        status_move(
+            job, JobStatus.RUNNING, attempts=job.attempts,
+            started_at=job.started_at or timezone.now(), heartbeat_at=timezone.now(),
+        )  # fmt: skip
         job_event(
             job,
             JobEventKind.STATUS,
@@ -293,22 +264,11 @@ def job_finish(
         locked = Job.objects.select_for_update().get(pk=job.pk)
         if locked.is_final:
             return locked
-        locked.status = status
-        locked.result = result
-        locked.error_code = code
-        locked.error_message = message
-        locked.finished_at = timezone.now()
-        for name in (
-            "llm_calls",
-            "tokens_in",
-            "tokens_out",
-            "model",
-            "endpoint",
-            "provider",
-            "fallback_used",
-        ):
-            setattr(locked, name, getattr(job, name))
-        locked.save()
+        usage = {name: getattr(job, name) for name in USAGE_FIELDS}
+        status_move(
+            locked, status, result=result, error_code=code, error_message=message,
+            finished_at=timezone.now(), **usage,
+        )  # fmt: skip
         job_event(locked, JobEventKind.STATUS, {"status": status, "code": code, "message": message})
         audit_record(
             event_type=AuditEventType.JOB_EVENT,
@@ -323,7 +283,8 @@ def job_finish(
                 "tokens_out": locked.tokens_out,
             },
         )
-    job.status = locked.status
+    if job is not locked:
+        job.refresh_from_db(fields=["status"])  # the caller's copy shows how the job ended
     return locked
 
 
@@ -341,107 +302,32 @@ def job_cancel(
     with transaction.atomic():
         locked = Job.objects.select_for_update().get(pk=job.pk)
         # The job, then its session: the order job_finish locks them in.
-        session = lock_session(locked.session_id)
-        action_check(
-            SessionAction.JOB_CANCEL, session=session, user=user, run_id=run_id, job=locked
-        )
-        if locked.is_final:
-            raise AcodeError(
-                "ACODE-JOB-006",
-                f"Job {locked.pk} already finished ({locked.status}).",
-                {"status": locked.status},
+        with lock_session(locked.session_id) as session:
+            action_check(
+                SessionAction.JOB_CANCEL, session=session, user=user, run_id=run_id, job=locked
             )
-        locked.cancel_requested = True
-        locked.save(update_fields=["cancel_requested"])
-        job_event(
-            locked, JobEventKind.NOTE, {"message": f"cancel requested by {actor_name(user, actor)}"}
-        )
+            if locked.is_final:
+                raise AcodeError(
+                    "ACODE-JOB-006",
+                    f"Job {locked.pk} already finished ({locked.status}).",
+                    {"status": locked.status},
+                )
+            locked.cancel_requested = True
+            locked.save(update_fields=["cancel_requested"])
+            job_event(
+                locked,
+                JobEventKind.NOTE,
+                {"message": f"cancel requested by {actor_name(user, actor)}"},
+            )
     if locked.status == JobStatus.QUEUED:
         return job_finish(locked, JobStatus.CANCELLED, message="cancelled before it started")
     return locked
 
 
-def _stale(job: Job) -> bool:
+def job_stale(job: Job) -> bool:
+    """A running job whose worker has not sent a heartbeat for too long."""
     cutoff = timezone.now() - timedelta(seconds=settings.ACODE_JOB_STALE_SECONDS)
     return job.heartbeat_at is None or job.heartbeat_at < cutoff
-
-
-def jobs_resend_queued() -> list[str]:
-    """Send the message of jobs waiting for the broker, and again that of jobs queued too
-    long without starting.
-
-    A job whose message the broker could not take waits for it (``broker_wait_since``):
-    it is sent on every sweep until the broker takes it. A worker that died holding a
-    job's message (taken, not yet started), or Redis restarted empty, leaves the job
-    ``queued`` with no message anyone will deliver: it is sent again after
-    ``ACODE_JOB_RESEND_SECONDS``. A duplicate is harmless: ``job_start`` skips a job that
-    is final or running. ``heartbeat_at`` of a queued job is when its message was last sent.
-    """
-    cutoff = timezone.now() - timedelta(seconds=settings.ACODE_JOB_RESEND_SECONDS)
-    overdue = Q(created_at__lt=cutoff) & (Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=cutoff))
-    resent: list[str] = []
-    for job in (
-        Job.objects.filter(status=JobStatus.QUEUED)
-        .filter(overdue | Q(broker_wait_since__isnull=False))
-        .select_related("role")
-    ):
-        queue = registry.resolve(job.role.slug).spec.queue
-        waiting = job.broker_wait_since is not None
-        if not waiting and not queue_has_consumer(queue):
-            continue  # nobody would take it; the job already says so (no_consumer)
-        with transaction.atomic():
-            if Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
-                heartbeat_at=timezone.now()
-            ):
-                if not waiting:  # (a waiting job's note comes when the broker takes it)
-                    job_event(
-                        job, JobEventKind.NOTE, {"message": "queued too long; message sent again"}
-                    )
-                transaction.on_commit(_enqueue_later(job, queue))
-                resent.append(str(job.pk))
-    return resent
-
-
-def job_expire(job: Job, *, code: str, message: str) -> bool:
-    """Fail a job that has not started (still queued); False if it started or ended."""
-    with transaction.atomic():
-        locked = Job.objects.select_for_update().get(pk=job.pk)
-        if locked.status != JobStatus.QUEUED:
-            return False
-        job_finish(locked, JobStatus.FAILED, code=code, message=message)
-    return True
-
-
-def jobs_recover_stale() -> list[str]:
-    """Requeue (or fail) running jobs whose worker stopped sending heartbeats, and send
-    again the messages of jobs queued too long (``jobs_resend_queued``).
-
-    Called when a worker starts; a job is never left ``running`` by a dead worker.
-    """
-    jobs_resend_queued()
-    cutoff = timezone.now() - timedelta(seconds=settings.ACODE_JOB_STALE_SECONDS)
-    recovered: list[str] = []
-    for job in Job.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=cutoff).select_related(
-        "role"
-    ):
-        if job.attempts >= MAX_ATTEMPTS:
-            job_finish(
-                job,
-                JobStatus.FAILED,
-                code="ACODE-JOB-005",
-                message="the worker running this job was lost twice",
-            )
-        else:
-            with transaction.atomic():
-                updated = Job.objects.filter(
-                    pk=job.pk, status=JobStatus.RUNNING, heartbeat_at__lt=cutoff
-                ).update(status=JobStatus.QUEUED)
-                if updated:
-                    job_event(job, JobEventKind.NOTE, {"message": "worker lost; job requeued"})
-                    queue = registry.resolve(job.role.slug).spec.queue
-                    transaction.on_commit(_enqueue_later(job, queue))
-        recovered.append(str(job.pk))
-    return recovered
 
 
 def job_queue(job: Job) -> str:

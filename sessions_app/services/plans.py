@@ -15,7 +15,8 @@ from acode.text import blank_text_pattern
 from sessions_app.models import AgentSession, AuditEventType, StepStatus
 from sessions_app.permissions import SessionAction, action_check
 from sessions_app.services.event_catalog import EventKind
-from sessions_app.services.sessions import actor_name, lock_session, record_and_publish
+from sessions_app.services.locks import lock_session
+from sessions_app.services.sessions import actor_name, record_and_publish
 
 # Limits of a plan, whoever sets it (the API's serializers use the same numbers).
 MAX_STEPS = 200
@@ -136,20 +137,20 @@ def plan_set(
     """Set or replace the session plan (ordered steps; an empty list clears it).
 
     ``run_id``: the run executing in the session sets it (``permissions.action_refusal``)."""
-    locked = lock_session(session.pk)
-    action_check(SessionAction.PLAN_SET, session=locked, user=user, run_id=run_id)
-    locked.plan = _normalise_plan(steps)
-    locked.save(update_fields=["plan", "updated_at"])
-    record_and_publish(
-        locked,
-        EventKind.PLAN_UPDATED,
-        event_type=AuditEventType.PLAN_UPDATED,
-        actor=actor_name(user, actor),
-        target="plan",
-        result=f"{len(locked.plan)} steps",
-        details={"steps": [s["title"] for s in locked.plan]},
-    )
-    return locked
+    with lock_session(session.pk) as locked:
+        action_check(SessionAction.PLAN_SET, session=locked, user=user, run_id=run_id)
+        locked.plan = _normalise_plan(steps)
+        locked.save(update_fields=["plan", "updated_at"])
+        record_and_publish(
+            locked,
+            EventKind.PLAN_UPDATED,
+            event_type=AuditEventType.PLAN_UPDATED,
+            actor=actor_name(user, actor),
+            target="plan",
+            result=f"{len(locked.plan)} steps",
+            details={"steps": [s["title"] for s in locked.plan]},
+        )
+        return locked
 
 
 @transaction.atomic
@@ -163,33 +164,33 @@ def plan_step_update(
     run_id: uuid.UUID | None = None,
 ) -> AgentSession:
     """Change one plan step's status (``run_id``: as in ``plan_set``)."""
-    locked = lock_session(session.pk)
-    action_check(SessionAction.PLAN_STEP, session=locked, user=user, run_id=run_id)
-    if status not in StepStatus.values:
-        raise AcodeError(
-            "ACODE-SES-004",
-            f"Unknown step status {status!r}.",
-            {"allowed": list(StepStatus.values)},
+    with lock_session(session.pk) as locked:
+        action_check(SessionAction.PLAN_STEP, session=locked, user=user, run_id=run_id)
+        if status not in StepStatus.values:
+            raise AcodeError(
+                "ACODE-SES-004",
+                f"Unknown step status {status!r}.",
+                {"allowed": list(StepStatus.values)},
+            )
+        for step in locked.plan:
+            if step["number"] == number:
+                previous = step["status"]
+                step["status"] = status
+                break
+        else:
+            raise AcodeError(  # an unknown object, as a step's URL names it
+                "ACODE-API-404",
+                f"The plan has no step {number}.",
+                {"step": number, "steps": len(locked.plan)},
+            )
+        locked.save(update_fields=["plan", "updated_at"])
+        record_and_publish(
+            locked,
+            EventKind.PLAN_UPDATED,
+            event_type=AuditEventType.PLAN_UPDATED,
+            actor=actor_name(user, actor),
+            target=f"plan step {number}",
+            result=status,
+            details={"step": number, "from": previous, "to": status},
         )
-    for step in locked.plan:
-        if step["number"] == number:
-            previous = step["status"]
-            step["status"] = status
-            break
-    else:
-        raise AcodeError(  # an unknown object, as a step's URL names it
-            "ACODE-API-404",
-            f"The plan has no step {number}.",
-            {"step": number, "steps": len(locked.plan)},
-        )
-    locked.save(update_fields=["plan", "updated_at"])
-    record_and_publish(
-        locked,
-        EventKind.PLAN_UPDATED,
-        event_type=AuditEventType.PLAN_UPDATED,
-        actor=actor_name(user, actor),
-        target=f"plan step {number}",
-        result=status,
-        details={"step": number, "from": previous, "to": status},
-    )
-    return locked
+        return locked

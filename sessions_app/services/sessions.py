@@ -17,6 +17,7 @@ from sessions_app.permissions import SessionAction, action_check
 from sessions_app.services.audit import audit_record
 from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.events import publish_session_event
+from sessions_app.services.locks import lock_session
 from sessions_app.services.workspaces import repository_for, workspace_attach, workspace_create
 
 logger = logging.getLogger(__name__)
@@ -29,13 +30,6 @@ def actor_name(user: User | None, actor: str | None = None) -> str:
     if user is not None and user.is_authenticated:
         return user.get_username()
     return "system"
-
-
-def lock_session(session_id: Any) -> AgentSession:
-    """Lock one session row. No joins: on PostgreSQL ``FOR UPDATE`` would lock the joined
-    role rows too (deadlocks between sessions) and re-check the join after waiting (a
-    session whose role just changed would seem to vanish)."""
-    return AgentSession.objects.select_for_update().get(pk=session_id)
 
 
 def current_role_of(session: AgentSession) -> RoleDef:
@@ -159,22 +153,22 @@ def session_update(
             "The role changes only through a transition (POST /api/sessions/{id}/transition/).",
             {"field": "current_role"},
         )
-    locked = lock_session(session.pk)
-    action_check(SessionAction.SESSION_UPDATE, session=locked, user=user)
-    changed = {}
-    for key, value in data.items():
-        if key in allowed and getattr(locked, key) != value:
-            changed[key] = {"from": getattr(locked, key), "to": value}
-            setattr(locked, key, value)
-    if changed:
-        locked.save()
-        record_and_publish(
-            locked,
-            EventKind.SESSION_UPDATED,
-            event_type=AuditEventType.SESSION_UPDATED,
-            actor=actor_name(user, actor),
-            target=", ".join(changed),
-            result="updated",
-            details=changed,
-        )
+    with lock_session(session.pk) as locked:
+        action_check(SessionAction.SESSION_UPDATE, session=locked, user=user)
+        changed = {}
+        for key, value in data.items():
+            if key in allowed and getattr(locked, key) != value:
+                changed[key] = {"from": getattr(locked, key), "to": value}
+                setattr(locked, key, value)
+        if changed:
+            locked.save()
+            record_and_publish(
+                locked,
+                EventKind.SESSION_UPDATED,
+                event_type=AuditEventType.SESSION_UPDATED,
+                actor=actor_name(user, actor),
+                target=", ".join(changed),
+                result="updated",
+                details=changed,
+            )
     return locked

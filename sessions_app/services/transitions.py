@@ -22,7 +22,8 @@ from sessions_app.permissions import SessionAction, action_refusal
 from sessions_app.services.audit import audit_record
 from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.events import publish_session_event
-from sessions_app.services.sessions import actor_name, current_role_of, lock_session
+from sessions_app.services.locks import lock_session
+from sessions_app.services.sessions import actor_name, current_role_of
 
 
 def _needs_plan(session: AgentSession) -> str:
@@ -210,8 +211,7 @@ def session_transition(
     expected = registry.get(expected_role) if expected_role else None
     who = actor_name(user, actor)
     session_id = session.pk if isinstance(session, AgentSession) else session
-    with transaction.atomic():
-        locked = lock_session(session_id)
+    with lock_session(session_id) as locked:
         if user is not None and locked.owner_id == user.pk:
             locked.owner = user  # the answer shows the owner: no second read
         elif authorize is not None:
@@ -286,7 +286,6 @@ def _apply(
             "role_version": target.version,
             "request_id": request_id,
         },
-        head_saved_by_caller=True,  # the session row is locked and saved just below
     )
     session.save(
         update_fields=[
@@ -296,8 +295,6 @@ def _apply(
             "last_reason",
             "transition_count",
             "updated_at",
-            "audit_seq",
-            "audit_hash",
         ]
     )
     change = {"from_role": current.slug, "to_role": target.slug, "reason": reason}

@@ -21,7 +21,8 @@ from sessions_app.models import (
     JobEvent,
     RoleTransition,
 )
-from sessions_app.services.audit import audit_record, audit_verify
+from sessions_app.services.audit import audit_record
+from sessions_app.services.audit_verify import audit_verify
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from sessions_app.services.audit import audit_verify_record
+from sessions_app.services.audit_verify import audit_verify_record
 
 
 class Command(BaseCommand):

@@ -12,6 +12,7 @@ from sessions_app.models import (
     AuditEventType,
     Run,
 )
+from sessions_app.models.states import status_move
 from sessions_app.services.audit import audit_record
 from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.events import publish_session_event
@@ -42,8 +43,7 @@ def run_audit(run: Run, session: AgentSession, result: str, **details: Any) -> N
 
 
 def run_pause(run: Run, session: AgentSession, status: str, message: str) -> None:
-    run.status = status
-    run.message = message
-    run.save(update_fields=["status", "message", "updated_at"])
+    """The run waits (for an answer, an approval, a decision), saying why."""
+    status_move(run, status, message=message)
     run_audit(run, session, status, message=message)
     publish_run(run)

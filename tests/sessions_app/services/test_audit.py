@@ -7,11 +7,14 @@ import threading
 from typing import Any
 
 import pytest
-from django.db import IntegrityError, connection, connections, transaction
+from django.db import connection, connections, transaction
+from django.test.utils import CaptureQueriesContext
 
 from sessions_app.models import AgentSession, AuditAnchor, AuditChain, AuditEvent, AuditEventType
 from sessions_app.services import audit as audit_service
-from sessions_app.services.audit import audit_anchor, audit_record, audit_verify
+from sessions_app.services.audit import audit_anchor, audit_record
+from sessions_app.services.audit_verify import audit_verify
+from sessions_app.services.locks import lock_session
 from sessions_app.services.sessions import session_create
 from sessions_app.services.transitions import session_transition
 
@@ -162,19 +165,19 @@ def test_the_chain_head_lives_on_the_session_row_and_a_stale_copy_never_rewinds_
     assert audit_verify().ok
 
 
-def test_an_append_from_a_stale_locked_copy_fails_and_writes_nothing(user: Any) -> None:
-    session = _busy_session(user, "Stale")
+def test_appends_inside_a_held_lock_use_the_locked_row_and_lock_nothing_again(
+    user: Any,
+) -> None:
+    session = _busy_session(user, "Held")
     stale = AgentSession.objects.get(pk=session.pk)
-    audit_record(event_type=AuditEventType.SESSION_UPDATED, actor="dev", session=session)
-    count = AuditEvent.objects.count()
-    with pytest.raises(IntegrityError), transaction.atomic():
-        audit_record(
-            event_type=AuditEventType.SESSION_UPDATED,
-            actor="dev",
-            session=stale,
-            head_saved_by_caller=True,
-        )
-    assert AuditEvent.objects.count() == count
+    with CaptureQueriesContext(connection) as queries, lock_session(session.pk) as locked:
+        audit_record(event_type=AuditEventType.SESSION_UPDATED, actor="dev", session=locked)
+        # A copy read before the lock is not trusted: the held row is the head.
+        audit_record(event_type=AuditEventType.SESSION_UPDATED, actor="dev", session=stale)
+    locks = [q["sql"] for q in queries.captured_queries if "FOR UPDATE" in q["sql"]]
+    assert len(locks) <= 1  # the one lock_session (SQLite has no FOR UPDATE)
+    row = AgentSession.objects.get(pk=session.pk)
+    assert row.audit_seq == locked.audit_seq == stale.audit_seq
     assert audit_verify().ok
 
 

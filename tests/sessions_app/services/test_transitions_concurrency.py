@@ -19,7 +19,7 @@ import pytest
 from rest_framework.authtoken.models import Token
 
 from sessions_app.models import AgentSession, AuditEvent, AuditEventType, RoleTransition
-from sessions_app.services.audit import audit_verify
+from sessions_app.services.audit_verify import audit_verify
 
 CLIENTS = 20
 REQUESTS_PER_CLIENT = 50

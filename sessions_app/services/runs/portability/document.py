@@ -1,4 +1,5 @@
-"""Workflow templates and risk signals as one YAML document: export, check, import.
+"""Workflow templates and risk signals as one YAML document: export and check (writing
+one is ``importing.py``).
 
 The document (``FORMAT``) holds every template with its stages and every risk signal.
 ``DOCUMENT_SCHEMA`` (JSON Schema) checks its form, ``document_problems`` how it fits the
@@ -13,26 +14,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
-
-from acode.errors import AcodeError
-from acode.inputs import NOT_WHITESPACE, json_schema_problems
+from acode.inputs import NOT_WHITESPACE
 from roles.models import DEFAULT_ROLE_SLUG, ModelEndpoint, Role
 from roles.portability.document import load_yaml
 from roles.registry import registry
 from sessions_app.models import (
-    AuditEventType,
     RiskSignal,
     RiskTier,
     SignalKind,
     StagePurpose,
-    WorkflowStage,
     WorkflowTemplate,
 )
-from sessions_app.services.audit import audit_record
 
 FORMAT = "acode-workflows/1"
 SECTIONS = ("templates", "risk_signals")
@@ -299,127 +293,3 @@ def workflows_load(text: str) -> dict[str, Any]:
     """Parse a document's YAML with the bounded loader the role import uses
     (``roles.portability.document.load_yaml``)."""
     return load_yaml(text)
-
-
-# -- import -------------------------------------------------------------------------------
-
-
-@dataclass
-class WorkflowImportSummary:
-    """What an import wrote."""
-
-    templates: int = 0
-    stages: int = 0
-    signals: int = 0
-    removed: list[str] = field(default_factory=list)
-    disabled: list[str] = field(default_factory=list)
-
-
-def workflows_import(
-    data: Mapping[str, Any], *, replace: bool, actor: str
-) -> WorkflowImportSummary:
-    """Check then write a whole document: templates (with their stages) and risk signals,
-    created or updated by slug and name. Nothing is written if anything is wrong:
-    ACODE-IMP-001 when the file is not of the document's form, ACODE-IMP-003 with every
-    problem when its templates do not fit the roles, rules and endpoints there are.
-
-    With ``replace`` what the document lacks goes: risk signals are deleted, and templates
-    too unless runs used them (runs keep their template), which are disabled instead.
-    Audited as one RoleDataChanged event: like role definitions, templates and signals
-    are the configuration that decides what runs do, not a decision about one run.
-    """
-    # The form first (the schema the API publishes), so the checks below only ever see
-    # a well-formed document.
-    malformed = json_schema_problems(DOCUMENT_SCHEMA, data)
-    if malformed:
-        raise AcodeError(
-            "ACODE-IMP-001",
-            f"Import refused, the file is not a {FORMAT} document: " + "; ".join(malformed[:5]),
-            {"problems": malformed},
-        )
-    problems = document_problems(data)
-    if problems:
-        raise AcodeError(
-            "ACODE-IMP-003",
-            f"Import refused, {len(problems)} problem(s): " + "; ".join(problems[:5]),
-            {"problems": problems},
-        )
-    summary = WorkflowImportSummary()
-    templates: list[dict[str, Any]] = data.get("templates") or []
-    signals: list[dict[str, Any]] = data.get("risk_signals") or []
-    roles = {role.slug: role for role in Role.objects.all()}
-    with transaction.atomic():
-        existing = {t.slug: t for t in WorkflowTemplate.objects.select_for_update()}
-        # Names may move between templates: park the ones being written first.
-        for slug in [t["slug"] for t in templates if t["slug"] in existing]:
-            WorkflowTemplate.objects.filter(pk=existing[slug].pk).update(
-                name=f"~importing {existing[slug].pk}"
-            )
-        for item in templates:
-            template = existing.get(item["slug"]) or WorkflowTemplate(slug=item["slug"])
-            template.name = item["name"]
-            template.description = item.get("description") or ""
-            template.risk_tier = item["risk_tier"]
-            template.enabled = item.get("enabled", True)
-            for key in TEMPLATE_INTS:
-                setattr(template, key, item.get(key, TEMPLATE_DEFAULTS[key]))
-            template.save()
-            template.stages.all().delete()
-            for index, stage in enumerate(item["stages"]):
-                WorkflowStage.objects.create(
-                    template=template,
-                    position=stage.get("position", index),
-                    purpose=stage["purpose"],
-                    role=roles[stage["role"]] if stage.get("role") else None,
-                    model=stage.get("model") or "",
-                    **{key: stage.get(key, 0) for key in STAGE_INTS},
-                )
-                summary.stages += 1
-            summary.templates += 1
-        for item in signals:
-            RiskSignal.objects.update_or_create(
-                name=item["name"],
-                defaults={
-                    "description": item.get("description") or "",
-                    "kind": item["kind"],
-                    "patterns": list(item.get("patterns", [])),
-                    "threshold": item.get("threshold", 0),
-                    "tier": item["tier"],
-                    "enabled": item.get("enabled", True),
-                },
-            )
-            summary.signals += 1
-        if replace:
-            _remove_absent(templates, signals, summary)
-        audit_record(
-            event_type=AuditEventType.ROLE_DATA_CHANGED,
-            actor=actor,
-            target="workflow templates and risk signals",
-            result="imported",
-            details={
-                "kind": "workflows",
-                "replace": replace,
-                "templates": [t["slug"] for t in templates],
-                "risk_signals": [s["name"] for s in signals],
-                "removed": summary.removed,
-                "disabled": summary.disabled,
-            },
-        )
-    return summary
-
-
-def _remove_absent(
-    templates: list[dict[str, Any]], signals: list[dict[str, Any]], summary: WorkflowImportSummary
-) -> None:
-    absent = WorkflowTemplate.objects.exclude(slug__in=[t["slug"] for t in templates])
-    for template in absent.order_by("slug"):
-        if template.runs.exists():
-            template.enabled = False
-            template.save(update_fields=["enabled", "updated_at"])
-            summary.disabled.append(f"template {template.slug}")
-        else:
-            template.delete()
-            summary.removed.append(f"template {template.slug}")
-    gone = RiskSignal.objects.exclude(name__in=[s["name"] for s in signals]).order_by("name")
-    summary.removed += [f"risk signal {name}" for name in gone.values_list("name", flat=True)]
-    gone.delete()

@@ -1,0 +1,58 @@
+"""Locking a session row once per change, and handing the locked row down.
+
+``lock_session`` is the one way a service locks a session. The outermost service takes the
+lock; the services it calls get the same locked instance back without a query, so a run's
+advance, a transition, a plan or job change locks the session once and every write lands
+on one instance (nobody re-reads it, nobody copies fields across by hand).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from types import MappingProxyType
+from typing import Any
+
+from django.db import transaction
+
+from sessions_app.models import AgentSession
+
+# The session rows the current service holds locked, by id. A service that locks a session
+# hands the same row to every service it calls (``lock_session`` yields it again without a
+# query), so the row is locked once per change and nobody re-reads or re-syncs a copy.
+_held: ContextVar[Mapping[Any, AgentSession]] = ContextVar(
+    "acode_held_sessions", default=MappingProxyType({})
+)
+
+
+@contextmanager
+def lock_session(session_id: Any) -> Iterator[AgentSession]:
+    """Lock one session row for the enclosing transaction and yield it.
+
+    Inside another ``lock_session`` of the same session (a run's advance calling the
+    transition, plan and job services), it yields that locked row: one lock, one instance,
+    every write seen by the callers. No joins: on PostgreSQL ``FOR UPDATE`` would lock the
+    joined role rows too (deadlocks between sessions) and re-check the join after waiting
+    (a session whose role just changed would seem to vanish)."""
+    held = _held.get()
+    pk = session_id.pk if isinstance(session_id, AgentSession) else session_id
+    for key, row in held.items():
+        if str(key) == str(pk):
+            yield row
+            return
+    with transaction.atomic():
+        row = AgentSession.objects.select_for_update().get(pk=pk)
+        token = _held.set({**held, row.pk: row})
+        try:
+            yield row
+        finally:
+            _held.reset(token)
+
+
+def held_session(session_id: Any) -> AgentSession | None:
+    """The locked row of this session if the current service holds it, else None."""
+    for key, row in _held.get().items():
+        if str(key) == str(session_id):
+            return row
+    return None
