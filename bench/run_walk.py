@@ -56,6 +56,9 @@ from _runkit import (
 from _setup import ROOT, django_setup
 
 PACKAGES = ("acode", "roles", "sessions_app")
+# The modules that decide and write (services, permissions, selectors): the walk the issue
+# counted by hand, without models, the role registry or helpers in acode/.
+DECISIONS = ("sessions_app/services/", "sessions_app/permissions.py", "sessions_app/selectors.py")
 FROM_TABLE = re.compile(r'\bFROM\s+"?(\w+)"?', re.IGNORECASE)
 
 
@@ -67,6 +70,7 @@ class Walk:
     entered: Counter[str] = field(default_factory=Counter)
     returns: Counter[tuple[str, str]] = field(default_factory=Counter)  # (callee, caller)
     stack: list[tuple[FrameType, str]] = field(default_factory=list)  # project frames only
+    scope: tuple[str, ...] = PACKAGES  # path prefixes followed (--scope)
     _files: dict[str, str | None] = field(default_factory=dict)
 
     def project_file(self, filename: str) -> str | None:
@@ -76,7 +80,7 @@ class Walk:
                 relative = Path(filename).resolve().relative_to(ROOT)
             except ValueError:
                 relative = None
-            inside = relative is not None and relative.parts[0] in PACKAGES
+            inside = relative is not None and str(relative).startswith(self.scope)
             self._files[filename] = str(relative) if inside else None
         return self._files[filename]
 
@@ -110,6 +114,7 @@ class Advance:
     after: str  # the stage whose job had just ended
     walk: Walk
     queries: list[tuple[str, str]]  # (SQL, the project function that sent it)
+    decisions: Walk = field(default_factory=Walk)  # the same walk, in DECISIONS only
 
     def lock_sites(self, table: str | None = None) -> list[tuple[str, str]]:
         """(table, function) of each ``FOR UPDATE``, on ``table`` or any."""
@@ -134,19 +139,24 @@ def traced_advance(run_id: Any, after: str) -> Advance:
     from sessions_app.services.runs import run_advance
 
     walk = Walk()
+    decisions = Walk(scope=DECISIONS)
     seen: list[tuple[str, str]] = []
+
+    def both(frame: FrameType, event: str, arg: Any) -> None:
+        walk(frame, event, arg)
+        decisions(frame, event, arg)
 
     def sent(execute: Callable[..., Any], sql: str, *args: Any) -> Any:
         seen.append((sql, walk.where()))
         return execute(sql, *args)
 
     with connection.execute_wrapper(sent):
-        sys.setprofile(walk)
+        sys.setprofile(both)
         try:
             run_advance(run_id)
         finally:
             sys.setprofile(None)
-    return Advance(after, walk, seen)
+    return Advance(after, walk, seen, decisions)
 
 
 def stage_of(job_id: str) -> str:
@@ -182,12 +192,14 @@ def table(advances: list[Advance], session_table: str) -> None:
     print(
         f"{'#':>2}  {'advance after the job of':<18}{'files':>6}{'returns':>8}"
         f"{'distinct':>9}{'session locks':>14}{'all locks':>10}{'queries':>8}"
+        f"{'svc files':>10}{'svc returns':>12}"
     )
     for i, a in enumerate(advances, start=1):
         print(
             f"{i:>2}  {a.after:<18}{len(a.walk.entered):>6}{a.walk.returns.total():>8}"
             f"{len(a.walk.returns):>9}{a.locks(session_table):>14}{a.locks():>10}"
-            f"{len(a.queries):>8}"
+            f"{len(a.queries):>8}{len(a.decisions.entered):>10}"
+            f"{a.decisions.returns.total():>12}"
         )
 
 
@@ -222,10 +234,17 @@ def headline(first: Advance, session_table: str) -> None:
         f"{first.locks(session_table)} times ({first.locks()} FOR UPDATE in all), "
         f"{len(first.queries)} queries"
     )
+    decided = first.decisions
+    print(
+        f"in services, permissions and selectors only: {len(decided.entered)} files, "
+        f"{decided.returns.total()} returns to a file already left"
+    )
     note = "run_advance after the Planner's job (plan -> step 1 Coder)"
     record("files visited by one advance", len(walk.entered), "files", note=note)
     record("returns to a file already left", walk.returns.total(), "returns", note=note)
     record("distinct returns (callee -> caller)", len(walk.returns), "pairs", note=note)
+    record("service files visited by one advance", len(decided.entered), "files", note=note)
+    record("returns between service files", decided.returns.total(), "returns", note=note)
     record("session row locks in one advance", first.locks(session_table), "locks", note=note)
     record("queries in one advance", len(first.queries), "queries", note=note)
 
