@@ -122,7 +122,7 @@ def run_advance(run_id: Any) -> Run:
 def advance(run: Run, session: AgentSession, event: RunEvent | None = None) -> None:
     """Close the stage whose job ended, decide what follows and do it; the run and its
     session are locked by the caller. A refusal on the way (a transition, a spent budget)
-    ends the run, saying why."""
+    ends the run, saying why; one while committing an approval goes back to the approver."""
     last = run.stages.order_by("-seq").first()
     outcome = None
     if last is not None and last.status == StageStatus.RUNNING:
@@ -141,6 +141,8 @@ def advance(run: Run, session: AgentSession, event: RunEvent | None = None) -> N
     try:
         _carry_out(run, session, next_move(run, session, last, outcome, event), event, last)
     except AcodeError as exc:
+        if event is not None and event.kind == Person.APPROVED:
+            raise  # the approver is told, and nothing of the approval is kept
         run_finish(run, session, RunStatus.FAILED, exc.code, exc.message)
 
 
