@@ -160,6 +160,84 @@ class BodyLimit:
         await send({"type": "http.response.body", "body": body})
 
 
+# What the mixin extends: daphne's request class, known only once daphne is imported.
+_WebRequest: Any = object
+
+
+class DaphneBodyLimit(_WebRequest):
+    """The body limit for daphne's (Twisted's) ``WebRequest``, mixed in before it by
+    :func:`limit_daphne_bodies`, which sets ``acode_body_limit`` and ``acode_reactor``."""
+
+    acode_body_limit: int
+    acode_reactor: Any
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._acode_received = 0
+        self._acode_refused = False
+        self._acode_lingered = 0
+        self._acode_abort: Any = None
+
+    def gotLength(self, length: int | None) -> None:
+        if length is not None and length > self.acode_body_limit:
+            super().gotLength(0)  # a small buffer, never written to
+            self._acode_refuse(length)
+            return
+        super().gotLength(length)
+
+    def handleContentChunk(self, data: bytes) -> None:
+        if self._acode_refused:
+            self._acode_lingered += len(data)
+            if self._acode_lingered > LINGER_BYTES and self.channel is not None:
+                # Read no more; the connection is cut when the linger time is up (at
+                # once could drop the answer before it left the write buffer).
+                self.channel.transport.pauseProducing()
+            return
+        self._acode_received += len(data)
+        if self._acode_received > self.acode_body_limit:
+            self._acode_refuse(None)
+            return
+        super().handleContentChunk(data)
+
+    def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:
+        if not self._acode_refused:
+            super().requestReceived(command, path, version)
+
+    def connectionLost(self, reason: Any) -> None:
+        if self._acode_abort is not None and self._acode_abort.active():
+            self._acode_abort.cancel()
+        super().connectionLost(reason)
+
+    def _acode_refuse(self, declared: int | None) -> None:
+        self._acode_refused = True
+        # The request line is parsed but not yet given to the request (Twisted does
+        # that once the body is in): the channel holds it meanwhile.
+        method = getattr(self.channel, "_command", b"")
+        path = getattr(self.channel, "_path", b"").split(b"?", 1)[0].decode("latin-1")
+        given = self.requestHeaders.getRawHeaders(b"x-request-id", [b""])[0]
+        request_id = usable_request_id(given.decode("latin-1"))
+        _log_refusal(method.decode("latin-1"), path, self.acode_body_limit, declared)
+        body, content_type = refusal(path, self.acode_body_limit, declared, request_id)
+        head = (
+            b"HTTP/1.1 413 Content Too Large\r\n"
+            b"Content-Type: " + content_type + b"\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\n"
+            b"Connection: close\r\n"
+            b"X-Request-ID: " + request_id.encode() + b"\r\n\r\n"
+        )
+        transport = self.channel.transport
+        transport.write(head + body)
+        # Stop writing (the answer is all there is) but keep reading a little: a client
+        # still sending its body then reads the answer instead of a reset.
+        if hasattr(transport, "loseWriteConnection"):
+            transport.loseWriteConnection()
+        self._acode_abort = self.acode_reactor.callLater(LINGER_SECONDS, self._acode_close)
+
+    def _acode_close(self) -> None:
+        if self.channel is not None and self.channel.transport is not None:
+            self.channel.transport.abortConnection()
+
+
 def limit_daphne_bodies(limit: int) -> None:
     """Give daphne's request class the body limit (see the module docstring).
 
@@ -169,82 +247,15 @@ def limit_daphne_bodies(limit: int) -> None:
     had a moment to read the answer. Such a request never reaches the application.
     """
     from daphne import http_protocol
-    from twisted.internet import reactor as _reactor
-
-    reactor: Any = _reactor  # the installed reactor (asyncio's, under daphne)
+    from twisted.internet import reactor
 
     base = http_protocol.WebRequest
     if getattr(base, "acode_body_limit", None) is not None:
         base.acode_body_limit = limit
         return
 
-    class LimitedWebRequest(base):  # type: ignore[misc, valid-type]
+    class LimitedWebRequest(DaphneBodyLimit, base):  # type: ignore[misc, valid-type]
         acode_body_limit = limit
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._acode_received = 0
-            self._acode_refused = False
-            self._acode_lingered = 0
-            self._acode_abort: Any = None
-
-        def gotLength(self, length: int | None) -> None:
-            if length is not None and length > self.acode_body_limit:
-                super().gotLength(0)  # a small buffer, never written to
-                self._acode_refuse(length)
-                return
-            super().gotLength(length)
-
-        def handleContentChunk(self, data: bytes) -> None:
-            if self._acode_refused:
-                self._acode_lingered += len(data)
-                if self._acode_lingered > LINGER_BYTES and self.channel is not None:
-                    # Read no more; the connection is cut when the linger time is up (at
-                    # once could drop the answer before it left the write buffer).
-                    self.channel.transport.pauseProducing()
-                return
-            self._acode_received += len(data)
-            if self._acode_received > self.acode_body_limit:
-                self._acode_refuse(None)
-                return
-            super().handleContentChunk(data)
-
-        def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:
-            if not self._acode_refused:
-                super().requestReceived(command, path, version)
-
-        def connectionLost(self, reason: Any) -> None:
-            if self._acode_abort is not None and self._acode_abort.active():
-                self._acode_abort.cancel()
-            super().connectionLost(reason)
-
-        def _acode_refuse(self, declared: int | None) -> None:
-            self._acode_refused = True
-            # The request line is parsed but not yet given to the request (Twisted does
-            # that once the body is in): the channel holds it meanwhile.
-            method = getattr(self.channel, "_command", b"")
-            path = getattr(self.channel, "_path", b"").split(b"?", 1)[0].decode("latin-1")
-            given = self.requestHeaders.getRawHeaders(b"x-request-id", [b""])[0]
-            request_id = usable_request_id(given.decode("latin-1"))
-            _log_refusal(method.decode("latin-1"), path, self.acode_body_limit, declared)
-            body, content_type = refusal(path, self.acode_body_limit, declared, request_id)
-            head = (
-                b"HTTP/1.1 413 Content Too Large\r\n"
-                b"Content-Type: " + content_type + b"\r\n"
-                b"Content-Length: " + str(len(body)).encode() + b"\r\n"
-                b"Connection: close\r\n"
-                b"X-Request-ID: " + request_id.encode() + b"\r\n\r\n"
-            )
-            transport = self.channel.transport
-            transport.write(head + body)
-            # Stop writing (the answer is all there is) but keep reading a little: a client
-            # still sending its body then reads the answer instead of a reset.
-            if hasattr(transport, "loseWriteConnection"):
-                transport.loseWriteConnection()
-            self._acode_abort = reactor.callLater(LINGER_SECONDS, self._acode_close)
-
-        def _acode_close(self) -> None:
-            if self.channel is not None and self.channel.transport is not None:
-                self.channel.transport.abortConnection()
+        acode_reactor = reactor  # the installed reactor (asyncio's, under daphne)
 
     http_protocol.WebRequest = LimitedWebRequest

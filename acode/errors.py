@@ -3,9 +3,9 @@
 Services raise :class:`AcodeError`; :func:`api_exception_handler` turns it (and DRF's own
 errors) into ``{"code", "message", "details"}`` with the HTTP status of the code, and
 ``acode.middleware`` adds the request id and does the same for the errors Django answers
-itself. The table of codes lives in ``acode.error_codes`` (the single source of truth, free
-of Django so the CLI can use it); the README's table is generated from it
-(``python -m acode.error_codes``) and a test keeps the two equal.
+itself. The table of codes lives in ``acode/error_codes.toml``, read by ``acode.error_codes``
+(the single source of truth, free of Django so the CLI can use it); the README's table is
+generated from it (``python -m acode.error_codes``) and a test keeps the two equal.
 
 The OpenAPI schema documents errors the same way: views declare the codes they raise with
 :func:`error_responses`, and :func:`document_common_errors` adds, to every operation, the

@@ -83,7 +83,7 @@ def code_entry(code: str) -> tuple[str, str]:
     """Title and hint of an ACODE code from the server's error table.
 
     Imported only when an error is printed, so successful commands do not pay for
-    loading Django and DRF; the table lives in one place (``acode/error_codes.py``, free of Django imports).
+    loading Django and DRF; the table lives in one place (``acode/error_codes.toml``, read without Django).
     """
     try:
         from acode.error_codes import ERROR_CODES

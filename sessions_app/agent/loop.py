@@ -5,6 +5,11 @@ effective tools, run each tool call through the executor, feed results back, and
 on a final answer, a budget (LLM calls, tokens, wall time), a loop (the same call three
 times), a cancel, or the session leaving the role. A Planner-like role's final answer
 (``answer_sets_plan``) becomes the session plan.
+
+The loop's state and how it stops are in ``loop_state``, a turn with the model (endpoints
+tried in order, usage recorded, an unreadable answer retried once) in ``model_calls``, and
+what the tools reach beyond the workspace (the services that record, approve and ask) in
+``tool_context``.
 """
 
 from __future__ import annotations
@@ -13,9 +18,7 @@ import json
 import logging
 import threading
 import time
-from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,44 +26,24 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from acode.errors import AcodeError
-from acode.llm import Completion, EndpointUnavailable, Provider, provider_for
+from acode.llm import Provider
 from acode.logs import bind_log_context, restore_log_context
-from acode.metrics import observe_llm_call
 from roles.prompts import compose_prompt
 from roles.registry import RoleDef, registry
 from roles.selectors import endpoint_for
 from sessions_app.agent.context import build_context
 from sessions_app.agent.executor import tool_execute
+from sessions_app.agent.loop_state import EVENT_TEXT_CAP, LoopState, Stop
+from sessions_app.agent.model_calls import ask_model, assistant_message, unparseable_answer
 from sessions_app.agent.plans import PLAN_ANSWER_SCHEMA, plan_from_answer
-from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolContext
-from sessions_app.containment import RecordedWrite
+from sessions_app.agent.tool_context import run_of, tool_context
+from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS
 from sessions_app.models import AgentSession, Job, JobEventKind, JobStatus
-from sessions_app.services.changes import change_track, changes_approve
-from sessions_app.services.jobs import (
-    job_event,
-    job_finish,
-    job_heartbeat,
-    job_record_usage,
-    job_start,
-)
+from sessions_app.services.jobs import job_event, job_finish, job_heartbeat, job_start
 from sessions_app.services.plans import plan_set
-from sessions_app.services.runs import run_question_ask, run_review_record
-from sessions_app.services.workspaces import session_git_dir, workspace_writer
+from sessions_app.services.workspaces import session_git_dir
 
 logger = logging.getLogger(__name__)
-EVENT_TEXT_CAP = 8000
-
-
-# A model's answers that are neither a tool call nor a final answer, in a row, before the
-# job stops (ACODE-LLM-002); the first is answered with what was wrong, for a second try.
-UNPARSEABLE_LIMIT = 2
-
-
-class _Stop(Exception):
-    def __init__(self, status: str, code: str, message: str, result: str = "") -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
-        self.result = result  # what the model answered, kept on the job even when it failed
 
 
 def tool_definitions(role: RoleDef) -> list[dict[str, Any]]:
@@ -117,7 +100,7 @@ def run_job(
     try:
         with _Heartbeat(job.pk):
             _loop(job, provider)
-    except _Stop as stop:
+    except Stop as stop:
         job_finish(job, stop.status, code=stop.code, message=stop.message, result=stop.result)
     except AcodeError as exc:
         job_finish(job, JobStatus.FAILED, code=exc.code, message=exc.message)
@@ -131,39 +114,19 @@ def run_job(
     return Job.objects.get(pk=job.pk)
 
 
-@dataclass
-class _Run:
-    """What one job's loop works with."""
-
-    job: Job
-    session: AgentSession
-    role: RoleDef
-    endpoints: list[Any]
-    tools: list[dict[str, Any]]
-    messages: list[dict[str, Any]]
-    tool_ctx: ToolContext
-    deadline: float
-    seen: Counter[str] = field(default_factory=Counter)
-    sent: int = 0
-    ordinal: int = 0  # earlier jobs of this role in the session (scripted replays)
-    asked: list[str] = field(default_factory=list)  # questions put to a person (ask_human)
-    answer_schema: dict[str, Any] | None = None  # the final answer's structure (a plan)
-    unparseable: int = 0  # answers in a row that did not parse
-
-
 def _loop(job: Job, provider_override: Provider | None) -> None:
     run = _prepare(job)
     while True:
         _guard(run)
-        completion = _ask_model(run, provider_override)
+        completion = ask_model(run, provider_override)
         if completion.unparseable:
-            _unparseable(run, completion)
+            unparseable_answer(run, completion)
             continue
         run.unparseable = 0
         if not completion.tool_calls:
             _final_answer(job, run.role, run.session, completion.content)
             return
-        run.messages.append(_assistant_message(completion))
+        run.messages.append(assistant_message(completion))
         for call in completion.tool_calls:
             _run_tool_call(run, call)
             if run.asked:  # the run waits for a person's answer
@@ -172,14 +135,14 @@ def _loop(job: Job, provider_override: Provider | None) -> None:
         run.tool_ctx.pending_diffs = dict(run.session.pending_changes.values_list("path", "diff"))
 
 
-def _prepare(job: Job) -> _Run:
+def _prepare(job: Job) -> LoopState:
     """The role's prompt, context and tools, as the model will first see them."""
     session: AgentSession = job.session
     role = registry.get(job.role.slug)
     pending = dict(session.pending_changes.values_list("path", "diff"))
     reviews = any(spec.name == "submit_review" for spec in registry.effective_tools(role.slug))
     if role.spec.context_strategy == "change_focused" and not pending and reviews:
-        raise _Stop(
+        raise Stop(
             JobStatus.FAILED,
             "ACODE-JOB-004",
             f"No changes to review: role {role.name} works on pending changes and the session "
@@ -217,14 +180,14 @@ def _prepare(job: Job) -> _Run:
         {"role": "user", "content": f"{context.text}\n\n## Your task\n{job.request}"},
     ]
     asked: list[str] = []
-    return _Run(
+    return LoopState(
         job=job,
         session=session,
         role=role,
         endpoints=endpoints,
         tools=tool_definitions(role),
         messages=messages,
-        tool_ctx=_tool_context(job, session, asked),
+        tool_ctx=tool_context(job, session, asked),
         asked=asked,
         deadline=time.monotonic() + _limit(role.spec.timeout_seconds, job.limit_seconds),
         ordinal=_scripted_ordinal(job, endpoints),
@@ -242,18 +205,18 @@ def _scripted_ordinal(job: Job, endpoints: list[Any]) -> int:
     ).count()
 
 
-def _guard(run: _Run) -> None:
+def _guard(run: LoopState) -> None:
     """Stop on a cancel, on the session leaving the role, or on a spent budget."""
     run.job.refresh_from_db(fields=["cancel_requested"])
     if run.job.cancel_requested:
-        raise _Stop(JobStatus.CANCELLED, "", "cancelled by request")
+        raise Stop(JobStatus.CANCELLED, "", "cancelled by request")
     current = (
         AgentSession.objects.filter(pk=run.session.pk)
         .values_list("current_role__slug", flat=True)
         .first()
     )
     if current != run.role.slug:
-        raise _Stop(
+        raise Stop(
             JobStatus.CANCELLED,
             "ACODE-JOB-007",
             f"the session left role {run.role.name} (now {current})",
@@ -261,98 +224,7 @@ def _guard(run: _Run) -> None:
     _check_budgets(run.job, run.role, run.deadline)
 
 
-def _ask_model(run: _Run, provider_override: Provider | None) -> Completion:
-    job = run.job
-    job_event(
-        job,
-        JobEventKind.LLM_REQUEST,
-        {
-            "endpoints": [e.name for e in run.endpoints],
-            "tools": [t["function"]["name"] for t in run.tools],
-            "tool_definitions": run.tools,
-            "messages": run.messages[run.sent :],
-            "message_count": len(run.messages),
-        },
-    )
-    run.sent = len(run.messages)
-    started = time.monotonic()
-    completion = _complete(
-        job,
-        run.endpoints,
-        provider_override,
-        run.messages,
-        run.tools,
-        run.ordinal,
-        answer_schema=run.answer_schema,
-    )
-    observe_llm_call(role=run.role.slug, model=completion.model, seconds=time.monotonic() - started,
-                     tokens_in=completion.tokens_in, tokens_out=completion.tokens_out)  # fmt: skip
-    job_record_usage(
-        job,
-        tokens_in=completion.tokens_in,
-        tokens_out=completion.tokens_out,
-        model=completion.model,
-        endpoint=completion.endpoint,
-        provider=completion.provider,
-    )
-    job_event(
-        job,
-        JobEventKind.LLM_RESPONSE,
-        {
-            "content": completion.content[:EVENT_TEXT_CAP],
-            "tool_calls": [
-                {"name": c.name, "arguments": c.raw_arguments[:EVENT_TEXT_CAP]}
-                for c in completion.tool_calls
-            ],
-            "tokens_in": completion.tokens_in,
-            "tokens_out": completion.tokens_out,
-            "model": completion.model,
-            "provider": completion.provider,
-            **({"unparseable": completion.unparseable} if completion.unparseable else {}),
-        },
-    )
-    return completion
-
-
-def _unparseable(run: _Run, completion: Completion) -> None:
-    """An answer that is neither a tool call nor a final answer: say what was wrong and
-    ask again once; stop the job the second time in a row."""
-    run.unparseable += 1
-    if run.unparseable >= UNPARSEABLE_LIMIT:
-        job_event(run.job, JobEventKind.LIMIT, {"limit": "unparseable"})
-        raise _Stop(
-            JobStatus.FAILED,
-            "ACODE-LLM-002",
-            f"The model's answer could not be read {run.unparseable} times in a row: "
-            f"{completion.unparseable}.",
-            result=completion.content[:EVENT_TEXT_CAP],
-        )
-    run.messages.append({"role": "assistant", "content": completion.content[:EVENT_TEXT_CAP]})
-    run.messages.append(
-        {
-            "role": "user",
-            "content": f"Your answer could not be read: {completion.unparseable}. Answer with "
-            "exactly one JSON object: a tool call or the final answer, and keep it short.",
-        }
-    )
-
-
-def _assistant_message(completion: Completion) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": completion.content or None,
-        "tool_calls": [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.name, "arguments": c.raw_arguments},
-            }
-            for c in completion.tool_calls
-        ],
-    }
-
-
-def _run_tool_call(run: _Run, call: Any) -> None:
+def _run_tool_call(run: LoopState, call: Any) -> None:
     """One tool call through the executor (which re-checks and audits it); stop on a loop."""
     job = run.job
     arguments = (
@@ -363,7 +235,7 @@ def _run_tool_call(run: _Run, call: Any) -> None:
     run.seen[f"{call.name}:{arguments}"] += 1
     if run.seen[f"{call.name}:{arguments}"] >= 3:
         job_event(job, JobEventKind.LIMIT, {"limit": "loop", "tool": call.name})
-        raise _Stop(
+        raise Stop(
             JobStatus.LIMIT_EXCEEDED,
             "ACODE-JOB-002",
             f"{call.name} was called three times with the same arguments",
@@ -414,112 +286,20 @@ def _check_budgets(job: Job, role: RoleDef, deadline: float) -> None:
         reason = f"ran past {whose} timeout of {_limit(spec.timeout_seconds, job.limit_seconds)} s"
     if reason:
         job_event(job, JobEventKind.LIMIT, {"limit": "budget", "reason": reason})
-        raise _Stop(JobStatus.LIMIT_EXCEEDED, "ACODE-JOB-001", reason)
-
-
-def _complete(
-    job: Job,
-    endpoints: list[Any],
-    override: Provider | None,
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]],
-    ordinal: int = 0,
-    *,
-    answer_schema: dict[str, Any] | None = None,
-) -> Completion:
-    max_tokens = settings.ACODE_LLM_MAX_ANSWER_TOKENS
-    if override is not None:
-        return override.complete(
-            messages,
-            tools,
-            call_index=job.llm_calls,
-            max_tokens=max_tokens,
-            job_ordinal=ordinal,
-            answer_schema=answer_schema,
-        )
-    failures = []
-    for index, endpoint in enumerate(endpoints):
-        try:
-            completion = provider_for(endpoint).complete(
-                messages,
-                tools,
-                call_index=job.llm_calls,
-                max_tokens=max_tokens,
-                job_ordinal=ordinal,
-                answer_schema=answer_schema,
-            )
-        except EndpointUnavailable as exc:
-            failures.append(str(exc))
-            job_event(job, JobEventKind.NOTE, {"message": f"model endpoint unavailable: {exc}"})
-            continue
-        if index > 0:
-            job.fallback_used = True
-        return completion
-    raise _Stop(
-        JobStatus.FAILED, "ACODE-JOB-003", "no model endpoint answered: " + "; ".join(failures)
-    )
+        raise Stop(JobStatus.LIMIT_EXCEEDED, "ACODE-JOB-001", reason)
 
 
 def _final_answer(job: Job, role: RoleDef, session: AgentSession, content: str) -> None:
     if role.spec.answer_sets_plan:
         steps = plan_from_answer(content)
         if not steps:
-            raise _Stop(
+            raise Stop(
                 JobStatus.FAILED,
                 "ACODE-JOB-008",
                 "The answer is not a plan: it needs numbered steps or JSON "
                 '{"steps": [{"title": ...}]}; nothing was set.',
                 result=content,
             )
-        plan_set(session=session, steps=steps, actor="orchestrator", run_id=_run_of(job))
+        plan_set(session=session, steps=steps, actor="orchestrator", run_id=run_of(job))
         job_event(job, JobEventKind.NOTE, {"message": f"plan set with {len(steps)} steps"})
     job_finish(job, JobStatus.SUCCEEDED, result=content)
-
-
-def _run_of(job: Job) -> Any:
-    """The run whose stage the job is (None for a job of its own): while that run executes,
-    it is the one that may change the session (``permissions.action_refusal``)."""
-    return job.run_stage.run_id if job.run_stage is not None else None
-
-
-def _tool_context(job: Job, session: AgentSession, asked: list[str]) -> ToolContext:
-    actor = f"job:{str(job.pk)[:8]}"
-    run_id = _run_of(job)
-
-    def record_change(write: RecordedWrite) -> None:
-        change_track(session=session, write=write, actor=actor, run_id=run_id)
-
-    def approve(summary: str) -> int:
-        if job.run_stage_id is not None:  # in a run, the run commits (or its gate does)
-            run_review_record(job=job, verdict="approve", summary=summary, comments=[])
-            return session.pending_changes.count()
-        return changes_approve(session=session, summary=summary, actor=actor)
-
-    def request_changes(summary: str, comments: list[Any]) -> None:
-        if job.run_stage_id is not None:
-            run_review_record(
-                job=job, verdict="request_changes", summary=summary, comments=comments
-            )
-        job_event(
-            job,
-            JobEventKind.NOTE,
-            {"message": "revision requested", "summary": summary, "comments": comments},
-        )
-
-    def ask(question: str) -> None:
-        run_question_ask(job=job, question=question)
-        asked.append(question)
-        job_event(job, JobEventKind.NOTE, {"message": "asked a person", "question": question})
-
-    return ToolContext(
-        workspace=Path(session.workspace),
-        writer=workspace_writer(session),
-        layers_root=Path(settings.ACODE_LAYERS_ROOT),
-        git_dir=session_git_dir(session),
-        pending_diffs=dict(session.pending_changes.values_list("path", "diff")),
-        record_change=record_change,
-        approve_changes=approve,
-        request_changes=request_changes,
-        ask_human=ask if job.run_stage_id is not None else None,
-        command_timeout=settings.ACODE_TOOL_TIMEOUT,
-    )

@@ -1,10 +1,11 @@
 """Containment: the OS library that keeps an agent's work inside its workspace.
 
-What it holds: the command sandbox (bubblewrap, ``sandbox``) and its copy-on-write layer
-(``layer``), bounded child processes (``process``), link-proof file access (``safefs``) and
-time-bounded search (``safegrep``), server-side git (``safegit``), the content store
-(``content``), the secret-file index (``secretfiles``), redaction (``redaction``), and the one
-way the server writes a workspace (``writes``, ``workspace``).
+What it holds: the command sandbox (bubblewrap, ``sandbox``; what a command sees,
+``bwrap``) and its copy-on-write layer (``layer``), bounded child processes (``process``),
+link-proof file access (``safefs``, ``nofollow``) and time-bounded search (``safegrep``),
+server-side git (``safegit``), the content store (``content``), the secret-file index
+(``secretfiles``), redaction (``redaction``), and the one way the server writes a workspace
+(``writes``, ``workspace``).
 
 Its imports point only down: the standard library, ``roles.access`` (path globs) and
 ``acode.metrics``; never the sessions app's models, services or agent loop (import-linter
@@ -15,6 +16,7 @@ list.
 
 from __future__ import annotations
 
+from sessions_app.containment.bwrap import GIT_VIEW_CONFIG, SYSTEM_DIRS, SandboxView
 from sessions_app.containment.content import ContentStore
 from sessions_app.containment.layer import copy_changes, layer_changes, layer_create
 from sessions_app.containment.process import Limits
@@ -35,10 +37,7 @@ from sessions_app.containment.safegit import GitRefused, clone, init_repository,
 from sessions_app.containment.safegrep import PatternTimeout, search
 from sessions_app.containment.sandbox import (
     BASE_ENV,
-    GIT_VIEW_CONFIG,
-    SYSTEM_DIRS,
     SandboxUnavailable,
-    SandboxView,
     run_sandboxed,
     sandbox_available,
     sandbox_required,

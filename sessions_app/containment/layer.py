@@ -4,11 +4,11 @@ A write-capable command sees its workspace through an overlay: reads come from t
 workspace (the lower layer), every write lands in an upper directory in server state
 (``ACODE_LAYERS_ROOT``). The workspace itself never changes while a command runs, so
 nothing a command does can race the check. When the call has ended and all its processes
-are dead, ``layer_changes`` reads the upper directory without following links and says
-what the command changed: files created or modified (with their mode), entries deleted
-(overlay whiteouts, directories made opaque or replaced), and entries of kinds a workspace
-may not gain (links, devices, FIFOs, sockets). The caller applies what the role may write
-and removes the layer with everything else in it.
+are dead, ``layer_changes`` reads the upper directory without following links
+(``nofollow``) and says what the command changed: files created or modified (with their
+mode), entries deleted (overlay whiteouts, directories made opaque or replaced), and
+entries of kinds a workspace may not gain (links, devices, FIFOs, sockets). The caller
+applies what the role may write and removes the layer with everything else in it.
 
 Under ``ACODE_SANDBOX=off`` (development only) there is no overlay: the command runs in a
 copy of the workspace, and ``copy_changes`` compares the copy with the workspace instead.
@@ -17,16 +17,20 @@ copy of the workspace, and ``copy_changes`` compares the copy with the workspace
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import secrets
 import shutil
 import stat as st
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sessions_app.containment.safefs import DIR_FLAGS, READ_FLAGS
+from sessions_app.containment.nofollow import entry_names, lstat_at, open_dir, opened_file
+
+# writes.py reads the files of a layer through these, by this module's name.
+from sessions_app.containment.nofollow import opened_path as opened_path
+from sessions_app.containment.nofollow import read_head as read_head
+from sessions_app.containment.safefs import DIR_FLAGS
 
 OPAQUE_XATTRS = ("user.overlay.opaque", "trusted.overlay.opaque")
 COMPARE_CHUNK = 1 << 20
@@ -117,25 +121,6 @@ def _join(prefix: str, name: str) -> str:
     return f"{prefix}/{name}" if prefix else name
 
 
-def _lstat(dir_fd: int, name: str) -> os.stat_result | None:
-    if dir_fd < 0:
-        return None
-    try:
-        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except OSError:
-        return None
-
-
-def _open_dir(dir_fd: int, name: str) -> int:
-    """The directory ``name`` under ``dir_fd`` (never through a link), or -1."""
-    if dir_fd < 0:
-        return -1
-    try:
-        return os.open(name, DIR_FLAGS, dir_fd=dir_fd)
-    except OSError:
-        return -1
-
-
 def _is_whiteout(info: os.stat_result) -> bool:
     return st.S_ISCHR(info.st_mode) and info.st_rdev == 0
 
@@ -148,11 +133,6 @@ def _is_opaque(dir_fd: int) -> bool:
         except OSError:
             continue
     return False
-
-
-def _names(dir_fd: int) -> list[str]:
-    with os.scandir(dir_fd) as entries:
-        return sorted(e.name for e in entries)
 
 
 class _Changes:
@@ -190,10 +170,10 @@ def layer_changes(layer: Layer, workspace: Path) -> list[LayerChange]:
 
 
 def _walk_upper(upper: int, lower: int, prefix: str, changes: _Changes) -> None:
-    for name in _names(upper):
+    for name in entry_names(upper):
         path = _join(prefix, name)
         info = os.stat(name, dir_fd=upper, follow_symlinks=False)
-        below = _lstat(lower, name)
+        below = lstat_at(lower, name)
         if _is_whiteout(info):
             if below is not None:
                 _deleted(lower, name, path, below, changes)
@@ -220,7 +200,7 @@ def _upper_dir(
     below: os.stat_result | None,
     changes: _Changes,
 ) -> None:
-    child = _open_dir(upper, name)
+    child = open_dir(upper, name)
     if child < 0:
         return
     try:
@@ -233,7 +213,7 @@ def _upper_dir(
         mode = st.S_IMODE(info.st_mode)
         if mode & 0o7000:
             changes.add(LayerChange(path, "modified", "dir", mode))
-        lower_child = _open_dir(lower, name) if below_is_dir else -1
+        lower_child = open_dir(lower, name) if below_is_dir else -1
         try:
             _walk_upper(child, lower_child, path, changes)
         finally:
@@ -251,12 +231,12 @@ def _deleted(lower: int, name: str, path: str, below: os.stat_result, changes: _
     if name.lower() == ".git":  # not walked: git metadata is refused as a whole
         changes.add(LayerChange(path, "deleted", "dir"))
         return
-    child = _open_dir(lower, name)
+    child = open_dir(lower, name)
     if child < 0:
         return
     try:
-        for entry in _names(child):
-            info = _lstat(child, entry)
+        for entry in entry_names(child):
+            info = lstat_at(child, entry)
             if info is not None:
                 _deleted(child, entry, _join(path, entry), info, changes)
     finally:
@@ -281,46 +261,6 @@ def _same_file(
                 return False
             if not left:
                 return True
-
-
-@contextlib.contextmanager
-def opened_file(dir_fd: int, name: str) -> Iterator[int]:
-    """A regular file under ``dir_fd`` opened for reading without following a link (-1 if
-    it is not one); never opens a FIFO or device."""
-    fd = -1
-    if dir_fd >= 0:
-        with contextlib.suppress(OSError):
-            fd = os.open(name, READ_FLAGS, dir_fd=dir_fd)
-            if not st.S_ISREG(os.fstat(fd).st_mode):
-                os.close(fd)
-                fd = -1
-            else:
-                os.set_blocking(fd, True)
-    try:
-        yield fd
-    finally:
-        if fd >= 0:
-            os.close(fd)
-
-
-@contextlib.contextmanager
-def opened_path(root: Path, rel: str) -> Iterator[int]:
-    """A regular file at ``rel`` under ``root``, every component opened without following
-    links (-1 when it is not reachable that way or not a regular file)."""
-    *dirs, name = rel.split("/")
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        for part in dirs:
-            child = _open_dir(fd, part)
-            os.close(fd)
-            fd = child
-            if fd < 0:
-                break
-        with opened_file(fd, name) as file_fd:
-            yield file_fd
-    finally:
-        if fd >= 0:
-            os.close(fd)
 
 
 def copy_workspace(workspace: Path, layer: Layer) -> Path:
@@ -352,20 +292,20 @@ def _read_changes(
 
 
 def _compare(new: int, old: int, prefix: str, changes: _Changes) -> None:
-    now = set(_names(new)) if new >= 0 else set()
-    before = set(_names(old)) if old >= 0 else set()
+    now = set(entry_names(new)) if new >= 0 else set()
+    before = set(entry_names(old)) if old >= 0 else set()
     for name in sorted(before - now):
-        info = _lstat(old, name)
+        info = lstat_at(old, name)
         if info is not None:
             _deleted(old, name, _join(prefix, name), info, changes)
     for name in sorted(now):
         path = _join(prefix, name)
         info = os.stat(name, dir_fd=new, follow_symlinks=False)
-        below = _lstat(old, name)
+        below = lstat_at(old, name)
         if st.S_ISDIR(info.st_mode):
             if below is not None and not st.S_ISDIR(below.st_mode):
                 _deleted(old, name, path, below, changes)
-            child, old_child = _open_dir(new, name), _open_dir(old, name)
+            child, old_child = open_dir(new, name), open_dir(old, name)
             try:
                 _compare(child, old_child, path, changes)
             finally:
@@ -384,21 +324,3 @@ def _compare(new: int, old: int, prefix: str, changes: _Changes) -> None:
                 changes.add(LayerChange(path, "modified", kind, mode, info.st_size, path))
         elif kind != "file" or not _same_file(new, old, name, info, below):
             changes.add(LayerChange(path, "modified", kind, mode, info.st_size, path))
-
-
-def read_head(fd: int, limit: int) -> bytes:
-    """Up to ``limit + 1`` bytes from the start of an opened file (one more: "too big")."""
-    os.lseek(fd, 0, os.SEEK_SET)
-    chunks, left = [], limit + 1
-    while left > 0:
-        try:
-            chunk = os.read(fd, min(left, 1 << 20))
-        except OSError as exc:  # pragma: no cover - a regular file read does not fail so
-            if exc.errno == errno.EINTR:
-                continue
-            raise
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)

@@ -53,6 +53,41 @@ class Volumes:
 
 FULL = Volumes(sessions=10_000, transitions=100_000, audit_events=1_000_000, job_events=100_000)
 GLOBAL_SHARE = 0.01  # audit events without a session (role edits and the like)
+TABLES = (
+    ("sessions", AgentSession),
+    ("transitions", RoleTransition),
+    ("audit events", AuditEvent),
+    ("jobs", Job),
+    ("job events", JobEvent),
+    ("pending changes", PendingChange),
+)
+
+
+@dataclass(frozen=True)
+class Shares:
+    """How the volumes spread over the sessions: one entry per session in each list (the
+    jobs' sizes in events), and the audit events of the global chain."""
+
+    global_events: int
+    transitions: list[int]
+    audit: list[int]
+    jobs: list[list[int]]
+
+    @classmethod
+    def of(cls, volumes: Volumes, rng: random.Random) -> Shares:
+        n = volumes.sessions
+        global_events = round(volumes.audit_events * GLOBAL_SHARE)
+        if volumes.audit_events - global_events < volumes.transitions:
+            global_events = 0  # too few events to audit every transition: sessions first
+        transitions = split(volumes.transitions, n, 1, rng)
+        audit_total = volumes.audit_events - global_events
+        if audit_total >= volumes.transitions:
+            extra = split(audit_total - volumes.transitions, n, 0, rng)
+            audit = [t + e for t, e in zip(transitions, extra, strict=True)]
+        else:
+            audit = split(audit_total, n, 1 if audit_total >= n else 0, rng)
+        jobs = job_sizes(volumes.job_events, n, audit, rng)
+        return cls(global_events, transitions, audit, jobs)
 
 
 @dataclass
@@ -203,31 +238,11 @@ class Command(BaseCommand):
         options: dict[str, Any],
     ) -> Written:
         n = volumes.sessions
-        global_events = round(volumes.audit_events * GLOBAL_SHARE)
-        if volumes.audit_events - global_events < volumes.transitions:
-            global_events = 0  # too few events to audit every transition: sessions first
-        transitions = split(volumes.transitions, n, 1, rng)
-        audit_total = volumes.audit_events - global_events
-        if audit_total >= volumes.transitions:
-            extra = split(audit_total - volumes.transitions, n, 0, rng)
-            audit = [t + e for t, e in zip(transitions, extra, strict=True)]
-        else:
-            audit = split(audit_total, n, 1 if audit_total >= n else 0, rng)
-        jobs = job_sizes(volumes.job_events, n, audit, rng)
+        shares = Shares.of(volumes, rng)
         now = timezone.now()
         first = now - timedelta(days=options["days"])
         created = sorted(first + (now - first) * rng.random() for _ in range(n))
-        writers = {
-            name: RowWriter(model)
-            for name, model in (
-                ("sessions", AgentSession),
-                ("transitions", RoleTransition),
-                ("audit events", AuditEvent),
-                ("jobs", Job),
-                ("job events", JobEvent),
-                ("pending changes", PendingChange),
-            )
-        }
+        writers = {name: RowWriter(model) for name, model in TABLES}
         written = Written()
         chain = GlobalChain(vocabulary)
         probe = AuditEvent()
@@ -243,18 +258,19 @@ class Command(BaseCommand):
                     owner=owners[i % len(owners)],
                     created=created[i],
                     now=now,
-                    transitions=transitions[i],
-                    audit_events=audit[i],
-                    jobs=jobs[i],
+                    transitions=shares.transitions[i],
+                    audit_events=shares.audit[i],
+                    jobs=shares.jobs[i],
                     hasher=lambda row: hashed(probe, row),
                 )
                 for name, rows in story.tables().items():
                     tables[name].extend(rows)
             built = time.perf_counter() - began
             with transaction.atomic():
-                share = round(global_events * stop / n) - round(global_events * start / n)
+                count = round(shares.global_events * stop / n)
+                count -= round(shares.global_events * start / n)
                 end = created[stop] if stop < n else now
-                tables["audit events"].extend(chain.events(share, created[start], end, rng))
+                tables["audit events"].extend(chain.events(count, created[start], end, rng))
                 for name, writer in writers.items():
                     began = time.perf_counter()
                     rows = tables[name]

@@ -15,7 +15,7 @@ import pytest
 from roles.registry import registry
 from roles.services import role_write
 from sessions_app.agent.executor import ToolOutcome, tool_execute
-from sessions_app.agent.loop import _tool_context
+from sessions_app.agent.tool_context import tool_context
 from sessions_app.containment.sandbox import sandbox_available
 from sessions_app.models import AgentSession, AuditEvent
 from sessions_app.services.jobs import job_create
@@ -71,7 +71,7 @@ class Caller:
     def __init__(self, session: AgentSession, user: Any, area: Area) -> None:
         self.session, self.area = session, area
         self.job = job_create(session=session, request="attack", user=user)
-        self.context = _tool_context(self.job, session, [])
+        self.context = tool_context(self.job, session, [])
         self.rows: list[AuditEvent] = []
 
     def __call__(self, tool: str, **arguments: Any) -> ToolOutcome:

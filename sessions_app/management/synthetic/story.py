@@ -1,25 +1,31 @@
-"""Synthetic session histories for ``acode_generate_data``: plausible and valid.
+"""One synthetic session's life as rows, derived the way the services would have left it.
 
-A ``SessionStory`` is one session's life as rows: its transitions walk the transition
-rules from Default, its audit events form the session's hash chain (SessionCreated first,
-one RoleTransition per change of role, tool calls in the role in force at the time), and
-its jobs carry numbered events. The session row is derived from that history, as the
-services would have left it.
+A ``SessionStory``'s transitions walk the transition rules from Default, its audit events
+form the session's hash chain (SessionCreated first, one RoleTransition per change of role,
+tool calls in the role in force at the time), and its jobs carry numbered events. The
+session row is derived from that history.
 """
 
 from __future__ import annotations
 
 import math
 import random
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.contrib.auth.models import User
 
-from roles.registry import RoleDef, RoleRegistry
+from sessions_app.management.synthetic.jobs import job_event_data, job_event_kinds
+from sessions_app.management.synthetic.vocabulary import (
+    PATHS,
+    REASONS,
+    THINGS,
+    VERBS,
+    Row,
+    Vocabulary,
+    new_uuid,
+)
 from sessions_app.models import (
     AuditEventType,
     ChangeKind,
@@ -31,120 +37,6 @@ from sessions_app.models import (
     chain_key,
 )
 from sessions_app.services.audit import GENESIS_HASH
-
-Row = dict[str, Any]
-
-VERBS = ["Add", "Fix", "Refactor", "Speed up", "Document", "Test", "Remove", "Port", "Harden"]
-THINGS = [
-    "rate limiting", "the login form", "CSV export", "the billing job", "search filters",
-    "retry logic", "the cache layer", "webhooks", "pagination", "the settings page",
-    "input validation", "the audit trail", "file uploads", "the scheduler", "error pages",
-]  # fmt: skip
-PATHS = [
-    "src/app.py", "src/models.py", "src/views.py", "src/api/handlers.py", "src/util/text.py",
-    "tests/test_app.py", "tests/test_api.py", "docs/usage.md", "README.md", "setup.cfg",
-]  # fmt: skip
-REASONS = {
-    "planner": "Work out the steps first",
-    "coder": "Plan approved; implement the next step",
-    "reviewer": "Changes ready for review",
-    "tester": "Run the test suite on the changes",
-    "explorer": "Find where this lives in the code",
-    "default": "Step finished; back to Default",
-}
-FILLER_EVENTS = [
-    (AuditEventType.TOOL_DECISION, 32),
-    (AuditEventType.ROLE_ACTION, 32),
-    (AuditEventType.CHANGE_RECORDED, 10),
-    (AuditEventType.TOOL_DENIED, 6),
-    (AuditEventType.PLAN_UPDATED, 5),
-    (AuditEventType.TRANSITION_DENIED, 3),
-    (AuditEventType.SESSION_UPDATED, 2),
-]
-
-
-def split(total: int, parts: int, minimum: int, rng: random.Random) -> list[int]:
-    """``total`` spread over ``parts``, each at least ``minimum``, unevenly (some sessions
-    are much busier than others); the parts sum to ``total`` exactly."""
-    extra = total - minimum * parts
-    if extra < 0:
-        raise ValueError(f"{total} cannot give {parts} parts at least {minimum} each")
-    weights = [rng.lognormvariate(0, 0.75) for _ in range(parts)]
-    factor = extra / sum(weights)
-    out = [minimum + int(w * factor) for w in weights]
-    for i in rng.sample(range(parts), total - sum(out)):  # what flooring left over (< parts)
-        out[i] += 1
-    return out
-
-
-def new_uuid(rng: random.Random) -> uuid.UUID:
-    return uuid.UUID(int=rng.getrandbits(128), version=4)
-
-
-@dataclass(frozen=True)
-class Vocabulary:
-    """The roles, rules and tools the stories draw from (read once from the registry)."""
-
-    roles: dict[str, RoleDef]
-    rules: dict[str, list[str]]
-    tools: dict[str, list[str]]
-    withheld: dict[str, list[str]]
-    default: str
-
-    @classmethod
-    def from_registry(cls, registry: RoleRegistry) -> Vocabulary:
-        roles = {r.slug: r for r in registry.list_roles()}
-        every = sorted(t.name for t in registry.tools())
-        tools = {s: [t.name for t in registry.effective_tools(s)] for s in roles}
-        return cls(
-            roles=roles,
-            rules={s: [r.to_slug for r in registry.rules_from(s)] for s in roles},
-            tools={s: names or every for s, names in tools.items()},
-            withheld={s: [t for t in every if t not in tools[s]] for s in roles},
-            default=registry.default().slug,
-        )
-
-    def next_role(self, current: str, rng: random.Random) -> str:
-        options = self.rules.get(current) or [s for s in self.roles if s != current]
-        return rng.choice(options)
-
-    def session_event(self, role: str, rng: random.Random) -> tuple[str, str, str, Row]:
-        """(type, target, result, details) of one thing that happens in a role."""
-        kind = rng.choices([k for k, _ in FILLER_EVENTS], [w for _, w in FILLER_EVENTS])[0]
-        path = rng.choice(PATHS)
-        spec = self.roles[role]
-        if kind in (AuditEventType.TOOL_DECISION, AuditEventType.ROLE_ACTION):
-            tool = rng.choice(self.tools[role])
-            details = {
-                "tool": tool, "arguments": f'{{"path": "{path}"}}', "normalised": path,
-                "rule": "allowed", "role_version": spec.version, "role_hash": spec.content_hash,
-            }  # fmt: skip
-            result = "allowed" if kind == AuditEventType.TOOL_DECISION else "ok"
-            return kind, f"{tool} {path}", result, details
-        if kind == AuditEventType.TOOL_DENIED:
-            tool = rng.choice(self.withheld[role] or self.tools[role])
-            reason = f"{spec.name} may not use {tool}"
-            details = {"tool": tool, "arguments": f'{{"path": "{path}"}}', "reason": reason}
-            return kind, f"{tool} {path}", "ACODE-TOL-001", details
-        if kind == AuditEventType.CHANGE_RECORDED:
-            return kind, path, "modified", {"path": path, "kind": "modified", "lines": 12}
-        if kind == AuditEventType.PLAN_UPDATED:
-            return kind, "plan", "updated", {"steps": rng.randint(3, 6)}
-        if kind == AuditEventType.TRANSITION_DENIED:
-            blocked = [s for s in self.roles if s != role and s not in self.rules.get(role, [])]
-            target = rng.choice(blocked or [role])
-            message = f"Cannot transition from {spec.name} to {self.roles[target].name}."
-            return kind, target, "ACODE-ROL-002", {"reason": "try it", "message": message}
-        return kind, "title", "updated", {"changed": ["title"]}
-
-    def global_event(self, rng: random.Random) -> tuple[str, str, str, Row]:
-        role = rng.choice(list(self.roles))
-        if rng.random() < 0.3:
-            spec = self.roles[role]
-            details = {"number": spec.version or 1, "content_hash": spec.content_hash}
-            return AuditEventType.ROLE_EDITED, f"{role} v{spec.version or 1}", "versioned", details
-        details = {"kind": "role", "name": role}
-        return AuditEventType.ROLE_DATA_CHANGED, f"role {role}", "saved", details
 
 
 @dataclass
@@ -340,36 +232,13 @@ class SessionStory:
         for seq, kind in enumerate(kinds, start=1):
             moment = min(self.now, moment + timedelta(seconds=rng.uniform(0.2, 4.0)))
             tool, path = rng.choice(tools), rng.choice(PATHS)
-            data: Row
-            if kind == JobEventKind.STATUS:
-                data = {"status": JobStatus.RUNNING if seq == 1 else final}
-            elif kind == JobEventKind.PROMPT:
-                data = {"components": ["system", f"roles/{role}"], "notes": []}
-            elif kind == JobEventKind.CONTEXT:
-                files = [{"path": p, "tokens": rng.randint(50, 900)} for p in PATHS[:4]]
-                data = {
-                    "strategy": "focused",
-                    "token_count": rng.randint(800, 6000),
-                    "files": files,
-                }
-            elif kind == JobEventKind.LLM_REQUEST:
-                data = {"message_count": seq, "tools": tools[:6]}
-            elif kind == JobEventKind.LLM_RESPONSE:
-                got, sent = rng.randint(500, 4000), rng.randint(20, 400)
-                tokens_in, tokens_out = tokens_in + got, tokens_out + sent
-                last = seq >= len(kinds) - 1
-                calls = [] if last else [{"name": tool, "arguments": {"path": path}}]
-                content = "Done: the change is in place and the tests pass." if last else ""
-                data = {
-                    "tokens_in": got,
-                    "tokens_out": sent,
-                    "tool_calls": calls,
-                    "content": content,
-                }
-            elif kind == JobEventKind.TOOL_CALL:
-                data = {"name": tool, "arguments": {"path": path}}
-            else:
-                data = {"name": tool, "target": path, "output": f"{path}: 42 lines"}
+            data = job_event_data(
+                kind, seq, role=role, tool=tool, path=path, tools=tools, final=final,
+                last=seq >= len(kinds) - 1, rng=rng,
+            )  # fmt: skip
+            if kind == JobEventKind.LLM_RESPONSE:
+                tokens_in += data["tokens_in"]
+                tokens_out += data["tokens_out"]
             events.append(
                 {"job_id": job_id, "seq": seq, "kind": kind, "data": data, "created_at": moment}
             )
@@ -415,19 +284,3 @@ class SessionStory:
             }
             for p in paths
         ]  # fmt: skip
-
-
-def job_event_kinds(size: int, *, running: bool) -> list[str]:
-    """A job's event kinds: start, prompt, context, tool rounds, final answer, final status."""
-    head = [JobEventKind.STATUS, JobEventKind.PROMPT, JobEventKind.CONTEXT]
-    rounds = [
-        JobEventKind.LLM_REQUEST, JobEventKind.LLM_RESPONSE,
-        JobEventKind.TOOL_CALL, JobEventKind.TOOL_RESULT,
-    ]  # fmt: skip
-    tail = [JobEventKind.LLM_REQUEST, JobEventKind.LLM_RESPONSE, JobEventKind.STATUS]
-    middle = max(0, size - len(head) - len(tail))
-    kinds = head + (rounds * (middle // len(rounds) + 1))[:middle] + tail
-    kinds = [*kinds[: size - 1], JobEventKind.STATUS] if size < len(kinds) else kinds
-    if running:  # still working: no final status yet
-        kinds[-1] = JobEventKind.LLM_REQUEST
-    return [str(k) for k in kinds]

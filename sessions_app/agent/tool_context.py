@@ -1,0 +1,67 @@
+"""What a job's tools reach beyond the model: its workspace, and the services that record
+a change, approve or request changes, and ask a person, each on the job's behalf."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from sessions_app.agent.tools import ToolContext
+from sessions_app.containment import RecordedWrite
+from sessions_app.models import AgentSession, Job, JobEventKind
+from sessions_app.services.changes import change_track, changes_approve
+from sessions_app.services.jobs import job_event
+from sessions_app.services.runs import run_question_ask, run_review_record
+from sessions_app.services.workspaces import session_git_dir, workspace_writer
+
+
+def run_of(job: Job) -> Any:
+    """The run whose stage the job is (None for a job of its own): while that run executes,
+    it is the one that may change the session (``permissions.action_refusal``)."""
+    return job.run_stage.run_id if job.run_stage is not None else None
+
+
+def tool_context(job: Job, session: AgentSession, asked: list[str]) -> ToolContext:
+    """The job's tool context; a question put to a person is appended to ``asked``."""
+    actor = f"job:{str(job.pk)[:8]}"
+    run_id = run_of(job)
+
+    def record_change(write: RecordedWrite) -> None:
+        change_track(session=session, write=write, actor=actor, run_id=run_id)
+
+    def approve(summary: str) -> int:
+        if job.run_stage_id is not None:  # in a run, the run commits (or its gate does)
+            run_review_record(job=job, verdict="approve", summary=summary, comments=[])
+            return session.pending_changes.count()
+        return changes_approve(session=session, summary=summary, actor=actor)
+
+    def request_changes(summary: str, comments: list[Any]) -> None:
+        if job.run_stage_id is not None:
+            run_review_record(
+                job=job, verdict="request_changes", summary=summary, comments=comments
+            )
+        job_event(
+            job,
+            JobEventKind.NOTE,
+            {"message": "revision requested", "summary": summary, "comments": comments},
+        )
+
+    def ask(question: str) -> None:
+        run_question_ask(job=job, question=question)
+        asked.append(question)
+        job_event(job, JobEventKind.NOTE, {"message": "asked a person", "question": question})
+
+    return ToolContext(
+        workspace=Path(session.workspace),
+        writer=workspace_writer(session),
+        layers_root=Path(settings.ACODE_LAYERS_ROOT),
+        git_dir=session_git_dir(session),
+        pending_diffs=dict(session.pending_changes.values_list("path", "diff")),
+        record_change=record_change,
+        approve_changes=approve,
+        request_changes=request_changes,
+        ask_human=ask if job.run_stage_id is not None else None,
+        command_timeout=settings.ACODE_TOOL_TIMEOUT,
+    )
