@@ -256,6 +256,12 @@ class WritePolicy:
     write_paths: tuple[str, ...] = ()
     role_name: str = "this role"
 
+    @property
+    def may_write(self) -> bool:
+        """Whether the role may make any change at all (a command then gets a writable
+        layer; each change it leaves is still checked)."""
+        return not self.permissions.isdisjoint(CHANGE_PERMISSIONS.values())
+
     def check(self, path: str, *, change: str, kind: str = "file", mode: int = 0o644) -> WriteRule:
         """May ``path`` (workspace-relative) be ``change``d (created, modified, deleted) to
         become a ``kind`` with ``mode``?

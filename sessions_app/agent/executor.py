@@ -58,7 +58,6 @@ TOOL_FAILED = "ACODE-TOL-002"
 SANDBOX_UNAVAILABLE = "ACODE-TOL-003"
 LAYER_UNAVAILABLE = "ACODE-TOL-004"
 TOOL_DECISION = AuditEventType.TOOL_DECISION
-WRITE_PERMISSION = "write_files"
 NETWORK_PERMISSION = "network"
 SECRETS_PERMISSION = "read_secrets"
 MAX_AUDITED_WRITES = 100
@@ -81,18 +80,18 @@ class Decision:
     arguments: dict[str, Any] = field(default_factory=dict)
 
 
-_VALIDATORS: dict[int, tuple[ToolDeclaration, Draft202012Validator]] = {}
+_VALIDATORS: dict[ToolDeclaration, Draft202012Validator] = {}
 
 
 def _validator(declaration: ToolDeclaration) -> Draft202012Validator:
-    """One compiled validator per declaration (declarations are immutable)."""
-    cached = _VALIDATORS.get(id(declaration))
-    if cached is None or cached[0] is not declaration:
-        if len(_VALIDATORS) > 512:
+    """One compiled validator per declaration (immutable, keyed by identity)."""
+    validator = _VALIDATORS.get(declaration)
+    if validator is None:
+        if len(_VALIDATORS) > 512:  # declarations built from data (MCP) come and go
             _VALIDATORS.clear()
-        cached = (declaration, Draft202012Validator(dict(declaration.argument_schema)))
-        _VALIDATORS[id(declaration)] = cached
-    return cached[1]
+        validator = Draft202012Validator(dict(declaration.argument_schema))
+        _VALIDATORS[declaration] = validator
+    return validator
 
 
 def _deny(
@@ -189,7 +188,7 @@ def _check_command(
     target = " ".join(argv)[:1000]
     normalised: dict[str, Any] = {
         "argv": argv,
-        "writable": WRITE_PERMISSION in role.access.permissions,
+        "writable": role.write_policy.may_write,
         "network": NETWORK_PERMISSION in role.access.permissions,
     }
     if "timeout_seconds" in arguments:
@@ -305,7 +304,7 @@ def _call_context(context: ToolContext, role: RoleDef) -> ToolContext:
     """The session's context with the role's powers, from the role as it is now."""
     return dataclasses.replace(
         context,
-        may_write=WRITE_PERMISSION in role.access.permissions,
+        may_write=role.write_policy.may_write,
         network=NETWORK_PERMISSION in role.access.permissions,
         read_secrets=SECRETS_PERMISSION in role.access.permissions,
         write_policy=role.write_policy,

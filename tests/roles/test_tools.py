@@ -154,3 +154,9 @@ def test_a_refusal_names_its_rule() -> None:
     assert policy.check(".GIT/config", change="modified").rule == "git_dir"
     assert policy.check("src/a.py", change="created").rule == "write_paths"
     assert "Role Docs may write only docs/**" in policy.check("src/a.py", change="deleted").reason
+
+
+def test_a_command_may_write_when_any_change_is_allowed() -> None:
+    for permission in CHANGE_PERMISSIONS.values():
+        assert WritePolicy(frozenset({permission, "read_files"})).may_write
+    assert not WritePolicy(frozenset({"read_files", "execute_commands"})).may_write
