@@ -25,6 +25,7 @@ from pathlib import Path
 from _report import record
 from _setup import fmt_time
 
+from roles.access import CHANGE_PERMISSIONS, WritePolicy
 from sessions_app.agent.tools import ToolContext, execute_command
 from sessions_app.containment.content import ContentStore
 from sessions_app.containment.process import Limits, run_process
@@ -67,7 +68,7 @@ def context(ws: Path, layers: Path) -> ToolContext:
         approve_changes=lambda summary: 0,
         request_changes=lambda summary, comments: None,
         may_write=True,
-        write_paths=("docs/**",),
+        write_policy=WritePolicy(frozenset(CHANGE_PERMISSIONS.values()), ("docs/**",)),
     )
 
 

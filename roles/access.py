@@ -1,7 +1,9 @@
-"""What a role may do: the one computation of effective permissions and tools.
+"""What a role may do: the one computation of effective permissions and tools, and the one
+rule on what it may write.
 
-Everything here works on plain, immutable specs (built from the database by
-``roles.registry``), so the registry, admin, API, executor and benchmarks share it.
+Everything here works on plain, immutable specs (built from the database and the tool
+declarations by ``roles.registry``), so the registry, admin, API, executor, containment
+and benchmarks share it.
 """
 
 from __future__ import annotations
@@ -14,17 +16,30 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roles.commands import CommandRule
+from roles.tools import ToolDeclaration
 
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """A tool as the registry sees it."""
+    """A declared tool as the registry offers it: the declaration decides what it needs and
+    takes; its database row only enables, describes and orders it."""
 
-    name: str
+    declaration: ToolDeclaration
     description: str
-    required_permissions: tuple[str, ...]
-    argument_schema: Mapping[str, Any]
     enabled: bool
+    position: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.declaration.name
+
+    @property
+    def required_permissions(self) -> tuple[str, ...]:
+        return self.declaration.required_permissions
+
+    @property
+    def argument_schema(self) -> Mapping[str, Any]:
+        return self.declaration.argument_schema
 
 
 @dataclass(frozen=True)
@@ -95,9 +110,17 @@ class RoleAccess:
     permissions: frozenset[str]
     tools: tuple[str, ...]
     withheld: tuple[WithheldTool, ...] = field(default=())
+    granted: tuple[ToolDeclaration, ...] = field(default=())  # the declarations of ``tools``
 
     def allows(self, tool_name: str) -> bool:
         return tool_name in self.tools
+
+    def declaration(self, tool_name: str) -> ToolDeclaration | None:
+        """The declaration of a tool the role gets (None when it does not get it)."""
+        for item in self.granted:
+            if item.name == tool_name:
+                return item
+        return None
 
     def withheld_reason(self, tool_name: str) -> WithheldTool | None:
         for item in self.withheld:
@@ -147,7 +170,7 @@ def compute_access(
     allow = set(role.allowed_tools)
     ancestor_allow = [(a, set(roles[a].allowed_tools)) for a in chain if roles[a].allowed_tools]
 
-    granted: list[str] = []
+    granted: list[ToolDeclaration] = []
     withheld: list[WithheldTool] = []
     for tool in sorted(tools, key=lambda t: t.name):
         required = set(tool.required_permissions)
@@ -177,8 +200,9 @@ def compute_access(
         if reason:
             withheld.append(WithheldTool(tool.name, tool.description, reason, missing))
         else:
-            granted.append(tool.name)
-    return RoleAccess(frozenset(effective), tuple(granted), tuple(withheld))
+            granted.append(tool.declaration)
+    names = tuple(t.name for t in granted)
+    return RoleAccess(frozenset(effective), names, tuple(withheld), tuple(granted))
 
 
 def role_snapshot(spec: RoleSpec, access: RoleAccess) -> dict[str, Any]:
@@ -195,6 +219,106 @@ def content_hash(data: Mapping[str, Any]) -> str:
     return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
 
 
+# -- what a role may write --------------------------------------------------------------
+# The permission each kind of change needs, whichever way it is made: by a file tool
+# (``write_file`` modifies, ``create_file`` creates, ``delete_file`` deletes) or by a
+# command, whose layer the server applies change by change.
+CHANGE_PERMISSIONS: Mapping[str, str] = {
+    "created": "create_files",
+    "modified": "write_files",
+    "deleted": "delete_files",
+}
+_CHANGE_VERBS = {"created": "create", "modified": "write", "deleted": "delete"}
+# C0 and C1 control characters and DEL: a newline or escape in a file name could forge
+# the lines of a diff shown to a reviewer.
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+FILE_NAME_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*$"  # the same rule, for the API schema
+
+
+@dataclass(frozen=True)
+class WriteRule:
+    """Whether a path may change; ``rule`` names what decided (for the audit)."""
+
+    allowed: bool
+    rule: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class WritePolicy:
+    """What one role may write: the one write-path rule.
+
+    The executor asks it before a file tool runs, and the server asks it for every entry a
+    command left in its copy-on-write layer, so a path gets the same answer either way.
+    """
+
+    permissions: frozenset[str] = frozenset()
+    write_paths: tuple[str, ...] = ()
+    role_name: str = "this role"
+
+    @property
+    def may_write(self) -> bool:
+        """Whether the role may make any change at all (a command then gets a writable
+        layer; each change it leaves is still checked)."""
+        return not self.permissions.isdisjoint(CHANGE_PERMISSIONS.values())
+
+    def check(self, path: str, *, change: str, kind: str = "file", mode: int = 0o644) -> WriteRule:
+        """May ``path`` (workspace-relative) be ``change``d (created, modified, deleted) to
+        become a ``kind`` with ``mode``?
+
+        Refusal rules, in order: ``git_dir`` (git metadata, anywhere), ``write_permission``
+        (the change's permission, ``CHANGE_PERMISSIONS``), ``file_name`` (not UTF-8, or
+        control characters), ``write_paths`` (outside the role's globs), ``file_kind``
+        (links, devices, FIFOs, sockets: only regular files are kept), ``file_mode``
+        (setuid, setgid or sticky bits).
+        """
+        if is_git_path(path):
+            return WriteRule(False, "git_dir", f"{path!r}: git metadata is never written")
+        needed = CHANGE_PERMISSIONS.get(change)
+        if needed is None or needed not in self.permissions:
+            verb = _CHANGE_VERBS.get(change, "write")
+            return WriteRule(
+                False, "write_permission", f"Role {self.role_name} may not {verb} files."
+            )
+        problem = _file_name_problem(path)
+        if problem:
+            return WriteRule(False, "file_name", problem)
+        matched = next((g for g in self.write_paths if path_allowed(path, [g])), None)
+        if self.write_paths and matched is None:
+            return WriteRule(
+                False,
+                "write_paths",
+                f"Role {self.role_name} may write only {', '.join(self.write_paths)}; "
+                f"{path!r} is outside those paths.",
+            )
+        if kind != "file":
+            return WriteRule(
+                False, "file_kind", f"{path!r} is a {kind}: only regular files are kept"
+            )
+        if mode & 0o7000:
+            return WriteRule(
+                False,
+                "file_mode",
+                f"{path!r} has mode {mode:o}: setuid, setgid and sticky bits are refused",
+            )
+        return WriteRule(True, f"write_paths: {matched}" if matched else "write_paths: anywhere")
+
+
+def is_git_path(path: str) -> bool:
+    """Whether ``path`` is in git metadata (a ``.git`` component, in any case)."""
+    return any(part.lower() == ".git" for part in path.split("/"))
+
+
+def _file_name_problem(path: str) -> str:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return "the file name is not valid UTF-8"
+    if CONTROL.search(path):
+        return f"{path!r}: file names with control characters are refused"
+    return ""
+
+
 def path_allowed(relative_path: str, write_paths: Sequence[str]) -> bool:
     """True when ``relative_path`` (POSIX, inside the workspace) matches a write glob.
 
@@ -209,6 +333,11 @@ _GLOB_CACHE: dict[str, re.Pattern[str]] = {}
 
 
 def _glob_regex(glob: str) -> re.Pattern[str]:
+    # Written here rather than taken from a library: the one glob library on this machine
+    # (pathspec) has gitignore's meaning, which would widen what roles may write: a pattern
+    # naming a directory matches all below it ("src" allows src/x.py), one without a slash
+    # matches at any depth ("*.md" allows docs/a.md), and brackets, "!" and backslashes are
+    # special, where write paths keep them literal ("pages/[id].tsx" names one file).
     cached = _GLOB_CACHE.get(glob)
     if cached is not None:
         return cached

@@ -38,16 +38,24 @@ class Permission(models.Model):
 
 
 class Tool(models.Model):
-    """A tool the model can call; a role gets it only when it holds every required permission."""
+    """An admin's switch for a declared tool: enabled, described and ordered.
+
+    What the tool takes and needs (argument schema, permissions, whether it writes) is
+    declared in code (``roles.tools``); a row cannot change it. A declared tool without a
+    row is not offered.
+    """
 
     name = models.SlugField(max_length=64, unique=True)
-    description = models.CharField(max_length=255, blank=True)
-    required_permissions = models.ManyToManyField(Permission, related_name="tools", blank=True)
-    argument_schema = models.JSONField(default=dict, blank=True)
+    description = models.CharField(
+        max_length=255, blank=True, help_text="Shown to the model; empty: the tool's own."
+    )
     enabled = models.BooleanField(default=True)
+    position = models.PositiveIntegerField(
+        default=0, help_text="Order in lists and in what the model is offered."
+    )
 
     class Meta:
-        ordering = ["name"]
+        ordering = ["position", "name"]
 
     def __str__(self) -> str:
         return self.name

@@ -29,7 +29,7 @@ from roles.signals import role_data_committed
 logger = logging.getLogger(__name__)
 
 _WATCHED = (Permission, Tool, Role, RoleVersion, TransitionRule, PromptPack, PromptComponent)
-_THROUGH = (Tool.required_permissions.through, Role.permissions.through, Role.allowed_tools.through)
+_THROUGH = (Role.permissions.through, Role.allowed_tools.through)
 
 
 def _role_data_changed(sender: Any, **kwargs: Any) -> None:

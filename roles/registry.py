@@ -25,6 +25,7 @@ from roles.access import (
     RoleAccess,
     RoleSpec,
     ToolSpec,
+    WritePolicy,
     compute_access,
     content_hash,
     role_snapshot,
@@ -40,6 +41,7 @@ from roles.models import (
     Tool,
     TransitionRule,
 )
+from roles.tools import declared_tools
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +75,11 @@ class RoleDef:
         key = key.removesuffix(".md")
         return key if key.startswith("roles/") else f"roles/{key}"
 
+    @property
+    def write_policy(self) -> WritePolicy:
+        """What this role may write (the one write-path rule, with its permissions)."""
+        return WritePolicy(self.access.permissions, tuple(self.spec.write_paths), self.name)
+
 
 @dataclass(frozen=True)
 class RuleDef:
@@ -104,18 +111,30 @@ class _State:
     prompts: Mapping[str, Mapping[str, str]]  # pack name -> key -> content
 
 
+def tool_specs(using: str = "default") -> list[ToolSpec]:
+    """Every declared tool with what its row says (in admin order: position, then name).
+
+    A declared tool without a row is not enabled (an admin adds its row); a row whose name
+    no tool declares is ignored.
+    """
+    rows = {
+        name: (description, enabled, position)
+        for name, description, enabled, position in Tool.objects.using(using).values_list(
+            "name", "description", "enabled", "position"
+        )
+    }
+    specs = []
+    for declaration in declared_tools().values():
+        description, enabled, position = rows.get(declaration.name, ("", False, 0))
+        specs.append(
+            ToolSpec(declaration, description or declaration.description, enabled, position)
+        )
+    return sorted(specs, key=lambda t: (t.position, t.name))
+
+
 def read_specs(using: str = "default") -> tuple[list[tuple[int, RoleSpec]], list[ToolSpec]]:
     """Build role and tool specs from the database in a fixed number of queries."""
-    tools = [
-        ToolSpec(
-            name=t.name,
-            description=t.description,
-            required_permissions=tuple(sorted(p.code for p in t.required_permissions.all())),
-            argument_schema=t.argument_schema,
-            enabled=t.enabled,
-        )
-        for t in Tool.objects.using(using).prefetch_related("required_permissions")
-    ]
+    tools = tool_specs(using)
     roles = []
     for r in (
         Role.objects.using(using)
@@ -329,9 +348,10 @@ class RoleRegistry:
         return self.get(name).access
 
     def effective_tools(self, name: str) -> list[ToolSpec]:
-        """The tools the role may use, in name order."""
+        """The tools the role may use, in admin order (position, then name)."""
         state = self._current()
-        return [state.tools[t] for t in self.get(name).access.tools]
+        granted = set(self.get(name).access.tools)
+        return [spec for spec in state.tools.values() if spec.name in granted]
 
     def tools(self) -> list[ToolSpec]:
         return list(self._current().tools.values())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import forms
@@ -21,26 +22,68 @@ from roles.services import (
     transition_rule_delete,
     transition_rule_save,
 )
-from roles.validation import transition_rule_problems
+from roles.tools import ToolDeclaration, declared_tools
+from roles.validation import tool_name_problems, transition_rule_problems
+
+
+class ToolForm(forms.ModelForm):
+    class Meta:
+        model = Tool
+        fields = ("name", "description", "enabled", "position")
+
+    def clean_name(self) -> str:
+        name = str(self.cleaned_data["name"])
+        for problem in tool_name_problems(name):
+            raise forms.ValidationError(f"ACODE-ROL-004: {problem}")
+        return name
 
 
 @admin.register(Tool)
 class ToolAdmin(ServiceAdmin):
-    list_display = ("name", "description", "permissions_needed", "enabled")
+    """Enable, describe and order the tools acode declares; what a tool takes and needs is
+    shown, not edited (it is declared in code, ``roles.tools``)."""
+
+    form = ToolForm
+    list_display = ("name", "shown_description", "permissions_needed", "writes", "enabled",
+                    "position")  # fmt: skip
+    list_editable = ("enabled", "position")
     list_filter = ("enabled",)
     search_fields = ("name", "description")
-    filter_horizontal = ("required_permissions",)
+    readonly_fields = ("permissions_needed", "writes", "arguments")
+
+    @staticmethod
+    def _declaration(obj: Tool) -> ToolDeclaration | None:
+        return declared_tools().get(obj.name)
+
+    @admin.display(description="Description")
+    def shown_description(self, obj: Tool) -> str:
+        declaration = self._declaration(obj)
+        return obj.description or (declaration.description if declaration else "")
 
     @admin.display(description="Required permissions")
     def permissions_needed(self, obj: Tool) -> str:
-        return ", ".join(p.code for p in obj.required_permissions.all())
+        declaration = self._declaration(obj)
+        return ", ".join(declaration.required_permissions) if declaration else "-"
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Tool]:
-        return super().get_queryset(request).prefetch_related("required_permissions")
+    @admin.display(description="Writes")
+    def writes(self, obj: Tool) -> str:
+        declaration = self._declaration(obj)
+        if declaration is None:
+            return "-"
+        return declaration.writes or ("commands" if declaration.command else "no")
+
+    @admin.display(description="Argument schema")
+    def arguments(self, obj: Tool) -> str:
+        declaration = self._declaration(obj)
+        return json.dumps(dict(declaration.argument_schema), indent=2) if declaration else "-"
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Tool | None = None) -> Any:
+        # A row stays the row of its tool: renaming it would switch another tool on or off.
+        readonly = tuple(self.readonly_fields)
+        return (*readonly, "name") if obj is not None else readonly
 
     def save_model(self, request: HttpRequest, obj: Tool, form: Any, change: bool) -> None:
-        required = form.cleaned_data["required_permissions"]
-        tool_save(tool=obj, required_permissions=required, user=request.user)  # type: ignore[arg-type]
+        tool_save(tool=obj, user=request.user)  # type: ignore[arg-type]
 
     def delete_model(self, request: HttpRequest, obj: Tool) -> None:
         tool_delete(tool=obj, user=request.user)  # type: ignore[arg-type]

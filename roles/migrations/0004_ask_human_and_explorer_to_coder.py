@@ -21,15 +21,8 @@ def forwards(apps, schema_editor):
     permission, _ = Permission.objects.get_or_create(
         code="ask_human", defaults={"description": spec["description"]}
     )
-    tool_spec = next(t for t in seed["tools"] if t["name"] == "ask_human")
-    tool, created = Tool.objects.get_or_create(
-        name="ask_human",
-        defaults={
-            "description": tool_spec["description"],
-            "argument_schema": tool_spec["argument_schema"],
-            "enabled": True,
-        },
-    )
+    # The seed no longer holds the tool's schema (declared in code since 0006).
+    tool, created = Tool.objects.get_or_create(name="ask_human", defaults={"enabled": True})
     if created:
         tool.required_permissions.add(permission)
     for role in Role.objects.filter(slug="coder"):

@@ -48,6 +48,7 @@ from roles.services import (
     transition_rule_delete,
     transition_rule_save,
 )
+from roles.tools import declared_tools
 from roles.validation import describe_findings
 
 logger = logging.getLogger(__name__)
@@ -58,7 +59,7 @@ SEED_FILE = Path(__file__).resolve().parent.parent / "seed" / "acode-standard.ya
 # -- export ---------------------------------------------------------------------------
 def export_definitions() -> dict[str, Any]:
     """Everything that defines roles, as plain data in a stable order."""
-    id_specs, tools = read_specs()
+    id_specs, _ = read_specs()
     return {
         "format": FORMAT,
         "permissions": [
@@ -69,11 +70,10 @@ def export_definitions() -> dict[str, Any]:
             {
                 "name": t.name,
                 "description": t.description,
-                "required_permissions": list(t.required_permissions),
-                "argument_schema": dict(t.argument_schema),
                 "enabled": t.enabled,
+                "position": t.position,
             }
-            for t in sorted(tools, key=lambda t: t.name)
+            for t in Tool.objects.filter(name__in=declared_tools()).order_by("name")
         ],
         "roles": [spec.content() for _, spec in id_specs],
         "transition_rules": [
@@ -165,32 +165,30 @@ class _Writer:
         self.user = user
 
     def write(self, data: Mapping[str, Any], *, replace: bool) -> None:
-        perms = self.permissions(data.get("permissions", []))
-        self.tools(data.get("tools", []), perms)
+        self.permissions(data.get("permissions", []))
+        self.tools(data.get("tools", []))
         self.roles(data.get("roles", []))
         self.rules(data.get("transition_rules", []))
         kept_components = self.prompt_packs(data.get("prompt_packs", []))
         if replace:
             self.remove_absent(data, kept_components)
 
-    def permissions(self, items: list[dict[str, Any]]) -> dict[str, Permission]:
+    def permissions(self, items: list[dict[str, Any]]) -> None:
         perms = {p.code: p for p in Permission.objects.all()}
         for item in items:
             perm = perms.get(item["code"]) or Permission(code=item["code"])
             perm.description = item.get("description", "")
             perms[perm.code] = permission_save(permission=perm, versioned=False)
             self.summary.permissions += 1
-        return perms
 
-    def tools(self, items: list[dict[str, Any]], perms: Mapping[str, Permission]) -> None:
+    def tools(self, items: list[dict[str, Any]]) -> None:
         tools = {t.name: t for t in Tool.objects.all()}
         for item in items:
             tool = tools.get(item["name"]) or Tool(name=item["name"])
             tool.description = item.get("description", "")
-            tool.argument_schema = item.get("argument_schema", {})
             tool.enabled = item.get("enabled", True)
-            required = [perms[c] for c in item.get("required_permissions") or []]
-            tool_save(tool=tool, required_permissions=required, versioned=False)
+            tool.position = item.get("position", 0)
+            tool_save(tool=tool, versioned=False)
             self.summary.tools += 1
 
     def roles(self, items: list[dict[str, Any]]) -> None:

@@ -15,7 +15,6 @@ from typing import Any
 import yaml
 
 from acode.errors import AcodeError
-from acode.inputs import JSON_VALUE_REF, NO_NUL
 from acode.yamldoc import YamlDocumentError, load_yaml_mapping
 from roles.access import RoleSpec
 from roles.models import DEFAULT_ROLE_SLUG, Permission, Precondition, Tool
@@ -28,7 +27,7 @@ from roles.validation import (
     role_spec,
     role_text_findings,
     text_findings,
-    tool_reference_problems,
+    tool_name_problems,
     transition_rule_problems,
 )
 
@@ -64,18 +63,15 @@ DOCUMENT_SCHEMA: dict[str, Any] = {
                 "description": _TEXT_255,
             },
         ),
+        # A tool's schema and permissions are declared in code (roles.tools): a document
+        # only enables, describes and orders the tools acode has.
         "tools": _entries(
             ["name"],
             {
                 "name": {"type": "string", "pattern": _SLUG, "maxLength": 64},
                 "description": _TEXT_255,
-                "required_permissions": {"type": "array", "items": {"type": "string"}},
-                "argument_schema": {
-                    "type": "object",
-                    "propertyNames": {"pattern": NO_NUL},
-                    "additionalProperties": JSON_VALUE_REF,
-                },
                 "enabled": {"type": "boolean"},
+                "position": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1},
             },
         ),
         "roles": {
@@ -161,7 +157,7 @@ def document_check(data: Mapping[str, Any]) -> DocumentCheck:
     written."""
     check = DocumentCheck()
     perms = _check_permissions(check, data.get("permissions", []))
-    tools = _check_tools(check, data.get("tools", []), perms)
+    tools = _check_tools(check, data.get("tools", []))
     roles = _check_roles(check, data.get("roles", []), perms, tools)
     _check_rules(check, data.get("transition_rules", []), roles)
     _check_prompt_packs(check, data.get("prompt_packs", []))
@@ -175,14 +171,12 @@ def _check_permissions(check: DocumentCheck, perms: list[dict[str, Any]]) -> set
     return set(codes) | set(Permission.objects.values_list("code", flat=True))
 
 
-def _check_tools(
-    check: DocumentCheck, tools: list[dict[str, Any]], known_permissions: Collection[str]
-) -> set[str]:
+def _check_tools(check: DocumentCheck, tools: list[dict[str, Any]]) -> set[str]:
     """Known tool names afterwards: the document's and the database's."""
     names = [t["name"] for t in tools]
     check.unique("tools", names)
-    for t in tools:
-        check.problems += tool_reference_problems(t, known_permissions=known_permissions)
+    for name in names:
+        check.problems += tool_name_problems(name)
     return set(names) | set(Tool.objects.values_list("name", flat=True))
 
 

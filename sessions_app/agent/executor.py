@@ -1,10 +1,13 @@
 """The one place tools run. Every call is checked again here, whatever the model was shown.
 
-``tool_check`` decides, from the role as the registry knows it now, whether a call may run:
-the tool must be among the role's effective tools, the implementation's own permissions
-must be held, the arguments must fit the tool's schema, paths must be workspace-relative
-and match the role's write globs, commands must be argument lists a command rule allows,
-and commands need a sandbox that can start. Each decision names the rule that made it.
+``tool_check`` decides a call from the role definition alone (its effective tools carry
+their declarations, ``roles.tools``), the arguments and the workspace: the tool must be
+among the role's effective tools (which hold every permission it declares), the arguments
+must fit its declared schema, paths must be workspace-relative and pass the role's write
+policy (the write-path rule command layers are applied by too), commands must be argument
+lists a command rule allows, and commands need a sandbox that can start. Each decision
+names the rule that made it, and carries the arguments normalised once: what the
+implementation runs with.
 
 ``tool_execute`` audits before anything runs and again after, whatever happens:
 
@@ -29,17 +32,10 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from roles.access import ToolSpec
 from roles.commands import command_rule_check
-from roles.registry import RoleDef, registry
-from sessions_app.agent.tools import (
-    DEFAULT_TEST_ARGV,
-    TOOL_IMPLEMENTATIONS,
-    ToolContext,
-    ToolImpl,
-    ToolResult,
-    normalised_path,
-)
+from roles.registry import RoleDef
+from roles.tools import ToolDeclaration
+from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolContext, ToolResult
 from sessions_app.containment import (
     PatternTimeout,
     Refused,
@@ -49,7 +45,7 @@ from sessions_app.containment import (
     redact_text,
     sandbox_available,
     sandbox_required,
-    write_rule,
+    split_path,
 )
 from sessions_app.models import AgentSession, AuditEventType, Job
 from sessions_app.services.audit import audit_record, safe_text
@@ -62,7 +58,6 @@ TOOL_FAILED = "ACODE-TOL-002"
 SANDBOX_UNAVAILABLE = "ACODE-TOL-003"
 LAYER_UNAVAILABLE = "ACODE-TOL-004"
 TOOL_DECISION = AuditEventType.TOOL_DECISION
-WRITE_PERMISSION = "write_files"
 NETWORK_PERMISSION = "network"
 SECRETS_PERMISSION = "read_secrets"
 MAX_AUDITED_WRITES = 100
@@ -70,30 +65,33 @@ MAX_AUDITED_WRITES = 100
 
 @dataclass(frozen=True)
 class Decision:
-    """Whether a call may run: the rule that decided, the code and reason when not, and the
-    arguments as the check normalised them."""
+    """Whether a call may run: the rule that decided, the code and reason when not.
+
+    ``arguments`` are the call's arguments as the check normalised them (what the
+    implementation gets); ``normalised`` is what the audit records of them."""
 
     allowed: bool
     code: str = ""
     reason: str = ""
-    impl: ToolImpl | None = None
+    declaration: ToolDeclaration | None = None
     target: str = ""
     rule: str = ""
     normalised: dict[str, Any] = field(default_factory=dict)
+    arguments: dict[str, Any] = field(default_factory=dict)
 
 
-_VALIDATORS: dict[int, tuple[ToolSpec, Draft202012Validator]] = {}
+_VALIDATORS: dict[ToolDeclaration, Draft202012Validator] = {}
 
 
-def _validator(spec: ToolSpec) -> Draft202012Validator:
-    """One compiled validator per tool spec; specs are immutable and replaced on reload."""
-    cached = _VALIDATORS.get(id(spec))
-    if cached is None or cached[0] is not spec:
-        if len(_VALIDATORS) > 512:
+def _validator(declaration: ToolDeclaration) -> Draft202012Validator:
+    """One compiled validator per declaration (immutable, keyed by identity)."""
+    validator = _VALIDATORS.get(declaration)
+    if validator is None:
+        if len(_VALIDATORS) > 512:  # declarations built from data (MCP) come and go
             _VALIDATORS.clear()
-        cached = (spec, Draft202012Validator(dict(spec.argument_schema)))
-        _VALIDATORS[id(spec)] = cached
-    return cached[1]
+        validator = Draft202012Validator(dict(declaration.argument_schema))
+        _VALIDATORS[declaration] = validator
+    return validator
 
 
 def _deny(
@@ -126,27 +124,20 @@ def sandbox_problem(*, writable: bool = False) -> tuple[str, str, str]:
 
 
 def tool_check(role: RoleDef, tool: str, arguments: Any, workspace: Path) -> Decision:
-    """Decide a call without side effects (no database access: the registry is in memory)."""
-    impl = TOOL_IMPLEMENTATIONS.get(tool)
-    spec = registry.tool(tool)
-    if impl is None or spec is None:
-        return _deny(f"Tool {tool!r} does not exist.", "tool_exists")
-    if not role.access.allows(tool):
+    """Decide a call without side effects, from the role definition (no database access)."""
+    declaration = role.access.declaration(tool)
+    if declaration is None:
         withheld = role.access.withheld_reason(tool)
-        why = withheld.reason if withheld else "not available"
+        if withheld is None:
+            return _deny(f"Tool {tool!r} does not exist.", "tool_exists")
         return _deny(
-            f"Tool {tool!r} is not available in role {role.name}: {why}.", "effective_tools"
-        )
-    missing = impl.permissions - role.access.permissions
-    if missing:
-        return _deny(
-            f"Tool {tool!r} needs permission {', '.join(sorted(missing))}, which role {role.name} lacks.",
-            "permission",
+            f"Tool {tool!r} is not available in role {role.name}: {withheld.reason}.",
+            "effective_tools",
         )
     if not isinstance(arguments, dict):
         return _deny("Tool arguments must be a JSON object.", "schema", BAD_ARGUMENTS)
     try:
-        errors = sorted(_validator(spec).iter_errors(arguments), key=lambda e: list(e.path))
+        errors = sorted(_validator(declaration).iter_errors(arguments), key=lambda e: list(e.path))
     except SchemaError as exc:
         return _deny(
             f"Tool {tool!r} has an invalid argument schema: {exc.message}", "schema", BAD_ARGUMENTS
@@ -156,35 +147,40 @@ def tool_check(role: RoleDef, tool: str, arguments: Any, workspace: Path) -> Dec
         return _deny(
             f"Invalid arguments for {tool}: {where}: {errors[0].message}", "schema", BAD_ARGUMENTS
         )
-    if "path" in arguments:
-        return _check_path(role, impl, arguments["path"])
-    if impl.runs_command:
-        return _check_command(role, impl, tool, arguments, workspace)
-    return Decision(True, impl=impl, rule=f"permission: {', '.join(sorted(impl.permissions))}")
+    if declaration.command:
+        return _check_command(role, declaration, arguments, workspace)
+    if declaration.path and "path" in arguments:
+        return _check_path(role, declaration, arguments)
+    rule = f"permission: {', '.join(declaration.required_permissions)}"
+    return Decision(True, declaration=declaration, rule=rule, arguments=dict(arguments))
 
 
-def _check_path(role: RoleDef, impl: ToolImpl, raw: Any) -> Decision:
+def normalised_path(raw: object, *, directory: bool = False) -> str:
+    """The workspace-relative form of a model-given path, or ``Refused`` saying why."""
+    return "/".join(split_path(raw, directory=directory)) or "."
+
+
+def _check_path(role: RoleDef, declaration: ToolDeclaration, arguments: dict[str, Any]) -> Decision:
+    raw = arguments["path"]
     try:
-        rel = normalised_path(raw, directory=impl.directory_path)
+        rel = normalised_path(raw, directory=declaration.path == "directory")
     except Refused as exc:
         return _deny(exc.reason, "path", target=str(raw)[:1000])
     normalised = {"path": rel}
-    if not impl.writes_path:
-        rule = f"permission: {', '.join(sorted(impl.permissions))}"
-        return Decision(True, impl=impl, target=rel, rule=rule, normalised=normalised)
-    # The tool's own permissions (checked above) are its write permission.
-    decision = write_rule(
-        rel, may_write=True, write_paths=role.spec.write_paths, role_name=role.name
-    )
-    if not decision.allowed:
-        return _deny(decision.reason, decision.rule, target=rel, normalised=normalised)
-    return Decision(True, impl=impl, target=rel, rule=decision.rule, normalised=normalised)
+    rule = f"permission: {', '.join(declaration.required_permissions)}"
+    if declaration.writes:  # the one write-path rule, as for a command's changes
+        decision = role.write_policy.check(rel, change=declaration.writes)
+        if not decision.allowed:
+            return _deny(decision.reason, decision.rule, target=rel, normalised=normalised)
+        rule = decision.rule
+    return Decision(True, declaration=declaration, target=rel, rule=rule,
+                    normalised=normalised, arguments={**arguments, "path": rel})  # fmt: skip
 
 
 def _check_command(
-    role: RoleDef, impl: ToolImpl, tool: str, arguments: dict[str, Any], workspace: Path
+    role: RoleDef, declaration: ToolDeclaration, arguments: dict[str, Any], workspace: Path
 ) -> Decision:
-    raw = arguments.get("argv") or (DEFAULT_TEST_ARGV if tool == "run_tests" else None)
+    raw = arguments.get("argv") or list(declaration.default_argv) or None
     try:
         argv = check_argv(raw)
     except RuleRefused as exc:
@@ -192,7 +188,7 @@ def _check_command(
     target = " ".join(argv)[:1000]
     normalised: dict[str, Any] = {
         "argv": argv,
-        "writable": WRITE_PERMISSION in role.access.permissions,
+        "writable": role.write_policy.may_write,
         "network": NETWORK_PERMISSION in role.access.permissions,
     }
     if "timeout_seconds" in arguments:
@@ -209,7 +205,8 @@ def _check_command(
     if problem:
         return _deny(problem, rule, code, target, normalised)
     normalised["sandbox"] = "on" if sandbox_required() else "off (ACODE_SANDBOX=off)"
-    return Decision(True, impl=impl, target=target, rule=check.rule, normalised=normalised)
+    return Decision(True, declaration=declaration, target=target, rule=check.rule,
+                    normalised=normalised, arguments={**arguments, "argv": argv})  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -270,12 +267,7 @@ def tool_execute(
     job: Job | None = None,
 ) -> ToolOutcome:
     """Check, audit the decision, run, audit the outcome. Denied calls never execute."""
-    try:
-        decision = tool_check(role, tool, arguments, Path(session.workspace))
-    except Exception as exc:  # a check that cannot decide refuses, and says so
-        logger.exception("checking tool %s failed", tool)
-        reason = f"The call could not be checked ({type(exc).__name__}: {exc}); it did not run."
-        decision = _deny(reason, "check_failed", TOOL_FAILED)
+    decision = _decide(role, tool, arguments, Path(session.workspace))
     details: dict[str, Any] = {
         "tool": tool,
         "arguments": _arguments_summary(arguments),
@@ -287,7 +279,7 @@ def tool_execute(
     if job is not None:
         details["job"] = str(job.pk)
     audit = _CallAudit(session, role.slug, actor, f"{tool} {decision.target}".strip(), details)
-    if not decision.allowed or decision.impl is None:
+    if not decision.allowed or decision.declaration is None:
         audit.row(AuditEventType.TOOL_DENIED, decision.code, phase="decision",
                   reason=decision.reason, code=decision.code)  # fmt: skip
         return ToolOutcome(
@@ -295,18 +287,38 @@ def tool_execute(
         )
     details["decision"] = audit.row(TOOL_DECISION, "allowed", phase="decision")
     details["decision_rule"] = details.pop("rule")
-    call_context = dataclasses.replace(
+    return _run(audit, decision, _call_context(context, role))
+
+
+def _decide(role: RoleDef, tool: str, arguments: Any, workspace: Path) -> Decision:
+    """``tool_check``; a check that cannot decide refuses, and says so."""
+    try:
+        return tool_check(role, tool, arguments, workspace)
+    except Exception as exc:
+        logger.exception("checking tool %s failed", tool)
+        reason = f"The call could not be checked ({type(exc).__name__}: {exc}); it did not run."
+        return _deny(reason, "check_failed", TOOL_FAILED)
+
+
+def _call_context(context: ToolContext, role: RoleDef) -> ToolContext:
+    """The session's context with the role's powers, from the role as it is now."""
+    return dataclasses.replace(
         context,
-        may_write=WRITE_PERMISSION in role.access.permissions,
+        may_write=role.write_policy.may_write,
         network=NETWORK_PERMISSION in role.access.permissions,
         read_secrets=SECRETS_PERMISSION in role.access.permissions,
-        write_paths=tuple(role.spec.write_paths),
-        role_name=role.name,
+        write_policy=role.write_policy,
     )
+
+
+def _run(audit: _CallAudit, decision: Decision, context: ToolContext) -> ToolOutcome:
+    """Run an allowed call with its normalised arguments; audit how it ended."""
+    assert decision.declaration is not None
+    tool = decision.declaration.name
     try:
-        result = decision.impl.run(call_context, arguments)
+        result = TOOL_IMPLEMENTATIONS[tool].run(context, decision.arguments)
     except SandboxUnavailable as exc:
-        code, rule, reason = sandbox_problem(writable=call_context.may_write)
+        code, rule, reason = sandbox_problem(writable=context.may_write)
         reason = reason or f"Commands run only inside a sandbox, and none can start here: {exc}."
         return _refused_while_running(audit, decision, code or SANDBOX_UNAVAILABLE,
                                       rule or "sandbox", reason)  # fmt: skip

@@ -1,10 +1,11 @@
-"""The tool implementations, listed in one place.
+"""The tool implementations, bound to the tools ``roles.tools`` declares.
 
-Each entry maps a tool name to its implementation, the permissions the implementation
-itself demands (checked in addition to the role's effective tools, so an admin edit of a
-tool's requirements can never make ``write_file`` runnable without ``write_files``), and
-how its arguments are limited (workspace paths, write globs, command rules). Only
-``sessions_app.agent.executor`` calls these, after every check passed.
+A declaration owns a tool's name, argument schema, permissions and whether it writes; this
+module binds each declared name to the code that runs it (``TOOL_IMPLEMENTATIONS``) and
+refuses to load when a declared tool has no implementation or an implementation no
+declaration. Only ``sessions_app.agent.executor`` calls these, after every check passed,
+with the arguments as the check normalised them (paths workspace-relative, commands
+checked argument lists): an implementation never normalises or checks them again.
 
 Files are opened only through ``safefs`` (no link followed, no hard-linked file, never
 ``.git``), searched through ``safegrep`` (bounded in time), and changed only through the
@@ -20,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from roles.access import WritePolicy
+from roles.tools import declared_tools
 from sessions_app.containment import (
     BASE_ENV,
     DEFAULT_SKIP_DIRS,
@@ -31,7 +34,6 @@ from sessions_app.containment import (
     SandboxView,
     WorkspaceFS,
     WorkspaceWriter,
-    check_argv,
     copy_changes,
     is_binary,
     layer_apply,
@@ -43,13 +45,11 @@ from sessions_app.containment import (
     run_sandboxed,
     sandbox_required,
     search,
-    split_path,
 )
 
 READ_CAP = 200_000
 OUTPUT_CAP = 64_000
 GREP_FILE_CAP = 1 << 20
-DEFAULT_TEST_ARGV = ["python", "-m", "pytest", "-q"]
 MAX_LISTED_WRITES = 20
 
 
@@ -60,8 +60,9 @@ class ToolContext:
     ``writer`` is the only way a tool changes the workspace; ``record_change`` records what
     it wrote as a pending change. ``git_dir`` (the session's git directory in server state,
     shown read-only to commands) and ``layers_root`` (where command layers are made) are the
-    session's. ``may_write``, ``network``, ``read_secrets``, ``write_paths`` and
-    ``role_name`` are the role's, set by the executor for every call from the role as it is.
+    session's. ``may_write`` (a command's workspace is writable), ``network``,
+    ``read_secrets`` and ``write_policy`` (what a command's changes are applied by) are the
+    role's, set by the executor for every call from the role as it is.
     """
 
     workspace: Path
@@ -77,8 +78,7 @@ class ToolContext:
     may_write: bool = False
     network: bool = False
     read_secrets: bool = False
-    write_paths: tuple[str, ...] = ()
-    role_name: str = "this role"
+    write_policy: WritePolicy = field(default_factory=WritePolicy)
 
 
 @dataclass(frozen=True)
@@ -98,21 +98,14 @@ class ToolResult:
 
 @dataclass(frozen=True)
 class ToolImpl:
+    """The code that runs one declared tool, given the normalised arguments."""
+
     name: str
     run: Callable[[ToolContext, dict[str, Any]], ToolResult]
-    permissions: frozenset[str]
-    writes_path: bool = False  # the ``path`` argument is subject to the role's write globs
-    runs_command: bool = False  # the ``argv`` argument is subject to the role's command rules
-    directory_path: bool = False  # the ``path`` argument may name a directory (or the root)
-
-
-def normalised_path(raw: object, *, directory: bool = False) -> str:
-    """The workspace-relative form of a model-given path, or ``Refused`` saying why."""
-    return "/".join(split_path(raw, directory=directory)) or "."
 
 
 def read_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    rel = normalised_path(args.get("path"))
+    rel = args["path"]
     with WorkspaceFS(ctx.workspace) as fs:
         data = fs.read_bytes(rel, READ_CAP + 1, truncate=True)
     if is_binary(data):
@@ -125,7 +118,7 @@ def read_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 
 def list_directory(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    rel = normalised_path(args.get("path", "."), directory=True)
+    rel = args.get("path", ".")
     with WorkspaceFS(ctx.workspace) as fs:
         entries = fs.list_dir(rel)
     lines = []
@@ -147,13 +140,13 @@ class _ScopedFS(WorkspaceFS):
 
     def walk(self, rel: str = ".", skip_dirs: frozenset[str] = DEFAULT_SKIP_DIRS) -> Iterator[str]:
         if rel != "." and self.stat(rel).kind == "file":
-            yield normalised_path(rel)
+            yield rel
             return
         yield from super().walk(rel, skip_dirs)
 
 
 def grep_search(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    rel = normalised_path(args.get("path", "."), directory=True)
+    rel = args.get("path", ".")
     limit = int(args.get("max_results", 100))
     with _ScopedFS(ctx.workspace) as fs:
         found = search(
@@ -175,17 +168,14 @@ def grep_search(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 
 def analyze_diff(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    only = normalised_path(args["path"]) if args.get("path") else ""
+    only = args.get("path") or ""
     diffs = {p: d for p, d in ctx.pending_diffs.items() if not only or p == only}
     text = "\n".join(redact_text(d) for _, d in sorted(diffs.items())) or "(no pending changes)"
     return ToolResult(text, only or "pending changes", f"{len(diffs)} changed files")
 
 
 def _write(ctx: ToolContext, args: dict[str, Any], *, create: bool) -> ToolResult:
-    rel = normalised_path(args.get("path"))
-    content = args.get("content")
-    if not isinstance(content, str):
-        raise Refused("content must be a string")
+    rel, content = args["path"], args["content"]
     try:
         data = content.encode("utf-8")
     except UnicodeEncodeError:
@@ -213,7 +203,7 @@ def create_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 
 def delete_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    rel = normalised_path(args.get("path"))
+    rel = args["path"]
     with WorkspaceFS(ctx.workspace) as fs:
         info = fs.stat(rel)  # a missing file fails here, as a tool error
     if info.kind == "dir":
@@ -266,8 +256,7 @@ def _command(ctx: ToolContext, argv: list[str], timeout: float) -> ToolResult:
             found = (layer_changes if sandboxed else copy_changes)(layer, ctx.workspace)
             writes = layer_apply(
                 ctx.writer, found, source_root=layer.upper if sandboxed else layer.copy,
-                may_write=ctx.may_write, write_paths=ctx.write_paths, role_name=ctx.role_name,
-                record=ctx.record_change,
+                policy=ctx.write_policy, record=ctx.record_change,
             )  # fmt: skip
     finally:
         if layer is not None:
@@ -314,14 +303,12 @@ def _listing(items: Iterable[str]) -> str:
 
 
 def execute_command(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    argv = check_argv(args.get("argv"))
     timeout = min(float(args.get("timeout_seconds", ctx.command_timeout)), ctx.command_timeout)
-    return _command(ctx, argv, timeout)
+    return _command(ctx, args["argv"], timeout)
 
 
 def run_tests(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    argv = check_argv(args.get("argv") or DEFAULT_TEST_ARGV)
-    return _command(ctx, argv, ctx.command_timeout)
+    return _command(ctx, args["argv"], ctx.command_timeout)
 
 
 def submit_review(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -358,26 +345,29 @@ def ask_human(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     )
 
 
-READ = frozenset({"read_files"})
-TOOL_IMPLEMENTATIONS: dict[str, ToolImpl] = {
-    impl.name: impl
-    for impl in (
-        ToolImpl("read_file", read_file, READ),
-        ToolImpl("list_directory", list_directory, READ, directory_path=True),
-        ToolImpl("grep_search", grep_search, READ, directory_path=True),
-        ToolImpl("analyze_diff", analyze_diff, READ),
-        ToolImpl(
-            "write_file", write_file, frozenset({"read_files", "write_files"}), writes_path=True
-        ),
-        ToolImpl("create_file", create_file, frozenset({"create_files"}), writes_path=True),
-        ToolImpl(
-            "delete_file", delete_file, frozenset({"read_files", "delete_files"}), writes_path=True
-        ),
-        ToolImpl(
-            "execute_command", execute_command, frozenset({"execute_commands"}), runs_command=True
-        ),
-        ToolImpl("run_tests", run_tests, frozenset({"execute_commands"}), runs_command=True),
-        ToolImpl("submit_review", submit_review, frozenset({"approve_changes"})),
-        ToolImpl("ask_human", ask_human, frozenset({"ask_human"})),
-    )
-}
+def _bind(*implementations: ToolImpl) -> dict[str, ToolImpl]:
+    """Implementations by name; the names must be exactly the declared tools' (built-in
+    ones: a tool of another ``kind`` is run by that kind's one implementation)."""
+    bound = {impl.name: impl for impl in implementations}
+    declared = {n for n, d in declared_tools().items() if d.kind == "builtin"}
+    if set(bound) != declared:
+        raise RuntimeError(
+            f"tools declared without an implementation: {sorted(declared - set(bound))}; "
+            f"implementations without a declaration: {sorted(set(bound) - declared)}"
+        )
+    return bound
+
+
+TOOL_IMPLEMENTATIONS: dict[str, ToolImpl] = _bind(
+    ToolImpl("analyze_diff", analyze_diff),
+    ToolImpl("ask_human", ask_human),
+    ToolImpl("create_file", create_file),
+    ToolImpl("delete_file", delete_file),
+    ToolImpl("execute_command", execute_command),
+    ToolImpl("grep_search", grep_search),
+    ToolImpl("list_directory", list_directory),
+    ToolImpl("read_file", read_file),
+    ToolImpl("run_tests", run_tests),
+    ToolImpl("submit_review", submit_review),
+    ToolImpl("write_file", write_file),
+)

@@ -7,7 +7,7 @@ server-side git (``safegit``), the content store (``content``), the secret-file 
 (``secretfiles``), redaction (``redaction``), and the one way the server writes a workspace
 (``writes``, ``workspace``).
 
-Its imports point only down: the standard library, ``roles.access`` (path globs) and
+Its imports point only down: the standard library, ``roles.access`` (the write rule) and
 ``acode.metrics``; never the sessions app's models, services or agent loop (import-linter
 checks this in ``make lint``). The rest of the project uses it through the names below,
 not its modules (a contract checks that too), so what orchestration may rely on is this
@@ -16,6 +16,7 @@ list.
 
 from __future__ import annotations
 
+from roles.access import CONTROL, FILE_NAME_PATTERN
 from sessions_app.containment.bwrap import GIT_VIEW_CONFIG, SYSTEM_DIRS, SandboxView
 from sessions_app.containment.content import ContentStore
 from sessions_app.containment.layer import copy_changes, layer_changes, layer_create
@@ -45,13 +46,10 @@ from sessions_app.containment.sandbox import (
 from sessions_app.containment.secretfiles import SecretIndex, present_secret_files
 from sessions_app.containment.workspace import RuleRefused, check_argv, is_binary, workspace_files
 from sessions_app.containment.writes import (
-    CONTROL,
-    FILE_NAME_PATTERN,
     CommandWrites,
     RecordedWrite,
     WorkspaceWriter,
     layer_apply,
-    write_rule,
 )
 
 __all__ = [
@@ -96,5 +94,4 @@ __all__ = [
     "search",
     "split_path",
     "workspace_files",
-    "write_rule",
 ]

@@ -21,8 +21,9 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-MAX_PATH_BYTES = 4096
-MAX_NAME_BYTES = 255
+# Here too: callers name them from safefs, where paths are used.
+from sessions_app.containment.paths import Refused, split_path
+
 WRITE_CHUNK = 1 << 16
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
@@ -34,14 +35,6 @@ DEFAULT_SKIP_DIRS = frozenset(
 )  # fmt: skip
 
 
-class Refused(Exception):
-    """A path or operation that must not be used; ``reason`` says why in plain words."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
 @dataclass(frozen=True)
 class FileInfo:
     """What ``stat`` reports: kind is "file", "dir", "symlink" or "other"."""
@@ -51,44 +44,6 @@ class FileInfo:
     size: int
     mtime: float
     nlink: int
-
-
-def split_path(rel: object, *, directory: bool = False) -> list[str]:
-    """The components of a workspace-relative path, or ``Refused`` with the reason.
-
-    Refuses non-strings, NUL, text that is not valid UTF-8 (lone surrogates), absolute
-    paths, ``..``, empty components, over-long paths or names, and ``.git`` anywhere.
-    ``.`` components are dropped; ``""`` or ``"."`` (the root) only when ``directory``.
-    """
-    if not isinstance(rel, str):
-        raise Refused("a path must be a string")
-    if "\0" in rel:
-        raise Refused("paths may not contain NUL bytes")
-    try:
-        size = len(rel.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise Refused("the path is not valid UTF-8 (it contains a lone surrogate)") from None
-    if size > MAX_PATH_BYTES:
-        raise Refused(f"the path is longer than {MAX_PATH_BYTES} bytes")
-    if rel.startswith("/"):
-        raise Refused(f"{rel!r}: absolute paths are not allowed; use one relative to the workspace")
-    if directory and rel.endswith("/") and rel.strip("/"):
-        rel = rel[:-1]
-    names: list[str] = []
-    for name in rel.split("/") if rel not in ("", ".") else []:
-        if name == "":
-            raise Refused(f"{rel!r}: empty path component (a doubled or trailing '/')")
-        if name == "..":
-            raise Refused(f"{rel!r}: '..' is not allowed in paths")
-        if len(name.encode("utf-8")) > MAX_NAME_BYTES:
-            raise Refused(f"{rel!r}: a component is longer than {MAX_NAME_BYTES} bytes")
-        if name.lower() == ".git":
-            raise Refused(f"{rel!r}: the workspace's .git directory is off limits to tools")
-        if name != ".":
-            names.append(name)
-    if not names and not directory:
-        raise Refused("a file path relative to the workspace is required")
-    return names
 
 
 class WorkspaceFS:
@@ -278,26 +233,46 @@ class WorkspaceFS:
         Depth first: a directory's files by name, then its subdirectories by name.
 
         Symbolic links (to files or directories) and hard-linked files are skipped, as are
-        ``skip_dirs`` and ``.git``; nothing is ever followed.
+        ``skip_dirs``, ``.git`` and names that are not UTF-8; nothing is ever followed.
         """
         names = split_path(rel, directory=True)
+
+        def descend(name: str) -> bool:
+            return _addressable(name) and name not in skip_dirs
+
         with self._dir(names) as top:
-            stack = [(os.dup(top), "/".join(names))]
+            yield from walk_tree(top, "/".join(names), descend=descend, keep=_single_file)
+
+
+def walk_tree(
+    top: int,
+    prefix: str,
+    *,
+    descend: Callable[[str], bool],
+    keep: Callable[[os.DirEntry[str]], bool],
+) -> Iterator[str]:
+    """Paths (``prefix`` joined) of the entries ``keep`` accepts under the opened directory
+    ``top`` (left open), depth first: a directory's by name, then its subdirectories'.
+
+    The one descriptor walk: each directory is opened relative to its parent's fd with
+    ``O_NOFOLLOW``, so links are never followed; a directory ``descend`` refuses is not
+    entered, and one replaced by a link meanwhile is skipped.
+    """
+    stack = [(os.dup(top), prefix)]
+    try:
+        while stack:
+            fd, path = stack.pop()
             try:
-                while stack:
-                    fd, prefix = stack.pop()
-                    try:
-                        files, subdirs = _scan(fd, prefix, skip_dirs)
-                        for name in reversed(subdirs):
-                            # A directory replaced by a link meanwhile is skipped, not followed.
-                            with suppress(OSError, Refused):
-                                stack.append((_open_dir(name, fd), _join(prefix, name)))
-                    finally:
-                        os.close(fd)
-                    yield from files
+                files, subdirs = _scan(fd, path, descend, keep)
+                for name in reversed(subdirs):
+                    with suppress(OSError, Refused):
+                        stack.append((_open_dir(name, fd), _join(path, name)))
             finally:
-                for fd, _ in stack:
-                    os.close(fd)
+                os.close(fd)
+            yield from files
+    finally:
+        for fd, _ in stack:
+            os.close(fd)
 
 
 def _open_dir(name: str, parent: int) -> int:
@@ -348,27 +323,41 @@ def _join(prefix: str, name: str) -> str:
     return f"{prefix}/{name}" if prefix else name
 
 
-def _scan(fd: int, prefix: str, skip_dirs: frozenset[str]) -> tuple[list[str], list[str]]:
-    """Regular single-link files (as paths) and subdirectory names of an opened directory."""
+def _scan(
+    fd: int,
+    prefix: str,
+    descend: Callable[[str], bool],
+    keep: Callable[[os.DirEntry[str]], bool],
+) -> tuple[list[str], list[str]]:
+    """The kept entries (as paths) and the subdirectory names to enter of an opened
+    directory, each sorted."""
     files, subdirs = [], []
     with os.scandir(fd) as entries:
         for entry in entries:
-            name = entry.name
-            try:
-                name.encode("utf-8")
-            except UnicodeEncodeError:  # not addressable through split_path: skip
-                continue
-            if entry.is_symlink() or name.lower() == ".git":
-                continue
             if entry.is_dir(follow_symlinks=False):
-                if name not in skip_dirs:
-                    subdirs.append(name)
-            elif (
-                entry.is_file(follow_symlinks=False)
-                and entry.stat(follow_symlinks=False).st_nlink == 1
-            ):
-                files.append(_join(prefix, name))
+                if descend(entry.name):
+                    subdirs.append(entry.name)
+            elif keep(entry):
+                files.append(_join(prefix, entry.name))
     return sorted(files), sorted(subdirs)
+
+
+def _addressable(name: str) -> bool:
+    """A name ``split_path`` can address: UTF-8, and not ``.git`` (in any case)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return name.lower() != ".git"
+
+
+def _single_file(entry: os.DirEntry[str]) -> bool:
+    """A regular file with one link (a hard link may be the other name of an outside file)."""
+    return (
+        _addressable(entry.name)
+        and entry.is_file(follow_symlinks=False)
+        and entry.stat(follow_symlinks=False).st_nlink == 1
+    )
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -388,48 +377,6 @@ def read_text(root: Path, rel: str, max_bytes: int, *, truncate: bool = False) -
     """One-shot ``WorkspaceFS(root).read_text``."""
     with WorkspaceFS(root) as fs:
         return fs.read_text(rel, max_bytes, truncate=truncate)
-
-
-def write_bytes(root: Path, rel: str, data: bytes, *, create_parents: bool = True) -> None:
-    """One-shot ``WorkspaceFS(root).write_bytes`` (atomic)."""
-    with WorkspaceFS(root) as fs:
-        fs.write_bytes(rel, data, create_parents=create_parents)
-
-
-def write_text(root: Path, rel: str, content: str, *, create_parents: bool = True) -> None:
-    """One-shot ``WorkspaceFS(root).write_text`` (atomic)."""
-    with WorkspaceFS(root) as fs:
-        fs.write_text(rel, content, create_parents=create_parents)
-
-
-def create_dirs(root: Path, rel: str) -> None:
-    """One-shot ``WorkspaceFS(root).create_dirs``."""
-    with WorkspaceFS(root) as fs:
-        fs.create_dirs(rel)
-
-
-def delete(root: Path, rel: str) -> None:
-    """One-shot ``WorkspaceFS(root).delete``."""
-    with WorkspaceFS(root) as fs:
-        fs.delete(rel)
-
-
-def exists(root: Path, rel: str) -> bool:
-    """One-shot ``WorkspaceFS(root).exists``."""
-    with WorkspaceFS(root) as fs:
-        return fs.exists(rel)
-
-
-def stat(root: Path, rel: str) -> FileInfo:
-    """One-shot ``WorkspaceFS(root).stat``."""
-    with WorkspaceFS(root) as fs:
-        return fs.stat(rel)
-
-
-def list_dir(root: Path, rel: str = ".") -> list[FileInfo]:
-    """One-shot ``WorkspaceFS(root).list_dir``."""
-    with WorkspaceFS(root) as fs:
-        return fs.list_dir(rel)
 
 
 def walk(root: Path, skip_dirs: frozenset[str] = DEFAULT_SKIP_DIRS) -> Iterator[str]:

@@ -11,7 +11,6 @@ time (a names-only walk).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import secrets
@@ -19,7 +18,7 @@ import stat as st
 from pathlib import Path
 
 from sessions_app.containment.redaction import is_secret_file
-from sessions_app.containment.safefs import DIR_FLAGS
+from sessions_app.containment.safefs import DIR_FLAGS, walk_tree
 
 SKIPPED_DIRS = frozenset({".git"})
 
@@ -70,28 +69,24 @@ class SecretIndex:
 
 
 def scan_secret_files(root: Path) -> list[str]:
-    """Every regular file under ``root`` whose name marks it as secret (links not followed)."""
-    found: list[str] = []
-    stack = [(os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), "")]
+    """Every regular file under ``root`` whose name marks it as secret (links not followed).
+
+    Hard-linked files and names that are not UTF-8 count too: whatever a command could
+    read is hidden."""
+    top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        while stack:
-            fd, prefix = stack.pop()
-            try:
-                with os.scandir(fd) as entries:
-                    for entry in entries:
-                        path = f"{prefix}/{entry.name}" if prefix else entry.name
-                        if entry.is_dir(follow_symlinks=False):
-                            if entry.name not in SKIPPED_DIRS:
-                                with contextlib.suppress(OSError):
-                                    stack.append((os.open(entry.name, DIR_FLAGS, dir_fd=fd), path))
-                        elif is_secret_file(entry.name) and entry.is_file(follow_symlinks=False):
-                            found.append(path)
-            finally:
-                os.close(fd)
+        found = walk_tree(top, "", descend=_descend, keep=_is_secret)
+        return sorted(found)
     finally:
-        for fd, _ in stack:
-            os.close(fd)
-    return sorted(found)
+        os.close(top)
+
+
+def _descend(name: str) -> bool:
+    return name not in SKIPPED_DIRS
+
+
+def _is_secret(entry: os.DirEntry[str]) -> bool:
+    return is_secret_file(entry.name) and entry.is_file(follow_symlinks=False)
 
 
 def present_secret_files(root: Path, paths: list[str]) -> list[str]:

@@ -1,21 +1,20 @@
-"""What a role may write in a workspace, and the one way the server writes it.
+"""The one way the server writes a workspace.
 
-``write_rule`` is the only place that decides whether a path may change: file tools ask it
-before they run (through the executor's check), and the server asks it for every entry a
-command left in its copy-on-write layer. ``WorkspaceWriter`` is the only code that changes a
-workspace: it stores the exact bytes in the content store, replaces the file atomically
-through directory fds (``safefs``), keeps the secret-file index true, and returns what to
-record as a pending change. ``layer_apply`` applies a command's layer with both.
+``WorkspaceWriter`` is the only code that changes a workspace: it stores the exact bytes in
+the content store, replaces the file atomically through directory fds (``safefs``), keeps
+the secret-file index true, and returns what to record as a pending change.
+``layer_apply`` applies a command's layer through it, asking the role's write policy
+(``roles.access.WritePolicy``, the one write-path rule the file tools are checked by too)
+about every entry.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from roles.access import path_allowed
+from roles.access import CONTROL, WritePolicy, is_git_path
 from sessions_app.containment.content import ContentStore
 from sessions_app.containment.layer import LayerChange, opened_path, read_head
 from sessions_app.containment.safefs import Refused, WorkspaceFS
@@ -25,69 +24,6 @@ from sessions_app.containment.workspace import is_binary
 TEXT_LIMIT = 1 << 20  # pending-change text beyond this is summarised, not diffed
 EDIT_CAP = 4 << 20  # the text of a file being replaced or deleted, for its pending diff
 GIT_FILE, GIT_EXECUTABLE = 0o100644, 0o100755
-# C0 and C1 control characters and DEL: a newline or escape in a file name could forge
-# the lines of a diff shown to a reviewer.
-CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-FILE_NAME_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*$"  # the same rule, for the API schema
-
-
-@dataclass(frozen=True)
-class WriteRule:
-    """Whether a path may change; ``rule`` names what decided (for the audit)."""
-
-    allowed: bool
-    rule: str
-    reason: str = ""
-
-
-def _is_git(path: str) -> bool:
-    return any(part.lower() == ".git" for part in path.split("/"))
-
-
-def write_rule(
-    path: str,
-    *,
-    may_write: bool,
-    write_paths: Sequence[str],
-    kind: str = "file",
-    mode: int = 0o644,
-    role_name: str = "this role",
-) -> WriteRule:
-    """May ``path`` (workspace-relative) become a ``kind`` with ``mode`` in this role?
-
-    Refusal rules, in order: ``git_dir`` (git metadata, anywhere), ``write_permission``,
-    ``file_name`` (not UTF-8, or control characters), ``write_paths`` (outside the role's
-    globs), ``file_kind`` (links, devices, FIFOs, sockets: only regular files are kept),
-    ``file_mode`` (setuid, setgid or sticky bits).
-    """
-    if _is_git(path):
-        return WriteRule(False, "git_dir", f"{path!r}: git metadata is never written")
-    if not may_write:
-        return WriteRule(False, "write_permission", f"Role {role_name} may not write files.")
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return WriteRule(False, "file_name", "the file name is not valid UTF-8")
-    if CONTROL.search(path):
-        return WriteRule(
-            False, "file_name", f"{path!r}: file names with control characters are refused"
-        )
-    matched = next((glob for glob in write_paths if path_allowed(path, [glob])), None)
-    if write_paths and matched is None:
-        return WriteRule(
-            False,
-            "write_paths",
-            f"Role {role_name} may write only {', '.join(write_paths)}; {path!r} is outside "
-            "those paths.",
-        )
-    if kind != "file":
-        return WriteRule(False, "file_kind", f"{path!r} is a {kind}: only regular files are kept")
-    if mode & 0o7000:
-        return WriteRule(
-            False, "file_mode", f"{path!r} has mode {mode:o}: setuid, setgid and sticky bits "
-            "are refused",
-        )  # fmt: skip
-    return WriteRule(True, f"write_paths: {matched}" if matched else "write_paths: anywhere")
 
 
 @dataclass(frozen=True)
@@ -182,28 +118,26 @@ def layer_apply(
     changes: list[LayerChange],
     *,
     source_root: Path,
-    may_write: bool,
-    write_paths: Sequence[str],
-    role_name: str = "this role",
+    policy: WritePolicy,
     record: Callable[[RecordedWrite], None] | None = None,
 ) -> CommandWrites:
-    """Apply each change the role may make (content read from ``source_root``: the layer's
+    """Apply each change ``policy`` allows (content read from ``source_root``: the layer's
     upper directory or the workspace copy); the rest is discarded and listed with its rule.
     ``record`` is called with each applied change as soon as it is applied."""
     result = CommandWrites()
     for change in changes:
         denial = {"path": shown_path(change.path), "change": change.change}
-        if change.kind == "dir" and not _is_git(change.path):
+        if change.kind == "dir" and not is_git_path(change.path):
             if change.change == "deleted":
                 with WorkspaceFS(writer.root) as fs:
                     fs.remove_empty_dir(change.path)  # only once all it held went
             else:  # a directory is never applied; only its special bits are reported
                 result.denied.append({**denial, "rule": "file_mode"})
             continue
-        decision = write_rule(
-            change.path, may_write=may_write, write_paths=write_paths,
+        decision = policy.check(
+            change.path, change=change.change,
             kind="file" if change.change == "deleted" else change.kind,
-            mode=0 if change.change == "deleted" else change.mode, role_name=role_name,
+            mode=0 if change.change == "deleted" else change.mode,
         )  # fmt: skip
         if not decision.allowed:
             result.denied.append({**denial, "rule": decision.rule})

@@ -14,6 +14,7 @@ from roles.models import (
     TransitionRule,
 )
 from roles.registry import registry
+from tests.factories import make_role
 from tests.roles.test_registry import _role_form_data
 
 
@@ -93,22 +94,55 @@ def test_every_saved_change_stores_a_new_version_and_no_change_stores_none(
 
 
 @pytest.mark.django_db
-def test_tool_change_versions_the_roles_it_affects(admin_client_logged_in: Any) -> None:
+def test_disabling_a_tool_in_admin_versions_the_roles_it_affects(
+    admin_client_logged_in: Any,
+) -> None:
+    make_role("idle", permissions=[])  # gets no tool at all
     tool = Tool.objects.get(name="grep_search")
     response = admin_client_logged_in.post(
         f"/admin/roles/tool/{tool.pk}/change/",
-        {
-            "name": tool.name,
-            "description": tool.description,
-            "required_permissions": [str(Permission.objects.get(code="execute_commands").pk)],
-            "argument_schema": "{}",
-            "enabled": "on",
-        },
+        {"description": "Search the code", "position": "3"},  # "enabled" unticked
     )
     assert response.status_code == 302, response.content.decode()[:2000]
     assert "grep_search" not in registry.access("planner").tools
+    assert registry.access("planner").withheld_reason("grep_search").reason == "tool is disabled"
     assert Role.objects.get(slug="planner").versions.count() == 2
-    assert Role.objects.get(slug="coder").versions.count() == 1  # coder still has grep_search
+    assert Role.objects.get(slug="idle").versions.count() == 1  # it never had grep_search
+
+
+@pytest.mark.django_db
+def test_a_tool_row_cannot_change_what_the_tool_needs_or_takes(
+    admin_client_logged_in: Any,
+) -> None:
+    tool = Tool.objects.get(name="write_file")
+    response = admin_client_logged_in.post(
+        f"/admin/roles/tool/{tool.pk}/change/",
+        {
+            "name": "read_file",
+            "description": "Replace a file",
+            "required_permissions": [str(Permission.objects.get(code="read_files").pk)],
+            "argument_schema": "{}",
+            "enabled": "on",
+            "position": "0",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    spec = registry.tool("write_file")
+    assert spec is not None and spec.description == "Replace a file"
+    assert spec.required_permissions == ("read_files", "write_files")
+    assert spec.argument_schema["required"] == ["path", "content"]
+    assert "write_file" not in registry.access("planner").tools  # read_files is not enough
+    assert Tool.objects.get(pk=tool.pk).name == "write_file"  # a row stays its tool's
+
+
+@pytest.mark.django_db
+def test_a_row_for_a_tool_acode_does_not_have_is_refused(admin_client_logged_in: Any) -> None:
+    response = admin_client_logged_in.post(
+        "/admin/roles/tool/add/", {"name": "deploy_it", "enabled": "on", "position": "0"}
+    )
+    assert response.status_code == 200
+    assert "acode has no such tool" in response.content.decode()
+    assert not Tool.objects.filter(name="deploy_it").exists()
 
 
 @pytest.mark.django_db

@@ -8,10 +8,10 @@ import pytest
 from rest_framework.test import APIClient
 
 from acode.errors import AcodeError
-from roles import services
 from roles.models import Role, TransitionRule
 from roles.portability.definitions import export_definitions, import_definitions
 from roles.services import role_delete
+from roles.services import roles as services  # where role_delete asks
 from tests.factories import make_role
 from tests.sessions_app.jobkit import session_in
 
@@ -150,11 +150,9 @@ def test_every_change_to_rules_tools_and_permissions_is_audited(admin_user: Any)
     permission = permission_save(
         permission=Permission(code="deploy", description="d"), user=admin_user
     )
-    tool = tool_save(
-        tool=Tool(name="deploy_it", description="d"),
-        required_permissions=[permission],
-        user=admin_user,
-    )
+    tool = Tool.objects.get(name="analyze_diff")
+    tool.description = "d"
+    tool = tool_save(tool=tool, user=admin_user)
     tool_delete(tool=tool, user=admin_user)
     permission_delete(permission=permission, user=admin_user)
     rule = TransitionRule.objects.filter(from_role__slug="planner", to_role__slug="coder").get()
@@ -164,8 +162,8 @@ def test_every_change_to_rules_tools_and_permissions_is_audited(admin_user: Any)
     ).order_by("id")
     assert [(r.target, r.result, r.actor) for r in rows] == [
         ("permission deploy", "saved", "boss"),
-        ("tool deploy_it", "saved", "boss"),
-        ("tool deploy_it", "deleted", "boss"),
+        ("tool analyze_diff", "saved", "boss"),
+        ("tool analyze_diff", "deleted", "boss"),
         ("permission deploy", "deleted", "boss"),
         (f"transition rule {rule}", "deleted", "boss"),
     ]

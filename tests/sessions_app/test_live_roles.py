@@ -118,7 +118,7 @@ def test_a_role_edit_that_rolls_back_publishes_nothing(sent: list[tuple[str, str
 def _edit_tool() -> None:
     tool = Tool.objects.get(name="read_file")
     tool.description = "Reads one file."
-    tool_save(tool=tool, required_permissions=tool.required_permissions.all(), actor="test")
+    tool_save(tool=tool, actor="test")
 
 
 def _edit_rule() -> None:

@@ -10,14 +10,31 @@ from pathlib import Path
 
 import pytest
 
+from roles.access import CHANGE_PERMISSIONS, WritePolicy, WriteRule
 from sessions_app.containment.content import ContentStore
 from sessions_app.containment.layer import copy_changes, layer_changes, layer_create
 from sessions_app.containment.sandbox import SandboxView, run_sandboxed, sandbox_available
 from sessions_app.containment.secretfiles import SecretIndex
 from sessions_app.containment.workspace import RuleRefused, check_argv, workspace_files
-from sessions_app.containment.writes import CommandWrites, WorkspaceWriter, layer_apply, write_rule
+from sessions_app.containment.writes import CommandWrites, WorkspaceWriter, layer_apply
 
 STATUS = sandbox_available()
+WRITER = frozenset(CHANGE_PERMISSIONS.values())  # may create, change and delete files
+
+
+def policy(*, may_write: bool = True, write_paths: tuple[str, ...] = ()) -> WritePolicy:
+    return WritePolicy(WRITER if may_write else frozenset(), tuple(write_paths))
+
+
+def write_rule(
+    path: str, *, may_write: bool, write_paths: list[str], kind: str = "file", mode: int = 0o644
+) -> WriteRule:
+    """The role's one write-path rule for a file changed at ``path``."""
+    return policy(may_write=may_write, write_paths=tuple(write_paths)).check(
+        path, change="modified", kind=kind, mode=mode
+    )
+
+
 needs_layer = pytest.mark.skipif(
     not (STATUS.available and STATUS.overlay),
     reason=f"no sandbox with a copy-on-write layer here: {STATUS.reason} {STATUS.overlay_reason}",
@@ -77,7 +94,7 @@ def command(
         writer = WorkspaceWriter(ws, ContentStore(None), SecretIndex(ws, None))
         return layer_apply(
             writer, found, source_root=layer.upper if sandboxed else layer.copy,
-            may_write=may_write, write_paths=globs,
+            policy=policy(may_write=may_write, write_paths=globs),
         )  # fmt: skip
     finally:
         layer.remove()

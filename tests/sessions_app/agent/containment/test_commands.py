@@ -339,9 +339,7 @@ def test_a_crashing_tool_is_an_audited_clean_error(
     def boom(ctx: Any, args: Any) -> Any:
         raise RuntimeError(f"kaboom {SECRET}")
 
-    monkeypatch.setitem(
-        TOOL_IMPLEMENTATIONS, "read_file", ToolImpl("read_file", boom, frozenset({"read_files"}))
-    )
+    monkeypatch.setitem(TOOL_IMPLEMENTATIONS, "read_file", ToolImpl("read_file", boom))
     call = coder(user, area)
     crashed = call("read_file", path="README.md")
     assert crashed.status == "error" and crashed.code == "ACODE-TOL-002"
@@ -353,9 +351,7 @@ def test_a_crashing_tool_is_an_audited_clean_error(
     def divide(ctx: Any, args: Any) -> Any:
         return 1 / 0
 
-    monkeypatch.setitem(
-        TOOL_IMPLEMENTATIONS, "read_file", ToolImpl("read_file", divide, frozenset({"read_files"}))
-    )
+    monkeypatch.setitem(TOOL_IMPLEMENTATIONS, "read_file", ToolImpl("read_file", divide))
     outcome = call("read_file", path="README.md")
     assert outcome.status == "error" and outcome.code == "ACODE-TOL-002"
     assert "ZeroDivisionError" in outcome.reason

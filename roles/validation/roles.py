@@ -1,92 +1,21 @@
-"""Checks on role data: the one place admin forms, the API, imports and services ask.
-
-A leaf module: it imports only the models and ``roles.access``, so every other module of
-the app can use it without an import cycle. Checks return problems as plain strings (or
-dangerous-text findings as dicts); callers decide whether that is a form error or an
-``AcodeError``.
-"""
+"""Checks on one role's definition: its fields, its form as JSON Schema, its references,
+names and parent chain."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
-from django.db import models
-from django.db.models import ForeignObjectRel, Q
 from jsonschema import ValidationError
 
-from acode.errors import AcodeError
 from acode.inputs import NOT_WHITESPACE, json_schema_errors
 from roles.access import RoleCycleError, RoleSpec, glob_problem, parent_chain
 from roles.commands import COMMAND_RULE_SCHEMA, command_rule_problems
-from roles.models import DEFAULT_ROLE_SLUG, ContextStrategy, Precondition, Role, TransitionRule
+from roles.models import ContextStrategy
+from roles.validation.text import text_findings
 
-# -- dangerous prompt text ------------------------------------------------------------
-_DANGEROUS: list[tuple[str, re.Pattern[str]]] = [
-    (
-        "download piped into a shell",
-        re.compile(r"\b(?:curl|wget)\b[^\n|]*\|\s*(?:sudo\s+)?(?:ba|z|k|da|fi)?sh\b", re.I),
-    ),
-    (
-        "HTTP request with curl or wget",
-        re.compile(r"\b(?:curl|wget)\s+(?:-\S+\s+)*['\"]?https?://", re.I),
-    ),
-    ("reads SSH keys", re.compile(r"(?:~|\$HOME|\$\{HOME\})/\.ssh\b|\.ssh/id_\w+", re.I)),
-    (
-        "recursive forced delete",
-        re.compile(r"\brm\s+(?:-\w*r\w*f\w*|-\w*f\w*r\w*|-r\s+-f|-f\s+-r)\b", re.I),
-    ),
-    ("world-writable permissions", re.compile(r"\bchmod\s+(?:-R\s+)?0?777\b", re.I)),
-    ("eval call", re.compile(r"\beval\s*\(", re.I)),
-]
-
-
-@dataclass(frozen=True)
-class PromptFinding:
-    """One dangerous match in a prompt text."""
-
-    rule: str
-    match: str
-    line: int
-
-
-def find_dangerous(text: str) -> list[PromptFinding]:
-    """Every dangerous pattern match in ``text`` (spec, Threat 3), with its line number."""
-    findings: list[PromptFinding] = []
-    for rule, pattern in _DANGEROUS:
-        for m in pattern.finditer(text):
-            findings.append(PromptFinding(rule, m.group(0), text.count("\n", 0, m.start()) + 1))
-    return findings
-
-
-def text_findings(where: str, text: str) -> list[dict[str, Any]]:
-    """Dangerous matches in ``text`` as audit-ready dicts naming ``where`` they are."""
-    return [
-        {"where": where, "rule": f.rule, "match": f.match, "line": f.line}
-        for f in find_dangerous(text)
-    ]
-
-
-def describe_findings(findings: list[dict[str, Any]]) -> str:
-    """One line naming every finding and the text it matched."""
-    return "; ".join(f"{f['where']}: {f['rule']}: {f['match']!r}" for f in findings)
-
-
-def check_prompt_text(key: str, text: str, *, where: str = "prompt") -> None:
-    """Raise ACODE-PRM-001 naming the matched text if ``text`` is dangerous."""
-    findings = find_dangerous(text)
-    if findings:
-        described = "; ".join(f"{f.rule}: {f.match!r} (line {f.line})" for f in findings)
-        raise AcodeError(
-            "ACODE-PRM-001",
-            f"Dangerous content in {where} {key!r}: {described}",
-            {"key": key, "findings": text_findings(f"{where} {key}", text)},
-        )
-
-
-# -- role definitions -----------------------------------------------------------------
 ROLE_FIELDS = tuple(RoleSpec.__dataclass_fields__)
 ROLE_SCALARS: dict[str, type] = {
     "name": str,
@@ -354,96 +283,3 @@ def _strings(value: Any) -> list[str]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return value
     return []
-
-
-# -- tools and transition rules -------------------------------------------------------
-def tool_reference_problems(
-    item: Mapping[str, Any], *, known_permissions: Collection[str]
-) -> list[str]:
-    """The permissions a tool (an import entry, of the document's form) names that do not
-    exist."""
-    return [
-        f"tool {item['name']}: unknown permission {code!r}"
-        for code in item.get("required_permissions") or []
-        if code not in known_permissions
-    ]
-
-
-def transition_rule_problems(
-    *, from_slug: Any, to_slug: Any, precondition: Any, known_roles: Collection[str]
-) -> list[str]:
-    """Everything wrong with one transition rule: admin form, import and service."""
-    where = f"transition rule {from_slug}->{to_slug}"
-    problems = [
-        f"{where}: unknown role {end!r}"
-        for end in (from_slug, to_slug)
-        if not isinstance(end, str) or end not in known_roles
-    ]
-    if precondition not in Precondition.values:
-        problems.append(f"{where}: precondition must be one of {', '.join(Precondition.values)}")
-    if from_slug == to_slug:
-        problems.append(f"{where}: a rule must change the role")
-    return problems
-
-
-# -- deleting a role ------------------------------------------------------------------
-def role_uses(role: Role) -> dict[type[models.Model], int]:
-    """What still refers to ``role``: how many rows of each model.
-
-    Walks every relation that points at roles, whichever app declares it (sessions,
-    jobs, transitions ...), so this app finds them without importing them. Relations
-    that let go of a deleted role (``SET_NULL``, such as role versions) do not count.
-    """
-    wanted: dict[type[models.Model], Q] = {}
-    for relation in Role._meta.get_fields(include_hidden=True):
-        if not isinstance(relation, ForeignObjectRel) or relation.many_to_many:
-            continue
-        model = relation.related_model
-        if isinstance(model, str) or model._meta.auto_created:
-            continue  # the hidden through tables of Role's own many-to-many fields
-        if relation.on_delete in (models.SET_NULL, models.SET_DEFAULT, models.DO_NOTHING):
-            continue
-        wanted[model] = wanted.get(model, Q()) | Q(**{relation.field.name: role})
-    counts = {model: model._base_manager.filter(q).count() for model, q in wanted.items()}
-    return {model: n for model, n in counts.items() if n}
-
-
-def role_delete_refusal(
-    role: Role, uses: Mapping[type[models.Model], int] | None = None
-) -> AcodeError | None:
-    """Why ``role`` may not be deleted (ACODE-ROL-005, naming what uses it), or None.
-
-    ``uses`` (rows by model) defaults to :func:`role_uses`; a caller that caught
-    Django's ``ProtectedError`` passes what it protected.
-    """
-    if role.slug == DEFAULT_ROLE_SLUG:
-        return AcodeError(
-            "ACODE-ROL-005", "The Default role cannot be deleted.", {"role": role.slug}
-        )
-    uses = role_uses(role) if uses is None else uses
-    if not uses:
-        return None
-    listed = ", ".join(f"{n} {_kind(model, n)}" for model, n in uses.items())
-    return AcodeError(
-        "ACODE-ROL-005",
-        f"Role {role.name!r} is still used by {listed}; nothing was deleted. "
-        "Move or remove those first.",
-        {
-            "role": role.slug,
-            "used_by": {_kind(model, 2): n for model, n in uses.items()},
-            "children": sorted(role.children.values_list("slug", flat=True)),
-            "transition_rules": [
-                f"{src}->{dst}"
-                for src, dst in TransitionRule.objects.filter(Q(from_role=role) | Q(to_role=role))
-                .order_by("from_role__slug", "to_role__slug")
-                .values_list("from_role__slug", "to_role__slug")
-            ],
-        },
-    )
-
-
-def _kind(model: type[models.Model], count: int) -> str:
-    if model is Role:
-        return "child role" if count == 1 else "child roles"
-    meta = model._meta
-    return str(meta.verbose_name if count == 1 else meta.verbose_name_plural)

@@ -1,0 +1,58 @@
+"""Writes to role data. Admin, API, import and management commands all come through here.
+
+Every write moves the registry stamp (``roles.receivers`` watch the models, so even a
+write from the shell is seen). A change that can alter what a role is or gets records
+a new version of every role whose content moved (``role_versions_record``); the
+importer writes a whole document with ``versioned=False`` and records versions once.
+Checks live in ``roles.validation``; these modules raise them as ``AcodeError``.
+
+``roles``: roles themselves; ``catalog``: tools, permissions, transition rules and prompt
+packs; ``common``: who acted, the change signal and role versions.
+"""
+
+from __future__ import annotations
+
+from roles.services.catalog import (
+    permission_delete,
+    permission_save,
+    prompt_component_delete,
+    prompt_component_save,
+    prompt_pack_delete,
+    prompt_pack_save,
+    tool_delete,
+    tool_save,
+    transition_rule_delete,
+    transition_rule_save,
+)
+from roles.services.common import prompt_rejection_record, role_versions_record
+from roles.services.roles import (
+    NEW_ROLE,
+    role_delete,
+    role_parents_set,
+    role_save,
+    role_saved,
+    role_upsert,
+    role_write,
+)
+
+__all__ = [
+    "NEW_ROLE",
+    "permission_delete",
+    "permission_save",
+    "prompt_component_delete",
+    "prompt_component_save",
+    "prompt_pack_delete",
+    "prompt_pack_save",
+    "prompt_rejection_record",
+    "role_delete",
+    "role_parents_set",
+    "role_save",
+    "role_saved",
+    "role_upsert",
+    "role_versions_record",
+    "role_write",
+    "tool_delete",
+    "tool_save",
+    "transition_rule_delete",
+    "transition_rule_save",
+]

@@ -1,0 +1,145 @@
+"""Writes to what roles are made of: tools, permissions, transition rules, prompt packs."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from acode.errors import AcodeError
+from roles.models import Permission, PromptComponent, PromptPack, Tool, TransitionRule
+from roles.services.common import (
+    actor_label,
+    data_changed,
+    prompt_rejection_record,
+    role_versions_record,
+)
+from roles.validation import check_prompt_text, tool_name_problems, transition_rule_problems
+
+
+@transaction.atomic
+def tool_save(
+    *,
+    tool: Tool,
+    actor: str | None = None,
+    user: AbstractBaseUser | None = None,
+    versioned: bool = True,
+) -> Tool:
+    """Save a tool's row (enabled, description, position); roles whose tools moved get a
+    new version. ACODE-ROL-004 for a name no tool is declared by: a row enables, describes
+    and orders a tool acode has, it cannot make one (nor change what one takes or needs)."""
+    problems = tool_name_problems(tool.name)
+    if problems:
+        raise AcodeError("ACODE-ROL-004", "; ".join(problems), {"problems": problems})
+    tool.save()
+    data_changed("tool", "saved", tool.name, actor_label(actor, user))
+    if versioned:
+        role_versions_record(actor=actor, user=user)
+    return tool
+
+
+@transaction.atomic
+def tool_delete(
+    *,
+    tool: Tool,
+    actor: str | None = None,
+    user: AbstractBaseUser | None = None,
+    versioned: bool = True,
+) -> None:
+    """Delete a tool; roles that had it get a new version."""
+    tool.delete()
+    data_changed("tool", "deleted", tool.name, actor_label(actor, user))
+    if versioned:
+        role_versions_record(actor=actor, user=user)
+
+
+@transaction.atomic
+def permission_save(
+    *,
+    permission: Permission,
+    actor: str | None = None,
+    user: AbstractBaseUser | None = None,
+    versioned: bool = True,
+) -> Permission:
+    """Save a permission; a renamed code changes the roles holding it, so they are versioned."""
+    permission.save()
+    data_changed("permission", "saved", permission.code, actor_label(actor, user))
+    if versioned:
+        role_versions_record(actor=actor, user=user)
+    return permission
+
+
+@transaction.atomic
+def permission_delete(
+    *,
+    permission: Permission,
+    actor: str | None = None,
+    user: AbstractBaseUser | None = None,
+    versioned: bool = True,
+) -> None:
+    """Delete a permission (roles and tools lose it); roles whose access moved are versioned."""
+    permission.delete()
+    data_changed("permission", "deleted", permission.code, actor_label(actor, user))
+    if versioned:
+        role_versions_record(actor=actor, user=user)
+
+
+# -- transition rules -----------------------------------------------------------------
+def transition_rule_save(
+    *, rule: TransitionRule, actor: str | None = None, user: AbstractBaseUser | None = None
+) -> TransitionRule:
+    """Save a transition rule; ACODE-ROL-004 if it does not change the role or is malformed."""
+    ends = (rule.from_role.slug, rule.to_role.slug)
+    problems = transition_rule_problems(
+        from_slug=ends[0], to_slug=ends[1], precondition=rule.precondition, known_roles=ends
+    )
+    if problems:
+        raise AcodeError("ACODE-ROL-004", "; ".join(problems), {"problems": problems})
+    rule.save()
+    data_changed("transition rule", "saved", str(rule), actor_label(actor, user))
+    return rule
+
+
+def transition_rule_delete(
+    *, rule: TransitionRule, actor: str | None = None, user: AbstractBaseUser | None = None
+) -> None:
+    """Delete a transition rule."""
+    rule.delete()
+    data_changed("transition rule", "deleted", str(rule), actor_label(actor, user))
+
+
+# -- prompt packs ---------------------------------------------------------------------
+def prompt_pack_save(*, pack: PromptPack, actor: str | None = None) -> PromptPack:
+    """Save a prompt pack's name, version and description (its texts: prompt_component_save)."""
+    pack.save()
+    data_changed("prompt pack", "saved", pack.name, actor or "system")
+    return pack
+
+
+def prompt_pack_delete(*, pack: PromptPack, actor: str | None = None) -> None:
+    """Delete a prompt pack and its components."""
+    pack.delete()
+    data_changed("prompt pack", "deleted", pack.name, actor or "system")
+
+
+def prompt_component_save(
+    *, component: PromptComponent, actor: str | None = None
+) -> PromptComponent:
+    """Save a prompt component; dangerous text is refused with ACODE-PRM-001."""
+    try:
+        check_prompt_text(component.key, component.content)
+    except AcodeError as exc:
+        prompt_rejection_record(
+            where=f"prompt {component.key}",
+            actor=actor or "system",
+            findings=exc.details.get("findings", []),
+        )
+        raise
+    component.save()
+    data_changed("prompt", "saved", str(component), actor or "system")
+    return component
+
+
+def prompt_component_delete(*, component: PromptComponent, actor: str | None = None) -> None:
+    """Delete one prompt text of a pack."""
+    component.delete()
+    data_changed("prompt", "deleted", str(component), actor or "system")

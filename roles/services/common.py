@@ -1,0 +1,78 @@
+"""What every role-data write shares: who did it, the change signal, and role versions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from roles.access import compute_access, content_hash, role_snapshot
+from roles.models import PromptComponent, RoleVersion
+from roles.registry import read_specs
+from roles.signals import prompt_rejected, role_data_changed, role_version_created
+
+
+def actor_label(actor: str | None, user: AbstractBaseUser | None) -> str:
+    """Who made a change, as the audit names them."""
+    if actor:
+        return actor
+    if user is not None:
+        return user.get_username()
+    return "system"
+
+
+def data_changed(kind: str, action: str, name: str, actor: str) -> None:
+    """Announce a write to role data (``roles.signals.role_data_changed``; audited)."""
+    role_data_changed.send(sender=None, kind=kind, action=action, name=name, actor=actor)
+
+
+@transaction.atomic
+def role_versions_record(
+    *,
+    actor: str | None = None,
+    user: AbstractBaseUser | None = None,
+    slugs: Iterable[str] | None = None,
+) -> list[RoleVersion]:
+    """Store a new immutable version of every role (or of ``slugs``) whose content changed.
+
+    A role's content includes the tools it gets, so editing a tool or a permission
+    versions every role whose effective tools moved.
+    """
+    id_specs, tools = read_specs()
+    specs = {spec.slug: spec for _, spec in id_specs}
+    ids = {spec.slug: pk for pk, spec in id_specs}
+    wanted = set(slugs) if slugs is not None else set(specs)
+    latest: dict[str, tuple[int, str]] = {}
+    for slug, number, digest in (
+        RoleVersion.objects.filter(role_slug__in=wanted)
+        .order_by("role_slug", "-number")
+        .values_list("role_slug", "number", "content_hash")
+    ):
+        latest.setdefault(slug, (number, digest))
+    created: list[RoleVersion] = []
+    label = actor_label(actor, user)
+    for slug in sorted(wanted & set(specs)):
+        snapshot = role_snapshot(specs[slug], compute_access(slug, specs, tools))
+        digest = content_hash(snapshot)
+        number, stored = latest.get(slug, (0, ""))
+        if stored == digest:
+            continue
+        version = RoleVersion.objects.create(
+            role_id=ids[slug],
+            role_slug=slug,
+            number=number + 1,
+            content_hash=digest,
+            snapshot=snapshot,
+            actor=label,
+            user_id=user.pk if user is not None else None,
+        )
+        role_version_created.send(sender=RoleVersion, version=version)
+        created.append(version)
+    return created
+
+
+def prompt_rejection_record(*, where: str, actor: str, findings: list[dict[str, Any]]) -> None:
+    """Report refused prompt text (``roles.signals.prompt_rejected``; the audit log keeps it)."""
+    prompt_rejected.send(sender=PromptComponent, where=where, actor=actor, findings=findings)

@@ -1,0 +1,219 @@
+"""The tools acode has, declared once, in code.
+
+A declaration owns everything that decides a call: the tool's name, the JSON Schema its
+arguments must fit, the permissions a role must hold to get it, and what it does with the
+workspace (reads a path, makes one kind of change at a path, runs a command). Database
+rows (``roles.models.Tool``) only enable, describe and order declared tools for admins:
+nothing stored can widen a declaration. ``sessions_app.agent.tools`` binds every declared
+name to its implementation and refuses to start when the two sets differ.
+
+A tool whose definition is data (an MCP server's tool, issue 24) joins the same way: a
+declaration built from its approved definition (``mcp.<server>.<tool>``, the schema it
+published, permissions per server and tool), with ``kind`` naming the one generic
+implementation that calls it. ``declared_tools`` is where such declarations would be added.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Literal
+
+PathUse = Literal["", "file", "directory"]
+Change = Literal["", "created", "modified", "deleted"]
+
+
+@dataclass(frozen=True, eq=False)
+class ToolDeclaration:
+    """What a tool is and needs; the one source of its schema and permissions.
+
+    ``path``: how its ``path`` argument is read ("file"; "directory", where the workspace
+    root is allowed; "" for no path). ``writes``: the change it makes at that path, which
+    the write-path rule (``roles.access.WritePolicy``) decides. ``command``: its ``argv``
+    is a command, checked against the role's command rules and run in the sandbox;
+    ``default_argv`` is run when none is given. ``kind``: which implementation runs it
+    ("builtin": the one bound to its name).
+    """
+
+    name: str
+    description: str
+    argument_schema: Mapping[str, Any]
+    permissions: frozenset[str]
+    path: PathUse = ""
+    writes: Change = ""
+    command: bool = False
+    default_argv: tuple[str, ...] = ()
+    kind: str = "builtin"
+
+    @property
+    def required_permissions(self) -> tuple[str, ...]:
+        return tuple(sorted(self.permissions))
+
+
+def _object(properties: dict[str, Any], *required: str) -> Mapping[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    schema["additionalProperties"] = False
+    return MappingProxyType(schema)
+
+
+_PATH = {"type": "string", "description": "Path relative to the workspace"}
+_READ = frozenset({"read_files"})
+
+BUILTIN_TOOLS: tuple[ToolDeclaration, ...] = (
+    ToolDeclaration(
+        "analyze_diff",
+        "Show the pending changes of the session as unified diffs",
+        _object(
+            {"path": {"type": "string", "description": "Limit the diff to this workspace path"}}
+        ),
+        _READ,
+        path="file",
+    ),
+    ToolDeclaration(
+        "ask_human",
+        "Ask a person a question when the task cannot go on without their decision; the run "
+        "pauses until they answer",
+        _object(
+            {
+                "question": {
+                    "type": "string",
+                    "description": "What you need to know, in one or two sentences",
+                }
+            },
+            "question",
+        ),
+        frozenset({"ask_human"}),
+    ),
+    ToolDeclaration(
+        "create_file",
+        "Create a new file with the given content",
+        _object({"path": _PATH, "content": {"type": "string"}}, "path", "content"),
+        frozenset({"create_files"}),
+        path="file",
+        writes="created",
+    ),
+    ToolDeclaration(
+        "delete_file",
+        "Delete a file",
+        _object({"path": _PATH}, "path"),
+        frozenset({"delete_files", "read_files"}),
+        path="file",
+        writes="deleted",
+    ),
+    ToolDeclaration(
+        "execute_command",
+        "Run a command given as an argument list, without a shell",
+        _object(
+            {
+                "argv": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "minItems": 1,
+                    "description": "Program and arguments",
+                },
+                "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": 600},
+            },
+            "argv",
+        ),
+        frozenset({"execute_commands"}),
+        command=True,
+    ),
+    ToolDeclaration(
+        "grep_search",
+        "Search workspace files for a regular expression",
+        _object(
+            {
+                "pattern": {"type": "string"},
+                "path": {
+                    "type": "string",
+                    "description": "Directory or file to search, relative to the workspace",
+                },
+                "max_results": {"type": "integer", "minimum": 1, "maximum": 500},
+            },
+            "pattern",
+        ),
+        _READ,
+        path="directory",
+    ),
+    ToolDeclaration(
+        "list_directory",
+        "List the entries of a workspace directory",
+        _object(
+            {
+                "path": {
+                    "type": "string",
+                    "description": "Directory relative to the workspace; default the root",
+                }
+            }
+        ),
+        _READ,
+        path="directory",
+    ),
+    ToolDeclaration(
+        "read_file",
+        "Read the contents of a workspace file",
+        _object({"path": _PATH}, "path"),
+        _READ,
+        path="file",
+    ),
+    ToolDeclaration(
+        "run_tests",
+        "Run the project's test command",
+        _object(
+            {
+                "argv": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Test command; default pytest -q",
+                }
+            }
+        ),
+        frozenset({"execute_commands"}),
+        command=True,
+        default_argv=("python", "-m", "pytest", "-q"),
+    ),
+    ToolDeclaration(
+        "submit_review",
+        "Approve the pending changes or request revisions, with comments",
+        _object(
+            {
+                "verdict": {"type": "string", "enum": ["approve", "request_changes"]},
+                "summary": {"type": "string"},
+                "comments": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "path": {"type": "string"},
+                            "line": {"type": "integer"},
+                            "body": {"type": "string"},
+                        },
+                        "required": ["body"],
+                    },
+                },
+            },
+            "verdict",
+            "summary",
+        ),
+        frozenset({"approve_changes"}),
+    ),
+    ToolDeclaration(
+        "write_file",
+        "Replace the contents of an existing file",
+        _object({"path": _PATH, "content": {"type": "string"}}, "path", "content"),
+        frozenset({"read_files", "write_files"}),
+        path="file",
+        writes="modified",
+    ),
+)
+
+
+def declared_tools() -> Mapping[str, ToolDeclaration]:
+    """Every tool acode can run, by name (built-in tools; MCP tools will join here)."""
+    return _BUILTIN
+
+
+_BUILTIN: Mapping[str, ToolDeclaration] = MappingProxyType({t.name: t for t in BUILTIN_TOOLS})

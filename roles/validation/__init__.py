@@ -1,0 +1,70 @@
+"""Checks on role data: the one place admin forms, the API, imports and services ask.
+
+Below the services and the registry: it imports only the models, ``roles.access`` and the
+tool declarations, so every other module of the app can use it without an import cycle.
+Checks return problems as plain strings (or dangerous-text findings as dicts); callers
+decide whether that is a form error or an ``AcodeError``.
+
+``text``: dangerous prompt text; ``roles``: one role's definition; ``relations``: tools
+named by a document, transition rules, what still uses a role.
+"""
+
+from __future__ import annotations
+
+from roles.validation.relations import (
+    role_delete_refusal,
+    role_uses,
+    tool_name_problems,
+    transition_rule_problems,
+)
+from roles.validation.roles import (
+    RESERVED_SLUGS,
+    ROLE_CONTENT_SCHEMA,
+    ROLE_FIELDS,
+    ROLE_LISTS,
+    ROLE_PROPERTIES,
+    ROLE_SCALARS,
+    parent_chain_problems,
+    role_field_problems,
+    role_format_problems,
+    role_name_problems,
+    role_parent_problems,
+    role_reference_problems,
+    role_schema,
+    role_spec,
+    role_text_findings,
+)
+from roles.validation.text import (
+    PromptFinding,
+    check_prompt_text,
+    describe_findings,
+    find_dangerous,
+    text_findings,
+)
+
+__all__ = [
+    "RESERVED_SLUGS",
+    "ROLE_CONTENT_SCHEMA",
+    "ROLE_FIELDS",
+    "ROLE_LISTS",
+    "ROLE_PROPERTIES",
+    "ROLE_SCALARS",
+    "PromptFinding",
+    "check_prompt_text",
+    "describe_findings",
+    "find_dangerous",
+    "parent_chain_problems",
+    "role_delete_refusal",
+    "role_field_problems",
+    "role_format_problems",
+    "role_name_problems",
+    "role_parent_problems",
+    "role_reference_problems",
+    "role_schema",
+    "role_spec",
+    "role_text_findings",
+    "role_uses",
+    "text_findings",
+    "tool_name_problems",
+    "transition_rule_problems",
+]

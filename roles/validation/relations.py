@@ -1,0 +1,103 @@
+"""Checks on what links role data: the tools a document names, transition rules, and what
+still uses a role that is to be deleted."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from django.db import models
+from django.db.models import ForeignObjectRel, Q
+
+from acode.errors import AcodeError
+from roles.models import DEFAULT_ROLE_SLUG, Precondition, Role, TransitionRule
+from roles.tools import declared_tools
+
+
+def tool_name_problems(name: str) -> list[str]:
+    """A tool row may exist only for a tool acode declares (``roles.tools``): a row enables,
+    describes and orders a tool; it cannot make one."""
+    if name in declared_tools():
+        return []
+    known = ", ".join(sorted(declared_tools()))
+    return [f"tool {name}: acode has no such tool (its tools are {known})"]
+
+
+def transition_rule_problems(
+    *, from_slug: Any, to_slug: Any, precondition: Any, known_roles: Collection[str]
+) -> list[str]:
+    """Everything wrong with one transition rule: admin form, import and service."""
+    where = f"transition rule {from_slug}->{to_slug}"
+    problems = [
+        f"{where}: unknown role {end!r}"
+        for end in (from_slug, to_slug)
+        if not isinstance(end, str) or end not in known_roles
+    ]
+    if precondition not in Precondition.values:
+        problems.append(f"{where}: precondition must be one of {', '.join(Precondition.values)}")
+    if from_slug == to_slug:
+        problems.append(f"{where}: a rule must change the role")
+    return problems
+
+
+# -- deleting a role ------------------------------------------------------------------
+def role_uses(role: Role) -> dict[type[models.Model], int]:
+    """What still refers to ``role``: how many rows of each model.
+
+    Walks every relation that points at roles, whichever app declares it (sessions,
+    jobs, transitions ...), so this app finds them without importing them. Relations
+    that let go of a deleted role (``SET_NULL``, such as role versions) do not count.
+    """
+    wanted: dict[type[models.Model], Q] = {}
+    for relation in Role._meta.get_fields(include_hidden=True):
+        if not isinstance(relation, ForeignObjectRel) or relation.many_to_many:
+            continue
+        model = relation.related_model
+        if isinstance(model, str) or model._meta.auto_created:
+            continue  # the hidden through tables of Role's own many-to-many fields
+        if relation.on_delete in (models.SET_NULL, models.SET_DEFAULT, models.DO_NOTHING):
+            continue
+        wanted[model] = wanted.get(model, Q()) | Q(**{relation.field.name: role})
+    counts = {model: model._base_manager.filter(q).count() for model, q in wanted.items()}
+    return {model: n for model, n in counts.items() if n}
+
+
+def role_delete_refusal(
+    role: Role, uses: Mapping[type[models.Model], int] | None = None
+) -> AcodeError | None:
+    """Why ``role`` may not be deleted (ACODE-ROL-005, naming what uses it), or None.
+
+    ``uses`` (rows by model) defaults to :func:`role_uses`; a caller that caught
+    Django's ``ProtectedError`` passes what it protected.
+    """
+    if role.slug == DEFAULT_ROLE_SLUG:
+        return AcodeError(
+            "ACODE-ROL-005", "The Default role cannot be deleted.", {"role": role.slug}
+        )
+    uses = role_uses(role) if uses is None else uses
+    if not uses:
+        return None
+    listed = ", ".join(f"{n} {_kind(model, n)}" for model, n in uses.items())
+    return AcodeError(
+        "ACODE-ROL-005",
+        f"Role {role.name!r} is still used by {listed}; nothing was deleted. "
+        "Move or remove those first.",
+        {
+            "role": role.slug,
+            "used_by": {_kind(model, 2): n for model, n in uses.items()},
+            "children": sorted(role.children.values_list("slug", flat=True)),
+            "transition_rules": [
+                f"{src}->{dst}"
+                for src, dst in TransitionRule.objects.filter(Q(from_role=role) | Q(to_role=role))
+                .order_by("from_role__slug", "to_role__slug")
+                .values_list("from_role__slug", "to_role__slug")
+            ],
+        },
+    )
+
+
+def _kind(model: type[models.Model], count: int) -> str:
+    if model is Role:
+        return "child role" if count == 1 else "child roles"
+    meta = model._meta
+    return str(meta.verbose_name if count == 1 else meta.verbose_name_plural)
