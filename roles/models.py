@@ -256,3 +256,13 @@ class RegistryStamp(models.Model):
 
     def __str__(self) -> str:
         return f"registry stamp {self.token}"
+
+
+# MCP servers and their pinned tool definitions (issue 24) live in their own module.
+from roles.mcp_models import (  # noqa: E402, F401
+    McpServer,
+    McpServerStatus,
+    McpToolDefinition,
+    McpToolState,
+    McpTransport,
+)

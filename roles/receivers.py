@@ -14,6 +14,8 @@ from django.db import transaction
 from django.db.models.signals import m2m_changed, post_delete, post_migrate, post_save
 
 from roles.models import (
+    McpServer,
+    McpToolDefinition,
     Permission,
     PromptComponent,
     PromptPack,
@@ -28,7 +30,10 @@ from roles.signals import role_data_committed
 
 logger = logging.getLogger(__name__)
 
-_WATCHED = (Permission, Tool, Role, RoleVersion, TransitionRule, PromptPack, PromptComponent)
+_WATCHED = (
+    Permission, Tool, Role, RoleVersion, TransitionRule, PromptPack, PromptComponent,
+    McpServer, McpToolDefinition,
+)  # fmt: skip
 _THROUGH = (Role.permissions.through, Role.allowed_tools.through)
 
 

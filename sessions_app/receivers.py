@@ -51,7 +51,7 @@ def _role_data_changed(
         actor=actor,
         target=f"{kind} {name}"[:1000],
         result=action,
-        details={"kind": kind, "name": name},
+        details={"kind": kind, "name": name, **kwargs.get("details", {})},
     )
 
 

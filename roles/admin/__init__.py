@@ -3,6 +3,6 @@
 One module per area; importing them registers their models with the admin site.
 """
 
-from roles.admin import prompts, roles, tools
+from roles.admin import mcp, prompts, roles, tools
 
-__all__ = ["prompts", "roles", "tools"]
+__all__ = ["mcp", "prompts", "roles", "tools"]

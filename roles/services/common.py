@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -23,9 +23,14 @@ def actor_label(actor: str | None, user: AbstractBaseUser | None) -> str:
     return "system"
 
 
-def data_changed(kind: str, action: str, name: str, actor: str) -> None:
-    """Announce a write to role data (``roles.signals.role_data_changed``; audited)."""
-    role_data_changed.send(sender=None, kind=kind, action=action, name=name, actor=actor)
+def data_changed(
+    kind: str, action: str, name: str, actor: str, details: Mapping[str, Any] | None = None
+) -> None:
+    """Announce a write to role data (``roles.signals.role_data_changed``; audited, with
+    ``details`` added to the audit row's)."""
+    role_data_changed.send(
+        sender=None, kind=kind, action=action, name=name, actor=actor, details=dict(details or {})
+    )
 
 
 @transaction.atomic

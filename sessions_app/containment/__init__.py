@@ -5,7 +5,7 @@ What it holds: the command sandbox (bubblewrap, ``sandbox``; what a command sees
 link-proof file access (``safefs``, ``nofollow``) and time-bounded search (``safegrep``),
 server-side git (``safegit``), the content store (``content``), the secret-file index
 (``secretfiles``), redaction (``redaction``), and the one way the server writes a workspace
-(``writes``, ``workspace``).
+(``writes``, ``workspace``), and MCP servers run in the same sandbox (``mcpclient``).
 
 Its imports point only down: the standard library, ``roles.access`` (the write rule) and
 ``acode.metrics``; never the sessions app's models, services or agent loop (import-linter
@@ -20,6 +20,13 @@ from roles.access import CONTROL, FILE_NAME_PATTERN
 from sessions_app.containment.bwrap import GIT_VIEW_CONFIG, SYSTEM_DIRS, SandboxView
 from sessions_app.containment.content import ContentStore
 from sessions_app.containment.layer import copy_changes, layer_changes, layer_create
+from sessions_app.containment.mcpclient import (
+    McpConnection,
+    McpEndpoint,
+    McpFailure,
+    ToolDefinition,
+    ToolResult,
+)
 from sessions_app.containment.process import Limits
 from sessions_app.containment.redaction import (
     URL_MASK,
@@ -64,6 +71,9 @@ __all__ = [
     "ContentStore",
     "GitRefused",
     "Limits",
+    "McpConnection",
+    "McpEndpoint",
+    "McpFailure",
     "PatternTimeout",
     "RecordedWrite",
     "Refused",
@@ -71,6 +81,8 @@ __all__ = [
     "SandboxUnavailable",
     "SandboxView",
     "SecretIndex",
+    "ToolDefinition",
+    "ToolResult",
     "WorkspaceFS",
     "WorkspaceWriter",
     "check_argv",

@@ -1,0 +1,76 @@
+"""Admin for MCP servers and their pinned tool definitions (issue 24).
+
+Definitions are never edited here: the server says what a tool is. An admin reads the
+description (it reaches the model) and, for a changed tool, the diff from what was
+approved, then approves it; every approval goes through ``roles.services.mcp``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from roles.admin.base import ServiceAdmin
+from roles.models import McpServer, McpToolDefinition
+from roles.services.mcp import (
+    definition_diff,
+    mcp_server_delete,
+    mcp_server_save,
+    mcp_tool_approve,
+)
+
+
+@admin.register(McpServer)
+class McpServerAdmin(ServiceAdmin):
+    list_display = ("slug", "transport", "enabled", "network", "status", "checked_at", "error")
+    list_filter = ("transport", "enabled", "status")
+    search_fields = ("slug", "description")
+    readonly_fields = ("status", "last_error", "checked_at")
+
+    @admin.display(description="Last error")
+    def error(self, obj: McpServer) -> str:
+        return obj.last_error[:120]
+
+    def save_model(self, request: HttpRequest, obj: McpServer, form: Any, change: bool) -> None:
+        mcp_server_save(server=obj, user=request.user)  # type: ignore[arg-type]
+
+    def delete_model(self, request: HttpRequest, obj: McpServer) -> None:
+        mcp_server_delete(server=obj, user=request.user)  # type: ignore[arg-type]
+
+
+@admin.register(McpToolDefinition)
+class McpToolDefinitionAdmin(admin.ModelAdmin):
+    list_display = ("__str__", "state", "description", "approved_by", "approved_at", "seen_at")
+    list_filter = ("state", "server")
+    search_fields = ("name", "server__slug")
+    actions = ["approve"]
+    fields = (
+        "server", "name", "state", "description", "change", "live_hash", "approved_hash",
+        "approved_by", "approved_at", "seen_at",
+    )  # fmt: skip
+    readonly_fields = fields
+
+    @admin.display(description="Description (reaches the model)")
+    def description(self, obj: McpToolDefinition) -> str:
+        return str(obj.live_definition.get("description", ""))
+
+    @admin.display(description="Change since approval")
+    def change(self, obj: McpToolDefinition) -> SafeString:
+        return format_html("<pre>{}</pre>", definition_diff(obj) or "(none)")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[McpToolDefinition]:
+        return super().get_queryset(request).select_related("server")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # definitions come from the server's listing, never typed in
+
+    @admin.action(description="Approve the definitions listed now", permissions=["change"])
+    def approve(self, request: HttpRequest, queryset: QuerySet[McpToolDefinition]) -> None:
+        for tool in queryset:
+            mcp_tool_approve(tool=tool, user=request.user)  # type: ignore[arg-type]
+        self.message_user(request, f"Approved {queryset.count()} definition(s).", messages.SUCCESS)

@@ -1,0 +1,154 @@
+"""MCP tool servers as data: a registration per server, a pinned definition per tool.
+
+A server's secrets are never stored: its registration names environment variables of
+acode's (as ``ModelEndpoint.api_key_env`` does) whose values become the stdio server's
+environment or the HTTP server's headers, and nothing else of acode's environment does.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+from django.db import models
+
+# Names a server gives its tools (server-everything uses "get-env"): letters, digits, _ - .
+_tool_name = RegexValidator(r"^[A-Za-z0-9_.-]{1,128}$", "Letters, digits, _ - . only.")
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(i, str) and i for i in value)
+
+
+def _names(value: object) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and k and isinstance(v, str) and v for k, v in value.items()
+    )
+
+
+class McpTransport(models.TextChoices):
+    STDIO = "stdio", "stdio (a command run in the sandbox)"
+    HTTP = "http", "Streamable HTTP (a URL)"
+
+
+class McpServerStatus(models.TextChoices):
+    UNKNOWN = "unknown", "not reached yet"
+    OK = "ok", "reached"
+    ERROR = "error", "failed"
+
+
+class McpServer(models.Model):
+    """An MCP server admins registered; its tools are offered only once approved."""
+
+    slug = models.SlugField(
+        max_length=40, unique=True, help_text="Its tools are named mcp.<slug>.<tool>."
+    )
+    description = models.CharField(max_length=255, blank=True)
+    transport = models.CharField(
+        max_length=10, choices=McpTransport.choices, default=McpTransport.STDIO
+    )
+    command = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='stdio: the program and its arguments, e.g. ["node", "/opt/srv/index.js"].',
+    )
+    read_only_paths = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="stdio: host paths the server's own files are in, mounted read-only in its sandbox.",
+    )
+    url = models.CharField(
+        max_length=500, blank=True, help_text="HTTP: the server's MCP endpoint URL."
+    )
+    env_secrets = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="stdio: variable the server sees -> name of acode's environment variable holding its value.",
+    )
+    header_secrets = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="HTTP: header sent -> name of acode's environment variable holding its value.",
+    )
+    network = models.BooleanField(
+        default=False, help_text="stdio: the server may reach the network (else it has none)."
+    )
+    call_timeout_seconds = models.PositiveIntegerField(default=60)
+    max_output_chars = models.PositiveIntegerField(default=65536)
+    enabled = models.BooleanField(default=True)
+    status = models.CharField(
+        max_length=10,
+        choices=McpServerStatus.choices,
+        default=McpServerStatus.UNKNOWN,
+        editable=False,
+    )
+    last_error = models.TextField(blank=True, editable=False)
+    checked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["slug"]
+        verbose_name = "MCP server"
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def clean(self) -> None:
+        """Shapes the sandbox and transports rely on; messages name the field."""
+        errors: dict[str, str] = {}
+        if self.transport == McpTransport.STDIO and not (self.command and _strings(self.command)):
+            errors["command"] = (
+                "A stdio server needs its program and arguments as a list of strings."
+            )
+        if self.transport == McpTransport.HTTP and not self.url:
+            errors["url"] = "An HTTP server needs its URL."
+        if not _strings(self.read_only_paths) or any(
+            not p.startswith("/") for p in self.read_only_paths
+        ):
+            errors["read_only_paths"] = "A list of absolute host paths."
+        for field in ("env_secrets", "header_secrets"):
+            if not _names(getattr(self, field)):
+                errors[field] = "An object mapping each name to an environment variable's name."
+        if errors:
+            raise ValidationError(errors)
+
+
+class McpToolState(models.TextChoices):
+    PENDING = "pending", "new: waiting for approval"
+    APPROVED = "approved", "approved (offered)"
+    CHANGED = "changed", "changed since approval: disabled until approved again"
+    MISSING = "missing", "no longer listed by the server"
+
+
+class McpToolDefinition(models.Model):
+    """One tool of a server: what it last said the tool is, and what an admin approved.
+
+    Offered only while ``live_hash == approved_hash`` (``state`` approved): a description,
+    schema or annotation that changes disables the tool until an admin approves it again.
+    """
+
+    server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="tools")
+    name = models.CharField(max_length=128, validators=[_tool_name])
+    live_definition = models.JSONField(default=dict, editable=False)
+    live_hash = models.CharField(max_length=64, editable=False)
+    approved_definition = models.JSONField(null=True, blank=True, editable=False)
+    approved_hash = models.CharField(max_length=64, blank=True, editable=False)
+    approved_by = models.CharField(max_length=150, blank=True, editable=False)
+    approved_at = models.DateTimeField(null=True, blank=True, editable=False)
+    state = models.CharField(
+        max_length=10, choices=McpToolState.choices, default=McpToolState.PENDING, editable=False
+    )
+    seen_at = models.DateTimeField(editable=False)
+
+    class Meta:
+        ordering = ["server__slug", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["server", "name"], name="mcp_tool_unique_per_server")
+        ]
+        verbose_name = "MCP tool definition"
+
+    def __str__(self) -> str:
+        return f"mcp.{self.server.slug}.{self.name}"
+
+    @property
+    def offered(self) -> bool:
+        """Approved, and the server still says exactly what was approved."""
+        return self.state == McpToolState.APPROVED and self.live_hash == self.approved_hash

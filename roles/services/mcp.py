@@ -1,0 +1,168 @@
+"""Writes to MCP server registrations and their pinned tool definitions (issue 24).
+
+A definition (name, description, input schema, annotations: everything that reaches the
+model) is pinned by its sha256 over canonical JSON. Each listing of a server is recorded
+here: a new tool waits for approval; an approved tool whose definition moved is disabled
+until an admin approves the new one; the change and every approval are audited.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from roles.mcp_models import McpServer, McpServerStatus, McpToolDefinition, McpToolState
+from roles.services.common import actor_label, data_changed
+
+
+def definition_hash(definition: Mapping[str, Any]) -> str:
+    """sha256 over canonical JSON (sorted keys, no spaces, UTF-8): key order never matters."""
+    text = json.dumps(definition, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def definition_diff(tool: McpToolDefinition) -> str:
+    """A unified diff from the approved definition to the one the server lists now."""
+    before = json.dumps(tool.approved_definition or {}, indent=2, sort_keys=True).splitlines()
+    after = json.dumps(tool.live_definition, indent=2, sort_keys=True).splitlines()
+    return "\n".join(
+        difflib.unified_diff(before, after, "approved", "listed now", lineterm="", n=3)
+    )
+
+
+def _tool_label(tool: McpToolDefinition) -> str:
+    return f"mcp.{tool.server.slug}.{tool.name}"
+
+
+@transaction.atomic
+def mcp_definitions_record(
+    *, server: McpServer, definitions: Iterable[Mapping[str, Any]], actor: str = "system"
+) -> list[McpToolDefinition]:
+    """Record what ``server`` lists now; returns its tools, each in its new state.
+
+    New: pending. Approved but different now: changed (disabled, audited). Listed again
+    exactly as approved: approved. No longer listed: missing.
+    """
+    now = timezone.now()
+    existing = {
+        t.name: t for t in McpToolDefinition.objects.select_for_update().filter(server=server)
+    }
+    seen: list[McpToolDefinition] = []
+    for raw in definitions:
+        definition = _definition(raw)
+        digest = definition_hash(definition)
+        name = str(definition["name"])
+        tool = existing.pop(name, None)
+        if tool is None:
+            tool = McpToolDefinition(server=server, name=name)
+            _set_live(tool, definition, digest, now, McpToolState.PENDING)
+            tool.save()
+            data_changed("mcp tool", "listed", _tool_label(tool), actor, {"hash": digest})
+        else:
+            before = tool.state
+            state = _state_after_listing(tool, digest)
+            moved = digest != tool.live_hash
+            _set_live(tool, definition, digest, now, state)
+            tool.save()
+            if moved or state != before:
+                data_changed(
+                    "mcp tool", f"definition {state}", _tool_label(tool), actor,
+                    {"hash": digest, "approved_hash": tool.approved_hash, "was": before},
+                )  # fmt: skip
+        seen.append(tool)
+    for tool in existing.values():
+        if tool.state != McpToolState.MISSING:
+            tool.state = McpToolState.MISSING
+            tool.save(update_fields=["state"])
+            data_changed("mcp tool", "definition missing", _tool_label(tool), actor)
+    return seen
+
+
+def _definition(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The four parts of a definition, absent ones empty, so two listings compare equal."""
+    return {
+        "name": str(raw.get("name") or ""),
+        "description": str(raw.get("description") or ""),
+        "input_schema": dict(raw.get("input_schema") or {}),
+        "annotations": dict(raw.get("annotations") or {}),
+    }
+
+
+def _state_after_listing(tool: McpToolDefinition, digest: str) -> str:
+    if tool.approved_hash and digest == tool.approved_hash:
+        return McpToolState.APPROVED
+    if tool.approved_hash:
+        return McpToolState.CHANGED
+    return McpToolState.PENDING
+
+
+def _set_live(
+    tool: McpToolDefinition, definition: dict[str, Any], digest: str, now: Any, state: str
+) -> None:
+    tool.live_definition = definition
+    tool.live_hash = digest
+    tool.seen_at = now
+    tool.state = state
+
+
+@transaction.atomic
+def mcp_tool_approve(
+    *,
+    tool: McpToolDefinition,
+    actor: str | None = None,
+    user: AbstractBaseUser | None = None,
+) -> McpToolDefinition:
+    """Approve the definition the server lists now: the tool is offered while it stays so."""
+    tool = McpToolDefinition.objects.select_for_update().select_related("server").get(pk=tool.pk)
+    if tool.state == McpToolState.MISSING:
+        return tool  # nothing listed to approve
+    who = actor_label(actor, user)
+    previous = tool.approved_hash
+    tool.approved_definition = tool.live_definition
+    tool.approved_hash = tool.live_hash
+    tool.approved_by = who
+    tool.approved_at = timezone.now()
+    tool.state = McpToolState.APPROVED
+    tool.save()
+    data_changed(
+        "mcp tool", "approved", _tool_label(tool), who,
+        {"hash": tool.approved_hash, "previous_hash": previous},
+    )  # fmt: skip
+    return tool
+
+
+@transaction.atomic
+def mcp_server_save(
+    *, server: McpServer, actor: str | None = None, user: AbstractBaseUser | None = None
+) -> McpServer:
+    """Save a registration (its secrets are names of acode's variables, never values)."""
+    server.full_clean()
+    server.save()
+    data_changed("mcp server", "saved", server.slug, actor_label(actor, user))
+    return server
+
+
+@transaction.atomic
+def mcp_server_delete(
+    *, server: McpServer, actor: str | None = None, user: AbstractBaseUser | None = None
+) -> None:
+    """Delete a registration and its pinned definitions."""
+    slug = server.slug
+    server.delete()
+    data_changed("mcp server", "deleted", slug, actor_label(actor, user))
+
+
+def mcp_server_status_record(*, server: McpServer, error: str = "") -> None:
+    """What the last attempt to reach the server gave: ok, or the error (admin shows it)."""
+    McpServer.objects.filter(pk=server.pk).update(
+        status=McpServerStatus.ERROR if error else McpServerStatus.OK,
+        last_error=error[:4000],
+        checked_at=timezone.now(),
+    )

@@ -1,0 +1,376 @@
+"""Talking to one MCP server, contained: the official ``mcp`` SDK over a sandboxed stdio
+process or a registered HTTP URL, behind a small synchronous interface.
+
+A stdio server runs in the command sandbox (``sandbox.py``'s bubblewrap options): the
+system read-only, the workspace read-only, the server's own install directories read-only,
+no network unless granted, and an environment of ``BASE_ENV`` plus the server's named
+secrets only (never acode's own). Its options travel through a memfd, as commands' do,
+so the secrets are in no process's argv. The process lives as long as its
+``McpConnection`` (one per job) and its whole sandbox dies with it.
+
+Writes through the copy-on-write layer are not offered yet: a stdio server always sees the
+workspace read-only.
+
+Every failure leaves as ``McpFailure`` carrying an ACODE code, so callers turn it into a
+clean tool error. Nothing here reads the database: the caller resolves a registration
+into an ``McpEndpoint``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractContextManager, ExitStack, asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import anyio
+import httpx
+import mcp_types
+from anyio.abc import Process
+from anyio.from_thread import start_blocking_portal
+from mcp.client import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+
+from sessions_app.containment import sandbox
+from sessions_app.containment.bwrap import SandboxView, bwrap_options
+from sessions_app.containment.process import Limits, _launcher
+
+__all__ = [
+    "McpConnection",
+    "McpEndpoint",
+    "McpFailure",
+    "ToolDefinition",
+    "ToolResult",
+]
+
+# The ACODE codes of the failures (acode/error_codes.py documents them).
+UNAVAILABLE = "ACODE-MCP-001"
+TIMED_OUT = "ACODE-MCP-002"
+OUTPUT_CAP = "ACODE-MCP-003"
+TOOL_ERROR = "ACODE-MCP-005"
+STDERR_KEPT = 2000  # characters of a server's stderr kept for its last error
+
+
+class McpFailure(Exception):
+    """A server could not be started, reached, or answered badly; ``code`` is an ACODE code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class McpEndpoint:
+    """How to reach one server, resolved from its registration (secrets already looked up)."""
+
+    name: str
+    transport: str  # "stdio" or "http"
+    argv: tuple[str, ...] = ()
+    url: str = ""
+    env: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)
+    network: bool = False
+    workspace: Path | None = None  # None: an empty directory of its own
+    ro_paths: tuple[Path, ...] = ()  # the server's own files (e.g. its node_modules)
+    start_timeout: float = 30.0
+    call_timeout: float = 60.0
+    max_output: int = 256 << 10  # characters of a tool result kept
+    limits: Limits = field(default_factory=Limits)
+
+
+@dataclass(frozen=True)
+class ToolDefinition:
+    """What a server says one tool is: all of it reaches the model, so all of it is pinned."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    annotations: Mapping[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The definition as stored and pinned (``roles.services.mcp`` hashes it)."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": dict(self.input_schema),
+            "annotations": dict(self.annotations),
+        }
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """A tool's answer as text (capped), whether the server flagged it as an error."""
+
+    text: str
+    is_error: bool
+    truncated: bool = False
+
+
+class McpConnection(AbstractContextManager["McpConnection"]):
+    """One live connection to a server: opened per job, closed (its process killed) with it.
+
+    The SDK is asynchronous; a blocking portal runs its event loop in a thread of its own,
+    so the synchronous agent loop and Celery tasks call ``list_tools`` and ``call_tool``.
+    """
+
+    def __init__(self, endpoint: McpEndpoint) -> None:
+        self.endpoint = endpoint
+        self._stack = ExitStack()
+        self._client: Client | None = None
+        self._portal: Any = None
+        self._stderr: IO[bytes] | None = None
+
+    def __enter__(self) -> McpConnection:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def open(self) -> None:
+        """Start (stdio) or reach (HTTP) the server and complete the MCP handshake."""
+        try:
+            self._portal = self._stack.enter_context(start_blocking_portal())
+            if self.endpoint.transport == "stdio":
+                self._stderr = self._stack.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
+            self._client = self._stack.enter_context(
+                self._portal.wrap_async_context_manager(self._connect())
+            )
+        except McpFailure:
+            self.close()
+            raise
+        except Exception as exc:  # the SDK and transports raise many kinds; all mean "down"
+            detail = self._describe(exc)
+            self.close()
+            raise McpFailure(UNAVAILABLE, f"MCP server {self.endpoint.name}: {detail}") from exc
+
+    def close(self) -> None:
+        """Close the session and kill the server's sandbox (idempotent)."""
+        self._client = None
+        with suppress(Exception):  # closing must never fail the job it ends
+            self._stack.close()
+
+    def list_tools(self) -> list[ToolDefinition]:
+        """Every tool the server lists now (all pages)."""
+        return list(self._run(self._list_tools, self.endpoint.start_timeout))
+
+    def call_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+        """Call one tool; its text output is capped at ``endpoint.max_output`` characters."""
+        return self._run(lambda: self._call(name, dict(arguments)), self.endpoint.call_timeout)
+
+    def stderr_tail(self) -> str:
+        """The end of what a stdio server wrote to stderr (for its last error)."""
+        if self._stderr is None or self._stderr.closed:
+            return ""
+        self._stderr.seek(0, os.SEEK_END)
+        size = self._stderr.tell()
+        self._stderr.seek(max(0, size - STDERR_KEPT))
+        return self._stderr.read().decode(errors="replace").strip()
+
+    # -- inside the portal's event loop ----------------------------------------------
+    def _run(self, call: Any, timeout: float) -> Any:
+        if self._client is None or self._portal is None:
+            raise McpFailure(UNAVAILABLE, f"MCP server {self.endpoint.name} is not connected")
+
+        async def bounded() -> Any:
+            with anyio.fail_after(timeout):
+                return await call()
+
+        try:
+            return self._portal.call(bounded)
+        except McpFailure:
+            raise
+        except TimeoutError as exc:
+            raise McpFailure(
+                TIMED_OUT, f"MCP server {self.endpoint.name} did not answer within {timeout:g} s"
+            ) from exc
+        except MCPError as exc:
+            raise McpFailure(
+                TOOL_ERROR, f"MCP server {self.endpoint.name}: {exc.error.message}"
+            ) from exc
+        except Exception as exc:
+            detail = self._describe(exc)
+            raise McpFailure(UNAVAILABLE, f"MCP server {self.endpoint.name}: {detail}") from exc
+
+    def _describe(self, exc: BaseException) -> str:
+        if isinstance(exc, BaseExceptionGroup):
+            exc = exc.exceptions[0]
+        detail = str(exc) or type(exc).__name__
+        tail = self.stderr_tail()
+        return f"{detail}; stderr: {tail[-500:]}" if tail else detail
+
+    async def _list_tools(self) -> list[ToolDefinition]:
+        assert self._client is not None
+        out: list[ToolDefinition] = []
+        cursor: str | None = None
+        for _ in range(100):  # a server that pages forever cannot hang a job
+            page = await self._client.list_tools(cursor=cursor)
+            for tool in page.tools:
+                annotations = (
+                    tool.annotations.model_dump(exclude_none=True) if tool.annotations else {}
+                )
+                out.append(
+                    ToolDefinition(
+                        tool.name, tool.description or "", tool.input_schema, annotations
+                    )
+                )
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return out
+
+    async def _call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        assert self._client is not None
+        result = await self._client.call_tool(name, arguments)
+        parts: list[str] = []
+        for item in result.content:
+            if isinstance(item, mcp_types.TextContent):
+                parts.append(item.text)
+            else:  # images, audio, resources: named, not inlined into the model's context
+                parts.append(f"[{item.type} content omitted]")
+        if not parts and result.structured_content is not None:
+            parts.append(json.dumps(result.structured_content, sort_keys=True))
+        text = "\n".join(parts)
+        cap = self.endpoint.max_output
+        if len(text) > cap:
+            return ToolResult(text[:cap], bool(result.is_error), truncated=True)
+        return ToolResult(text, bool(result.is_error))
+
+    @asynccontextmanager
+    async def _connect(self) -> AsyncIterator[Client]:
+        endpoint = self.endpoint
+        if endpoint.transport == "stdio":
+            transport: Any = _sandboxed_stdio(endpoint, self._stderr)
+            http: httpx.AsyncClient | None = None
+        else:
+            http = httpx.AsyncClient(
+                headers=dict(endpoint.headers),
+                timeout=httpx.Timeout(endpoint.call_timeout),
+                follow_redirects=False,  # the registered URL only, never where it points
+            )
+            transport = streamable_http_client(endpoint.url, http_client=http)  # type: ignore[arg-type]
+        try:
+            async with Client(
+                transport, read_timeout_seconds=endpoint.start_timeout, cache=None, mode="legacy"
+            ) as client:
+                yield client
+        finally:
+            if http is not None:
+                await http.aclose()
+
+
+@asynccontextmanager
+async def _sandboxed_stdio(
+    endpoint: McpEndpoint, stderr: IO[bytes] | None
+) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's stdio framing (one JSON-RPC message a line) to a process we start ourselves:
+    the SDK's own ``stdio_client`` cannot pass bwrap its options descriptor, and would hand
+    the server parts of acode's environment."""
+    with ExitStack() as stack:
+        command, cwd, env, fds = _server_command(endpoint, stack)
+        process = await anyio.open_process(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+            cwd=cwd, env=env, start_new_session=True, pass_fds=fds,
+        )  # fmt: skip
+        for fd in fds:  # the child has its copy now
+            os.close(fd)
+        stack.callback(_kill, process)
+        reader_send, reader = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        writer, writer_receive = anyio.create_memory_object_stream[SessionMessage](0)
+        cap = max(endpoint.max_output * 4, 1 << 20)  # a line is JSON around the output
+
+        async def read_lines() -> None:
+            assert process.stdout is not None
+            buffer = b""
+            async with reader_send:
+                with suppress(anyio.EndOfStream, anyio.ClosedResourceError, OSError):
+                    async for chunk in process.stdout:
+                        buffer += chunk
+                        *lines, buffer = buffer.split(b"\n")
+                        for line in lines:
+                            if line.strip():
+                                await reader_send.send(_parse(line))
+                        if len(buffer) > cap:
+                            await reader_send.send(
+                                McpFailure(OUTPUT_CAP, f"a message over {cap} bytes")
+                            )
+                            return
+
+        async def write_lines() -> None:
+            assert process.stdin is not None
+            async with writer_receive:
+                with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                    async for message in writer_receive:
+                        data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                        await process.stdin.send(data.encode() + b"\n")
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(read_lines)
+            group.start_soon(write_lines)
+            try:
+                yield reader, writer
+            finally:
+                _kill(process)
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    await process.aclose()  # pipes closed and the process reaped
+                group.cancel_scope.cancel()
+
+
+def _parse(line: bytes) -> SessionMessage | Exception:
+    try:
+        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as exc:
+        return exc
+
+
+def _kill(process: Process) -> None:
+    """SIGKILL the server's process group: bwrap (the sandbox's pid 1) takes everyone in it."""
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def _server_command(
+    endpoint: McpEndpoint, stack: ExitStack
+) -> tuple[list[str], str, dict[str, str], tuple[int, ...]]:
+    """The argv, working directory, environment and descriptors that start a stdio server."""
+    if not endpoint.argv:
+        raise McpFailure(UNAVAILABLE, f"MCP server {endpoint.name} has no command")
+    if endpoint.workspace is None:
+        workspace = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="acode-mcp-")))
+    else:
+        workspace = endpoint.workspace
+    try:
+        ws = sandbox._checked_dir(workspace.resolve(), "workspace")
+        extra = [
+            sandbox._checked_dir(p, "read-only path", allow_file=True) for p in endpoint.ro_paths
+        ]
+        env = sandbox._command_env((), endpoint.env)
+    except ValueError as exc:
+        raise McpFailure(UNAVAILABLE, f"MCP server {endpoint.name}: {exc}") from exc
+    if not sandbox.sandbox_required():
+        # Development only (ACODE_SANDBOX=off), as for commands: nothing contains it.
+        return list(endpoint.argv), ws, env, ()
+    status = sandbox.sandbox_available()
+    if not status.available or status.binary is None:
+        raise McpFailure("ACODE-TOL-003", f"MCP server {endpoint.name}: {status.reason}")
+    options = bwrap_options(
+        status, ws, False, endpoint.network, endpoint.limits, env, extra, SandboxView(), ""
+    )
+    fd = os.memfd_create("bwrap-args", 0)  # inherited by bwrap, which reads it once
+    os.write(fd, b"".join(os.fsencode(o) + b"\0" for o in options))
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.set_inheritable(fd, True)
+    # Rlimits as for commands, where prlimit exists (a preexec_fn cannot pass through anyio).
+    prefix, _ = _launcher(endpoint.limits, None)
+    command = [*prefix, status.binary, "--args", str(fd), "--", *endpoint.argv]
+    # bwrap itself gets an empty environment: it is readable as /proc/1/environ inside.
+    return command, ws, {}, (fd,)

@@ -1,0 +1,128 @@
+"""MCP servers at work: resolve a registration into a contained endpoint, list its tools
+(pinning each definition), and keep one connection per server for a job's lifetime.
+
+Secrets are looked up here, at the last moment, from acode's environment by the names the
+registration gives; only those values reach the server (its sandbox starts empty).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from roles.models import McpServer, McpToolDefinition
+from roles.services.mcp import mcp_definitions_record, mcp_server_status_record
+from sessions_app.containment import (
+    Limits,
+    McpConnection,
+    McpEndpoint,
+    McpFailure,
+    ToolResult,
+)
+
+MISSING_SECRET = "ACODE-MCP-006"
+
+
+def mcp_endpoint(server: McpServer, *, workspace: Path | None = None) -> McpEndpoint:
+    """The contained endpoint of ``server``; ``McpFailure`` when a named secret is unset."""
+    return McpEndpoint(
+        name=server.slug,
+        transport=server.transport,
+        argv=tuple(server.command),
+        url=server.url,
+        env=_secrets(server, server.env_secrets),
+        headers=_secrets(server, server.header_secrets),
+        network=server.network,
+        workspace=workspace,
+        ro_paths=tuple(Path(p) for p in server.read_only_paths),
+        start_timeout=float(getattr(settings, "ACODE_MCP_START_TIMEOUT", 30)),
+        call_timeout=float(server.call_timeout_seconds),
+        max_output=server.max_output_chars,
+        limits=Limits(),
+    )
+
+
+def _secrets(server: McpServer, names: Mapping[str, str]) -> dict[str, str]:
+    missing = [source for source in names.values() if source not in os.environ]
+    if missing:
+        raise McpFailure(
+            MISSING_SECRET,
+            f"MCP server {server.slug}: acode's environment has no {', '.join(sorted(missing))}",
+        )
+    return {target: os.environ[source] for target, source in names.items()}
+
+
+def mcp_server_refresh(
+    *, server: McpServer, actor: str = "system", workspace: Path | None = None
+) -> list[McpToolDefinition]:
+    """List the server's tools now and pin them (``roles.services.mcp``); the server's
+    status and last error record how it went. Raises ``McpFailure`` when it cannot be reached."""
+    try:
+        with McpConnection(mcp_endpoint(server, workspace=workspace)) as connection:
+            listed = connection.list_tools()
+    except McpFailure as failure:
+        mcp_server_status_record(server=server, error=f"{failure.code}: {failure.message}")
+        raise
+    mcp_server_status_record(server=server)
+    return mcp_definitions_record(
+        server=server, definitions=[t.as_dict() for t in listed], actor=actor
+    )
+
+
+class JobMcpServers:
+    """The MCP servers of one job: each started on first use, all killed when the job ends.
+
+    A server is listed again when it starts, so a definition that changed since the last
+    listing is disabled before any call of this job reaches it.
+    """
+
+    def __init__(self, *, workspace: Path | None, actor: str = "system") -> None:
+        self.workspace = workspace
+        self.actor = actor
+        self._open: dict[str, McpConnection] = {}
+
+    def __enter__(self) -> JobMcpServers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def connection(self, server: McpServer) -> McpConnection:
+        """The job's live connection to ``server`` (started, listed and pinned on first use)."""
+        if server.slug in self._open:
+            return self._open[server.slug]
+        connection = McpConnection(mcp_endpoint(server, workspace=self.workspace))
+        try:
+            connection.open()
+            listed = connection.list_tools()
+        except McpFailure as failure:
+            connection.close()
+            mcp_server_status_record(server=server, error=f"{failure.code}: {failure.message}")
+            raise
+        mcp_server_status_record(server=server)
+        mcp_definitions_record(
+            server=server, definitions=[t.as_dict() for t in listed], actor=self.actor
+        )
+        self._open[server.slug] = connection
+        return connection
+
+    def call(self, tool: McpToolDefinition, arguments: Mapping[str, Any]) -> ToolResult:
+        """Call an offered tool; a definition not (or no longer) approved is refused first."""
+        connection = self.connection(tool.server)
+        tool.refresh_from_db()
+        if not tool.offered:
+            raise McpFailure(
+                "ACODE-MCP-004",
+                f"mcp.{tool.server.slug}.{tool.name} is {tool.get_state_display()}",
+            )
+        return connection.call_tool(tool.name, arguments)
+
+    def close(self) -> None:
+        """Kill every server this job started."""
+        for connection in self._open.values():
+            connection.close()
+        self._open.clear()
