@@ -28,6 +28,7 @@ class ToolSpec:
     description: str
     enabled: bool
     position: int = 0
+    withheld_reason: str = ""  # why a disabled tool is, when more is known (MCP pinning)
 
     @property
     def name(self) -> str:
@@ -178,7 +179,7 @@ def compute_access(
         inherited_missing = tuple(sorted((required & held) - effective))
         reason = ""
         if not tool.enabled:
-            reason = "tool is disabled"
+            reason = tool.withheld_reason or "tool is disabled"
         elif missing:
             reason = "missing permission " + ", ".join(missing)
         elif inherited_missing:

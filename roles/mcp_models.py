@@ -40,7 +40,12 @@ class McpServer(models.Model):
     """An MCP server admins registered; its tools are offered only once approved."""
 
     slug = models.SlugField(
-        max_length=40, unique=True, help_text="Its tools are named mcp.<slug>.<tool>."
+        max_length=40,
+        unique=True,
+        validators=[
+            RegexValidator(r"__", "No double underscore: it separates names.", inverse_match=True)
+        ],
+        help_text="Its tools are named mcp__<slug>__<tool>.",
     )
     description = models.CharField(max_length=255, blank=True)
     transport = models.CharField(
@@ -146,9 +151,37 @@ class McpToolDefinition(models.Model):
         verbose_name = "MCP tool definition"
 
     def __str__(self) -> str:
-        return f"mcp.{self.server.slug}.{self.name}"
+        return f"mcp__{self.server.slug}__{self.name}"  # roles.mcp_tools.mcp_tool_name
 
     @property
     def offered(self) -> bool:
         """Approved, and the server still says exactly what was approved."""
         return self.state == McpToolState.APPROVED and self.live_hash == self.approved_hash
+
+
+class McpArgumentLimit(models.Model):
+    """A role's narrowing of one tool's arguments: a JSON Schema fragment every call must
+    also fit (a pattern on a path, an enum of projects, a maximum). A child role is held
+    to its ancestors' limits too, so it never exceeds its parent."""
+
+    role = models.ForeignKey("roles.Role", on_delete=models.CASCADE, related_name="argument_limits")
+    tool = models.CharField(max_length=200, help_text="The tool's name, e.g. mcp__tracker__issues.")
+    schema = models.JSONField(help_text='e.g. {"properties": {"project": {"enum": ["acode"]}}}')
+
+    class Meta:
+        ordering = ["role__slug", "tool"]
+        constraints = [
+            models.UniqueConstraint(fields=["role", "tool"], name="argument_limit_unique_per_role")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role} · {self.tool}"
+
+    def clean(self) -> None:
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
+
+        try:
+            Draft202012Validator.check_schema(self.schema)
+        except SchemaError as exc:
+            raise ValidationError({"schema": f"Not a JSON Schema: {exc.message}"}) from exc

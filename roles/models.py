@@ -260,6 +260,7 @@ class RegistryStamp(models.Model):
 
 # MCP servers and their pinned tool definitions (issue 24) live in their own module.
 from roles.mcp_models import (  # noqa: E402, F401
+    McpArgumentLimit,
     McpServer,
     McpServerStatus,
     McpToolDefinition,

@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -30,6 +30,7 @@ from roles.access import (
     content_hash,
     role_snapshot,
 )
+from roles.mcp_tools import argument_limits, limits_of, mcp_tool_specs
 from roles.models import (
     DEFAULT_ROLE_SLUG,
     Precondition,
@@ -56,6 +57,10 @@ class RoleDef:
     version: int | None
     content_hash: str
     version_id: int | None = None  # the RoleVersion row of ``version``
+    # tool -> (role slug, JSON Schema fragment) of this role and each ancestor that narrows it
+    argument_limits: Mapping[str, tuple[tuple[str, Mapping[str, Any]], ...]] = field(
+        default_factory=dict
+    )
 
     # Shortcuts for the most read fields.
     @property
@@ -129,6 +134,7 @@ def tool_specs(using: str = "default") -> list[ToolSpec]:
         specs.append(
             ToolSpec(declaration, description or declaration.description, enabled, position)
         )
+    specs += mcp_tool_specs(rows, using)
     return sorted(specs, key=lambda t: (t.position, t.name))
 
 
@@ -243,6 +249,7 @@ class RoleRegistry:
             latest.setdefault(slug, (number, digest, version_pk))
         roles: dict[str, RoleDef] = {}
         keys: dict[str, str] = {}
+        limits = argument_limits(self._using)
         for pk, spec in id_specs:
             access = compute_access(spec.slug, specs, tool_specs)
             digest = content_hash(role_snapshot(spec, access))
@@ -255,6 +262,7 @@ class RoleRegistry:
                 version=number if current else None,
                 content_hash=digest,
                 version_id=version_pk if current else None,
+                argument_limits=limits_of(spec.slug, specs, limits),
             )
             keys[spec.slug.lower()] = spec.slug
             keys[spec.name.lower()] = spec.slug

@@ -45,6 +45,7 @@ class ToolDeclaration:
     command: bool = False
     default_argv: tuple[str, ...] = ()
     kind: str = "builtin"
+    pinned_hash: str = ""  # an MCP tool's approved definition hash (roles.mcp_tools)
 
     @property
     def required_permissions(self) -> tuple[str, ...]:

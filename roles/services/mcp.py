@@ -19,7 +19,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from roles.mcp_models import McpServer, McpServerStatus, McpToolDefinition, McpToolState
-from roles.services.common import actor_label, data_changed
+from roles.mcp_tools import mcp_tool_name, server_permission
+from roles.models import Permission
+from roles.services.common import actor_label, data_changed, role_versions_record
 
 
 def definition_hash(definition: Mapping[str, Any]) -> str:
@@ -38,7 +40,7 @@ def definition_diff(tool: McpToolDefinition) -> str:
 
 
 def _tool_label(tool: McpToolDefinition) -> str:
-    return f"mcp.{tool.server.slug}.{tool.name}"
+    return mcp_tool_name(tool.server.slug, tool.name)
 
 
 @transaction.atomic
@@ -82,6 +84,7 @@ def mcp_definitions_record(
             tool.state = McpToolState.MISSING
             tool.save(update_fields=["state"])
             data_changed("mcp tool", "definition missing", _tool_label(tool), actor)
+    role_versions_record(actor=actor)  # a tool withheld or offered again moves roles' tools
     return seen
 
 
@@ -135,6 +138,7 @@ def mcp_tool_approve(
         "mcp tool", "approved", _tool_label(tool), who,
         {"hash": tool.approved_hash, "previous_hash": previous},
     )  # fmt: skip
+    role_versions_record(actor=who)  # roles holding the server's permission gained a tool
     return tool
 
 
@@ -145,6 +149,11 @@ def mcp_server_save(
     """Save a registration (its secrets are names of acode's variables, never values)."""
     server.full_clean()
     server.save()
+    # The permission that grants its tools exists as soon as the server does.
+    Permission.objects.get_or_create(
+        code=server_permission(server.slug),
+        defaults={"description": f"Use the tools of MCP server {server.slug}"},
+    )
     data_changed("mcp server", "saved", server.slug, actor_label(actor, user))
     return server
 

@@ -30,13 +30,15 @@ from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
+from jsonschema.exceptions import SchemaError, best_match
 
 from roles.commands import command_rule_check
 from roles.registry import RoleDef
 from roles.tools import ToolDeclaration
+from sessions_app.agent.mcp_tool import run_mcp_tool
 from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolContext, ToolResult
 from sessions_app.containment import (
+    McpFailure,
     PatternTimeout,
     Refused,
     RuleRefused,
@@ -147,6 +149,12 @@ def tool_check(role: RoleDef, tool: str, arguments: Any, workspace: Path) -> Dec
         return _deny(
             f"Invalid arguments for {tool}: {where}: {errors[0].message}", "schema", BAD_ARGUMENTS
         )
+    for owner, fragment in role.argument_limits.get(tool, ()):  # the role's, then ancestors'
+        error = best_match(Draft202012Validator(dict(fragment)).iter_errors(arguments))
+        if error is not None:
+            where = "/".join(str(p) for p in error.path) or "arguments"
+            reason = f"Role {owner} limits {tool}'s arguments: {where}: {error.message}"
+            return _deny(reason, f"argument_limits[{owner}]: {tool}", target=where)
     if declaration.command:
         return _check_command(role, declaration, arguments, workspace)
     if declaration.path and "path" in arguments:
@@ -278,6 +286,9 @@ def tool_execute(
     }
     if job is not None:
         details["job"] = str(job.pk)
+    declared = role.access.declaration(tool)
+    if declared is not None and declared.kind == "mcp":  # which approved definition decided
+        details["definition_hash"] = declared.pinned_hash
     audit = _CallAudit(session, role.slug, actor, f"{tool} {decision.target}".strip(), details)
     if not decision.allowed or decision.declaration is None:
         audit.row(AuditEventType.TOOL_DENIED, decision.code, phase="decision",
@@ -316,7 +327,15 @@ def _run(audit: _CallAudit, decision: Decision, context: ToolContext) -> ToolOut
     assert decision.declaration is not None
     tool = decision.declaration.name
     try:
-        result = TOOL_IMPLEMENTATIONS[tool].run(context, decision.arguments)
+        if decision.declaration.kind == "mcp":
+            result = run_mcp_tool(context, decision.declaration, decision.arguments)
+        else:
+            result = TOOL_IMPLEMENTATIONS[tool].run(context, decision.arguments)
+    except McpFailure as exc:  # a server down, slow, unapproved or failing: a clean error
+        error = _clean(exc.message)[:2000]
+        audit.row(AuditEventType.ROLE_ACTION, exc.code, phase="outcome", status="error",
+                  error=error)  # fmt: skip
+        return ToolOutcome("error", "", exc.code, error, audit.target)
     except SandboxUnavailable as exc:
         code, rule, reason = sandbox_problem(writable=context.may_write)
         reason = reason or f"Commands run only inside a sandbox, and none can start here: {exc}."

@@ -58,7 +58,7 @@ def tool_definitions(role: RoleDef) -> list[dict[str, Any]]:
             },
         }
         for spec in registry.effective_tools(role.slug)
-        if spec.name in TOOL_IMPLEMENTATIONS
+        if spec.name in TOOL_IMPLEMENTATIONS or spec.declaration.kind == "mcp"
     ]
 
 
@@ -116,6 +116,14 @@ def run_job(
 
 def _loop(job: Job, provider_override: Provider | None) -> None:
     run = _prepare(job)
+    try:
+        _steps(job, run, provider_override)
+    finally:
+        if run.tool_ctx.mcp is not None:  # the job's MCP servers die with it
+            run.tool_ctx.mcp.close()
+
+
+def _steps(job: Job, run: LoopState, provider_override: Provider | None) -> None:
     while True:
         _guard(run)
         completion = ask_model(run, provider_override)

@@ -13,6 +13,7 @@ from sessions_app.containment import RecordedWrite
 from sessions_app.models import AgentSession, Job, JobEventKind
 from sessions_app.services.changes import change_track, changes_approve
 from sessions_app.services.jobs import job_event
+from sessions_app.services.mcp import JobMcpServers
 from sessions_app.services.runs import run_question_ask, run_review_record
 from sessions_app.services.workspaces import session_git_dir, workspace_writer
 
@@ -64,4 +65,5 @@ def tool_context(job: Job, session: AgentSession, asked: list[str]) -> ToolConte
         request_changes=request_changes,
         ask_human=ask if job.run_stage_id is not None else None,
         command_timeout=settings.ACODE_TOOL_TIMEOUT,
+        mcp=JobMcpServers(workspace=Path(session.workspace), actor=actor),
     )

@@ -79,6 +79,7 @@ class ToolContext:
     network: bool = False
     read_secrets: bool = False
     write_policy: WritePolicy = field(default_factory=WritePolicy)
+    mcp: Any = None  # the job's MCP servers (services.mcp.JobMcpServers), closed with it
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from typing import Any
 
 from django.conf import settings
 
+from roles.mcp_tools import mcp_tool_name
 from roles.models import McpServer, McpToolDefinition
 from roles.services.mcp import mcp_definitions_record, mcp_server_status_record
 from sessions_app.containment import (
@@ -25,6 +26,7 @@ from sessions_app.containment import (
 )
 
 MISSING_SECRET = "ACODE-MCP-006"
+NOT_APPROVED = "ACODE-MCP-004"
 
 
 def mcp_endpoint(server: McpServer, *, workspace: Path | None = None) -> McpEndpoint:
@@ -110,16 +112,32 @@ class JobMcpServers:
         self._open[server.slug] = connection
         return connection
 
-    def call(self, tool: McpToolDefinition, arguments: Mapping[str, Any]) -> ToolResult:
-        """Call an offered tool; a definition not (or no longer) approved is refused first."""
+    def call(
+        self, tool: McpToolDefinition, arguments: Mapping[str, Any], *, pinned_hash: str = ""
+    ) -> ToolResult:
+        """Call an offered tool; a definition not (or no longer) approved, or not the one the
+        caller's check was made against (``pinned_hash``), is refused before the call."""
         connection = self.connection(tool.server)
         tool.refresh_from_db()
+        name = mcp_tool_name(tool.server.slug, tool.name)
         if not tool.offered:
-            raise McpFailure(
-                "ACODE-MCP-004",
-                f"mcp.{tool.server.slug}.{tool.name} is {tool.get_state_display()}",
-            )
+            raise McpFailure(NOT_APPROVED, f"{name}: {tool.get_state_display()}")
+        if pinned_hash and pinned_hash != tool.approved_hash:
+            raise McpFailure(NOT_APPROVED, f"{name}: its approved definition changed")
         return connection.call_tool(tool.name, arguments)
+
+    def call_named(
+        self, server: str, tool: str, arguments: Mapping[str, Any], *, pinned_hash: str = ""
+    ) -> ToolResult:
+        """``call`` by the server's slug and the tool's name."""
+        row = (
+            McpToolDefinition.objects.select_related("server")
+            .filter(server__slug=server, server__enabled=True, name=tool)
+            .first()
+        )
+        if row is None:
+            raise McpFailure(NOT_APPROVED, f"{mcp_tool_name(server, tool)} is not registered")
+        return self.call(row, arguments, pinned_hash=pinned_hash)
 
     def close(self) -> None:
         """Kill every server this job started."""
