@@ -22,12 +22,11 @@ from acode.errors import AcodeError, error_responses
 from acode.inputs import Query, QueryBoolean, Text, json_schema_problems, query_of
 from acode.llm import Endpoint, model_check
 from acode.yamldoc import integral_numbers
-from roles.models import ModelEndpoint, PromptPack, Role
+from roles import selectors
 from roles.portability.definitions import export_definitions, import_definitions
 from roles.portability.document import DOCUMENT_SCHEMA, dump_yaml, load_yaml
 from roles.prompts import compose_prompt
 from roles.registry import registry
-from roles.selectors import endpoint_for
 from roles.serializers import (
     ComposedPromptOutput,
     RoleDetailOutput,
@@ -165,7 +164,7 @@ def role_input(data: Any, schema: dict[str, Any]) -> dict[str, Any]:
 
 class RoleCreateApi(APIView):
     permission_classes = [IsAuthenticated, RoleWritePermission]
-    queryset = Role.objects.none()
+    queryset = selectors.roles_all().none()
 
     @extend_schema(
         request={"application/json": copy.deepcopy(ROLE_CREATE)},
@@ -183,7 +182,7 @@ class RoleCreateApi(APIView):
 
 class RoleWriteApi(APIView):
     permission_classes = [IsAuthenticated, RoleWritePermission]
-    queryset = Role.objects.none()
+    queryset = selectors.roles_all().none()
 
     @extend_schema(
         request={"application/json": copy.deepcopy(ROLE_UPDATE)},
@@ -207,7 +206,7 @@ class RoleWriteApi(APIView):
         operation_id="roles_destroy",
     )
     def delete(self, request: Request, name: str) -> Response:
-        role = Role.objects.get(slug=registry.get(name).slug)
+        role = selectors.role_row(registry.get(name).slug)
         role_delete(role=role, user=request.user)  # type: ignore[arg-type]
         return Response(status=204)
 
@@ -232,7 +231,7 @@ class ImportOutput(serializers.Serializer):
 
 class RoleImportApi(APIView):
     permission_classes = [IsAuthenticated, RoleWritePermission]
-    queryset = Role.objects.none()
+    queryset = selectors.roles_all().none()
     parser_classes = [PlainTextParser]
 
     @extend_schema(
@@ -282,7 +281,7 @@ def _pack_data(name: str, *, with_content: bool) -> dict[str, Any]:
             f"Unknown prompt pack {name!r}.",
             {"pack": name, "known_packs": registry.prompt_packs()},
         )
-    pack = PromptPack.objects.get(name=name)
+    pack = selectors.prompt_pack_row(name)
     return {
         "name": name,
         "version": pack.version,
@@ -358,34 +357,34 @@ class ModelCheckOutput(serializers.Serializer):
 def _endpoint_named(name: str) -> Endpoint:
     """An endpoint by name; ``default`` is the settings' endpoint unless a row has the name.
     A name no row has is 404; a disabled endpoint is ACODE-LLM-001."""
-    exists = ModelEndpoint.objects.filter(name=name).exists()
+    exists = selectors.model_endpoint_exists(name)
     if name == "default" and not exists:
-        return endpoint_for("")
+        return selectors.endpoint_for("")
     if not exists:
         raise NotFound(f"No model endpoint is named {name!r}.")
-    return endpoint_for(name)
+    return selectors.endpoint_for(name)
 
 
 class ModelEndpointListApi(APIView):
     permission_classes = [IsAuthenticated, ModelEndpointPermission]
-    queryset = ModelEndpoint.objects.none()
+    queryset = selectors.model_endpoints_all().none()
 
     @extend_schema(
         responses={200: ModelEndpointOutput(many=True), **error_responses("ACODE-API-403")},
         operation_id="model_endpoints_list",
     )
     def get(self, request: Request) -> Response:
-        default = endpoint_for("")
+        default = selectors.endpoint_for("")
         rows = [
             {**asdict(default), "enabled": True},
-            *ModelEndpoint.objects.values(*ModelEndpointOutput().fields),
+            *selectors.model_endpoint_values(ModelEndpointOutput().fields),
         ]
         return Response(ModelEndpointOutput(rows, many=True).data)
 
 
 class ModelEndpointCheckApi(APIView):
     permission_classes = [IsAuthenticated, ModelEndpointPermission]
-    queryset = ModelEndpoint.objects.none()
+    queryset = selectors.model_endpoints_all().none()
 
     @extend_schema(
         request=None,

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
+from django.db.models import QuerySet
+
 from acode.errors import AcodeError
 from acode.llm import Endpoint, default_endpoint, endpoint_from_row
-from roles.models import ModelEndpoint
+from roles.models import ModelEndpoint, PromptPack, Role
 
 
 def endpoint_for(name: str) -> Endpoint:
@@ -19,3 +24,31 @@ def endpoint_for(name: str) -> Endpoint:
             {"model": name, "known": list(ModelEndpoint.objects.values_list("name", flat=True))},
         )
     return endpoint_from_row(row)
+
+
+def roles_all() -> QuerySet[Role]:
+    """Every role row (DRF's model permissions read the model from it; no row is read)."""
+    return Role.objects.all()
+
+
+def role_row(slug: str) -> Role:
+    """The row of the role ``slug`` (the registry found it first)."""
+    return Role.objects.get(slug=slug)
+
+
+def prompt_pack_row(name: str) -> PromptPack:
+    return PromptPack.objects.get(name=name)
+
+
+def model_endpoints_all() -> QuerySet[ModelEndpoint]:
+    """Every model endpoint row (DRF's model permissions read the model from it)."""
+    return ModelEndpoint.objects.all()
+
+
+def model_endpoint_exists(name: str) -> bool:
+    return ModelEndpoint.objects.filter(name=name).exists()
+
+
+def model_endpoint_values(fields: Iterable[str]) -> list[dict[str, Any]]:
+    """``fields`` of every model endpoint row, in the model's order."""
+    return list(ModelEndpoint.objects.values(*fields))

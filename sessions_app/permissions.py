@@ -16,15 +16,16 @@ answers and cancels them. Approving or rejecting a run at its gate needs
 Workflow templates and risk signals are readable by every user; exporting and importing
 them is for staff.
 
-**Every action on a session** (its details, role, plan, pending changes, jobs, branch, and
-its runs) is decided by one function, ``action_refusal``, over the table
-``ACTION_RULES``: who may do it (acting on the session, deciding at a gate, separation of
-duties) and whether it may happen now (while a run executes only that run changes the
-session; an answer, an approval or a cancel needs the run in the right status; approving
-changes needs a role holding ``approve_changes``). The services ask it at their entry,
-under the session lock, so the API, the dashboard, the CLI, admin and workers are all
-held by it; the API's views ask its access part first (``has_object_permission``), and
-pages and serializers offer a button only where it says yes.
+**Seeing a session and every action on it** (its details, role, plan, pending changes,
+jobs, branch, and its runs) is decided by one function, ``may(user, action, obj)``, over
+the table ``ACTION_RULES``: who may see it, who may do it (acting on the session,
+deciding at a gate, separation of duties) and whether it may happen now (while a run
+executes only that run changes the session; an answer, an approval or a cancel needs the
+run in the right status; approving changes needs a role holding ``approve_changes``).
+The API's views ask it through DRF's ``has_object_permission`` (who may) before reading a
+body; the services ask it again at their entry, under the session lock
+(``action_refusal``), so the API, the dashboard, the CLI, admin and workers are all held
+by it; pages, sockets and serializers offer a button only where it says yes.
 
 Repositories: a user may start sessions on a repository that lists them or one of their
 groups (superusers: every one). Attaching an existing server directory instead needs
@@ -66,23 +67,9 @@ def can_view_all(user: Any) -> bool:
     return bool(user.has_perm("sessions_app.view_all_sessions") or can_act_on_all(user))
 
 
-def session_can_view(user: Any, session: AgentSession) -> bool:
-    # Owners need no permission lookup to see their own session.
-    return bool(user.is_authenticated) and (session.owner_id == user.pk or can_view_all(user))
-
-
-def session_can_act(user: Any, session: AgentSession) -> bool:
-    return bool(user.is_authenticated) and (session.owner_id == user.pk or can_act_on_all(user))
-
-
 def sessions_visible_to(user: Any) -> QuerySet[AgentSession]:
     qs = AgentSession.objects.select_related("current_role", "owner")
     return qs if can_view_all(user) else qs.filter(owner_id=user.pk)
-
-
-def jobs_visible_to(user: Any) -> QuerySet[Job]:
-    qs = Job.objects.select_related("session", "role", "role_version")
-    return qs if can_view_all(user) else qs.filter(session__owner_id=user.pk)
 
 
 def can_view_all_audit(user: Any) -> bool:
@@ -126,27 +113,13 @@ def runs_visible_to(user: Any) -> QuerySet[Run]:
     return qs if can_view_all(user) else qs.filter(session__owner_id=user.pk)
 
 
-def run_can_answer(user: Any, run: Run) -> bool:
-    return action_refusal(SessionAction.RUN_ANSWER, session=run.session, user=user, run=run) is None
-
-
-def run_can_approve(user: Any, run: Run) -> bool:
-    """May approve this run now: it waits at the gate, and the user may decide and did not
-    start it (separation of duties)."""
-    refusal = action_refusal(SessionAction.RUN_APPROVE, session=run.session, user=user, run=run)
-    return refusal is None
-
-
-def run_can_cancel(user: Any, run: Run) -> bool:
-    return action_refusal(SessionAction.RUN_CANCEL, session=run.session, user=user, run=run) is None
-
-
 # -- every action on a session: who, and whether now ---------------------------------------
 
 
 class SessionAction(StrEnum):
-    """Everything that changes a session, its jobs, its branch or its runs."""
+    """Seeing a session, and everything that changes it, its jobs, its branch or its runs."""
 
+    VIEW = "view"  # its details, history, plan, changes, jobs, runs and their events
     SESSION_UPDATE = "session_update"  # title, task, status, risk tier
     TRANSITION = "transition"
     PLAN_SET = "plan_set"
@@ -163,6 +136,7 @@ class SessionAction(StrEnum):
     RUN_CANCEL = "run_cancel"
 
 
+SEE = "see"  # sight of the session: its owner, view_all_sessions, act_on_all_sessions
 ACT = "act"  # the session's owner, or act_on_all_sessions
 DECIDE = "decide"  # approve_run
 
@@ -190,6 +164,7 @@ _SESSION_ACTION = ActionRule(run_owned=True)
 AWAITING_ANSWER = (RunStatus.AWAITING_INPUT, RunStatus.BLOCKED)
 
 ACTION_RULES: dict[SessionAction, ActionRule] = {
+    SessionAction.VIEW: ActionRule(access=SEE),
     SessionAction.SESSION_UPDATE: _SESSION_ACTION,
     SessionAction.TRANSITION: _SESSION_ACTION,
     SessionAction.PLAN_SET: _SESSION_ACTION,
@@ -210,31 +185,45 @@ ACTION_RULES: dict[SessionAction, ActionRule] = {
     SessionAction.RUN_CANCEL: ActionRule(run_statuses=ACTIVE_RUN_STATUSES),
 }
 
+Target = AgentSession | Run | Job  # what an action is taken on: a session, its run or job
 
-def action_refusal(
+
+def may(
+    user: Any,
     action: SessionAction,
+    obj: Target,
     *,
-    session: AgentSession,
-    user: Any = None,
-    run: Run | None = None,
+    session: AgentSession | None = None,
     run_id: uuid.UUID | None = None,
-    job: Job | None = None,
     access_only: bool = False,
+    sight: bool = True,
 ) -> AcodeError | None:
-    """Why ``action`` may not happen to the session now (None: it may). The one place
-    this is decided; the services ask it under the session lock (the run's row locked too
-    for an action on a run).
+    """May ``user`` take ``action`` on ``obj`` (a session, or one of its runs or jobs) now?
+    None if so, else the refusal to raise. The one place this is decided: the API's views
+    (``has_object_permission``), the dashboard, the websocket consumers, admin and the
+    services (``action_refusal``) all ask here.
 
-    ``user``: the person asking (None for the system: a worker, a command). ``run_id``:
-    the run taking the action itself (its engine and its stages' jobs); while that run
-    executes, it is the one actor allowed, and no person's access is asked of it.
-    ``run``: the run acted on; ``job``: the job acted on. ``access_only``: only who may
-    (what the API's views ask before reading a body; the rest needs the locked rows).
+    Asked in order: may the user see the session (no: ACODE-API-404, the answer for one
+    that does not exist); may they take the action (ACODE-API-403, or ACODE-RUN-008 to
+    decide at a gate); then whether it may happen now: separation of duties
+    (ACODE-RUN-009), the executing run's hold on the session (ACODE-RUN-003, -002), the
+    run's status (ACODE-RUN-004) and the role's permission (ACODE-ROL-003).
+
+    ``user``: None for the system (a worker, a command), whose access is not asked.
+    ``session``: the session's row locked by the caller (the services); else ``obj``'s.
+    ``run_id``: the run taking the action itself (its engine and its stages' jobs); while
+    that run executes, it is the one actor allowed, and no person's access is asked of it.
+    ``access_only``: only who may (what a view asks before reading a body); whether now
+    needs the locked rows, and the services, which ask it, audit what it refuses.
+    ``sight``: False where the caller looked the object up as the user already (the
+    services, called by the views).
     """
+    session = session if session is not None else _session_of(obj)
     rule = ACTION_RULES[action]
+    run = obj if isinstance(obj, Run) else None
     acting_run = run_id is not None and run_id == session.active_run_id
     if user is not None and not acting_run:
-        refusal = _access_refusal(rule, user, session)
+        refusal = _access_refusal(rule, user, session, obj if sight else None)
         if refusal is not None or access_only:
             return refusal
         if run is not None and not rule.starter_may and run.started_by_id == user.pk:
@@ -245,6 +234,90 @@ def action_refusal(
             )
     if access_only:
         return None
+    return _now_refusal(
+        action, rule, session, run, obj if isinstance(obj, Job) else None, acting_run
+    )
+
+
+def action_refusal(
+    action: SessionAction,
+    *,
+    session: AgentSession,
+    user: Any = None,
+    run: Run | None = None,
+    run_id: uuid.UUID | None = None,
+    job: Job | None = None,
+) -> AcodeError | None:
+    """``may``, as the services ask it: on the rows they locked (``session``, and ``run``
+    or ``job`` acted on), under the lock. Sight is not asked: their callers looked the
+    object up as the user (a view's 404)."""
+    obj: Target = run or job or session
+    return may(user, action, obj, session=session, run_id=run_id, sight=False)
+
+
+def action_check(action: SessionAction, *, session: AgentSession, **kwargs: Any) -> None:
+    """Raise ``action_refusal``'s answer, if it is a refusal."""
+    refusal = action_refusal(action, session=session, **kwargs)
+    if refusal is not None:
+        raise refusal
+
+
+def not_visible(obj: Target | str) -> AcodeError:
+    """The answer about a session, run or job the user may not see: the same as for one
+    that does not exist, so it tells nothing. ``obj``: the object, or what it is."""
+    what = obj if isinstance(obj, str) else _KIND[type(obj)]
+    return AcodeError("ACODE-API-404", f"No {what} with that id is visible to you.")
+
+
+_KIND: dict[type, str] = {AgentSession: "session", Run: "run", Job: "job"}
+
+
+def _session_of(obj: Target) -> AgentSession:
+    return obj if isinstance(obj, AgentSession) else obj.session
+
+
+def _may_see(user: Any, session: AgentSession) -> bool:
+    # Owners need no permission lookup to see their own session.
+    return bool(user.is_authenticated) and (session.owner_id == user.pk or can_view_all(user))
+
+
+def _may_act(user: Any, session: AgentSession) -> bool:
+    return bool(user.is_authenticated) and (session.owner_id == user.pk or can_act_on_all(user))
+
+
+def _access_refusal(
+    rule: ActionRule, user: Any, session: AgentSession, seen: Target | None
+) -> AcodeError | None:
+    """Who may: sight of the session (asked when ``seen`` names what is looked at), then
+    the action's own access."""
+    if seen is not None and not _may_see(user, session):
+        return not_visible(seen)
+    if rule.access == SEE or (rule.access == ACT and _may_act(user, session)):
+        return None
+    if rule.access == DECIDE:
+        if user.has_perm(APPROVE_RUN_PERMISSION):
+            return None
+        return AcodeError(
+            "ACODE-RUN-008",
+            "Approving or rejecting runs needs the 'approve run' permission.",
+            {"missing_permission": APPROVE_RUN_PERMISSION},
+        )
+    return AcodeError(
+        "ACODE-API-403",
+        "Only the session's owner, or someone allowed to act on all sessions, may do this.",
+        {"missing_permission": "sessions_app.act_on_all_sessions"},
+    )
+
+
+def _now_refusal(
+    action: SessionAction,
+    rule: ActionRule,
+    session: AgentSession,
+    run: Run | None,
+    job: Job | None,
+    acting_run: bool,
+) -> AcodeError | None:
+    """Whether the action may happen now, whoever takes it."""
     if rule.run_owned and not acting_run and _run_owns(session, action, job):
         return AcodeError(
             "ACODE-RUN-003",
@@ -269,31 +342,6 @@ def action_refusal(
                 {"role": role.slug, "missing_permission": rule.role_permission},
             )
     return None
-
-
-def action_check(action: SessionAction, *, session: AgentSession, **kwargs: Any) -> None:
-    """Raise ``action_refusal``'s answer, if it is a refusal."""
-    refusal = action_refusal(action, session=session, **kwargs)
-    if refusal is not None:
-        raise refusal
-
-
-def _access_refusal(rule: ActionRule, user: Any, session: AgentSession) -> AcodeError | None:
-    if rule.access == DECIDE:  # (sight of the session: the views' lookups, 404 otherwise)
-        if user.has_perm(APPROVE_RUN_PERMISSION):
-            return None
-        return AcodeError(
-            "ACODE-RUN-008",
-            "Approving or rejecting runs needs the 'approve run' permission.",
-            {"missing_permission": APPROVE_RUN_PERMISSION},
-        )
-    if session_can_act(user, session):
-        return None
-    return AcodeError(
-        "ACODE-API-403",
-        "Only the session's owner, or someone allowed to act on all sessions, may do this.",
-        {"missing_permission": "sessions_app.act_on_all_sessions"},
-    )
 
 
 def _run_owns(session: AgentSession, action: SessionAction, job: Job | None) -> bool:

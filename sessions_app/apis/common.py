@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, TypeVar, cast
 
 from django.contrib.auth.models import User
 from drf_spectacular.utils import OpenApiParameter
-from rest_framework.exceptions import NotFound
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from sessions_app.models import AgentSession, Job, Run
-from sessions_app.permissions import (
-    SessionAction,
-    action_refusal,
-    jobs_visible_to,
-    session_can_view,
-)
+from sessions_app.permissions import SessionAction, may, not_visible
+
+T = TypeVar("T")
 
 IDEMPOTENCY = OpenApiParameter(
     "Idempotency-Key",
@@ -49,64 +44,34 @@ def request_user(request: Request) -> User:
     return cast(User, request.user)
 
 
-NOT_VISIBLE = "No session with that id is visible to you."
-
-
 class SessionActionPermission(BasePermission):
-    """DRF's object check for a view acting on a session, one of its jobs or runs: who may
-    take the view's action (``SessionActionApi.actions``), as the one decision says
-    (``permissions.action_refusal``, its access part). Whether the action may happen now
-    is asked again by the service, on the locked rows."""
+    """DRF's object check for a view on a session, one of its jobs or one of its runs: may
+    the user take the view's action on it (``SessionActionApi.actions``; reading is
+    ``SessionAction.VIEW``), as the one decision says (``permissions.may``, who may: sight
+    of the session, then the action's access). Whether the action may happen now is asked
+    by the service, on the locked rows."""
 
     def has_object_permission(self, request: Request, view: APIView, obj: Any) -> bool:
-        action = getattr(view, "actions", {}).get(request.method or "")
-        if action is None:
-            return True
-        session = obj if isinstance(obj, AgentSession) else obj.session
-        refusal = action_refusal(
-            action,
-            session=session,
-            user=request.user,
-            run=obj if isinstance(obj, Run) else None,
-            access_only=True,
-        )
+        action = getattr(view, "actions", {}).get(request.method or "", SessionAction.VIEW)
+        refusal = may(request.user, action, obj, access_only=True)
         if refusal is not None:
             raise refusal
         return True
 
 
 class SessionActionApi(APIView):
-    """An API view that changes a session (its role, plan, changes, jobs, branch or runs):
-    ``actions`` names the action each method takes. A test enumerates these views against
-    every run state (tests/sessions_app/test_action_guard.py)."""
+    """An API view on one session, one of its jobs or one of its runs: ``actions`` names the
+    action each method that changes it takes (the others read: ``SessionAction.VIEW``).
+    A test enumerates the changing ones against every run state
+    (tests/sessions_app/test_action_guard.py)."""
 
     permission_classes = [IsAuthenticated, SessionActionPermission]
     actions: ClassVar[dict[str, SessionAction]] = {}
 
-
-def check_session_access(
-    user: Any, session: AgentSession | None, *, view: APIView | None = None, request: Any = None
-) -> AgentSession:
-    """The session if the user may see it; 404 otherwise. With ``view`` (and its
-    ``request``), also whether the user may take the view's action (403 otherwise)."""
-    if session is None or not session_can_view(user, session):
-        raise NotFound(NOT_VISIBLE)
-    if view is not None:
-        view.check_object_permissions(request, session)
-    return session
-
-
-def session_for(request: Request, pk: Any, *, view: APIView | None = None) -> AgentSession:
-    """The session if visible (404 otherwise); with ``view``, may the user act (403)."""
-    session = AgentSession.objects.select_related("owner").filter(pk=pk).first()
-    return check_session_access(request_user(request), session, view=view, request=request)
-
-
-def job_for(request: Request, pk: Any, *, view: APIView | None = None) -> Job:
-    """The job if visible (404 otherwise); with ``view``, may the user act (403)."""
-    job = jobs_visible_to(request_user(request)).filter(pk=pk).first()
-    if job is None:
-        raise NotFound("No job with that id is visible to you.")
-    if view is not None:
-        view.check_object_permissions(request, job)
-    return job
+    def checked(self, request: Request, obj: T | None, what: str) -> T:
+        """``obj`` (a ``what`` read by its id) if the user may take this view's action on it:
+        404 when there is none or they may not see it, 403 when they may not act."""
+        if obj is None:
+            raise not_visible(what)
+        self.check_object_permissions(request, obj)
+        return obj

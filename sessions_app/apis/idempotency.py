@@ -18,7 +18,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from acode.errors import AcodeError
-from sessions_app.models import IdempotencyRecord
+from sessions_app.selectors.lookups import StoredAnswer, idempotency_answer
+from sessions_app.services.idempotency import idempotency_record_create
 
 HEADER = "Idempotency-Key"
 
@@ -29,7 +30,7 @@ def _fingerprint(request: Request) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
-def _replay(record: IdempotencyRecord, fingerprint: str) -> Response:
+def _replay(record: StoredAnswer, fingerprint: str) -> Response:
     if record.fingerprint != fingerprint:
         return Response(
             AcodeError(
@@ -59,7 +60,7 @@ def idempotent(request: Request, operation: Callable[[], Response]) -> Response:
         return run_as_response(operation)
     fingerprint = _fingerprint(request)
     user: Any = request.user
-    existing = IdempotencyRecord.objects.filter(user=user, key=key).first()
+    existing = idempotency_answer(user, key)
     if existing is not None:
         return _replay(existing, fingerprint)
     try:
@@ -70,7 +71,7 @@ def idempotent(request: Request, operation: Callable[[], Response]) -> Response:
                 # so the same request with the same key is tried afresh, not answered 503.
                 transaction.set_rollback(True)
                 return response
-            IdempotencyRecord.objects.create(
+            idempotency_record_create(
                 user=user,
                 key=key,
                 fingerprint=fingerprint,
@@ -78,7 +79,7 @@ def idempotent(request: Request, operation: Callable[[], Response]) -> Response:
                 body=json.loads(json.dumps(response.data, default=str)),
             )
     except IntegrityError:
-        existing = IdempotencyRecord.objects.filter(user=user, key=key).first()
+        existing = idempotency_answer(user, key)
         if existing is None:
             raise
         return _replay(existing, fingerprint)

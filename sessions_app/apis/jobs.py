@@ -6,7 +6,6 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from acode.errors import error_responses
 from acode.inputs import query_of
@@ -17,9 +16,7 @@ from sessions_app.apis.common import (
     NOT_VISIBLE_CODES,
     RUN_OWNS,
     SessionActionApi,
-    job_for,
     request_user,
-    session_for,
 )
 from sessions_app.apis.idempotency import idempotent
 from sessions_app.apis.serializers import (
@@ -31,6 +28,8 @@ from sessions_app.apis.serializers import (
     SessionJobsQuery,
 )
 from sessions_app.permissions import SessionAction
+from sessions_app.selectors.jobs import job_events, session_jobs_listed
+from sessions_app.selectors.lookups import job_by_id, session_by_id
 from sessions_app.services.jobs import job_cancel, job_create, job_queue_consumed
 
 
@@ -46,12 +45,9 @@ class SessionJobsApi(SessionActionApi):
         operation_id="sessions_jobs_list",
     )
     def get(self, request: Request, pk: str) -> Response:
-        session = session_for(request, pk)
-        query = query_of(SessionJobsQuery, request)
-        jobs = session.jobs.order_by("-created_at")
-        if "status" in query:
-            jobs = jobs.filter(status__in=query["status"])
-        jobs = jobs[:200]
+        session = self.checked(request, session_by_id(pk), "session")
+        statuses = query_of(SessionJobsQuery, request).get("status")
+        jobs = session_jobs_listed(session, statuses=statuses, limit=200)
         return Response(JobOutput(jobs, many=True).data)
 
     @extend_schema(
@@ -65,7 +61,7 @@ class SessionJobsApi(SessionActionApi):
         description="Queue an inference job in the session's current role; a worker on the role's queue runs it.",
     )
     def post(self, request: Request, pk: str) -> Response:
-        session = session_for(request, pk, view=self)
+        session = self.checked(request, session_by_id(pk), "session")
 
         def create() -> Response:
             data = JobCreateInput(data=request.data)
@@ -78,20 +74,20 @@ class SessionJobsApi(SessionActionApi):
         return idempotent(request, create)
 
 
-class JobDetailApi(APIView):
+class JobDetailApi(SessionActionApi):
     @extend_schema(
         responses={200: JobDetailOutput, **error_responses(*NOT_VISIBLE_CODES)},
         operation_id="jobs_retrieve",
     )
     def get(self, request: Request, pk: str) -> Response:
-        job = job_for(request, pk)
+        job = self.checked(request, job_by_id(pk), "job")
         data = JobOutput(job).data
         data["queue_consumed"] = job_queue_consumed(job)
-        data["events"] = JobEventOutput(job.events.order_by("seq"), many=True).data
+        data["events"] = JobEventOutput(job_events(job), many=True).data
         return Response(data)
 
 
-class JobEventsApi(APIView):
+class JobEventsApi(SessionActionApi):
     @extend_schema(
         parameters=[JobEventsQuery],
         responses={
@@ -101,11 +97,9 @@ class JobEventsApi(APIView):
         operation_id="jobs_events",
     )
     def get(self, request: Request, pk: str) -> Response:
-        job = job_for(request, pk)
+        job = self.checked(request, job_by_id(pk), "job")
         after = query_of(JobEventsQuery, request)["after"]
-        return Response(
-            JobEventOutput(job.events.filter(seq__gt=after).order_by("seq"), many=True).data
-        )
+        return Response(JobEventOutput(job_events(job, after=after), many=True).data)
 
 
 class JobCancelApi(SessionActionApi):
@@ -117,5 +111,5 @@ class JobCancelApi(SessionActionApi):
         operation_id="jobs_cancel",
     )
     def post(self, request: Request, pk: str) -> Response:
-        job = job_for(request, pk, view=self)
+        job = self.checked(request, job_by_id(pk), "job")
         return Response(JobOutput(job_cancel(job=job, user=request_user(request))).data)

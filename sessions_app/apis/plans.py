@@ -16,7 +16,6 @@ from sessions_app.apis.common import (
     RUN_OWNS,
     SessionActionApi,
     request_user,
-    session_for,
 )
 from sessions_app.apis.idempotency import idempotent
 from sessions_app.apis.serializers import (
@@ -29,6 +28,8 @@ from sessions_app.apis.serializers import (
     StepStatusInput,
 )
 from sessions_app.permissions import SessionAction
+from sessions_app.selectors.lookups import session_by_id
+from sessions_app.selectors.sessions import session_pending_changes
 from sessions_app.services.changes import change_record, changes_approve
 from sessions_app.services.plans import plan_set, plan_step_update
 
@@ -41,7 +42,7 @@ class SessionPlanApi(SessionActionApi):
         operation_id="sessions_plan_retrieve",
     )
     def get(self, request: Request, pk: str) -> Response:
-        return Response(session_for(request, pk).plan)
+        return Response(self.checked(request, session_by_id(pk), "session").plan)
 
     @extend_schema(
         request=PlanInput,
@@ -52,7 +53,7 @@ class SessionPlanApi(SessionActionApi):
         operation_id="sessions_plan_set",
     )
     def put(self, request: Request, pk: str) -> Response:
-        session = session_for(request, pk, view=self)
+        session = self.checked(request, session_by_id(pk), "session")
         data = PlanInput(data=request.data)
         if not data.is_valid():  # every problem with a plan is ACODE-SES-004
             raise AcodeError("ACODE-SES-004", "The plan is invalid.", {"fields": data.errors})
@@ -84,7 +85,7 @@ class SessionPlanStepApi(SessionActionApi):
         operation_id="sessions_plan_step_update",
     )
     def patch(self, request: Request, pk: str, number: int) -> Response:
-        session = session_for(request, pk, view=self)
+        session = self.checked(request, session_by_id(pk), "session")
         data = StepStatusInput(data=request.data)
         data.is_valid(raise_exception=True)
         session = plan_step_update(
@@ -104,10 +105,8 @@ class SessionChangesApi(SessionActionApi):
         operation_id="sessions_changes_list",
     )
     def get(self, request: Request, pk: str) -> Response:
-        session = session_for(request, pk)
-        return Response(
-            PendingChangeOutput(session.pending_changes.select_related("role"), many=True).data
-        )
+        session = self.checked(request, session_by_id(pk), "session")
+        return Response(PendingChangeOutput(session_pending_changes(session), many=True).data)
 
     @extend_schema(
         request=PendingChangeInput,
@@ -119,7 +118,7 @@ class SessionChangesApi(SessionActionApi):
         operation_id="sessions_changes_record",
     )
     def post(self, request: Request, pk: str) -> Response:
-        session = session_for(request, pk, view=self)
+        session = self.checked(request, session_by_id(pk), "session")
 
         def record() -> Response:
             data = PendingChangeInput(data=request.data)
@@ -150,7 +149,7 @@ class SessionChangesApproveApi(SessionActionApi):
         "409 ACODE-RUN-003, nothing written.",
     )
     def post(self, request: Request, pk: str) -> Response:
-        session = session_for(request, pk, view=self)
+        session = self.checked(request, session_by_id(pk), "session")
 
         def approve() -> Response:
             data = ApproveInput(data=request.data)

@@ -7,7 +7,6 @@ from typing import Any
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
-from rest_framework.exceptions import NotFound
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -22,7 +21,6 @@ from sessions_app.apis.common import (
     NOT_VISIBLE_CODES,
     SessionActionApi,
     request_user,
-    session_for,
 )
 from sessions_app.apis.idempotency import idempotent
 from sessions_app.apis.serializers import (
@@ -37,29 +35,17 @@ from sessions_app.apis.serializers import (
     RunStartInput,
     RunSummaryOutput,
 )
-from sessions_app.models import Run
 from sessions_app.permissions import SessionAction, runs_visible_to
-from sessions_app.selectors import run_events, runs_with_details, runs_with_stages
+from sessions_app.selectors import run_events
+from sessions_app.selectors.lookups import run_by_id, session_by_id
+from sessions_app.selectors.runs import run_detail, runs_listed
 from sessions_app.services.runs import run_answer, run_approve, run_cancel, run_reject, run_start
 
-NOT_VISIBLE = "No run with that id is visible to you."
 DECIDE_CODES = ("ACODE-RUN-008", "ACODE-API-404")  # approve_run missing; run not visible
 
 
-def run_for(request: Request, pk: Any, *, view: APIView | None = None) -> Run:
-    """The run if the user may see it (404 otherwise); with ``view``, whether the user may
-    take the view's action on it (403: acting on the session, or deciding at its gate).
-    Asked here as well as in the service, so a refused caller writes nothing."""
-    run = runs_visible_to(request_user(request)).filter(pk=pk).first()
-    if run is None:
-        raise NotFound(NOT_VISIBLE)
-    if view is not None:
-        view.check_object_permissions(request, run)
-    return run
-
-
 def detail(request: Request, pk: Any, *, status_code: int = status.HTTP_200_OK) -> Response:
-    run = runs_with_details(Run.objects.filter(pk=pk)).get()
+    run = run_detail(pk)
     context = {"user": request_user(request)}
     return Response(RunDetailOutput(run, context=context).data, status=status_code)
 
@@ -97,7 +83,7 @@ class SessionRunsApi(SessionActionApi):
         "first stage's job is queued. One run at a time per session.",
     )
     def post(self, request: Request, pk: str) -> Response:
-        session = session_for(request, pk, view=self)
+        session = self.checked(request, session_by_id(pk), "session")
 
         def start() -> Response:
             data = RunStartInput(data=request.data)
@@ -123,26 +109,26 @@ class RunListApi(APIView):
     )
     def get(self, request: Request) -> Response:
         query = query_of(RunListQuery, request)
-        runs = runs_visible_to(request_user(request)).order_by("-created_at")
-        if "session" in query:
-            runs = runs.filter(session_id=query["session"])
-        if "status" in query:
-            runs = runs.filter(status__in=query["status"])
+        runs = runs_listed(
+            runs_visible_to(request_user(request)),
+            session=query.get("session"),
+            statuses=query.get("status"),
+        )
         paginator = RunPagination()
-        page = paginator.paginate_queryset(runs_with_stages(runs), request, view=self)
+        page = paginator.paginate_queryset(runs, request, view=self)
         return paginator.get_paginated_response(RunSummaryOutput(page, many=True).data)
 
 
-class RunDetailApi(APIView):
+class RunDetailApi(SessionActionApi):
     @extend_schema(
         responses={200: RunDetailOutput, **error_responses(*NOT_VISIBLE_CODES)},
         operation_id="runs_retrieve",
     )
     def get(self, request: Request, pk: str) -> Response:
-        return detail(request, run_for(request, pk).pk)
+        return detail(request, self.checked(request, run_by_id(pk), "run").pk)
 
 
-class RunEventsApi(APIView):
+class RunEventsApi(SessionActionApi):
     @extend_schema(
         parameters=[RunEventsQuery],
         responses={
@@ -154,7 +140,7 @@ class RunEventsApi(APIView):
         "of its jobs, in time order (at most 200 per answer: poll again with ?after=next).",
     )
     def get(self, request: Request, pk: str) -> Response:
-        run = run_for(request, pk)
+        run = self.checked(request, run_by_id(pk), "run")
         after = query_of(RunEventsQuery, request)["after"]
         return Response(RunEventsOutput(run_events(run, after=after)).data)
 
@@ -174,7 +160,7 @@ class RunAnswerApi(SessionActionApi):
         "answer; a blocked run sends the plan step back to the Coder with it.",
     )
     def post(self, request: Request, pk: str) -> Response:
-        run = run_for(request, pk, view=self)
+        run = self.checked(request, run_by_id(pk), "run")
 
         def answer() -> Response:
             data = RunAnswerInput(data=request.data)
@@ -208,7 +194,7 @@ class RunApproveApi(SessionActionApi):
         "Needs approve_run; whoever started the run cannot approve it.",
     )
     def post(self, request: Request, pk: str) -> Response:
-        run = run_for(request, pk, view=self)
+        run = self.checked(request, run_by_id(pk), "run")
 
         def approve() -> Response:
             data = RunApproveInput(data=request.data)
@@ -238,7 +224,7 @@ class RunRejectApi(SessionActionApi):
         description="Reject the run at its gate: it ends rejected; the changes stay pending.",
     )
     def post(self, request: Request, pk: str) -> Response:
-        run = run_for(request, pk, view=self)
+        run = self.checked(request, run_by_id(pk), "run")
 
         def reject() -> Response:
             data = RunRejectInput(data=request.data)
@@ -261,7 +247,7 @@ class RunCancelApi(SessionActionApi):
         "stage otherwise. The session goes back to Default.",
     )
     def post(self, request: Request, pk: str) -> Response:
-        run = run_for(request, pk, view=self)
+        run = self.checked(request, run_by_id(pk), "run")
 
         def cancel() -> Response:
             run_cancel(run=run, user=request_user(request))

@@ -26,7 +26,6 @@ from sessions_app.apis.common import (
     RUN_OWNS,
     SessionActionApi,
     request_user,
-    session_for,
 )
 from sessions_app.apis.idempotency import idempotent
 from sessions_app.apis.serializers import (
@@ -44,6 +43,12 @@ from sessions_app.apis.serializers import (
 from sessions_app.filters import SessionFilter
 from sessions_app.permissions import SessionAction, sessions_visible_to
 from sessions_app.selectors import session_usage, usage
+from sessions_app.selectors.lookups import session_by_id
+from sessions_app.selectors.sessions import (
+    session_history,
+    session_pending_diffs,
+    sessions_listed,
+)
 from sessions_app.services.sessions import session_create, session_update
 from sessions_app.services.workspaces import session_git_dir
 
@@ -61,9 +66,7 @@ class SessionListApi(APIView):
     )
     def get(self, request: Request) -> Response:
         query_of(SessionListQuery, request)
-        visible = sessions_visible_to(request_user(request)).select_related(
-            "role_version", "repository"
-        )
+        visible = sessions_listed(sessions_visible_to(request_user(request)))
         filters = SessionFilter(request.query_params, queryset=visible)
         if not filters.is_valid():
             raise ValidationError(filters.errors)
@@ -103,7 +106,7 @@ class SessionDetailApi(SessionActionApi):
         operation_id="sessions_retrieve",
     )
     def get(self, request: Request, pk: str) -> Response:
-        return Response(SessionOutput(session_for(request, pk)).data)
+        return Response(SessionOutput(self.checked(request, session_by_id(pk), "session")).data)
 
     @extend_schema(
         request=SessionUpdateInput,
@@ -114,7 +117,7 @@ class SessionDetailApi(SessionActionApi):
         operation_id="sessions_update",
     )
     def patch(self, request: Request, pk: str) -> Response:
-        session = session_for(request, pk, view=self)
+        session = self.checked(request, session_by_id(pk), "session")
         if isinstance(request.data, dict) and (
             "current_role" in request.data or "role" in request.data
         ):
@@ -127,26 +130,23 @@ class SessionDetailApi(SessionActionApi):
         return Response(SessionOutput(session).data)
 
 
-class SessionHistoryApi(APIView):
+class SessionHistoryApi(SessionActionApi):
     @extend_schema(
         responses={200: TransitionOutput(many=True), **error_responses(*NOT_VISIBLE_CODES)},
         operation_id="sessions_history",
     )
     def get(self, request: Request, pk: str) -> Response:
-        session = session_for(request, pk)
-        rows = session.transitions.select_related("from_role", "to_role", "role_version").order_by(
-            "seq"
-        )
-        return Response(TransitionOutput(rows, many=True).data)
+        session = self.checked(request, session_by_id(pk), "session")
+        return Response(TransitionOutput(session_history(session), many=True).data)
 
 
-class SessionStatsApi(APIView):
+class SessionStatsApi(SessionActionApi):
     @extend_schema(
         responses={200: UsageOutput, **error_responses(*NOT_VISIBLE_CODES)},
         operation_id="sessions_stats",
     )
     def get(self, request: Request, pk: str) -> Response:
-        return Response(session_usage(session_for(request, pk)))
+        return Response(session_usage(self.checked(request, session_by_id(pk), "session")))
 
 
 class UsageApi(APIView):
@@ -159,7 +159,7 @@ class UsageApi(APIView):
         return Response(usage(sessions_visible_to(request_user(request))))
 
 
-class SessionContextApi(APIView):
+class SessionContextApi(SessionActionApi):
     @extend_schema(
         parameters=[ContextQuery],
         responses={
@@ -170,7 +170,7 @@ class SessionContextApi(APIView):
         description="What a job would see: strategy, token count and files with their share.",
     )
     def get(self, request: Request, pk: str) -> Response:
-        session = session_for(request, pk)
+        session = self.checked(request, session_by_id(pk), "session")
         query = query_of(ContextQuery, request)
         role = registry.get(query.get("role") or session.current_role.slug)
         bundle = build_context(
@@ -180,19 +180,19 @@ class SessionContextApi(APIView):
             request=query.get("task") or session.task or session.title,
             task=session.task,
             plan=session.plan,
-            pending=dict(session.pending_changes.values_list("path", "diff")),
+            pending=session_pending_diffs(session),
             git_dir=session_git_dir(session),
         )
         return Response(bundle.as_dict())
 
 
-class SessionToolsApi(APIView):
+class SessionToolsApi(SessionActionApi):
     @extend_schema(
         responses={200: SessionToolsOutput, **error_responses(*NOT_VISIBLE_CODES)},
         operation_id="sessions_tools",
     )
     def get(self, request: Request, pk: str) -> Response:
-        session = session_for(request, pk)
+        session = self.checked(request, session_by_id(pk), "session")
         role = registry.resolve(session.current_role.slug)
         return Response(
             {

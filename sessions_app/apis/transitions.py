@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
-from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from acode.errors import error_responses
 from acode.middleware import request_id_of
@@ -14,14 +12,11 @@ from sessions_app.apis.common import (
     ACT_CODES,
     IDEMPOTENCY,
     INVALID_CODES,
-    NOT_VISIBLE,
     NOT_VISIBLE_CODES,
     REQUEST_ID,
     RUN_OWNS,
     SessionActionApi,
-    check_session_access,
     request_user,
-    session_for,
 )
 from sessions_app.apis.idempotency import idempotent
 from sessions_app.apis.serializers import (
@@ -32,7 +27,8 @@ from sessions_app.apis.serializers import (
     TransitionResultOutput,
 )
 from sessions_app.models import AgentSession
-from sessions_app.permissions import SessionAction
+from sessions_app.permissions import SessionAction, not_visible
+from sessions_app.selectors.lookups import session_by_id
 from sessions_app.services.transitions import session_transition, transitions_from
 
 
@@ -65,7 +61,8 @@ class SessionTransitionApi(SessionActionApi):
             data = TransitionInput(data=request.data)
             data.is_valid(raise_exception=True)
             try:
-                # Access is checked on the locked row, so the lock is the only read.
+                # Who may is asked by the service on the locked row (``permissions.may``,
+                # as this view's permission would), so the lock is the only read.
                 result = session_transition(
                     session=pk,
                     to_role=data.validated_data["to_role"],
@@ -73,12 +70,9 @@ class SessionTransitionApi(SessionActionApi):
                     user=user,
                     expected_role=data.validated_data.get("expected_role") or None,
                     request_id=request_id_of(request),
-                    authorize=lambda locked: check_session_access(
-                        user, locked, view=self, request=request
-                    ),
                 )
             except AgentSession.DoesNotExist:
-                raise NotFound(NOT_VISIBLE) from None
+                raise not_visible("session") from None
             return Response(
                 {
                     "changed": result.changed,
@@ -93,7 +87,7 @@ class SessionTransitionApi(SessionActionApi):
         return idempotent(request, transition)
 
 
-class SessionTransitionsAllowedApi(APIView):
+class SessionTransitionsAllowedApi(SessionActionApi):
     @extend_schema(
         responses={
             200: AllowedTransitionOutput(many=True),
@@ -102,5 +96,5 @@ class SessionTransitionsAllowedApi(APIView):
         operation_id="sessions_transitions_allowed",
     )
     def get(self, request: Request, pk: str) -> Response:
-        session = session_for(request, pk)
+        session = self.checked(request, session_by_id(pk), "session")
         return Response([t.as_dict() for t in transitions_from(session)])

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 from dataclasses import asdict
 
-from django.db.models import Prefetch, QuerySet
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -20,8 +19,8 @@ from roles.apis import IMPORT_CODES, PlainTextParser
 from roles.portability.document import dump_yaml
 from sessions_app.apis.common import request_user
 from sessions_app.apis.serializers import RiskSignalOutput, WorkflowImportOutput, WorkflowOutput
-from sessions_app.models import RiskSignal, WorkflowStage, WorkflowTemplate
 from sessions_app.permissions import can_manage_workflows
+from sessions_app.selectors.runs import risk_signals, workflow_template, workflow_templates
 from sessions_app.services.runs.portability import (
     DOCUMENT_SCHEMA,
     workflows_export,
@@ -30,11 +29,6 @@ from sessions_app.services.runs.portability import (
 )
 
 STAFF_ONLY = "Exporting and importing workflow templates is for staff."
-
-
-def templates() -> QuerySet[WorkflowTemplate]:
-    stages = WorkflowStage.objects.select_related("role").order_by("position")
-    return WorkflowTemplate.objects.prefetch_related(Prefetch("stages", queryset=stages))
 
 
 def check_staff(request: Request) -> None:
@@ -58,7 +52,7 @@ class WorkflowListApi(APIView):
         description="Workflow templates with their stages, by name.",
     )
     def get(self, request: Request) -> Response:
-        return Response(WorkflowOutput(templates().order_by("name"), many=True).data)
+        return Response(WorkflowOutput(workflow_templates(), many=True).data)
 
 
 class WorkflowDetailApi(APIView):
@@ -76,7 +70,7 @@ class WorkflowDetailApi(APIView):
         operation_id="workflows_retrieve",
     )
     def get(self, request: Request, slug: str) -> Response:
-        template = templates().filter(slug=slug).first()
+        template = workflow_template(slug)
         if template is None:
             raise NotFound(f"No workflow template {slug!r}.")
         return Response(WorkflowOutput(template).data)
@@ -89,7 +83,7 @@ class RiskSignalListApi(APIView):
         description="What raises a run's risk tier: keywords, paths, plan size, failures.",
     )
     def get(self, request: Request) -> Response:
-        return Response(RiskSignalOutput(RiskSignal.objects.order_by("name"), many=True).data)
+        return Response(RiskSignalOutput(risk_signals(), many=True).data)
 
 
 class WorkflowExportApi(APIView):

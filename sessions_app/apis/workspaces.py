@@ -12,10 +12,12 @@ from rest_framework.views import APIView
 
 from acode.errors import AcodeError, error_responses
 from acode.inputs import query_of
-from sessions_app.apis.common import NOT_VISIBLE_CODES, request_user, session_for
+from sessions_app.apis.common import NOT_VISIBLE_CODES, SessionActionApi, request_user
 from sessions_app.apis.serializers import DeliveredCommitOutput, PatchQuery, RepositoryOutput
 from sessions_app.permissions import repositories_usable_by
 from sessions_app.selectors import session_commits
+from sessions_app.selectors.lookups import session_by_id
+from sessions_app.selectors.sessions import session_delivered
 from sessions_app.services.workspaces import workspace_commit_patch, workspace_patch
 
 
@@ -26,7 +28,7 @@ class RepositoryListApi(APIView):
         return Response(RepositoryOutput(repositories, many=True).data)
 
 
-class SessionCommitsApi(APIView):
+class SessionCommitsApi(SessionActionApi):
     @extend_schema(
         responses={200: DeliveredCommitOutput(many=True), **error_responses(*NOT_VISIBLE_CODES)},
         operation_id="sessions_commits",
@@ -34,11 +36,11 @@ class SessionCommitsApi(APIView):
         "branch, newest first, with the files each changed, its patch and its push.",
     )
     def get(self, request: Request, pk: str) -> Response:
-        session = session_for(request, pk)
+        session = self.checked(request, session_by_id(pk), "session")
         return Response(DeliveredCommitOutput(session_commits(session), many=True).data)
 
 
-class SessionPatchApi(APIView):
+class SessionPatchApi(SessionActionApi):
     @extend_schema(
         parameters=[PatchQuery],
         responses={
@@ -53,12 +55,12 @@ class SessionPatchApi(APIView):
         "that one (a commit the session delivered; any other is 404).",
     )
     def get(self, request: Request, pk: str) -> HttpResponse:
-        session = session_for(request, pk)
+        session = self.checked(request, session_by_id(pk), "session")
         sha = query_of(PatchQuery, request).get("commit")
         if sha is None:
             body, name = workspace_patch(session), f"acode-{session.pk}.patch"
         else:
-            if not session_commits(session).filter(sha=sha).exists():
+            if not session_delivered(session, sha):
                 raise AcodeError(
                     "ACODE-API-404",
                     "The session delivered no commit with that id.",

@@ -33,7 +33,7 @@ from sessions_app.dashboard.board import (
     viewer_for,
 )
 from sessions_app.dashboard.roles import render_roles_fragments
-from sessions_app.dashboard.runs import run_panel_variant
+from sessions_app.dashboard.runs.panel import run_panel_variant
 from sessions_app.dashboard.session import (
     SESSION_FRAGMENTS,
     fragments_for,

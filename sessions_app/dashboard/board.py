@@ -16,8 +16,7 @@ from urllib.parse import parse_qs, urlencode
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.db.models import Count, F, OuterRef, QuerySet, Subquery, Window
-from django.db.models.functions import RowNumber
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.template.loader import render_to_string
@@ -42,12 +41,21 @@ from sessions_app.dashboard.formatting import (
 from sessions_app.dashboard.jobs import JOB_LABELS
 from sessions_app.dashboard.live import BOARD_SOCKET_PATH
 from sessions_app.filters import SessionFilter
-from sessions_app.models import AgentSession, Job, Run, RunStatus, SessionStatus
+from sessions_app.models import AgentSession, RunStatus, SessionStatus
 from sessions_app.permissions import (
     can_attach_workspace,
     can_view_all,
     repositories_usable_by,
     sessions_visible_to,
+)
+from sessions_app.selectors.board import (
+    board_cards,
+    newest_per_role,
+    repository_names,
+    session_owner_names,
+    session_role_slug,
+    sessions_in_roles,
+    sessions_per_role,
 )
 from sessions_app.services.event_catalog import BOARD_COLUMN, BOARD_PAGE
 from sessions_app.services.sessions import session_create
@@ -172,24 +180,8 @@ class BoardColumn:
         return self.total - len(self.cards)
 
 
-def board_cards_queryset(ids: list[Any]) -> QuerySet[AgentSession]:
-    """The sessions ``ids`` (found visible and matching already), with what their cards
-    show: the search is not evaluated a second time."""
-    latest_job = Job.objects.filter(session=OuterRef("pk")).order_by("-created_at")
-    latest_run = Run.objects.filter(session=OuterRef("pk")).order_by("-created_at")
-    return (
-        AgentSession.objects.filter(pk__in=ids)
-        .annotate(
-            changes_count=Count("pending_changes"),
-            latest_job_status=Subquery(latest_job.values("status")[:1]),
-            latest_run_status=Subquery(latest_run.values("status")[:1]),
-        )
-        .order_by("-role_since")
-    )
-
-
 def board_card(session: AgentSession, now: datetime) -> BoardCard:
-    """A session's card; ``session`` comes annotated from :func:`board_cards_queryset`."""
+    """A session's card; ``session`` comes annotated from ``selectors.board.board_cards``."""
     done, total = plan_progress(session.plan)
     job_status = session.latest_job_status or ""  # type: ignore[attr-defined]
     run_status = session.latest_run_status or ""  # type: ignore[attr-defined]
@@ -214,12 +206,6 @@ def board_card(session: AgentSession, now: datetime) -> BoardCard:
     )
 
 
-CARD_FIELDS = (
-    "id", "title", "current_role_id", "role_since", "last_reason", "status", "risk_tier",
-    "plan", "owner__username",
-)  # fmt: skip
-
-
 def board_columns(
     user: User, filters: BoardFilters, only: Iterable[str] | None = None
 ) -> list[BoardColumn]:
@@ -237,29 +223,19 @@ def board_columns(
         return []
     now = timezone.now()
     slug_of = {registry.get(s).id: s for s in slugs}
-    matching = filters.sessions(user).filter(current_role_id__in=list(slug_of))
+    matching = sessions_in_roles(filters.sessions(user), list(slug_of))
     totals = dict.fromkeys(slugs, 0)
-    per_role = matching.order_by().values_list("current_role_id").annotate(n=Count("pk"))
-    for role_id, count in per_role:
+    for role_id, count in sessions_per_role(matching).items():
         totals[slug_of[role_id]] = count
-    newest = matching.annotate(
-        rank=Window(RowNumber(), partition_by=F("current_role_id"), order_by=F("role_since").desc())
-    ).filter(rank__lte=COLUMN_LIMIT)
-    # Read as a list first: with the ids known, the planner sizes the cards query right
-    # (as a subquery it guesses thousands of rows, and on PostgreSQL compiles it with JIT).
-    shown = list(newest.values_list("pk", flat=True))
     cards: dict[str, list[BoardCard]] = {s: [] for s in slugs}
-    # Only what a card shows: no role row (the registry has it), no task or workspace.
-    rows = board_cards_queryset(shown).select_related("owner").only(*CARD_FIELDS)
-    for session in rows:
+    for session in board_cards(newest_per_role(matching, COLUMN_LIMIT)):
         cards[slug_of[session.current_role_id]].append(board_card(session, now))
     return [BoardColumn(role_badge(s), cards[s], totals[s]) for s in slugs]
 
 
 def board_owner_choices(user: User) -> list[str]:
     """Owners of the sessions the user may see, for the owner filter."""
-    qs = sessions_visible_to(user).order_by().values_list("owner__username", flat=True)
-    return sorted(set(qs.distinct()))
+    return session_owner_names(sessions_visible_to(user))
 
 
 def render_board_columns(columns: Sequence[BoardColumn]) -> str:
@@ -291,8 +267,7 @@ def render_board_update(
 
     Empty when the user may not see the session, or none of those columns are shown.
     """
-    visible = sessions_visible_to(user).filter(pk=session_id)
-    role = visible.values_list("current_role__slug", flat=True).first()
+    role = session_role_slug(sessions_visible_to(user), session_id)
     if role is None:
         return ""
     affected = {role}
@@ -387,9 +362,7 @@ def _board_page(
             "view_all": can_view_all(user),
             "ws_url": BOARD_SOCKET_PATH + (f"?{query}" if query else ""),
             "new_session": new_session or NewSessionForm(),
-            "repositories": list(
-                repositories_usable_by(user).order_by("name").values_list("name", flat=True)
-            ),
+            "repositories": repository_names(repositories_usable_by(user)),
             "can_attach": can_attach_workspace(user),
             "embedded_model": embedded_model_in_use(),
         },

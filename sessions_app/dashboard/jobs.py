@@ -7,13 +7,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, OuterRef, Subquery
-from django.db.models.functions import Coalesce
-
 from acode.workers import queue_has_consumer
 from roles.registry import registry
 from sessions_app.dashboard.formatting import RoleBadge, Stamp, role_badge, stamp_of
-from sessions_app.models import Job, JobEvent, JobEventKind, JobStatus
+from sessions_app.models import Job, JobEventKind, JobStatus
+from sessions_app.selectors.jobs import (
+    job_denied_count,
+    job_newest_events,
+    session_job,
+    session_jobs_shown,
+)
 from sessions_app.services.jobs import job_queue
 
 JOB_LABELS = dict(JobStatus.choices)
@@ -151,17 +154,9 @@ def _job_view(job: Job, events: list[JobEventView]) -> JobView:
         error_message=job.error_message,
         created=stamp_of(job.created_at),
         events=events,
-        denied=_denied(job),
+        denied=job_denied_count(job),
         unconsumed_queue=_unconsumed_queue(job),
     )
-
-
-def _denied(job: Job) -> int:
-    # Annotated by session_jobs (one query for every job shown); counted here otherwise.
-    counted = getattr(job, "denied_count", None)
-    if counted is not None:
-        return int(counted)
-    return job.events.filter(kind=JobEventKind.TOOL_DENIED).count()
 
 
 def _unconsumed_queue(job: Job) -> str:
@@ -173,28 +168,16 @@ def _unconsumed_queue(job: Job) -> str:
 
 
 def _newest_events(job: Job) -> list[JobEventView]:
-    rows = job.events.order_by("-seq").values_list("seq", "kind", "data", "created_at")
-    return [job_event_view(*row) for row in reversed(list(rows[:JOB_EVENTS_SHOWN]))]
+    return [job_event_view(*row) for row in job_newest_events(job, JOB_EVENTS_SHOWN)]
 
 
 def session_jobs(session_id: Any) -> list[JobView]:
     """The newest jobs of a session; the events of the newest one (the live stream)."""
-    denied = (
-        JobEvent.objects.filter(job=OuterRef("pk"), kind=JobEventKind.TOOL_DENIED)
-        .order_by()
-        .values("job")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-    jobs = list(
-        Job.objects.filter(session_id=session_id)
-        .annotate(denied_count=Coalesce(Subquery(denied), 0))
-        .order_by("-created_at")[:JOBS_SHOWN]
-    )
+    jobs = session_jobs_shown(session_id, JOBS_SHOWN)
     return [_job_view(job, _newest_events(job) if i == 0 else []) for i, job in enumerate(jobs)]
 
 
 def job_panel(session_id: Any, job_id: Any) -> JobView | None:
     """One job of a session with its newest events (a run stage's job, shown on request)."""
-    job = Job.objects.filter(session_id=session_id, pk=job_id).first()
+    job = session_job(session_id, job_id)
     return _job_view(job, _newest_events(job)) if job is not None else None

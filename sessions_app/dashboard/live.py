@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from roles.registry import current_stamp
-from sessions_app.models import AuditEvent
+from sessions_app.selectors.sessions import newest_audit_id
 
 # Routed in acode/routing.py; the pages connect to them with htmx's ws extension.
 BOARD_SOCKET_PATH = "/ws/board/"
@@ -21,5 +21,4 @@ def data_version() -> tuple[int, str]:
     """Moves on every committed change the dashboard shows: the newest audit event (every
     service write appends one in its transaction) and the role registry's stamp (every
     change to role data moves it)."""
-    last_id = AuditEvent.objects.order_by("-id").values_list("id", flat=True).first()
-    return (last_id or 0, current_stamp())
+    return (newest_audit_id(), current_stamp())

@@ -34,7 +34,8 @@ from sessions_app.dashboard.formatting import (
 )
 from sessions_app.dashboard.jobs import JobView, session_jobs
 from sessions_app.dashboard.live import session_socket_path
-from sessions_app.dashboard.runs import RunPanel, run_panel
+from sessions_app.dashboard.runs.panel import run_panel
+from sessions_app.dashboard.runs.shapes import RunPanel
 from sessions_app.dashboard.session_panels import (
     RISK_LABELS,
     WAITING_FOR,
@@ -50,19 +51,22 @@ from sessions_app.dashboard.session_panels import (
     role_shares,
     timeline_entries,
 )
-from sessions_app.models import AgentSession, Run
-from sessions_app.permissions import (
-    SessionAction,
-    action_refusal,
-    session_can_act,
-    sessions_visible_to,
-)
+from sessions_app.models import AgentSession
+from sessions_app.permissions import SessionAction, may
 from sessions_app.selectors import (
     Interval,
     overlap_seconds,
     time_in_roles,
     waiting_intervals,
     waiting_seconds,
+)
+from sessions_app.selectors.lookups import session_by_id
+from sessions_app.selectors.sessions import (
+    HistoryRow,
+    session_for_page,
+    session_history_rows,
+    session_latest_run_state,
+    session_pending_changes,
 )
 from sessions_app.services import transitions
 from sessions_app.services.event_catalog import SESSION_PAGE, rerenders
@@ -89,11 +93,7 @@ class SessionPage:
 
     @classmethod
     def load(cls, session_id: Any) -> SessionPage | None:
-        session = (
-            AgentSession.objects.select_related("current_role", "owner", "role_version")
-            .filter(pk=session_id)
-            .first()
-        )
+        session = session_for_page(session_id)
         return cls(session) if session is not None else None
 
     @cached_property
@@ -116,13 +116,7 @@ class SessionPage:
 
     @cached_property
     def _latest_run(self) -> tuple[str, str] | None:
-        row = (
-            Run.objects.filter(session=self.session)
-            .order_by("-created_at")
-            .values_list("effective_tier", "status")
-            .first()
-        )
-        return (str(row[0]), str(row[1])) if row else None
+        return session_latest_run_state(self.session)
 
     @cached_property
     def risk(self) -> RiskBadge:
@@ -182,12 +176,8 @@ class SessionPage:
         return stamp_of(self.session.created_at)
 
     @cached_property
-    def _history(self) -> list[tuple[int, str | None, str, str, str, datetime]]:
-        return list(
-            self.session.transitions.order_by("seq").values_list(
-                "seq", "from_role__slug", "to_role__slug", "reason", "actor", "created_at"
-            )
-        )
+    def _history(self) -> list[HistoryRow]:
+        return session_history_rows(self.session)
 
     @cached_property
     def timeline(self) -> list[TimelineEntry]:
@@ -237,8 +227,7 @@ class SessionPage:
 
     @cached_property
     def changes(self) -> list[ChangeView]:
-        changes = self.session.pending_changes.select_related("role").order_by("path")
-        return [change_view(change) for change in changes]
+        return [change_view(change) for change in session_pending_changes(self.session)]
 
     @cached_property
     def time_shares(self) -> list[RoleShare]:
@@ -261,12 +250,19 @@ class SessionPage:
         return duration_text(sum(s.seconds for s in self.time_shares))
 
 
+def may_act(user: User, session: AgentSession) -> bool:
+    """Whether the page offers the user its buttons: may they act on the session (the
+    one decision's answer for a transition, whatever the session's state now)."""
+    return may(user, SessionAction.TRANSITION, session, access_only=True) is None
+
+
 def session_access(user: User, session_id: Any) -> tuple[bool, bool]:
-    """(may see, may act) for a user and a session id; (False, False) if it does not exist."""
-    session = sessions_visible_to(user).filter(pk=session_id).first()
-    if session is None:
+    """(may see, may act) for a user and a session id (a socket connecting); (False,
+    False) if it does not exist."""
+    session = session_by_id(session_id)
+    if session is None or may(user, SessionAction.VIEW, session) is not None:
         return False, False
-    return True, session_can_act(user, session)
+    return True, may_act(user, session)
 
 
 def render_session_fragments(
@@ -306,10 +302,10 @@ def render_session_fragments(
 
 
 def _visible_page(user: User, pk: UUID) -> SessionPage:
-    session = sessions_visible_to(user).select_related("role_version").filter(pk=pk).first()
-    if session is None:
+    page = SessionPage.load(pk)
+    if page is None or may(user, SessionAction.VIEW, page.session) is not None:
         raise Http404("No such session, or it is not yours to see.")
-    return SessionPage(session)
+    return page
 
 
 @login_required
@@ -326,7 +322,7 @@ def session_detail(request: HttpRequest, pk: UUID) -> HttpResponse:
         {
             "nav": "board",
             "page": page,
-            "can_act": session_can_act(user, page.session),
+            "can_act": may_act(user, page.session),
             "runs": runs,
             "ws_url": session_socket_path(pk),
         },
@@ -345,13 +341,6 @@ def session_transition(request: HttpRequest, pk: UUID) -> HttpResponse:
     user = cast(User, request.user)
     page = _visible_page(user, pk)
     back = HttpResponseRedirect(reverse("dashboard-session", kwargs={"pk": pk}))
-    # Who may: asked before the service, whose refusals are audited (a follower's post is not).
-    refusal = action_refusal(
-        SessionAction.TRANSITION, session=page.session, user=user, access_only=True
-    )
-    if refusal is not None:
-        messages.error(request, refusal.message, refusal.code)
-        return back
     to_role = request.POST.get("to_role", "").strip()
     if not to_role:
         messages.error(request, "Choose the role to change to.", "ACODE-API-400")

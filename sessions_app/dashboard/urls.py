@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions_app.dashboard import audit, board, roles, runs, session, usage
+from sessions_app.dashboard import audit, board, roles, session, usage
+from sessions_app.dashboard.runs import views as runs
 
 urlpatterns = [
     path("", board.board, name="dashboard-board"),

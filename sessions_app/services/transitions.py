@@ -18,7 +18,7 @@ from acode.inputs import is_blank
 from roles.models import Precondition
 from roles.registry import RoleDef, RuleDef, registry
 from sessions_app.models import AgentSession, AuditEventType, RoleTransition
-from sessions_app.permissions import SessionAction, action_refusal
+from sessions_app.permissions import SessionAction, action_refusal, may
 from sessions_app.services.audit import audit_record
 from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.events import publish_session_event
@@ -190,18 +190,14 @@ def session_transition(
     user: User | None = None,
     expected_role: str | None = None,
     request_id: str | None = None,
-    authorize: Callable[[AgentSession], object] | None = None,
     run_id: uuid.UUID | None = None,
 ) -> TransitionResult:
     """Change a session's role if ``transition_decide`` allows it; the only way it changes.
 
-    Locks the session row, decides, then writes the transition, the session's new role
-    and the audit event in one transaction and publishes after commit. A refusal is
-    audited as ``TransitionDenied`` (and committed) before it is raised. ``authorize``,
-    when given, sees the locked row first and raises to refuse the caller (nothing is
-    written then); it is not asked about the session's owner (``user``). ``run_id`` is
-    given by the run executing in the session (see ``transition_decide``). Raises
-    ``AgentSession.DoesNotExist`` for an unknown id.
+    Locks the session row, asks who may (``permissions.may``: refused unaudited), decides,
+    writes the transition, the new role and the audit event in one transaction and
+    publishes after commit; a refused transition is audited (``TransitionDenied``) first.
+    ``run_id``: the run executing in the session. Raises ``DoesNotExist`` for an unknown id.
     """
     if not reason or is_blank(reason):  # zero-width spaces are no reason either
         raise AcodeError(
@@ -212,10 +208,11 @@ def session_transition(
     who = actor_name(user, actor)
     session_id = session.pk if isinstance(session, AgentSession) else session
     with lock_session(session_id) as locked:
+        refused = may(user, SessionAction.TRANSITION, locked, run_id=run_id, access_only=True)
+        if refused is not None:
+            raise refused
         if user is not None and locked.owner_id == user.pk:
             locked.owner = user  # the answer shows the owner: no second read
-        elif authorize is not None:
-            authorize(locked)
         current = current_role_of(locked)
         decision = transition_decide(
             session=locked,

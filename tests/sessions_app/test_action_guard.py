@@ -31,6 +31,8 @@ from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
 from acode.error_codes import ERROR_CODES
+from sessions_app import urls as api_urls
+from sessions_app.apis.common import SessionActionApi, SessionActionPermission
 from sessions_app.containment.writes import RecordedWrite
 from sessions_app.dashboard import urls as dashboard_urls
 from sessions_app.models import AgentSession
@@ -153,6 +155,21 @@ def mutating_operations() -> set[str]:
 def test_every_mutating_api_operation_is_in_the_table() -> None:
     assert mutating_operations() == set(API) | set(API_NOT_ON_A_SESSION)
     assert not set(API) & set(API_NOT_ON_A_SESSION)
+
+
+def test_every_api_view_on_a_session_job_or_run_asks_the_one_decision() -> None:
+    """A route naming a session, job or run is a ``SessionActionApi``: its DRF permission
+    asks ``permissions.may`` (reads as ``SessionAction.VIEW``), and each method that changes
+    something names its action."""
+    for pattern in api_urls.urlpatterns:
+        assert isinstance(pattern, URLPattern)
+        if "<uuid:pk>" not in str(pattern.pattern):
+            continue
+        view = pattern.callback.view_class
+        assert issubclass(view, SessionActionApi), pattern.name
+        assert SessionActionPermission in view.permission_classes, pattern.name
+        changing = {m.upper() for m in ("post", "put", "patch", "delete") if hasattr(view, m)}
+        assert changing == set(view.actions), pattern.name
 
 
 def _api_url(operation: str, world: World) -> str:

@@ -33,7 +33,6 @@ from sessions_app.apis.serializers.runs import (
     OpenQuestionOutput,
     PendingApprovalOutput,
     RiskSignalHitOutput,
-    RiskSignalOutput,
     RunAnswerInput,
     RunApprovalOutput,
     RunApproveInput,
@@ -51,9 +50,6 @@ from sessions_app.apis.serializers.runs import (
     RunStageRefOutput,
     RunStartInput,
     RunSummaryOutput,
-    WorkflowImportOutput,
-    WorkflowOutput,
-    WorkflowStageOutput,
 )
 from sessions_app.apis.serializers.sessions import (
     AllowedTransitionOutput,
@@ -77,6 +73,12 @@ from sessions_app.apis.serializers.sessions import (
     TransitionResultOutput,
     role_ref,
     version_number,
+)
+from sessions_app.apis.serializers.workflows import (
+    RiskSignalOutput,
+    WorkflowImportOutput,
+    WorkflowOutput,
+    WorkflowStageOutput,
 )
 
 __all__ = [

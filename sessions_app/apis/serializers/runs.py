@@ -1,4 +1,4 @@
-"""Shapes of orchestrated runs, their events, workflow templates and risk signals."""
+"""Shapes of orchestrated runs and their events (workflow templates: ``workflows``)."""
 
 from __future__ import annotations
 
@@ -12,19 +12,15 @@ from roles.registry import registry
 from sessions_app.apis.serializers.deliveries import DeliveredCommitOutput
 from sessions_app.models import (
     ApprovalStatus,
-    RiskSignal,
     RiskTier,
     Run,
     RunQuestion,
     RunStage,
     RunStatus,
-    SignalKind,
     StagePurpose,
     StageStatus,
-    WorkflowStage,
-    WorkflowTemplate,
 )
-from sessions_app.permissions import run_can_answer, run_can_approve, run_can_cancel
+from sessions_app.permissions import SessionAction, may
 from sessions_app.selectors import (
     run_commit,
     run_current_stage,
@@ -73,12 +69,6 @@ class ApprovalStatusField(serializers.ChoiceField):
 class StagePurposeField(serializers.ChoiceField):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(choices=StagePurpose.choices, **kwargs)
-
-
-@extend_schema_field({"type": "string", "enum": SignalKind.values}, component_name="SignalKindEnum")
-class SignalKindField(serializers.ChoiceField):
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(choices=SignalKind.choices, **kwargs)
 
 
 @extend_schema_field({"type": "string", "enum": RiskTier.values}, component_name="RunRiskTierEnum")
@@ -269,17 +259,18 @@ class RunDetailOutput(RunSummaryOutput):
         commit = run_commit(obj)
         return dict(DeliveredCommitOutput(commit).data) if commit is not None else None
 
+    # What the caller may do now, as the one decision says (``permissions.may``).
     @extend_schema_field(serializers.BooleanField())
     def get_can_answer(self, obj: Run) -> bool:
-        return run_can_answer(self.context["user"], obj)
+        return may(self.context["user"], SessionAction.RUN_ANSWER, obj) is None
 
     @extend_schema_field(serializers.BooleanField())
     def get_can_approve(self, obj: Run) -> bool:
-        return run_can_approve(self.context["user"], obj)
+        return may(self.context["user"], SessionAction.RUN_APPROVE, obj) is None
 
     @extend_schema_field(serializers.BooleanField())
     def get_can_cancel(self, obj: Run) -> bool:
-        return run_can_cancel(self.context["user"], obj)
+        return may(self.context["user"], SessionAction.RUN_CANCEL, obj) is None
 
 
 class RunPageOutput(serializers.Serializer):
@@ -349,70 +340,4 @@ class RunEventsQuery(Query):
         required=False,
         default=0,
         help_text="The last n seen: only newer events come",
-    )
-
-
-# -- workflow templates and risk signals --------------------------------------------------
-
-
-class WorkflowStageOutput(serializers.Serializer):
-    position = serializers.IntegerField()
-    purpose = StagePurposeField()
-    role = serializers.SerializerMethodField(help_text="Role slug; null for the approval gate.")
-    role_name = serializers.SerializerMethodField()
-    max_llm_calls = serializers.IntegerField(help_text="0: the role's own limit.")
-    max_tokens = serializers.IntegerField(help_text="0: the role's own limit.")
-    timeout_seconds = serializers.IntegerField(help_text="0: the role's own limit.")
-    model = serializers.CharField(help_text="Model endpoint override; empty: the role's.")
-
-    @extend_schema_field(NULLABLE_TEXT)
-    def get_role(self, obj: WorkflowStage) -> str | None:
-        return obj.role.slug if obj.role is not None else None
-
-    @extend_schema_field(NULLABLE_TEXT)
-    def get_role_name(self, obj: WorkflowStage) -> str | None:
-        return obj.role.name if obj.role is not None else None
-
-
-class WorkflowOutput(serializers.ModelSerializer):
-    stages = WorkflowStageOutput(many=True)
-
-    class Meta:
-        model = WorkflowTemplate
-        fields = [
-            "slug",
-            "name",
-            "description",
-            "risk_tier",
-            "enabled",
-            "max_revisions_per_step",
-            "max_revisions_per_run",
-            "max_llm_calls",
-            "max_tokens",
-            "max_seconds",
-            "approval_ttl_minutes",
-            "stages",
-        ]
-
-
-class RiskSignalOutput(serializers.ModelSerializer):
-    kind = SignalKindField()
-    tier = RiskTierField()
-    patterns = serializers.ListField(child=serializers.CharField())
-
-    class Meta:
-        model = RiskSignal
-        fields = ["name", "description", "kind", "patterns", "threshold", "tier", "enabled"]
-
-
-class WorkflowImportOutput(serializers.Serializer):
-    templates = serializers.IntegerField(help_text="Templates written (created or updated).")
-    stages = serializers.IntegerField()
-    signals = serializers.IntegerField(help_text="Risk signals written.")
-    removed = serializers.ListField(
-        child=serializers.CharField(), help_text="What --replace removed."
-    )
-    disabled = serializers.ListField(
-        child=serializers.CharField(),
-        help_text="Templates --replace would remove but runs still use: disabled instead.",
     )

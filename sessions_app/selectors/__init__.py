@@ -1,6 +1,13 @@
 """Reads about sessions: time in role and time waiting for a person (computed here and
 nowhere else) and usage; what sessions delivered; runs
-with their stages, questions and approvals, what they used and what happened in them."""
+with their stages, questions and approvals, what they used and what happened in them.
+
+The pages and the API read through here too (they import no model):
+``lookups`` finds a session, job or run by id (whether the user may see it is
+``permissions.may``'s answer), ``sessions`` reads a session's history, changes and jobs,
+``board`` the board's columns, ``runs`` what lists and the run panel show of runs and
+workflow templates.
+"""
 
 from __future__ import annotations
 
