@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from roles.models import McpServer
+from roles.services.mcp import mcp_server_save
 from sessions_app.containment import sandbox_available
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -43,7 +44,7 @@ def everything_entry() -> Path:
 @pytest.fixture
 def make_server(db: Any) -> Callable[..., McpServer]:
     def make(slug: str, **fields: Any) -> McpServer:
-        return McpServer.objects.create(slug=slug, **fields)
+        return mcp_server_save(server=McpServer(slug=slug, **fields), actor="test")
 
     return make
 

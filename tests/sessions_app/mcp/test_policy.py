@@ -1,0 +1,167 @@
+"""MCP tools under role policy, against real servers: the same registry, permissions,
+argument check and audit as built-in tools."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from roles.access import WithheldTool
+from roles.models import McpArgumentLimit, McpServer, McpToolDefinition, Permission, Role
+from roles.registry import registry
+from roles.services import role_saved
+from roles.services.mcp import mcp_tool_approve
+from sessions_app.agent.executor import tool_check, tool_execute
+from sessions_app.agent.loop import tool_definitions
+from sessions_app.agent.tool_context import tool_context
+from sessions_app.models import AuditEvent, AuditEventType
+from sessions_app.services.jobs import job_create
+from sessions_app.services.mcp import mcp_server_refresh
+from tests.factories import make_role
+from tests.sessions_app.jobkit import session_in
+from tests.sessions_app.mcp.conftest import needs_sandbox
+
+pytestmark = [needs_sandbox, pytest.mark.django_db]
+
+
+def _approve(server: McpServer, *names: str) -> None:
+    mcp_server_refresh(server=server)
+    for name in names:
+        mcp_tool_approve(tool=McpToolDefinition.objects.get(server=server, name=name))
+
+
+def _grant(role_slug: str, server: McpServer) -> Role:
+    role = Role.objects.get(slug=role_slug)
+    role.permissions.add(Permission.objects.get(code=f"mcp-{server.slug}"))
+    role_saved(role=role, actor="test")
+    return role
+
+
+def _caller(user: Any, workspace: Path) -> tuple[Callable[..., Any], Any]:
+    session = session_in("coder", user, workspace=workspace)
+    job = job_create(session=session, request="t", user=user)
+    context = tool_context(job, session, [])
+
+    def call(tool: str, **arguments: Any) -> Any:
+        registry.sync()
+        return tool_execute(
+            session=session, role=registry.get("coder"), tool=tool, arguments=arguments,
+            actor="job:test", context=context, job=job,
+        )  # fmt: skip
+
+    return call, context
+
+
+def _rows(tool: str) -> list[tuple[str, str]]:
+    return list(
+        AuditEvent.objects.filter(details__tool=tool)
+        .order_by("id")
+        .values_list("event_type", "result")
+    )
+
+
+def test_a_role_without_the_permission_never_sees_or_calls_get_env(
+    everything: McpServer, user: Any, tmp_path: Path
+) -> None:
+    _approve(everything, "get-env")
+    registry.sync()
+    name = "mcp__everything__get-env"
+    offered = [t["function"]["name"] for t in tool_definitions(registry.get("coder"))]
+    withheld = registry.get("coder").access.withheld_reason(name)
+
+    call, context = _caller(user, tmp_path)
+    outcome = call(name)
+    context.mcp.close()
+
+    assert name not in offered
+    assert isinstance(withheld, WithheldTool)
+    assert withheld.reason == "missing permission mcp-everything"
+    assert (outcome.status, outcome.code) == ("denied", "ACODE-ROL-003")
+    assert _rows(name) == [(AuditEventType.TOOL_DENIED, "ACODE-ROL-003")]
+    assert context.mcp._open == {}  # the server was never started
+
+
+def test_with_the_permission_get_env_runs_audited_and_shows_no_secret_of_acode(
+    everything: McpServer, user: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ACODE_OWN_SECRET", "acode-only")
+    _approve(everything, "get-env")
+    _grant("coder", everything)
+    name = "mcp__everything__get-env"
+    registry.sync()
+    assert name in [t["function"]["name"] for t in tool_definitions(registry.get("coder"))]
+
+    call, context = _caller(user, tmp_path)
+    outcome = call(name)
+    context.mcp.close()
+
+    assert outcome.status == "ok", outcome
+    assert outcome.output.startswith(f'<untrusted-data source="{name}">')
+    assert '"HOME": "/tmp"' in outcome.output  # the sandbox's environment, redacted
+    for name_or_value in ("acode-only", "ACODE_OWN_SECRET", "DATABASE_URL", "REDIS_URL"):
+        assert name_or_value not in outcome.output
+    assert _rows(name) == [
+        (AuditEventType.TOOL_DECISION, "allowed"),
+        (AuditEventType.ROLE_ACTION, "ok"),
+    ]
+    decision = AuditEvent.objects.get(details__tool=name, event_type=AuditEventType.TOOL_DECISION)
+    tool = McpToolDefinition.objects.get(server=everything, name="get-env")
+    assert decision.details["definition_hash"] == tool.approved_hash
+    assert decision.details["role_version"] == registry.get("coder").version
+
+
+def test_a_tool_waiting_for_approval_is_withheld_with_its_reason(
+    canary: McpServer, user: Any
+) -> None:
+    mcp_server_refresh(server=canary)
+    _grant("coder", canary)
+    registry.sync()
+
+    withheld = registry.get("coder").access.withheld_reason("mcp__canary__describe-me")
+
+    assert withheld is not None
+    assert withheld.reason == "MCP definition not approved yet"
+
+
+def _limit(role: str, tool: str, schema: dict[str, Any]) -> None:
+    McpArgumentLimit.objects.create(role=Role.objects.get(slug=role), tool=tool, schema=schema)
+
+
+def test_an_argument_outside_the_roles_narrowing_is_refused_before_the_server_is_called(
+    canary: McpServer, user: Any, tmp_path: Path
+) -> None:
+    _approve(canary, "describe-me")
+    _grant("coder", canary)
+    name = "mcp__canary__describe-me"
+    _limit("coder", name, {"properties": {"project": {"enum": ["acode"]}}})
+
+    call, context = _caller(user, tmp_path)
+    refused = call(name, project="payroll")
+    started = dict(context.mcp._open)
+    allowed = call(name, project="acode")
+    context.mcp.close()
+
+    assert (refused.status, refused.code) == ("denied", "ACODE-ROL-003")
+    assert "Role coder limits" in refused.reason and "project" in refused.reason
+    assert started == {}  # refused before any server was started or called
+    assert allowed.status == "ok" and "project acode" in allowed.output
+    denied = AuditEvent.objects.get(details__tool=name, event_type=AuditEventType.TOOL_DENIED)
+    assert denied.details["rule"] == f"argument_limits[coder]: {name}"
+
+
+def test_a_child_role_is_held_to_its_parents_narrowing(canary: McpServer, tmp_path: Path) -> None:
+    _approve(canary, "describe-me")
+    coder = _grant("coder", canary)
+    make_role("coder-junior", parent=coder, permissions=["read_files", "mcp-canary"])
+    name = "mcp__canary__describe-me"
+    _limit("coder", name, {"properties": {"project": {"pattern": "^acode"}}})
+    registry.sync()
+
+    refused = tool_check(registry.get("coder-junior"), name, {"project": "payroll"}, tmp_path)
+    allowed = tool_check(registry.get("coder-junior"), name, {"project": "acode-web"}, tmp_path)
+
+    assert not refused.allowed and refused.rule == f"argument_limits[coder]: {name}"
+    assert allowed.allowed
