@@ -74,6 +74,13 @@ SANDBOX_STARTS = Counter(
     "Agent commands started: in the bubblewrap sandbox or unsandboxed",
     ["mode"],
 )
+MCP_CALL_SECONDS = Histogram(
+    "acode_mcp_call_seconds",
+    "MCP tool calls: latency by server, tool and outcome (ok, error, timeout); counts and "
+    "errors per tool are also in acode_tool_calls (tool mcp__<server>__<tool>)",
+    ["server", "tool", "outcome"],
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+)
 WEBSOCKET_CLIENTS = Gauge(
     "acode_websocket_clients",
     "Open dashboard websockets",
@@ -128,6 +135,11 @@ def _count(
 
 def _tool(target: str, details: Mapping[str, Any]) -> str:
     return str(details.get("tool") or target.split(" ", 1)[0] or "unknown")
+
+
+def observe_mcp_call(*, server: str, tool: str, seconds: float, outcome: str) -> None:
+    """One MCP tool call that reached its server: how long it took and how it ended."""
+    MCP_CALL_SECONDS.labels(server=server, tool=tool, outcome=outcome).observe(seconds)
 
 
 def observe_llm_call(

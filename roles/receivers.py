@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models.signals import m2m_changed, post_delete, post_migrate, post_save
 
 from roles.models import (
+    McpArgumentLimit,
     McpServer,
     McpToolDefinition,
     Permission,
@@ -32,7 +33,7 @@ logger = logging.getLogger(__name__)
 
 _WATCHED = (
     Permission, Tool, Role, RoleVersion, TransitionRule, PromptPack, PromptComponent,
-    McpServer, McpToolDefinition,
+    McpServer, McpToolDefinition, McpArgumentLimit,
 )  # fmt: skip
 _THROUGH = (Role.permissions.through, Role.allowed_tools.through)
 

@@ -16,9 +16,11 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from roles.admin.base import ServiceAdmin
-from roles.models import McpServer, McpToolDefinition
+from roles.models import McpArgumentLimit, McpServer, McpToolDefinition
 from roles.services.mcp import (
     definition_diff,
+    mcp_argument_limit_delete,
+    mcp_argument_limit_save,
     mcp_server_delete,
     mcp_server_save,
     mcp_tool_approve,
@@ -74,3 +76,20 @@ class McpToolDefinitionAdmin(admin.ModelAdmin):
         for tool in queryset:
             mcp_tool_approve(tool=tool, user=request.user)  # type: ignore[arg-type]
         self.message_user(request, f"Approved {queryset.count()} definition(s).", messages.SUCCESS)
+
+
+@admin.register(McpArgumentLimit)
+class McpArgumentLimitAdmin(ServiceAdmin):
+    """A role's JSON Schema narrowing of one tool's arguments (any tool, MCP ones foremost)."""
+
+    list_display = ("role", "tool")
+    list_filter = ("role",)
+    search_fields = ("tool", "role__slug")
+
+    def save_model(
+        self, request: HttpRequest, obj: McpArgumentLimit, form: Any, change: bool
+    ) -> None:
+        mcp_argument_limit_save(limit=obj, user=request.user)  # type: ignore[arg-type]
+
+    def delete_model(self, request: HttpRequest, obj: McpArgumentLimit) -> None:
+        mcp_argument_limit_delete(limit=obj, user=request.user)  # type: ignore[arg-type]

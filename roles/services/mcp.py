@@ -18,7 +18,13 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from roles.mcp_models import McpServer, McpServerStatus, McpToolDefinition, McpToolState
+from roles.mcp_models import (
+    McpArgumentLimit,
+    McpServer,
+    McpServerStatus,
+    McpToolDefinition,
+    McpToolState,
+)
 from roles.mcp_tools import mcp_tool_name, server_permission
 from roles.models import Permission
 from roles.services.common import actor_label, data_changed, role_versions_record
@@ -175,3 +181,27 @@ def mcp_server_status_record(*, server: McpServer, error: str = "") -> None:
         last_error=error[:4000],
         checked_at=timezone.now(),
     )
+
+
+@transaction.atomic
+def mcp_argument_limit_save(
+    *, limit: McpArgumentLimit, actor: str | None = None, user: AbstractBaseUser | None = None
+) -> McpArgumentLimit:
+    """Save a role's narrowing of a tool's arguments (checked to be a JSON Schema)."""
+    limit.full_clean()
+    limit.save()
+    data_changed(
+        "argument limit", "saved", f"{limit.role.slug} {limit.tool}", actor_label(actor, user),
+        {"schema": limit.schema},
+    )  # fmt: skip
+    return limit
+
+
+@transaction.atomic
+def mcp_argument_limit_delete(
+    *, limit: McpArgumentLimit, actor: str | None = None, user: AbstractBaseUser | None = None
+) -> None:
+    """Delete a role's narrowing of a tool's arguments."""
+    name = f"{limit.role.slug} {limit.tool}"
+    limit.delete()
+    data_changed("argument limit", "deleted", name, actor_label(actor, user))

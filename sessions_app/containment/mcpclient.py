@@ -23,6 +23,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractContextManager, ExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
+from acode.metrics import observe_mcp_call
 from sessions_app.containment import sandbox
 from sessions_app.containment.bwrap import SandboxView, bwrap_options
 from sessions_app.containment.process import Limits, _launcher
@@ -165,7 +167,19 @@ class McpConnection(AbstractContextManager["McpConnection"]):
 
     def call_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
         """Call one tool; its text output is capped at ``endpoint.max_output`` characters."""
-        return self._run(lambda: self._call(name, dict(arguments)), self.endpoint.call_timeout)
+        started, outcome = time.monotonic(), "error"
+        try:
+            result: ToolResult = self._run(
+                lambda: self._call(name, dict(arguments)), self.endpoint.call_timeout
+            )
+            outcome = "error" if result.is_error else "ok"
+            return result
+        except McpFailure as failure:
+            outcome = "timeout" if failure.code == TIMED_OUT else "error"
+            raise
+        finally:
+            seconds = time.monotonic() - started
+            observe_mcp_call(server=self.endpoint.name, tool=name, seconds=seconds, outcome=outcome)
 
     def stderr_tail(self) -> str:
         """The end of what a stdio server wrote to stderr (for its last error)."""
