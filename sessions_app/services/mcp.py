@@ -117,19 +117,22 @@ class JobMcpServers:
     ) -> ToolResult:
         """Call an offered tool; a definition not (or no longer) approved, or not the one the
         caller's check was made against (``pinned_hash``), is refused before the call."""
-        connection = self.connection(tool.server)
+        connection = self.connection(tool.server)  # a first start lists and pins it again
         tool.refresh_from_db()
-        name = mcp_tool_name(tool.server.slug, tool.name)
-        if not tool.offered:
-            raise McpFailure(NOT_APPROVED, f"{name}: {tool.get_state_display()}")
-        if pinned_hash and pinned_hash != tool.approved_hash:
-            raise McpFailure(NOT_APPROVED, f"{name}: its approved definition changed")
-        return connection.call_tool(tool.name, arguments)
+        return self._checked_call(connection, tool, arguments, pinned_hash)
 
     def call_named(
         self, server: str, tool: str, arguments: Mapping[str, Any], *, pinned_hash: str = ""
     ) -> ToolResult:
         """``call`` by the server's slug and the tool's name."""
+        row = self._row(server, tool)
+        if server not in self._open:  # starting it lists and pins it again: read it after
+            self.connection(row.server)
+            row = self._row(server, tool)
+        return self._checked_call(self._open[server], row, arguments, pinned_hash)
+
+    @staticmethod
+    def _row(server: str, tool: str) -> McpToolDefinition:
         row = (
             McpToolDefinition.objects.select_related("server")
             .filter(server__slug=server, server__enabled=True, name=tool)
@@ -137,7 +140,21 @@ class JobMcpServers:
         )
         if row is None:
             raise McpFailure(NOT_APPROVED, f"{mcp_tool_name(server, tool)} is not registered")
-        return self.call(row, arguments, pinned_hash=pinned_hash)
+        return row
+
+    @staticmethod
+    def _checked_call(
+        connection: McpConnection,
+        tool: McpToolDefinition,
+        arguments: Mapping[str, Any],
+        pinned_hash: str,
+    ) -> ToolResult:
+        name = mcp_tool_name(tool.server.slug, tool.name)
+        if not tool.offered:
+            raise McpFailure(NOT_APPROVED, f"{name}: {tool.get_state_display()}")
+        if pinned_hash and pinned_hash != tool.approved_hash:
+            raise McpFailure(NOT_APPROVED, f"{name}: its approved definition changed")
+        return connection.call_tool(tool.name, arguments)
 
     def close(self) -> None:
         """Kill every server this job started."""
