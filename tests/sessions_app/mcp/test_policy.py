@@ -17,6 +17,7 @@ from roles.services.mcp import mcp_tool_approve
 from sessions_app.agent.executor import tool_check, tool_execute
 from sessions_app.agent.loop import tool_definitions
 from sessions_app.agent.tool_context import tool_context
+from sessions_app.dashboard.roles import tool_matrix
 from sessions_app.models import AuditEvent, AuditEventType
 from sessions_app.services.jobs import job_create
 from sessions_app.services.mcp import mcp_server_refresh
@@ -121,9 +122,14 @@ def test_a_tool_waiting_for_approval_is_withheld_with_its_reason(
     registry.sync()
 
     withheld = registry.get("coder").access.withheld_reason("mcp__canary__describe-me")
+    (row,) = [
+        r for r in tool_matrix([registry.get("coder")]) if r.tool == "mcp__canary__describe-me"
+    ]
 
     assert withheld is not None
     assert withheld.reason == "MCP definition not approved yet"
+    assert not row.cells[0].allowed  # the dashboard's roles x tools matrix says why
+    assert row.cells[0].reason == "MCP definition not approved yet"
 
 
 def _limit(role: str, tool: str, schema: dict[str, Any]) -> None:
