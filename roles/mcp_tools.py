@@ -45,6 +45,14 @@ def split_mcp_tool_name(name: str) -> tuple[str, str] | None:
     return (server, tool) if sep and server and tool else None
 
 
+def mcp_tool_registered(name: str) -> bool:
+    """Whether ``name`` is a tool some registered server has listed."""
+    parts = split_mcp_tool_name(name)
+    return parts is not None and (
+        McpToolDefinition.objects.filter(server__slug=parts[0], name=parts[1]).exists()
+    )
+
+
 def server_permission(server: str) -> str:
     """The permission that grants a server's tools."""
     return f"mcp-{server}"

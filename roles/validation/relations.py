@@ -10,6 +10,7 @@ from django.db import models
 from django.db.models import ForeignObjectRel, Q
 
 from acode.errors import AcodeError
+from roles.mcp_tools import mcp_tool_registered
 from roles.models import DEFAULT_ROLE_SLUG, Precondition, Role, TransitionRule
 from roles.tools import declared_tools
 
@@ -17,8 +18,8 @@ from roles.tools import declared_tools
 def tool_name_problems(name: str) -> list[str]:
     """A tool row may exist only for a tool acode declares (``roles.tools``): a row enables,
     describes and orders a tool; it cannot make one."""
-    if name in declared_tools():
-        return []
+    if name in declared_tools() or mcp_tool_registered(name):
+        return []  # an MCP tool's row may also turn it off, describe it, or allow-list it
     known = ", ".join(sorted(declared_tools()))
     return [f"tool {name}: acode has no such tool (its tools are {known})"]
 

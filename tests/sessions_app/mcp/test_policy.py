@@ -10,9 +10,16 @@ from typing import Any
 import pytest
 
 from roles.access import WithheldTool
-from roles.models import McpArgumentLimit, McpServer, McpToolDefinition, Permission, Role
+from roles.models import (
+    McpArgumentLimit,
+    McpServer,
+    McpToolDefinition,
+    Permission,
+    Role,
+    Tool,
+)
 from roles.registry import registry
-from roles.services import role_saved
+from roles.services import role_saved, tool_save
 from roles.services.mcp import mcp_tool_approve
 from sessions_app.agent.executor import tool_check, tool_execute
 from sessions_app.agent.loop import tool_definitions
@@ -171,3 +178,18 @@ def test_a_child_role_is_held_to_its_parents_narrowing(canary: McpServer, tmp_pa
 
     assert not refused.allowed and refused.rule == f"argument_limits[coder]: {name}"
     assert allowed.allowed
+
+
+def test_a_roles_allow_list_grants_single_tools_of_a_server(canary: McpServer) -> None:
+    _approve(canary, "describe-me", "read-file")
+    tool_save(tool=Tool(name="mcp__canary__describe-me"), actor="test")
+    make_role(
+        "tracker-user", permissions=["mcp-canary"], allowed_tools=["mcp__canary__describe-me"]
+    )
+    registry.sync()
+
+    access = registry.get("tracker-user").access
+    withheld = access.withheld_reason("mcp__canary__read-file")
+
+    assert access.tools == ("mcp__canary__describe-me",)
+    assert withheld is not None and withheld.reason == "not in the role's tool allow-list"
