@@ -19,6 +19,7 @@ into an ``McpEndpoint``.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -52,6 +53,8 @@ __all__ = [
     "ToolDefinition",
     "ToolResult",
 ]
+
+logger = logging.getLogger(__name__)
 
 # The ACODE codes of the failures (acode/error_codes.py documents them).
 UNAVAILABLE = "ACODE-MCP-001"
@@ -372,6 +375,7 @@ def _server_command(
         raise McpFailure(UNAVAILABLE, f"MCP server {endpoint.name}: {exc}") from exc
     if not sandbox.sandbox_required():
         # Development only (ACODE_SANDBOX=off), as for commands: nothing contains it.
+        logger.warning("ACODE_SANDBOX=off: MCP server %s runs UNSANDBOXED", endpoint.name)
         return list(endpoint.argv), ws, env, ()
     status = sandbox.sandbox_available()
     if not status.available or status.binary is None:
