@@ -20,3 +20,6 @@ role_data_changed = Signal()
 # for one that rolled back, whatever wrote it (admin, API, CLI, YAML import, shell): the
 # sessions app pushes the change to every open page that shows roles.
 role_data_committed = Signal()
+# Sent with ``server`` (an McpServer) and ``actor`` when an admin asks for its tools to be
+# listed now; the sessions app (which runs servers) lists and pins them.
+mcp_refresh_requested = Signal()

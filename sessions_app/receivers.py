@@ -10,6 +10,7 @@ from django.db.models.signals import post_migrate
 
 from roles.models import RoleVersion
 from roles.signals import (
+    mcp_refresh_requested,
     prompt_rejected,
     role_data_changed,
     role_data_committed,
@@ -18,6 +19,7 @@ from roles.signals import (
 from sessions_app.models import AuditEventType
 from sessions_app.services.audit import audit_record
 from sessions_app.services.events import publish_roles_event
+from sessions_app.services.mcp import mcp_server_refresh
 
 
 def _role_versioned(sender: Any, version: RoleVersion, **kwargs: Any) -> None:
@@ -55,6 +57,10 @@ def _role_data_changed(
     )
 
 
+def _mcp_refresh_requested(sender: Any, server: Any, actor: str, **kwargs: Any) -> None:
+    mcp_server_refresh(server=server, actor=actor)
+
+
 def _role_data_committed(sender: Any, **kwargs: Any) -> None:
     # Already after commit (roles.receivers): publish at once.
     publish_roles_event()
@@ -76,3 +82,4 @@ def connect() -> None:
     role_version_created.connect(_role_versioned, dispatch_uid="acode-audit-role-version")
     prompt_rejected.connect(_prompt_rejected, dispatch_uid="acode-audit-prompt-rejected")
     role_data_committed.connect(_role_data_committed, dispatch_uid="acode-live-role-data")
+    mcp_refresh_requested.connect(_mcp_refresh_requested, dispatch_uid="acode-mcp-refresh")

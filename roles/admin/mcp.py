@@ -25,6 +25,7 @@ from roles.services.mcp import (
     mcp_server_save,
     mcp_tool_approve,
 )
+from roles.signals import mcp_refresh_requested
 
 
 @admin.register(McpServer)
@@ -33,6 +34,17 @@ class McpServerAdmin(ServiceAdmin):
     list_filter = ("transport", "enabled", "status")
     search_fields = ("slug", "description")
     readonly_fields = ("status", "last_error", "checked_at")
+    actions = ["list_tools"]
+
+    @admin.action(description="List their tools now (new ones then wait for approval)")
+    def list_tools(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> None:
+        for server in queryset:
+            for _, result in mcp_refresh_requested.send_robust(
+                sender=None, server=server, actor=request.user.get_username()
+            ):
+                if isinstance(result, Exception):
+                    self.message_user(request, f"{server.slug}: {result}", messages.ERROR)
+        self.message_user(request, "Listed; see MCP tool definitions.", messages.INFO)
 
     @admin.display(description="Last error")
     def error(self, obj: McpServer) -> str:

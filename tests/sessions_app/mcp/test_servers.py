@@ -7,9 +7,13 @@ import json
 import socket
 import threading
 from collections.abc import Iterator
+from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
+from django.core.management import call_command
+from django.urls import reverse
 
 from roles.models import McpServer, McpServerStatus, McpToolDefinition, McpToolState
 from roles.services.mcp import mcp_tool_approve
@@ -227,3 +231,19 @@ def test_a_missing_secret_is_named(make_server: type[McpServer], ws: Path) -> No
 
     assert failure.value.code == "ACODE-MCP-006"
     assert "NOT_SET_ANYWHERE" in failure.value.message
+
+
+def test_admins_list_a_new_servers_tools_from_admin_and_the_command_line(
+    canary: McpServer, admin_client_logged_in: Any
+) -> None:
+    admin_client_logged_in.post(
+        reverse("admin:roles_mcpserver_changelist"),
+        {"action": "list_tools", "_selected_action": [canary.pk]},
+    )
+    assert _tool(canary, "get-env").state == McpToolState.PENDING
+
+    out = StringIO()
+    call_command("mcp_refresh", "canary", stdout=out)
+    assert "canary: get-env (new: waiting for approval)" in out.getvalue()
+    canary.refresh_from_db()
+    assert canary.status == McpServerStatus.OK
