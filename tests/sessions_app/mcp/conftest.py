@@ -67,3 +67,14 @@ def canary(make_server: Callable[..., McpServer]) -> McpServer:
         read_only_paths=sorted({sys.prefix, sys.base_prefix, str(CANARY.parent)}),
         call_timeout_seconds=5,
     )
+
+
+def running(tag: str) -> bool:
+    """Whether any process's command line carries ``tag`` (read from /proc, no tools)."""
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and tag.encode() in (entry / "cmdline").read_bytes():
+                return True
+        except OSError:
+            continue
+    return False

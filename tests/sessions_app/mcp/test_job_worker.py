@@ -5,6 +5,7 @@ keeps the decision and the outcome, and the model gets the answer marked untrust
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from sessions_app.models import (
 from sessions_app.services.jobs import job_create
 from sessions_app.services.mcp import mcp_server_refresh
 from tests.sessions_app.jobkit import scripted_model, session_in
-from tests.sessions_app.mcp.conftest import needs_sandbox
+from tests.sessions_app.mcp.conftest import needs_sandbox, running
 from tests.sessions_app.runkit import calls
 from tests.sessions_app.test_tasks import Worker, wait_for
 
@@ -43,6 +44,9 @@ TOOL = "mcp__canary__describe-me"
 def test_a_scripted_job_calls_an_mcp_tool_through_a_celery_worker(
     canary: McpServer, user: Any, tmp_path: Path
 ) -> None:
+    tag = f"job-{uuid.uuid4().hex}"
+    canary.command = [*canary.command, tag]  # to find its process; the canary ignores it
+    canary.save()
     mcp_server_refresh(server=canary)
     mcp_tool_approve(tool=McpToolDefinition.objects.get(server=canary, name="describe-me"))
     coder = Role.objects.get(slug="coder")
@@ -59,11 +63,16 @@ def test_a_scripted_job_calls_an_mcp_tool_through_a_celery_worker(
             session=session_in("coder", user, workspace=workspace), request="ask it", user=user
         )
         wait_for(job, FINAL_JOB_STATUSES, 90)
+        deadline = time.monotonic() + 10
+        while running(tag) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        server_left_running = running(tag)  # the worker is still up: the job killed it
     finally:
         worker.stop()
 
     log = (tmp_path / "worker.log").read_text()[-3000:]
     assert job.status == JobStatus.SUCCEEDED, (job.error_code, job.error_message, log)
+    assert not server_left_running
     result = job.events.get(kind=JobEventKind.TOOL_RESULT)
     assert result.data["status"] == "ok"
     assert result.data["output"].startswith(f'<untrusted-data source="{TOOL}">')

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
+import uuid
 from collections.abc import Iterator
 from io import StringIO
 from pathlib import Path
@@ -20,7 +22,7 @@ from roles.services.mcp import mcp_tool_approve
 from sessions_app.containment import McpFailure
 from sessions_app.models import AuditEvent, AuditEventType
 from sessions_app.services.mcp import JobMcpServers, mcp_server_refresh
-from tests.sessions_app.mcp.conftest import needs_sandbox
+from tests.sessions_app.mcp.conftest import needs_sandbox, running
 
 pytestmark = [needs_sandbox, pytest.mark.django_db]
 
@@ -247,3 +249,21 @@ def test_admins_list_a_new_servers_tools_from_admin_and_the_command_line(
     assert "canary: get-env (new: waiting for approval)" in out.getvalue()
     canary.refresh_from_db()
     assert canary.status == McpServerStatus.OK
+
+
+def test_a_jobs_servers_are_killed_with_it(canary: McpServer, ws: Path) -> None:
+    tag = f"job-{uuid.uuid4().hex}"
+    canary.command = [*canary.command, tag]  # the canary ignores its arguments
+    canary.save()
+    (big,) = _approved(canary, "big")
+
+    servers = JobMcpServers(workspace=ws)
+    servers.call(big, {"n": 1})
+    alive = running(tag)
+    servers.close()
+    deadline = time.monotonic() + 10
+    while running(tag) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+    assert alive
+    assert not running(tag)
