@@ -34,6 +34,7 @@ from roles.selectors import endpoint_for
 from sessions_app.agent.context import build_context
 from sessions_app.agent.executor import tool_execute
 from sessions_app.agent.loop_state import EVENT_TEXT_CAP, LoopState, Stop
+from sessions_app.agent.mcp_tool import mcp_servers_close
 from sessions_app.agent.model_calls import ask_model, assistant_message, unparseable_answer
 from sessions_app.agent.plans import PLAN_ANSWER_SCHEMA, plan_from_answer
 from sessions_app.agent.tool_context import run_of, tool_context
@@ -118,9 +119,12 @@ def _loop(job: Job, provider_override: Provider | None) -> None:
     run = _prepare(job)
     try:
         _steps(job, run, provider_override)
-    finally:
-        if run.tool_ctx.mcp is not None:  # the job's MCP servers die with it
-            run.tool_ctx.mcp.close()
+    finally:  # the job's MCP servers die with it; what they wrote is applied now
+        written = mcp_servers_close(run.tool_ctx)
+        if written:
+            job_event(
+                job, JobEventKind.NOTE, {"message": "MCP servers' writes", "servers": written}
+            )
 
 
 def _steps(job: Job, run: LoopState, provider_override: Provider | None) -> None:

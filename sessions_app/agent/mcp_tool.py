@@ -25,7 +25,10 @@ def run_mcp_tool(
     if context.mcp is None or parts is None:
         raise McpFailure("ACODE-MCP-001", f"{declaration.name}: no MCP servers in this job")
     server, tool = parts
-    result = context.mcp.call_named(server, tool, arguments, pinned_hash=declaration.pinned_hash)
+    writes = context if context.may_write else None  # its writes go to a layer of its own
+    result = context.mcp.call_named(
+        server, tool, arguments, pinned_hash=declaration.pinned_hash, writes=writes
+    )
     if result.is_error:
         raise McpFailure(
             TOOL_ERROR, f"{declaration.name} answered with an error: {result.text[:2000]}"
@@ -42,3 +45,16 @@ def run_mcp_tool(
         "truncated": result.truncated,
     }
     return ToolResult(output, declaration.name, summary, details)
+
+
+def mcp_servers_close(context: ToolContext) -> dict[str, Any]:
+    """Kill the job's MCP servers and apply what they wrote (as far as the role may):
+    by server, the paths recorded as pending changes and those discarded, with the rule."""
+    if context.mcp is None:
+        return {}
+    applied = context.mcp.close()
+    return {
+        slug: {"recorded": [w.path for w in writes.allowed], "discarded": writes.denied}
+        for slug, writes in applied.items()
+        if writes.allowed or writes.denied
+    }

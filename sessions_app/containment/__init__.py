@@ -19,7 +19,7 @@ from __future__ import annotations
 from roles.access import CONTROL, FILE_NAME_PATTERN
 from sessions_app.containment.bwrap import GIT_VIEW_CONFIG, SYSTEM_DIRS, SandboxView
 from sessions_app.containment.content import ContentStore
-from sessions_app.containment.layer import copy_changes, layer_changes, layer_create
+from sessions_app.containment.layer import Layer, copy_changes, layer_changes, layer_create
 from sessions_app.containment.mcpclient import (
     McpConnection,
     McpEndpoint,
@@ -70,6 +70,7 @@ __all__ = [
     "CommandWrites",
     "ContentStore",
     "GitRefused",
+    "Layer",
     "Limits",
     "McpConnection",
     "McpEndpoint",

@@ -1,21 +1,14 @@
 """Talking to one MCP server, contained: the official ``mcp`` SDK over a sandboxed stdio
 process or a registered HTTP URL, behind a small synchronous interface.
 
-A stdio server runs in the command sandbox (``sandbox.py``'s bubblewrap options): the
-system read-only, the workspace read-only, the server's own install directories read-only,
-no network unless granted, and an environment of ``BASE_ENV`` plus the server's named
-secrets only (never acode's own). Its options travel through a memfd, as commands' do,
-so the secrets are in no process's argv. The process lives as long as its
-``McpConnection`` (one per job) and its whole sandbox dies with it.
-
-Writes through the copy-on-write layer are not offered yet: a stdio server always sees the
-workspace read-only.
-
-Every failure leaves as ``McpFailure`` carrying an ACODE code, so callers turn it into a
-clean tool error. Nothing here reads the database: the caller resolves a registration
-into an ``McpEndpoint``.
+A stdio server runs in the command sandbox (bubblewrap, options through a memfd so no argv
+shows its secrets): the system, the workspace and its own files read-only, no network
+unless granted, ``BASE_ENV`` plus its named secrets only. A role that may write gives it
+the workspace as an overlay whose writes land in ``endpoint.layer``, applied by the caller
+through the write rule once the server is dead. It lives as long as its ``McpConnection``
+(one per job). Failures are ``McpFailure`` with an ACODE code; nothing here reads the
+database (the caller resolves a registration into an ``McpEndpoint``).
 """
-
 from __future__ import annotations
 
 import json
@@ -44,6 +37,7 @@ from mcp.shared.message import SessionMessage
 from acode.metrics import observe_mcp_call
 from sessions_app.containment import sandbox
 from sessions_app.containment.bwrap import SandboxView, bwrap_options
+from sessions_app.containment.layer import Layer
 from sessions_app.containment.process import Limits, _launcher
 
 __all__ = [
@@ -86,6 +80,7 @@ class McpEndpoint:
     network: bool = False
     workspace: Path | None = None  # None: an empty directory of its own
     ro_paths: tuple[Path, ...] = ()  # the server's own files (e.g. its node_modules)
+    layer: Layer | None = None  # writes land here (the workspace stays as it was)
     start_timeout: float = 30.0
     call_timeout: float = 60.0
     max_output: int = 256 << 10  # characters of a tool result kept
@@ -374,14 +369,23 @@ def _server_command(
     except ValueError as exc:
         raise McpFailure(UNAVAILABLE, f"MCP server {endpoint.name}: {exc}") from exc
     if not sandbox.sandbox_required():
-        # Development only (ACODE_SANDBOX=off), as for commands: nothing contains it.
+        # Development only (ACODE_SANDBOX=off), as for commands: nothing contains it (nor
+        # offers it writes: it runs in the workspace, so only read-only roles may use it).
+        if endpoint.layer is not None:
+            raise McpFailure(
+                UNAVAILABLE, f"MCP server {endpoint.name}: writes need the sandbox's layer"
+            )
         logger.warning("ACODE_SANDBOX=off: MCP server %s runs UNSANDBOXED", endpoint.name)
         return list(endpoint.argv), ws, env, ()
     status = sandbox.sandbox_available()
     if not status.available or status.binary is None:
         raise McpFailure("ACODE-TOL-003", f"MCP server {endpoint.name}: {status.reason}")
+    writable = endpoint.layer is not None
+    if writable and not status.overlay:
+        raise McpFailure("ACODE-TOL-004", f"MCP server {endpoint.name}: {status.overlay_reason}")
+    view = SandboxView(layer=endpoint.layer)
     options = bwrap_options(
-        status, ws, False, endpoint.network, endpoint.limits, env, extra, SandboxView(), ""
+        status, ws, writable, endpoint.network, endpoint.limits, env, extra, view, ""
     )
     fd = os.memfd_create("bwrap-args", 0)  # inherited by bwrap, which reads it once
     os.write(fd, b"".join(os.fsencode(o) + b"\0" for o in options))

@@ -7,6 +7,7 @@ registration gives; only those values reach the server (its sandbox starts empty
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,11 +19,16 @@ from roles.mcp_tools import mcp_tool_name
 from roles.models import McpServer, McpToolDefinition
 from roles.services.mcp import mcp_definitions_record, mcp_server_status_record
 from sessions_app.containment import (
+    CommandWrites,
+    Layer,
     Limits,
     McpConnection,
     McpEndpoint,
     McpFailure,
     ToolResult,
+    layer_apply,
+    layer_changes,
+    layer_create,
 )
 
 MISSING_SECRET = "ACODE-MCP-006"
@@ -86,6 +92,7 @@ class JobMcpServers:
         self.workspace = workspace
         self.actor = actor
         self._open: dict[str, McpConnection] = {}
+        self._layers: dict[str, tuple[Layer, Any]] = {}  # slug -> (layer, the call's context)
 
     def __enter__(self) -> JobMcpServers:
         return self
@@ -93,16 +100,24 @@ class JobMcpServers:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def connection(self, server: McpServer) -> McpConnection:
-        """The job's live connection to ``server`` (started, listed and pinned on first use)."""
+    def connection(self, server: McpServer, *, writes: Any = None) -> McpConnection:
+        """The job's live connection to ``server`` (started, listed and pinned on first use).
+
+        ``writes``: the tool context of a role that may write (``may_write``, ``writer``,
+        ``write_policy``, ``record_change``, ``layers_root``); the server then writes to a
+        layer of its own, applied through the write rule when it is closed."""
         if server.slug in self._open:
             return self._open[server.slug]
-        connection = McpConnection(mcp_endpoint(server, workspace=self.workspace))
+        layer = layer_create(writes.layers_root) if writes is not None else None
+        endpoint = mcp_endpoint(server, workspace=self.workspace)
+        connection = McpConnection(dataclasses.replace(endpoint, layer=layer))
         try:
             connection.open()
             listed = connection.list_tools()
         except McpFailure as failure:
             connection.close()
+            if layer is not None:
+                layer.remove()
             mcp_server_status_record(server=server, error=f"{failure.code}: {failure.message}")
             raise
         mcp_server_status_record(server=server)
@@ -110,6 +125,8 @@ class JobMcpServers:
             server=server, definitions=[t.as_dict() for t in listed], actor=self.actor
         )
         self._open[server.slug] = connection
+        if layer is not None:
+            self._layers[server.slug] = (layer, writes)
         return connection
 
     def call(
@@ -122,12 +139,18 @@ class JobMcpServers:
         return self._checked_call(connection, tool, arguments, pinned_hash)
 
     def call_named(
-        self, server: str, tool: str, arguments: Mapping[str, Any], *, pinned_hash: str = ""
+        self,
+        server: str,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *,
+        pinned_hash: str = "",
+        writes: Any = None,
     ) -> ToolResult:
-        """``call`` by the server's slug and the tool's name."""
+        """``call`` by the server's slug and the tool's name (``writes``: see ``connection``)."""
         row = self._row(server, tool)
         if server not in self._open:  # starting it lists and pins it again: read it after
-            self.connection(row.server)
+            self.connection(row.server, writes=writes)
             row = self._row(server, tool)
         return self._checked_call(self._open[server], row, arguments, pinned_hash)
 
@@ -156,8 +179,21 @@ class JobMcpServers:
             raise McpFailure(NOT_APPROVED, f"{name}: its approved definition changed")
         return connection.call_tool(tool.name, arguments)
 
-    def close(self) -> None:
-        """Kill every server this job started."""
+    def close(self) -> dict[str, CommandWrites]:
+        """Kill every server this job started; then apply what each wrote to its layer, as
+        far as the write rule allows (by server: what was recorded and what discarded)."""
         for connection in self._open.values():
             connection.close()
         self._open.clear()
+        applied = {}
+        for slug, (layer, writes) in self._layers.items():
+            try:  # every process of the server is dead by now
+                changes = layer_changes(layer, Path(writes.workspace))
+                applied[slug] = layer_apply(
+                    writes.writer, changes, source_root=layer.upper,
+                    policy=writes.write_policy, record=writes.record_change,
+                )  # fmt: skip
+            finally:
+                layer.remove()
+        self._layers.clear()
+        return applied

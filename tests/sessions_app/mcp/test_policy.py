@@ -19,10 +19,11 @@ from roles.models import (
     Tool,
 )
 from roles.registry import registry
-from roles.services import role_saved, tool_save
+from roles.services import role_saved, role_write, tool_save
 from roles.services.mcp import mcp_tool_approve
 from sessions_app.agent.executor import tool_check, tool_execute
 from sessions_app.agent.loop import tool_definitions
+from sessions_app.agent.mcp_tool import mcp_servers_close
 from sessions_app.agent.tool_context import tool_context
 from sessions_app.dashboard.roles import tool_matrix
 from sessions_app.models import AuditEvent, AuditEventType
@@ -236,3 +237,28 @@ def test_a_definition_changed_during_a_job_is_refused_by_the_one_check(
     assert (second.status, second.code) == ("denied", "ACODE-ROL-003")
     assert "changed since it was approved" in second.reason
     assert _rows(name)[-1] == (AuditEventType.TOOL_DENIED, "ACODE-ROL-003")
+
+
+def test_a_writing_roles_server_writes_through_the_layer_and_the_write_rule(
+    canary: McpServer, user: Any, tmp_path: Path
+) -> None:
+    _approve(canary, "write-file")
+    _grant("coder", canary)
+    role_write(data={"write_paths": ["src/**"]}, create=False, slug="coder", actor="test")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("old\n")
+    (tmp_path / "README.md").write_text("readme\n")
+    name = "mcp__canary__write-file"
+
+    call, context = _caller(user, tmp_path)
+    inside = call(name, path=str(tmp_path / "src" / "app.py"), content="new\n")
+    outside = call(name, path=str(tmp_path / "README.md"), content="defaced\n")
+    during = (tmp_path / "src" / "app.py").read_text()
+    written = mcp_servers_close(context)
+
+    assert inside.status == outside.status == "ok"  # both landed in the server's layer
+    assert during == "old\n"  # nothing reached the workspace while the server lived
+    assert (tmp_path / "src" / "app.py").read_text() == "new\n"  # applied: the rule allows it
+    assert (tmp_path / "README.md").read_text() == "readme\n"  # discarded: it does not
+    assert written["canary"]["recorded"] == ["src/app.py"]
+    assert [d["path"] for d in written["canary"]["discarded"]] == ["README.md"]
