@@ -9,6 +9,7 @@ through the write rule once the server is dead. It lives as long as its ``McpCon
 (one per job). Failures are ``McpFailure`` with an ACODE code; nothing here reads the
 database (the caller resolves a registration into an ``McpEndpoint``).
 """
+
 from __future__ import annotations
 
 import json
