@@ -120,7 +120,10 @@ def _loop(job: Job, provider_override: Provider | None) -> None:
     try:
         _steps(job, run, provider_override)
     finally:  # the job's MCP servers die with it; what they wrote is applied now
-        written = mcp_servers_close(run.tool_ctx)
+        actor = f"job:{str(job.pk)[:8]}"
+        written = mcp_servers_close(
+            run.tool_ctx, session=run.session, role=run.role.slug, actor=actor
+        )
         if written:
             job_event(
                 job, JobEventKind.NOTE, {"message": "MCP servers' writes", "servers": written}

@@ -13,8 +13,11 @@ from roles.mcp_tools import split_mcp_tool_name
 from roles.tools import ToolDeclaration
 from sessions_app.agent.tools import ToolContext, ToolResult
 from sessions_app.containment import McpFailure
+from sessions_app.models import AgentSession, AuditEventType
+from sessions_app.services.audit import audit_record
 
 TOOL_ERROR = "ACODE-MCP-005"
+DENIED = "ACODE-ROL-003"
 
 
 def run_mcp_tool(
@@ -47,14 +50,28 @@ def run_mcp_tool(
     return ToolResult(output, declaration.name, summary, details)
 
 
-def mcp_servers_close(context: ToolContext) -> dict[str, Any]:
-    """Kill the job's MCP servers and apply what they wrote (as far as the role may):
-    by server, the paths recorded as pending changes and those discarded, with the rule."""
+def mcp_servers_close(
+    context: ToolContext, *, session: AgentSession | None = None, role: str = "", actor: str = ""
+) -> dict[str, Any]:
+    """Kill the job's MCP servers and apply what they wrote (as far as the role may): by
+    server, the paths recorded as pending changes and those discarded, with the rule. Each
+    server whose writes were discarded gets a ``ToolDenied`` row (phase "mcp_writes")."""
     if context.mcp is None:
         return {}
     applied = context.mcp.close()
-    return {
+    out = {
         slug: {"recorded": [w.path for w in writes.allowed], "discarded": writes.denied}
         for slug, writes in applied.items()
         if writes.allowed or writes.denied
     }
+    for slug, writes in applied.items():
+        if session is not None and writes.denied:
+            rules = sorted({d["rule"] for d in writes.denied})
+            audit_record(
+                event_type=AuditEventType.TOOL_DENIED, actor=actor, session=session, role=role,
+                target=f"mcp server {slug}", result=DENIED,
+                details={"phase": "mcp_writes", "rule": rules[0], "rules": rules,
+                         "count": len(writes.denied), "discarded": writes.denied[:100],
+                         "code": DENIED, "tool": f"mcp__{slug}"},
+            )  # fmt: skip
+    return out
