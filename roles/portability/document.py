@@ -19,7 +19,6 @@ from acode.yamldoc import YamlDocumentError, load_yaml_mapping
 from roles.access import RoleSpec
 from roles.models import DEFAULT_ROLE_SLUG, Permission, Precondition, Tool
 from roles.registry import read_specs
-from roles.tools import declared_tools
 from roles.validation import (
     parent_chain_problems,
     role_name_problems,
@@ -73,9 +72,6 @@ DOCUMENT_SCHEMA: dict[str, Any] = {
                 "description": _TEXT_255,
                 "enabled": {"type": "boolean"},
                 "position": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1},
-                # Older exports carried these; accepted when they say what acode declares.
-                "required_permissions": {"type": "array", "items": {"type": "string"}},
-                "argument_schema": {"type": "object"},
             },
         ),
         "roles": {
@@ -181,23 +177,6 @@ def _check_tools(check: DocumentCheck, tools: list[dict[str, Any]]) -> set[str]:
     check.unique("tools", names)
     for name in names:
         check.problems += tool_name_problems(name)
-    declared = declared_tools()
-    for item in tools:
-        found = declared.get(item["name"])
-        if found is None:
-            continue
-        if "required_permissions" in item and sorted(item["required_permissions"]) != sorted(
-            found.required_permissions
-        ):
-            check.problems.append(
-                f"tool {item['name']!r}: its required permissions are declared by acode "
-                f"({', '.join(found.required_permissions)}); a document cannot change them"
-            )
-        if "argument_schema" in item and item["argument_schema"] != dict(found.argument_schema):
-            check.problems.append(
-                f"tool {item['name']!r}: its argument schema is declared by acode; a "
-                "document cannot change it (drop argument_schema from the file)"
-            )
     return set(names) | set(Tool.objects.values_list("name", flat=True))
 
 

@@ -270,7 +270,9 @@ def test_real_job_against_embedded_llama_cpp(
 def test_running_worker_recovers_a_job_another_worker_lost(
     user: Any, queue: str, workers: list[Worker], tmp_path: Path
 ) -> None:
-    scripted_model("explorer", [{"delay": 4, "content": "recovered"}])
+    # Long enough that the doomed worker is still working when it is killed, however long
+    # the survivor takes to come up on a busy machine.
+    scripted_model("explorer", [{"delay": 12, "content": "recovered"}])
     session = session_in("explorer", user)
     doomed = Worker(queue, tmp_path / "doomed.log")
     workers.append(doomed)
@@ -279,7 +281,9 @@ def test_running_worker_recovers_a_job_another_worker_lost(
     )
     # Up before the loss; its embedded beat looks for lost jobs every STALE seconds.
     workers.append(Worker(queue, tmp_path / "survivor.log", beat=True))
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING, "the doomed worker ended the job before the kill"
     doomed.kill()
-    job = wait_for(job, FINAL_JOB_STATUSES, 60)
+    job = wait_for(job, FINAL_JOB_STATUSES, 90)
     assert job.status == JobStatus.SUCCEEDED and job.result == "recovered"
     assert job.attempts == 2
