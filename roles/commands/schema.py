@@ -7,7 +7,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from acode.inputs import json_schema_problems
 from acode.text import NOT_WHITESPACE_PATTERN, WHITESPACE
+from roles.commands.examples import COMMAND_EXAMPLE_SCHEMA
 
 VALUE_KINDS = frozenset({"text", "int", "path"})
 ARG_KINDS = frozenset({"none", "paths", "text"})
@@ -51,6 +53,7 @@ COMMAND_RULE_SCHEMA: dict[str, Any] = {
                         {"type": "array", "items": {"type": "string"}},
                     ]
                 },
+                "examples": {"type": "array", "items": COMMAND_EXAMPLE_SCHEMA},
             },
         },
     ]
@@ -64,7 +67,7 @@ def command_rule_problems(rule: object) -> list[str]:
     if not isinstance(rule, Mapping):
         return ["a command rule is a pattern string or an object with a program"]
     problems = []
-    unknown = set(rule) - {"program", "module", "subcommands", "options", "args"}
+    unknown = set(rule) - {"program", "module", "subcommands", "options", "args", "examples"}
     if unknown:
         problems.append(f"unknown keys {', '.join(sorted(unknown))}")
     program = rule.get("program")
@@ -91,6 +94,8 @@ def command_rule_problems(rule: object) -> list[str]:
                 )
     if not _kind_ok(rule.get("args", "none"), ARG_KINDS, allow_none=False):
         problems.append("args must be none, paths, text or a list of literal values")
+    examples = {"type": "array", "items": COMMAND_EXAMPLE_SCHEMA}
+    problems += [f"examples: {p}" for p in json_schema_problems(examples, rule.get("examples", []))]
     return problems
 
 

@@ -10,9 +10,10 @@ from typing import Any
 
 from jsonschema import ValidationError
 
-from acode.inputs import NOT_WHITESPACE, json_schema_errors
+from acode.inputs import NOT_WHITESPACE, json_schema_errors, json_schema_problems
 from roles.access import RoleCycleError, RoleSpec, glob_problem, parent_chain
 from roles.commands import COMMAND_RULE_SCHEMA, command_rule_problems
+from roles.commands.examples import ROLE_EXAMPLES_SCHEMA
 from roles.models import ContextStrategy
 from roles.validation.text import text_findings
 
@@ -69,6 +70,10 @@ def role_field_problems(data: Mapping[str, Any]) -> list[str]:
         problems += [
             f"role {slug}: command_patterns[{index}]: {p}" for p in command_rule_problems(rule)
         ]
+    problems += [
+        f"role {slug}: examples: {p}"
+        for p in json_schema_problems(ROLE_EXAMPLES_SCHEMA, data.get("examples") or [])
+    ]
     for budget in ("max_llm_calls", "max_tokens", "timeout_seconds"):
         value = data.get(budget)
         if value is not None and (not isinstance(value, int) or value < 1):
@@ -120,6 +125,10 @@ ROLE_PROPERTIES: dict[str, dict[str, Any]] = {
     },
     "command_patterns": {"type": "array", "items": COMMAND_RULE_SCHEMA},
     "answer_sets_plan": {"type": "boolean"},
+    "examples": {
+        **ROLE_EXAMPLES_SCHEMA,
+        "description": "Calls the role must allow or deny, checked on every save.",
+    },
 }
 
 
@@ -160,6 +169,7 @@ def _role_content_schema() -> dict[str, Any]:
     properties["slug"] = {"type": "string"}
     properties["parent"] = {"type": ["string", "null"], "description": "a role slug"}
     properties["command_patterns"] = {}  # role_field_problems checks each rule
+    properties["examples"] = {}  # and the examples
     return {
         "type": "object",
         "required": ["name", "prompt_key"],
@@ -222,6 +232,10 @@ def role_spec(item: Mapping[str, Any]) -> RoleSpec:
     fields.update({k: tuple(_strings(item.get(k))) for k in ROLE_LISTS})
     rules = item.get("command_patterns")
     fields["command_patterns"] = tuple(rules) if isinstance(rules, list) else ()
+    examples = item.get("examples")
+    fields["examples"] = (
+        tuple(e for e in examples if isinstance(e, Mapping)) if isinstance(examples, list) else ()
+    )
     name = item.get("name")
     fields.update(
         slug=str(item.get("slug", "")),

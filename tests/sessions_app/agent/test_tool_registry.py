@@ -15,7 +15,8 @@ from roles.services import role_write, tool_save
 from roles.tools import declared_tools
 from sessions_app.agent import tools as agent_tools
 from sessions_app.agent.executor import tool_check, tool_execute
-from sessions_app.agent.loop import _tool_context, tool_definitions
+from sessions_app.agent.loop import tool_definitions
+from sessions_app.agent.tool_context import tool_context as _tool_context
 from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolImpl, ToolResult
 from sessions_app.containment import ContentStore, SecretIndex, WorkspaceWriter, layer_apply
 from sessions_app.containment.layer import LayerChange
