@@ -2,8 +2,8 @@
 
 Examples are stored with a role (``Role.examples``) and with a structured command rule
 (its ``examples`` key), and checked with the tool decision on every save
-(``roles.decision.examples``). Their form lives here, beside the command rule's schema that
-includes it.
+(``roles.decision.examples``). What they share, and a command rule's example, live here
+beside the command rule's schema that includes it.
 
 A role example names a tool, its arguments, the context the decision needs, ``allow`` or
 ``deny`` and why; ``rule``, when given, is what the deciding rule's name must start with.
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from acode.text import NOT_WHITESPACE_PATTERN
+
 EXPECTATIONS = ("allow", "deny")
 SANDBOX_STATES = ("available", "unavailable", "off")
 
@@ -30,22 +32,14 @@ EXAMPLE_CONTEXT_SCHEMA: dict[str, Any] = {
         "links": {"type": "array", "items": {"type": "string", "maxLength": 500}},
     },
 }
-_COMMON: dict[str, Any] = {
+# What every example holds besides its call (a role example's own form, with its tool and
+# arguments, is ``roles.validation.roles.ROLE_EXAMPLE_SCHEMA``).
+EXAMPLE_COMMON: dict[str, Any] = {
     "name": {"type": "string", "maxLength": 200},
     "context": EXAMPLE_CONTEXT_SCHEMA,
     "expect": {"type": "string", "enum": list(EXPECTATIONS)},
-    "why": {"type": "string", "minLength": 1, "maxLength": 1000, "pattern": r"\S"},
+    "why": {"type": "string", "minLength": 1, "maxLength": 1000, "pattern": NOT_WHITESPACE_PATTERN},
     "rule": {"type": "string", "minLength": 1, "maxLength": 200},
-}
-ROLE_EXAMPLE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["tool", "expect", "why"],
-    "additionalProperties": False,
-    "properties": {
-        "tool": {"type": "string", "minLength": 1, "maxLength": 200},
-        "arguments": {"type": "object"},
-        **_COMMON,
-    },
 }
 COMMAND_EXAMPLE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -54,7 +48,6 @@ COMMAND_EXAMPLE_SCHEMA: dict[str, Any] = {
     "properties": {
         "argv": {"type": "array", "items": {"type": "string"}, "minItems": 1},
         "tool": {"type": "string", "enum": ["execute_command", "run_tests"]},
-        **_COMMON,
+        **EXAMPLE_COMMON,
     },
 }
-ROLE_EXAMPLES_SCHEMA: dict[str, Any] = {"type": "array", "items": ROLE_EXAMPLE_SCHEMA}

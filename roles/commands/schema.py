@@ -7,7 +7,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from acode.inputs import json_schema_problems
+from jsonschema import Draft202012Validator
+
 from acode.text import NOT_WHITESPACE_PATTERN, WHITESPACE
 from roles.commands.examples import COMMAND_EXAMPLE_SCHEMA
 
@@ -94,9 +95,19 @@ def command_rule_problems(rule: object) -> list[str]:
                 )
     if not _kind_ok(rule.get("args", "none"), ARG_KINDS, allow_none=False):
         problems.append("args must be none, paths, text or a list of literal values")
-    examples = {"type": "array", "items": COMMAND_EXAMPLE_SCHEMA}
-    problems += [f"examples: {p}" for p in json_schema_problems(examples, rule.get("examples", []))]
-    return problems
+    return problems + _example_problems(rule.get("examples", []))
+
+
+_EXAMPLES = Draft202012Validator({"type": "array", "items": COMMAND_EXAMPLE_SCHEMA})
+
+
+def _example_problems(examples: object) -> list[str]:
+    """What is wrong with a rule's examples (``roles.commands.examples``), the first five."""
+    errors = sorted(_EXAMPLES.iter_errors(examples), key=lambda e: list(e.absolute_path))
+    return [
+        f"examples/{'/'.join(str(p) for p in e.absolute_path) or '(the list)'}: {e.message}"
+        for e in errors[:5]
+    ]
 
 
 def _kind_ok(kind: object, names: frozenset[str], *, allow_none: bool = True) -> bool:

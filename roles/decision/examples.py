@@ -88,7 +88,8 @@ class ExampleResult:
         ex, decision = self.example, self.decision
         title = f"role {self.role}, {ex.label}" + (f" ({ex.name})" if ex.name else "")
         got = "allowed" if decision.allowed else "denied"
-        text = f"{title}: {ex.call} must be {ex.expect}ed ({ex.why}) but is {got} by rule "
+        wanted = "allowed" if ex.expect == "allow" else "denied"
+        text = f"{title}: {ex.call} must be {wanted} ({ex.why}) but is {got} by rule "
         text += f"{decision.rule!r}"
         if ex.rule and ex.expect == self.outcome:
             text += f", not by a rule starting {ex.rule!r}"

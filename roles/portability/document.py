@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from acode.errors import AcodeError
+from acode.inputs import JSON_VALUE_REF, NO_NUL
 from acode.yamldoc import YamlDocumentError, load_yaml_mapping
 from roles.access import RoleSpec
 from roles.models import DEFAULT_ROLE_SLUG, Permission, Precondition, Tool
@@ -75,7 +76,11 @@ DOCUMENT_SCHEMA: dict[str, Any] = {
                 "position": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1},
                 # Older exports carried these; accepted when they say what acode declares.
                 "required_permissions": {"type": "array", "items": {"type": "string"}},
-                "argument_schema": {"type": "object"},
+                "argument_schema": {
+                    "type": "object",
+                    "propertyNames": {"pattern": NO_NUL},
+                    "additionalProperties": JSON_VALUE_REF,
+                },
             },
         ),
         "roles": {

@@ -10,10 +10,16 @@ from typing import Any
 
 from jsonschema import ValidationError
 
-from acode.inputs import NOT_WHITESPACE, json_schema_errors, json_schema_problems
+from acode.inputs import (
+    JSON_VALUE_REF,
+    NO_NUL,
+    NOT_WHITESPACE,
+    json_schema_errors,
+    json_schema_problems,
+)
 from roles.access import RoleCycleError, RoleSpec, glob_problem, parent_chain
 from roles.commands import COMMAND_RULE_SCHEMA, command_rule_problems
-from roles.commands.examples import ROLE_EXAMPLES_SCHEMA
+from roles.commands.examples import EXAMPLE_COMMON
 from roles.models import ContextStrategy
 from roles.validation.text import text_findings
 
@@ -40,8 +46,27 @@ ROLE_LISTS = (
     "write_paths",
 )
 # Words the API routes under /api/roles/ claim; a role with such a slug could not be reached.
-RESERVED_SLUGS = ("export", "import")
+RESERVED_SLUGS = ("export", "import", "test")
 _COLOUR = re.compile(r"^#[0-9a-fA-F]{6}$")
+
+
+# A role's example: a call (a tool and its arguments) and the decision it must get, with
+# what every example holds (``roles.commands.examples``).
+ROLE_EXAMPLE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["tool", "expect", "why"],
+    "additionalProperties": False,
+    "properties": {
+        "tool": {"type": "string", "minLength": 1, "maxLength": 200},
+        "arguments": {
+            "type": "object",
+            "propertyNames": {"pattern": NO_NUL},
+            "additionalProperties": JSON_VALUE_REF,
+        },
+        **EXAMPLE_COMMON,
+    },
+}
+ROLE_EXAMPLES_SCHEMA: dict[str, Any] = {"type": "array", "items": ROLE_EXAMPLE_SCHEMA}
 
 
 def role_field_problems(data: Mapping[str, Any]) -> list[str]:
@@ -94,9 +119,9 @@ _GLOB = rf"^(?![/~])(?![^\u0000]*(?:^|/)\.\.(?:/|$)){NOT_WHITESPACE[1:]}"
 ROLE_PROPERTIES: dict[str, dict[str, Any]] = {
     "slug": {
         "type": "string",
-        "pattern": r"^(?!(?:export|import)$)[-a-zA-Z0-9_]+$",
+        "pattern": r"^(?!(?:export|import|test)$)[-a-zA-Z0-9_]+$",
         "maxLength": 64,
-        "description": "Letters, digits, - and _; not export or import (API routes).",
+        "description": "Letters, digits, - and _; not export, import or test (API routes).",
     },
     "name": {"type": "string", "minLength": 1, "maxLength": 100},
     "description": {"type": "string", "maxLength": 2000},
