@@ -67,10 +67,11 @@ class RoleSpec:
     write_paths: tuple[str, ...]
     command_patterns: tuple[CommandRule, ...]  # see roles.commands
     answer_sets_plan: bool = False
+    examples: tuple[Mapping[str, Any], ...] = ()  # see roles.commands.examples
 
     def content(self) -> dict[str, Any]:
         """The role's stored content as plain JSON-able data (import/export, snapshots)."""
-        return {
+        data: dict[str, Any] = {
             "slug": self.slug,
             "name": self.name,
             "description": self.description,
@@ -92,6 +93,11 @@ class RoleSpec:
             "command_patterns": list(self.command_patterns),
             "answer_sets_plan": self.answer_sets_plan,
         }
+        # Only when there are some, so a role without examples keeps its content hash
+        # (and its version) from before roles had examples.
+        if self.examples:
+            data["examples"] = [dict(example) for example in self.examples]
+        return data
 
 
 @dataclass(frozen=True)

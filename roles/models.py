@@ -104,6 +104,12 @@ class Role(models.Model):
     answer_sets_plan = models.BooleanField(
         default=False, help_text="A job's final answer in this role becomes the session plan."
     )
+    examples = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Calls the role must allow or deny, checked on every save "
+        "(roles.commands.examples).",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

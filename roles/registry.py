@@ -171,6 +171,7 @@ def read_specs(using: str = "default") -> tuple[list[tuple[int, RoleSpec]], list
                     write_paths=tuple(r.write_paths),
                     command_patterns=tuple(r.command_patterns),
                     answer_sets_plan=r.answer_sets_plan,
+                    examples=tuple(r.examples or ()),
                 ),
             )
         )

@@ -3,12 +3,14 @@ from __future__ import annotations
 from django.urls import path
 
 from roles import apis
+from roles.apis.examples import RoleTestApi
 
 urlpatterns = [
     path("me/", apis.MeApi.as_view(), name="api-me"),
     path("roles/", apis.RoleCollectionApi.as_view(), name="api-roles"),
     path("roles/export/", apis.RoleExportApi.as_view(), name="api-roles-export"),
     path("roles/import/", apis.RoleImportApi.as_view(), name="api-roles-import"),
+    path("roles/test/", RoleTestApi.as_view(), name="api-roles-test"),
     path("roles/<str:name>/", apis.RoleResourceApi.as_view(), name="api-role"),
     path("roles/<str:name>/prompt/", apis.RolePromptApi.as_view(), name="api-role-prompt"),
     path("tools/", apis.ToolListApi.as_view(), name="api-tools"),

@@ -13,9 +13,10 @@ from django.utils.safestring import SafeString
 
 from acode.errors import AcodeError
 from roles.admin.base import ServiceAdmin
+from roles.decision import examples_check
 from roles.models import DEFAULT_ROLE_SLUG, Role, RoleVersion
 from roles.registry import read_specs, registry
-from roles.services import prompt_rejection_record, role_delete, role_save
+from roles.services import examples_refusal, prompt_rejection_record, role_delete, role_save
 from roles.validation import (
     role_delete_refusal,
     role_field_problems,
@@ -81,7 +82,16 @@ class RoleAdminForm(forms.ModelForm):
         help_text='Command rules, one per line: a JSON object such as {"program": "python", '
         '"module": "pytest", "options": {"-q": null, "-k": "text"}, "args": "paths"}, or a '
         "legacy glob (pytest *). Anything no rule lists is refused. Empty: any command "
-        "(still sandboxed).",
+        '(still sandboxed). A structured rule may carry its own "examples".',
+    )
+    examples = forms.JSONField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 8, "cols": 80}),
+        help_text="Calls this role must allow or deny, checked when it is saved: a JSON list "
+        'such as [{"tool": "write_file", "arguments": {"path": "src/app.py", "content": "x"}, '
+        '"expect": "deny", "why": "reviewers never write"}]. Optional: "name", "rule" (what '
+        'the deciding rule starts with), "context" ({"sandbox": "available|unavailable|off", '
+        '"layer": true, "links": ["path"]}).',
     )
 
     class Meta:
@@ -96,6 +106,7 @@ class RoleAdminForm(forms.ModelForm):
             "allowed_tools",
             "write_paths",
             "command_patterns",
+            "examples",
             "capabilities",
             "constraints",
             "prompt_key",
@@ -144,7 +155,37 @@ class RoleAdminForm(forms.ModelForm):
                 slug=self.instance.slug, parent_slug=parent.slug, specs=specs
             ):
                 self.add_error("parent", f"ACODE-ROL-004: {problem}")
+        if not self.errors:
+            self._examples_check(data)
         return data
+
+    def clean_examples(self) -> list[Any]:
+        value = self.cleaned_data.get("examples")
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise forms.ValidationError("ACODE-ROL-004: examples must be a JSON list")
+        return value
+
+    def _examples_check(self, data: dict[str, Any]) -> None:
+        """The role's examples (and its children's), decided against the form's definition:
+        the check every save makes (``roles.services.role_examples_enforce``), here so a
+        failing example is a form error and nothing is written."""
+        id_specs, tools = read_specs()
+        specs = {spec.slug: spec for _, spec in id_specs if spec.slug != self.instance.slug}
+        parent = data.get("parent")
+        slug = str(data.get("slug") or self.instance.slug)
+        specs[slug] = role_spec({
+            "slug": slug, "name": data.get("name"), "parent": parent.slug if parent else None,
+            "permissions": [p.code for p in data.get("permissions") or []],
+            "allowed_tools": [t.name for t in data.get("allowed_tools") or []],
+            "write_paths": data.get("write_paths") or [],
+            "command_patterns": data.get("command_patterns") or [],
+            "examples": data.get("examples") or [],
+        })  # fmt: skip
+        refusal = examples_refusal(examples_check(specs, tools, {slug}))
+        if refusal is not None:
+            self.add_error(None, f"{refusal.code}: {refusal.message}")
 
 
 class RoleVersionInline(admin.TabularInline):
@@ -189,6 +230,7 @@ class RoleAdmin(ServiceAdmin):
                     "allowed_tools",
                     "write_paths",
                     "command_patterns",
+                    "examples",
                     "access_table",
                 )
             },

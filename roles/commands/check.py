@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import fnmatch
-import os
 import re
-import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from roles.commands.interpreters import interpreter_problem
+from roles.commands.workspace import WorkspaceFacts, workspace_facts
 
 GLOB_CHARS = frozenset("*?[")
 MAX_RULE_LABEL = 200
@@ -27,7 +26,7 @@ class CommandCheck(NamedTuple):
 
 
 def command_rule_check(
-    argv: Sequence[str], rules: Sequence[CommandRule], workspace: Path
+    argv: Sequence[str], rules: Sequence[CommandRule], workspace: Path | WorkspaceFacts
 ) -> CommandCheck:
     """Whether ``rules`` allow ``argv`` in ``workspace``: the first rule that does decides.
 
@@ -115,7 +114,7 @@ def _legacy_problem(argv: Sequence[str], pattern: str) -> str | None:
 
 # -- structured rules -------------------------------------------------------------------
 def _structured_problem(
-    argv: Sequence[str], rule: Mapping[str, Any], workspace: Path
+    argv: Sequence[str], rule: Mapping[str, Any], workspace: Path | WorkspaceFacts
 ) -> str | None:
     if argv[0] != rule.get("program"):
         return ""
@@ -187,7 +186,7 @@ def _split_option(token: str, options: Mapping[str, Any]) -> tuple[str | None, s
     return None, None, False
 
 
-def _value_problem(name: str, value: str, kind: Any, workspace: Path) -> str:
+def _value_problem(name: str, value: str, kind: Any, workspace: Path | WorkspaceFacts) -> str:
     if isinstance(kind, list):
         return "" if value in kind else f"option {name} accepts only {', '.join(kind)}"
     if kind == "int":
@@ -200,7 +199,7 @@ def _value_problem(name: str, value: str, kind: Any, workspace: Path) -> str:
     return f"option {name} has an unknown value kind {kind!r}"
 
 
-def _positional_problem(token: str, kind: Any, workspace: Path) -> str:
+def _positional_problem(token: str, kind: Any, workspace: Path | WorkspaceFacts) -> str:
     if isinstance(kind, list):
         return "" if token in kind else f"argument {token!r} is not one of {', '.join(kind)}"
     if kind == "paths":
@@ -211,7 +210,7 @@ def _positional_problem(token: str, kind: Any, workspace: Path) -> str:
     return f"argument {token!r}: this command takes no arguments"
 
 
-def path_problem(value: str, workspace: Path) -> str:
+def path_problem(value: str, workspace: Path | WorkspaceFacts) -> str:
     """Why ``value`` is not a relative path inside ``workspace`` (empty when it is).
 
     Lexical checks (absolute, ``~``, ``..``, ``.git``, NUL), then each existing component
@@ -227,13 +226,6 @@ def path_problem(value: str, workspace: Path) -> str:
         return f"{value!r} must not contain '..'"
     if any(p.lower() == ".git" for p in parts):
         return f"{value!r} is inside .git"
-    current = Path(workspace)
-    for part in parts:
-        current = current / part
-        try:
-            info = os.lstat(current)
-        except OSError:
-            return ""  # not there (yet): nothing on the way can lead elsewhere
-        if stat.S_ISLNK(info.st_mode):
-            return f"{value!r} goes through a symbolic link"
+    if workspace_facts(workspace).link_on_path(parts) is not None:
+        return f"{value!r} goes through a symbolic link"
     return ""

@@ -7,7 +7,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from jsonschema import Draft202012Validator
+
 from acode.text import NOT_WHITESPACE_PATTERN, WHITESPACE
+from roles.commands.examples import COMMAND_EXAMPLE_SCHEMA
 
 VALUE_KINDS = frozenset({"text", "int", "path"})
 ARG_KINDS = frozenset({"none", "paths", "text"})
@@ -51,6 +54,7 @@ COMMAND_RULE_SCHEMA: dict[str, Any] = {
                         {"type": "array", "items": {"type": "string"}},
                     ]
                 },
+                "examples": {"type": "array", "items": COMMAND_EXAMPLE_SCHEMA},
             },
         },
     ]
@@ -64,7 +68,7 @@ def command_rule_problems(rule: object) -> list[str]:
     if not isinstance(rule, Mapping):
         return ["a command rule is a pattern string or an object with a program"]
     problems = []
-    unknown = set(rule) - {"program", "module", "subcommands", "options", "args"}
+    unknown = set(rule) - {"program", "module", "subcommands", "options", "args", "examples"}
     if unknown:
         problems.append(f"unknown keys {', '.join(sorted(unknown))}")
     program = rule.get("program")
@@ -91,7 +95,19 @@ def command_rule_problems(rule: object) -> list[str]:
                 )
     if not _kind_ok(rule.get("args", "none"), ARG_KINDS, allow_none=False):
         problems.append("args must be none, paths, text or a list of literal values")
-    return problems
+    return problems + _example_problems(rule.get("examples", []))
+
+
+_EXAMPLES = Draft202012Validator({"type": "array", "items": COMMAND_EXAMPLE_SCHEMA})
+
+
+def _example_problems(examples: object) -> list[str]:
+    """What is wrong with a rule's examples (``roles.commands.examples``), the first five."""
+    errors = sorted(_EXAMPLES.iter_errors(examples), key=lambda e: list(e.absolute_path))
+    return [
+        f"examples/{'/'.join(str(p) for p in e.absolute_path) or '(the list)'}: {e.message}"
+        for e in errors[:5]
+    ]
 
 
 def _kind_ok(kind: object, names: frozenset[str], *, allow_none: bool = True) -> bool:

@@ -40,6 +40,7 @@ from roles.services import (
     prompt_pack_save,
     prompt_rejection_record,
     role_delete,
+    role_examples_enforce,
     role_parents_set,
     role_upsert,
     role_versions_record,
@@ -150,6 +151,9 @@ def import_definitions(
     summary = ImportSummary()
     with transaction.atomic():
         _Writer(summary, actor=actor, user=user).write(data, replace=replace)
+        # Every role the document defines, and those below them, as written: one failing
+        # example (ACODE-ROL-008) rolls the whole import back.
+        role_examples_enforce(saved={r["slug"] for r in data.get("roles", [])})
         summary.versions = [str(v) for v in role_versions_record(actor=actor, user=user)]
     return summary
 

@@ -7,7 +7,8 @@ importer writes a whole document with ``versioned=False`` and records versions o
 Checks live in ``roles.validation``; these modules raise them as ``AcodeError``.
 
 ``roles``: roles themselves; ``catalog``: tools, permissions, transition rules and prompt
-packs; ``common``: who acted, the change signal and role versions.
+packs; ``common``: who acted, the change signal and role versions; ``examples``: the
+role's policy examples, checked on every role write.
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ from roles.services.catalog import (
     transition_rule_save,
 )
 from roles.services.common import prompt_rejection_record, role_versions_record
+from roles.services.examples import (
+    examples_refusal,
+    policy_examples_run,
+    role_examples_enforce,
+)
 from roles.services.roles import (
     NEW_ROLE,
     role_delete,
@@ -37,14 +43,17 @@ from roles.services.roles import (
 
 __all__ = [
     "NEW_ROLE",
+    "examples_refusal",
     "permission_delete",
     "permission_save",
+    "policy_examples_run",
     "prompt_component_delete",
     "prompt_component_save",
     "prompt_pack_delete",
     "prompt_pack_save",
     "prompt_rejection_record",
     "role_delete",
+    "role_examples_enforce",
     "role_parents_set",
     "role_save",
     "role_saved",

@@ -20,6 +20,7 @@ from roles.services.common import (
     prompt_rejection_record,
     role_versions_record,
 )
+from roles.services.examples import role_examples_enforce
 from roles.validation import (
     ROLE_SCALARS,
     describe_findings,
@@ -67,7 +68,8 @@ def role_write(
     The checks are the importer's and admin's (``roles.validation``): ACODE-PRM-001 for
     dangerous text, ACODE-ROL-004 naming every problem with the data itself, 404 for what
     it names that does not exist (ACODE-API-404 permissions and tools, ACODE-ROL-001 the
-    parent), ACODE-API-409 for a taken slug or name and a parent chain that loops.
+    parent), ACODE-API-409 for a taken slug or name and a parent chain that loops, and
+    ACODE-ROL-008 when one of its examples (or a child role's) fails; nothing is written.
     """
     specs = {spec.slug: spec for _, spec in read_specs()[0]}
     if not create and slug is None:
@@ -85,6 +87,7 @@ def role_write(
     with transaction.atomic():
         role_upsert(content=content)
         role_parents_set(parents={content["slug"]: content.get("parent")})
+        role_examples_enforce(saved={content["slug"]})
         role_versions_record(actor=actor, user=user)
     return str(content["slug"])
 
@@ -154,7 +157,7 @@ def role_upsert(*, content: Mapping[str, Any]) -> Role:
     for name in ROLE_SCALARS:
         if name in content:
             setattr(role, name, content[name])
-    for name in ("capabilities", "constraints", "write_paths", "command_patterns"):
+    for name in ("capabilities", "constraints", "write_paths", "command_patterns", "examples"):
         setattr(role, name, list(content.get(name) or []))
     role.save()
     role.permissions.set(Permission.objects.filter(code__in=content.get("permissions") or []))
@@ -197,6 +200,7 @@ def role_saved(
     problems = parent_chain_problems({spec.slug: spec for _, spec in read_specs()[0]})
     if problems:
         raise AcodeError("ACODE-ROL-004", "; ".join(problems), {"field": "parent"})
+    role_examples_enforce(saved={role.slug})
     role_versions_record(actor=actor, user=user)
 
 

@@ -10,9 +10,16 @@ from typing import Any
 
 from jsonschema import ValidationError
 
-from acode.inputs import NOT_WHITESPACE, json_schema_errors
+from acode.inputs import (
+    JSON_VALUE_REF,
+    NO_NUL,
+    NOT_WHITESPACE,
+    json_schema_errors,
+    json_schema_problems,
+)
 from roles.access import RoleCycleError, RoleSpec, glob_problem, parent_chain
 from roles.commands import COMMAND_RULE_SCHEMA, command_rule_problems
+from roles.commands.examples import EXAMPLE_COMMON
 from roles.models import ContextStrategy
 from roles.validation.text import text_findings
 
@@ -39,8 +46,27 @@ ROLE_LISTS = (
     "write_paths",
 )
 # Words the API routes under /api/roles/ claim; a role with such a slug could not be reached.
-RESERVED_SLUGS = ("export", "import")
+RESERVED_SLUGS = ("export", "import", "test")
 _COLOUR = re.compile(r"^#[0-9a-fA-F]{6}$")
+
+
+# A role's example: a call (a tool and its arguments) and the decision it must get, with
+# what every example holds (``roles.commands.examples``).
+ROLE_EXAMPLE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["tool", "expect", "why"],
+    "additionalProperties": False,
+    "properties": {
+        "tool": {"type": "string", "minLength": 1, "maxLength": 200},
+        "arguments": {
+            "type": "object",
+            "propertyNames": {"pattern": NO_NUL},
+            "additionalProperties": JSON_VALUE_REF,
+        },
+        **EXAMPLE_COMMON,
+    },
+}
+ROLE_EXAMPLES_SCHEMA: dict[str, Any] = {"type": "array", "items": ROLE_EXAMPLE_SCHEMA}
 
 
 def role_field_problems(data: Mapping[str, Any]) -> list[str]:
@@ -69,6 +95,10 @@ def role_field_problems(data: Mapping[str, Any]) -> list[str]:
         problems += [
             f"role {slug}: command_patterns[{index}]: {p}" for p in command_rule_problems(rule)
         ]
+    problems += [
+        f"role {slug}: examples: {p}"
+        for p in json_schema_problems(ROLE_EXAMPLES_SCHEMA, data.get("examples") or [])
+    ]
     for budget in ("max_llm_calls", "max_tokens", "timeout_seconds"):
         value = data.get(budget)
         if value is not None and (not isinstance(value, int) or value < 1):
@@ -89,9 +119,9 @@ _GLOB = rf"^(?![/~])(?![^\u0000]*(?:^|/)\.\.(?:/|$)){NOT_WHITESPACE[1:]}"
 ROLE_PROPERTIES: dict[str, dict[str, Any]] = {
     "slug": {
         "type": "string",
-        "pattern": r"^(?!(?:export|import)$)[-a-zA-Z0-9_]+$",
+        "pattern": r"^(?!(?:export|import|test)$)[-a-zA-Z0-9_]+$",
         "maxLength": 64,
-        "description": "Letters, digits, - and _; not export or import (API routes).",
+        "description": "Letters, digits, - and _; not export, import or test (API routes).",
     },
     "name": {"type": "string", "minLength": 1, "maxLength": 100},
     "description": {"type": "string", "maxLength": 2000},
@@ -120,6 +150,10 @@ ROLE_PROPERTIES: dict[str, dict[str, Any]] = {
     },
     "command_patterns": {"type": "array", "items": COMMAND_RULE_SCHEMA},
     "answer_sets_plan": {"type": "boolean"},
+    "examples": {
+        **ROLE_EXAMPLES_SCHEMA,
+        "description": "Calls the role must allow or deny, checked on every save.",
+    },
 }
 
 
@@ -160,6 +194,7 @@ def _role_content_schema() -> dict[str, Any]:
     properties["slug"] = {"type": "string"}
     properties["parent"] = {"type": ["string", "null"], "description": "a role slug"}
     properties["command_patterns"] = {}  # role_field_problems checks each rule
+    properties["examples"] = {}  # and the examples
     return {
         "type": "object",
         "required": ["name", "prompt_key"],
@@ -222,6 +257,10 @@ def role_spec(item: Mapping[str, Any]) -> RoleSpec:
     fields.update({k: tuple(_strings(item.get(k))) for k in ROLE_LISTS})
     rules = item.get("command_patterns")
     fields["command_patterns"] = tuple(rules) if isinstance(rules, list) else ()
+    examples = item.get("examples")
+    fields["examples"] = (
+        tuple(e for e in examples if isinstance(e, Mapping)) if isinstance(examples, list) else ()
+    )
     name = item.get("name")
     fields.update(
         slug=str(item.get("slug", "")),

@@ -1,13 +1,9 @@
 """The one place tools run. Every call is checked again here, whatever the model was shown.
 
-``tool_check`` decides a call from the role definition alone (its effective tools carry
-their declarations, ``roles.tools``), the arguments and the workspace: the tool must be
-among the role's effective tools (which hold every permission it declares), the arguments
-must fit its declared schema, paths must be workspace-relative and pass the role's write
-policy (the write-path rule command layers are applied by too), commands must be argument
-lists a command rule allows, and commands need a sandbox that can start. Each decision
-names the rule that made it, and carries the arguments normalised once: what the
-implementation runs with.
+``tool_check`` is the one tool decision (``roles.decision.decide``, a pure function that a
+role's examples are checked with too) fed with the live facts it depends on: this host's
+sandbox and the session's workspace. Each decision names the rule that made it, and
+carries the arguments normalised once: what the implementation runs with.
 
 ``tool_execute`` audits before anything runs and again after, whatever happens:
 
@@ -25,16 +21,22 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, best_match
-
-from roles.commands import command_rule_check
+from roles.commands.workspace import LiveWorkspace
+from roles.decision import (
+    BAD_ARGUMENTS,
+    DENIED,
+    LAYER_UNAVAILABLE,
+    SANDBOX_UNAVAILABLE,
+    Decision,
+    decide,
+    deny,
+    sandbox_problem,
+)
 from roles.registry import RoleDef
-from roles.tools import ToolDeclaration
 from sessions_app.agent.mcp_tool import run_mcp_tool
 from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolContext, ToolResult
 from sessions_app.containment import (
@@ -43,178 +45,65 @@ from sessions_app.containment import (
     Refused,
     RuleRefused,
     SandboxUnavailable,
-    check_argv,
     redact_text,
     sandbox_available,
     sandbox_required,
-    split_path,
 )
 from sessions_app.models import AgentSession, AuditEventType, Job
 from sessions_app.services.audit import audit_record, safe_text
 
 logger = logging.getLogger(__name__)
 
-DENIED = "ACODE-ROL-003"
-BAD_ARGUMENTS = "ACODE-TOL-001"
+__all__ = [
+    "BAD_ARGUMENTS",
+    "DENIED",
+    "LAYER_UNAVAILABLE",
+    "SANDBOX_UNAVAILABLE",
+    "Decision",
+    "ToolOutcome",
+    "tool_check",
+    "tool_execute",
+]
+
 TOOL_FAILED = "ACODE-TOL-002"
-SANDBOX_UNAVAILABLE = "ACODE-TOL-003"
-LAYER_UNAVAILABLE = "ACODE-TOL-004"
 TOOL_DECISION = AuditEventType.TOOL_DECISION
-NETWORK_PERMISSION = "network"
+NETWORK_PERMISSION = "network"  # the decision's (roles.decision) too
 SECRETS_PERMISSION = "read_secrets"
 MAX_AUDITED_WRITES = 100
 
 
 @dataclass(frozen=True)
-class Decision:
-    """Whether a call may run: the rule that decided, the code and reason when not.
+class LiveHost:
+    """This host's sandbox as the decision reads it; probed only when a command is decided."""
 
-    ``arguments`` are the call's arguments as the check normalised them (what the
-    implementation gets); ``normalised`` is what the audit records of them."""
+    @property
+    def sandbox_required(self) -> bool:
+        return sandbox_required()
 
-    allowed: bool
-    code: str = ""
-    reason: str = ""
-    declaration: ToolDeclaration | None = None
-    target: str = ""
-    rule: str = ""
-    normalised: dict[str, Any] = field(default_factory=dict)
-    arguments: dict[str, Any] = field(default_factory=dict)
+    @property
+    def sandbox_available(self) -> bool:
+        return sandbox_available().available
 
+    @property
+    def sandbox_reason(self) -> str:
+        return sandbox_available().reason
 
-_VALIDATORS: dict[ToolDeclaration, Draft202012Validator] = {}
+    @property
+    def overlay(self) -> bool:
+        return sandbox_available().overlay
 
-
-def _validator(declaration: ToolDeclaration) -> Draft202012Validator:
-    """One compiled validator per declaration (immutable, keyed by identity)."""
-    validator = _VALIDATORS.get(declaration)
-    if validator is None:
-        if len(_VALIDATORS) > 512:  # declarations built from data (MCP) come and go
-            _VALIDATORS.clear()
-        validator = Draft202012Validator(dict(declaration.argument_schema))
-        _VALIDATORS[declaration] = validator
-    return validator
+    @property
+    def overlay_reason(self) -> str:
+        return sandbox_available().overlay_reason
 
 
-def _deny(
-    reason: str,
-    rule: str,
-    code: str = DENIED,
-    target: str = "",
-    normalised: dict[str, Any] | None = None,
-) -> Decision:
-    return Decision(False, code, reason, None, target, rule, normalised or {})
-
-
-def sandbox_problem(*, writable: bool = False) -> tuple[str, str, str]:
-    """Why a command cannot run here, as (code, rule, reason); ("", "", "") when it can.
-
-    Commands need the sandbox; write-capable ones also need its copy-on-write layer."""
-    if not sandbox_required():
-        return "", "", ""
-    status = sandbox_available()
-    if not status.available:
-        reason = f"Commands run only inside a sandbox, and none can start here: {status.reason}."
-        return SANDBOX_UNAVAILABLE, "sandbox", reason
-    if writable and not status.overlay:
-        reason = (
-            "Commands that may write run only on a copy-on-write layer, and none can be "
-            f"mounted here: {status.overlay_reason}."
-        )
-        return LAYER_UNAVAILABLE, "layer", reason
-    return "", "", ""
+LIVE_HOST = LiveHost()
 
 
 def tool_check(role: RoleDef, tool: str, arguments: Any, workspace: Path) -> Decision:
-    """Decide a call without side effects, from the role definition (no database access)."""
-    declaration = role.access.declaration(tool)
-    if declaration is None:
-        withheld = role.access.withheld_reason(tool)
-        if withheld is None:
-            return _deny(f"Tool {tool!r} does not exist.", "tool_exists")
-        return _deny(
-            f"Tool {tool!r} is not available in role {role.name}: {withheld.reason}.",
-            "effective_tools",
-        )
-    if not isinstance(arguments, dict):
-        return _deny("Tool arguments must be a JSON object.", "schema", BAD_ARGUMENTS)
-    try:
-        errors = sorted(_validator(declaration).iter_errors(arguments), key=lambda e: list(e.path))
-    except SchemaError as exc:
-        return _deny(
-            f"Tool {tool!r} has an invalid argument schema: {exc.message}", "schema", BAD_ARGUMENTS
-        )
-    if errors:
-        where = "/".join(str(p) for p in errors[0].path) or "arguments"
-        return _deny(
-            f"Invalid arguments for {tool}: {where}: {errors[0].message}", "schema", BAD_ARGUMENTS
-        )
-    for owner, fragment in role.argument_limits.get(tool, ()):  # the role's, then ancestors'
-        error = best_match(Draft202012Validator(dict(fragment)).iter_errors(arguments))
-        if error is not None:
-            where = "/".join(str(p) for p in error.path) or "arguments"
-            reason = f"Role {owner} limits {tool}'s arguments: {where}: {error.message}"
-            return _deny(reason, f"argument_limits[{owner}]: {tool}", target=where)
-    if declaration.command:
-        return _check_command(role, declaration, arguments, workspace)
-    if declaration.path and "path" in arguments:
-        return _check_path(role, declaration, arguments)
-    rule = f"permission: {', '.join(declaration.required_permissions)}"
-    return Decision(True, declaration=declaration, rule=rule, arguments=dict(arguments))
-
-
-def normalised_path(raw: object, *, directory: bool = False) -> str:
-    """The workspace-relative form of a model-given path, or ``Refused`` saying why."""
-    return "/".join(split_path(raw, directory=directory)) or "."
-
-
-def _check_path(role: RoleDef, declaration: ToolDeclaration, arguments: dict[str, Any]) -> Decision:
-    raw = arguments["path"]
-    try:
-        rel = normalised_path(raw, directory=declaration.path == "directory")
-    except Refused as exc:
-        return _deny(exc.reason, "path", target=str(raw)[:1000])
-    normalised = {"path": rel}
-    rule = f"permission: {', '.join(declaration.required_permissions)}"
-    if declaration.writes:  # the one write-path rule, as for a command's changes
-        decision = role.write_policy.check(rel, change=declaration.writes)
-        if not decision.allowed:
-            return _deny(decision.reason, decision.rule, target=rel, normalised=normalised)
-        rule = decision.rule
-    return Decision(True, declaration=declaration, target=rel, rule=rule,
-                    normalised=normalised, arguments={**arguments, "path": rel})  # fmt: skip
-
-
-def _check_command(
-    role: RoleDef, declaration: ToolDeclaration, arguments: dict[str, Any], workspace: Path
-) -> Decision:
-    raw = arguments.get("argv") or list(declaration.default_argv) or None
-    try:
-        argv = check_argv(raw)
-    except RuleRefused as exc:
-        return _deny(exc.reason, exc.rule, target=str(raw)[:1000])
-    target = " ".join(argv)[:1000]
-    normalised: dict[str, Any] = {
-        "argv": argv,
-        "writable": role.write_policy.may_write,
-        "network": NETWORK_PERMISSION in role.access.permissions,
-    }
-    if "timeout_seconds" in arguments:
-        normalised["timeout_seconds"] = arguments["timeout_seconds"]
-    check = command_rule_check(argv, list(role.spec.command_patterns), workspace)
-    if not check.allowed:
-        return _deny(
-            f"Role {role.name} may not run this command: {check.reason}.",
-            check.rule,
-            target=target,
-            normalised=normalised,
-        )
-    code, rule, problem = sandbox_problem(writable=normalised["writable"])
-    if problem:
-        return _deny(problem, rule, code, target, normalised)
-    normalised["sandbox"] = "on" if sandbox_required() else "off (ACODE_SANDBOX=off)"
-    return Decision(True, declaration=declaration, target=target, rule=check.rule,
-                    normalised=normalised, arguments={**arguments, "argv": argv})  # fmt: skip
+    """Decide a call on this host in ``workspace``: the one decision (``roles.decision``)
+    with the live facts it depends on."""
+    return decide(role, tool, arguments, host=LIVE_HOST, workspace=LiveWorkspace(workspace))
 
 
 @dataclass(frozen=True)
@@ -308,7 +197,7 @@ def _decide(role: RoleDef, tool: str, arguments: Any, workspace: Path) -> Decisi
     except Exception as exc:
         logger.exception("checking tool %s failed", tool)
         reason = f"The call could not be checked ({type(exc).__name__}: {exc}); it did not run."
-        return _deny(reason, "check_failed", TOOL_FAILED)
+        return deny(reason, "check_failed", TOOL_FAILED)
 
 
 def _call_context(context: ToolContext, role: RoleDef) -> ToolContext:
@@ -337,7 +226,7 @@ def _run(audit: _CallAudit, decision: Decision, context: ToolContext) -> ToolOut
                   error=error)  # fmt: skip
         return ToolOutcome("error", "", exc.code, error, audit.target)
     except SandboxUnavailable as exc:
-        code, rule, reason = sandbox_problem(writable=context.may_write)
+        code, rule, reason = sandbox_problem(LIVE_HOST, writable=context.may_write)
         reason = reason or f"Commands run only inside a sandbox, and none can start here: {exc}."
         return _refused_while_running(audit, decision, code or SANDBOX_UNAVAILABLE,
                                       rule or "sandbox", reason)  # fmt: skip

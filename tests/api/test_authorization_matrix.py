@@ -87,6 +87,8 @@ EXPECTED: dict[str, dict[str, int]] = {
     "GET /api/roles/{name}/prompt/": ANY_USER,
     "GET /api/roles/export/": ANY_USER,
     "POST /api/roles/import/": ROLE_ADMIN,
+    "GET /api/roles/test/": ANY_USER,  # runs examples, writes nothing
+    "POST /api/roles/test/": ANY_USER,
     "GET /api/tools/": ANY_USER,
     "GET /api/transition-rules/": ANY_USER,
     "GET /api/prompt-packs/": ANY_USER,
@@ -225,8 +227,12 @@ def client_for(actor: str, world: dict[str, Any]) -> APIClient:
 def call(operation: str, actor: str, world: dict[str, Any]) -> Any:
     method, _ = operation.split(" ", 1)
     client, url = client_for(actor, world), url_of(operation, world)
-    if operation in ("POST /api/roles/import/", "POST /api/workflows/import/"):
-        export = url.replace("/import/", "/export/")
+    if operation in (
+        "POST /api/roles/import/",
+        "POST /api/workflows/import/",
+        "POST /api/roles/test/",
+    ):
+        export = url.replace("/import/", "/export/").replace("/test/", "/export/")
         yaml_text = client_for("superuser", world).get(export).content
         return client.generic("POST", url, yaml_text, content_type="application/yaml")
     if operation == "POST /api/runs/{id}/approve/":

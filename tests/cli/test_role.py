@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
+import yaml
 
 from sessions_app.models import AgentSession
 from sessions_app.services.plans import plan_set
@@ -126,3 +128,24 @@ def test_role_transitions_shows_what_is_allowed_now(cli: RunCli, session_id: str
     )
     data = json.loads(cli("role", "transitions", "--json").stdout)
     assert {t["to_role"] for t in data if t["allowed_now"]} >= {"planner", "explorer"}
+
+
+def test_role_test_checks_a_file_before_import_and_exits_1_on_a_failing_example(
+    cli: RunCli, tmp_path: Path
+) -> None:
+    stored = cli("role", "test")
+    assert stored.exit_code == 0, stored.output
+    assert "ok   planner examples[0] (the Planner cannot write)" in stored.stdout
+    assert "example(s): all pass" in stored.stdout
+    document = yaml.safe_load(cli("roles", "export").stdout)
+    planner = next(r for r in document["roles"] if r["slug"] == "planner")
+    planner["permissions"], planner["allowed_tools"] = ["read_files", "write_files"], []
+    file = tmp_path / "roles.yaml"
+    file.write_text(yaml.safe_dump(document, sort_keys=False))
+    result = cli("role", "test", str(file))
+    assert result.exit_code == 1, result.output
+    assert "FAIL planner examples[0] (the Planner cannot write)" in result.stdout
+    assert "-> allow by 'write_paths: anywhere' (expected deny)" in result.stdout
+    assert "1 failed" in result.stdout
+    as_json = cli("role", "test", str(file), "--json")
+    assert as_json.exit_code == 1 and json.loads(as_json.stdout)["failed"] == 1

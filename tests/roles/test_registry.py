@@ -202,6 +202,7 @@ def _role_form_data(role: Role) -> dict[str, object]:
         "max_tokens": role.max_tokens,
         "timeout_seconds": role.timeout_seconds,
         **({"answer_sets_plan": "on"} if role.answer_sets_plan else {}),
+        "examples": json.dumps(role.examples or []),
         "versions-TOTAL_FORMS": "0",
         "versions-INITIAL_FORMS": "0",
         "versions-MIN_NUM_FORMS": "0",

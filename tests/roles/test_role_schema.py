@@ -14,7 +14,7 @@ from hypothesis.strategies import SearchStrategy
 from rest_framework.test import APIClient
 
 from acode.errors import AcodeError
-from acode.inputs import json_schema_problems
+from acode.inputs import JSON_VALUE, json_schema_problems
 from acode.yamldoc import integral_numbers
 from roles.access import glob_problem
 from roles.commands import COMMAND_RULE_SCHEMA, command_rule_problems
@@ -43,6 +43,8 @@ def generated(schema: dict[str, Any]) -> SearchStrategy[Any]:
         "openapi": "3.1.0",
         "info": {"title": "t", "version": "1"},
         "paths": {"/x": {"post": {"requestBody": body, "responses": {"200": {"description": ""}}}}},
+        # As the API publishes it: a free-form value (an example's arguments) refers to it.
+        "components": {"schemas": {"JsonValue": JSON_VALUE}},
     }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -1,13 +1,16 @@
-"""``acode role current|set|history|transitions``: the role of the current session."""
+"""``acode role current|set|history|transitions``: the role of the current session;
+``acode role test``: run role policy examples."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from acode.cli.client import ApiClient
 from acode.cli.commands import roles as roles_commands
+from acode.cli.errors import ExitCode
 from acode.cli.output import emit_json, esc, fmt_time, out
 from acode.cli.runtime import (
     JsonOption,
@@ -164,3 +167,47 @@ def show(
         roles_commands.print_role(
             client, role, include_prompt=include_prompt, pack=pack, as_json=as_json
         )
+
+
+@app.command("test")
+@handles_errors
+def test(
+    ctx: typer.Context,
+    file: Annotated[
+        Path | None,
+        typer.Argument(help="A roles YAML file ('-': stdin); none: the server's stored roles."),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run role policy examples (of a file before you import it, or the stored roles) with
+    the server's own tool decision; exits 1 when one fails."""
+    text = roles_commands.read_text_input(file) if file is not None else None
+    with runtime(ctx).client() as client:
+        if text is None:
+            report = client.get("/api/roles/test/")
+        else:
+            report = client.post("/api/roles/test/", content=text, content_type="application/yaml")
+    if as_json:
+        emit_json(report)
+    else:
+        print_policy_report(report)
+    if not report["passed"]:
+        raise typer.Exit(int(ExitCode.OTHER))
+
+
+def print_policy_report(report: dict[str, Any]) -> None:
+    """Each example with its decision and the rule that decided; failures with why."""
+    console = out()
+    for item in report["results"]:
+        mark = "[green]ok[/]  " if item["passed"] else "[red]FAIL[/]"
+        name = f" ({item['name']})" if item["name"] else ""
+        console.print(
+            f"{mark} {esc(item['role'])} {esc(item['example'])}{esc(name)}: {esc(item['call'])} "
+            f"-> {item['decision']} by {esc(repr(item['rule']))} (expected {item['expect']})"
+        )
+        if not item["passed"]:
+            console.print(f"     why: {esc(item['why'])}")
+            if item["reason"]:
+                console.print(f"     reason: {esc(item['reason'])}")
+    verdict = "all pass" if report["passed"] else f"{report['failed']} failed"
+    console.print(f"{report['examples']} example(s): {verdict}")

@@ -360,12 +360,12 @@ def test_a_crashing_tool_is_an_audited_clean_error(
 def test_a_check_that_fails_refuses_the_call_and_is_audited(
     user: Any, area: Area, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sessions_app.agent import executor
+    from roles.decision import core as decision_core
 
     def broken(*args: Any) -> Any:
         raise KeyError("rules")
 
-    monkeypatch.setattr(executor, "command_rule_check", broken)
+    monkeypatch.setattr(decision_core, "command_rule_check", broken)
     call = coder(user, area)
     outcome = call("execute_command", argv=["touch", "docs/made.md"])
     assert outcome.status == "denied" and outcome.code == "ACODE-TOL-002"

@@ -11,8 +11,7 @@ from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import NotFound, ParseError, PermissionDenied
-from rest_framework.parsers import BaseParser
+from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.permissions import DjangoModelPermissions, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -23,6 +22,7 @@ from acode.inputs import Query, QueryBoolean, Text, json_schema_problems, query_
 from acode.llm import Endpoint, model_check
 from acode.yamldoc import integral_numbers
 from roles import selectors
+from roles.apis.parsers import PlainTextParser
 from roles.portability.definitions import export_definitions, import_definitions
 from roles.portability.document import DOCUMENT_SCHEMA, dump_yaml, load_yaml
 from roles.prompts import compose_prompt
@@ -39,27 +39,15 @@ from roles.serializers import (
 from roles.services import role_delete, role_write
 from roles.validation import role_field_problems, role_schema
 
-# /api/roles/export/ and /api/roles/import/ are routes of their own, so no role answers
-# to those two names (roles.validation.RESERVED_SLUGS).
+# /api/roles/export/, /api/roles/import/ and /api/roles/test/ are routes of their own, so
+# no role answers to those names (roles.validation.RESERVED_SLUGS).
 ROLE_NAME = OpenApiParameter(
     "name",
     str,
     OpenApiParameter.PATH,
-    pattern=r"^(?!(export|import)$)(?!\.\.?$)[^/\u0000]{1,100}$",
+    pattern=r"^(?!(export|import|test)$)(?!\.\.?$)[^/\u0000]{1,100}$",
     description="A role's slug or name, any case.",
 )
-
-
-class PlainTextParser(BaseParser):
-    """YAML (or any text) request bodies, passed through as a string."""
-
-    media_type = "*/*"
-
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> str:  # type: ignore[override]
-        try:
-            return str(stream.read().decode("utf-8"))
-        except UnicodeDecodeError as exc:
-            raise ParseError(f"The body is not UTF-8 text: {exc}") from exc
 
 
 class PromptComponentOutput(serializers.Serializer):
@@ -146,7 +134,14 @@ IMPORT_CODES = (
     "ACODE-IMP-002",
     "ACODE-IMP-003",
 )
-ROLE_CODES = ("ACODE-ROL-004", "ACODE-PRM-001", "ACODE-ROL-001", "ACODE-API-404", "ACODE-API-409")
+ROLE_CODES = (
+    "ACODE-ROL-004",
+    "ACODE-PRM-001",
+    "ACODE-ROL-001",
+    "ACODE-API-404",
+    "ACODE-API-409",
+    "ACODE-ROL-008",
+)
 
 
 def role_input(data: Any, schema: dict[str, Any]) -> dict[str, Any]:
@@ -239,7 +234,7 @@ class RoleImportApi(APIView):
         parameters=[ImportQuery],
         responses={
             200: ImportOutput,
-            **error_responses(*IMPORT_CODES, "ACODE-ROL-005", "ACODE-PRM-001"),
+            **error_responses(*IMPORT_CODES, "ACODE-ROL-005", "ACODE-PRM-001", "ACODE-ROL-008"),
         },
         description="Import a document like GET /api/roles/export/ gives. Everything is "
         "checked first; nothing is written if anything is wrong.",

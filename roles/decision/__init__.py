@@ -1,0 +1,62 @@
+"""The tool decision, as one pure function of its inputs, and the examples checked with it.
+
+``decide`` (``core``) answers "may this role make this call" from the role's definition,
+the call, the host's sandbox (``facts``) and the workspace's links
+(``roles.commands.workspace``); ``arguments`` holds the path and argv rules it applies (and
+containment re-uses); ``examples`` checks a role's examples with it. Nothing here reads the
+database or the file system, so the executor, a role save and a replay agree.
+"""
+
+from __future__ import annotations
+
+from roles.decision.arguments import Refused, RuleRefused, check_argv, normalised_path, split_path
+from roles.decision.core import (
+    BAD_ARGUMENTS,
+    DENIED,
+    Decision,
+    PolicyRole,
+    decide,
+    deny,
+)
+from roles.decision.examples import (
+    EXAMPLE_FAILED,
+    Example,
+    ExampleResult,
+    RoleView,
+    examples_check,
+    failures_summary,
+    role_examples_run,
+)
+from roles.decision.facts import (
+    LAYER_UNAVAILABLE,
+    SANDBOX_UNAVAILABLE,
+    HostFacts,
+    KnownHost,
+    sandbox_problem,
+)
+
+__all__ = [
+    "BAD_ARGUMENTS",
+    "DENIED",
+    "EXAMPLE_FAILED",
+    "LAYER_UNAVAILABLE",
+    "SANDBOX_UNAVAILABLE",
+    "Decision",
+    "Example",
+    "ExampleResult",
+    "HostFacts",
+    "KnownHost",
+    "PolicyRole",
+    "Refused",
+    "RoleView",
+    "RuleRefused",
+    "check_argv",
+    "decide",
+    "deny",
+    "examples_check",
+    "failures_summary",
+    "normalised_path",
+    "role_examples_run",
+    "sandbox_problem",
+    "split_path",
+]

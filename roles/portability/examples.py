@@ -1,0 +1,62 @@
+"""Policy examples run on demand: of the stored roles, or of a roles document before it is
+imported (so a team's CI can check a role file), with a report in words.
+
+``manage.py acode_policy_test``, ``acode role test`` (through POST /api/roles/test/) and
+the API share this; the examples are decided by ``roles.services.policy_examples_run``
+exactly as a save decides them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from acode.errors import AcodeError
+from acode.inputs import json_schema_problems
+from roles.decision import ExampleResult
+from roles.portability.document import DOCUMENT_SCHEMA, FORMAT
+from roles.services import policy_examples_run
+
+
+def policy_test(document: Mapping[str, Any] | None = None) -> list[ExampleResult]:
+    """Decide the examples of the stored roles (``document`` None) or of a document's roles
+    (its form checked first: ACODE-IMP-001). Writes nothing."""
+    if document is not None:
+        malformed = json_schema_problems(DOCUMENT_SCHEMA, document)
+        if malformed:
+            raise AcodeError(
+                "ACODE-IMP-001",
+                f"Not a {FORMAT} document: " + "; ".join(malformed[:5]),
+                {"problems": malformed},
+            )
+    return policy_examples_run(document)
+
+
+def policy_report(results: Sequence[ExampleResult]) -> dict[str, Any]:
+    """The results as data: counts, then every example with its decision and rule."""
+    failed = sum(1 for r in results if not r.passed)
+    return {
+        "passed": failed == 0,
+        "examples": len(results),
+        "failed": failed,
+        "results": [r.as_data() for r in results],
+    }
+
+
+def report_lines(report: Mapping[str, Any]) -> list[str]:
+    """The report in words: one line per example (failures with their reason), then a total."""
+    lines = []
+    for item in report["results"]:
+        mark = "ok  " if item["passed"] else "FAIL"
+        name = f" ({item['name']})" if item["name"] else ""
+        lines.append(
+            f"{mark} {item['role']} {item['example']}{name}: {item['call']} -> "
+            f"{item['decision']} by {item['rule']!r} (expected {item['expect']})"
+        )
+        if not item["passed"]:
+            lines.append(f"     why: {item['why']}")
+            if item["reason"]:
+                lines.append(f"     reason: {item['reason']}")
+    verdict = "all pass" if report["passed"] else f"{report['failed']} failed"
+    lines.append(f"{report['examples']} example(s): {verdict}")
+    return lines
