@@ -151,6 +151,8 @@ SPECTACULAR_SETTINGS = {
         "SessionStatusEnum": "sessions_app.models.SessionStatus",
         "StepStatusEnum": "sessions_app.models.StepStatus",
         "JobStatusEnum": "sessions_app.models.JobStatus",
+        # A policy example's expected and actual decision (POST /api/roles/test/).
+        "PolicyDecisionEnum": [("allow", "allow"), ("deny", "deny")],
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

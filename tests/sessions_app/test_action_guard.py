@@ -135,6 +135,7 @@ API_NOT_ON_A_SESSION = {
     "POST /api/sessions/": "opens a new session: no run executes in it yet",
     "POST /api/roles/": "role definitions (roles app, versioned; a run's digest names them)",
     "PATCH /api/roles/{name}/": "role definitions",
+    "POST /api/roles/test/": "runs role examples against a document; writes nothing",
     "DELETE /api/roles/{name}/": "role definitions",
     "POST /api/roles/import/": "role definitions",
     "POST /api/workflows/import/": "workflow templates (a run keeps its own stages)",
