@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -14,7 +15,9 @@ from acode.errors import AcodeError
 from acode.llm import endpoint_from_row, model_check
 from roles.admin.base import ServiceAdmin
 from roles.models import ModelEndpoint, Permission, Tool, TransitionRule
+from roles.registry import tool_specs
 from roles.services import (
+    catalog_examples_check,
     permission_delete,
     permission_save,
     tool_delete,
@@ -36,6 +39,51 @@ class ToolForm(forms.ModelForm):
         for problem in tool_name_problems(name):
             raise forms.ValidationError(f"ACODE-ROL-004: {problem}")
         return name
+
+    def clean(self) -> dict[str, Any]:
+        """The save's examples check (``tool_save``), here so a refusal is a form error."""
+        data = super().clean() or {}
+        name = data.get("name") or self.instance.name
+        enabled = bool(data.get("enabled", self.instance.enabled))
+        tools = [dataclasses.replace(t, enabled=enabled) if t.name == name else t
+                 for t in tool_specs()]  # fmt: skip
+        _examples_form_check(self, tools=tools)
+        return data
+
+
+class PermissionForm(forms.ModelForm):
+    class Meta:
+        model = Permission
+        fields = ("code", "description")
+
+    def clean(self) -> dict[str, Any]:
+        """The save's examples check (``permission_save``) for a renamed code."""
+        data = super().clean() or {}
+        old, new = self.instance.code if self.instance.pk else "", data.get("code")
+        if old and new and new != old:
+            _examples_form_check(self, renamed={old: str(new)})
+        return data
+
+
+def _examples_form_check(form: forms.ModelForm, **change: Any) -> None:
+    try:
+        catalog_examples_check(**change)
+    except AcodeError as exc:
+        form.add_error(None, f"{exc.code}: {exc.message}")
+
+
+def _examples_warning(admin_: admin.ModelAdmin, request: HttpRequest) -> None:
+    """Examples that fail because access narrowed: saved, and said."""
+    failing = catalog_examples_check()
+    if failing:
+        text = "; ".join(r.message() for r in failing[:5])
+        more = f" (and {len(failing) - 5} more)" if len(failing) > 5 else ""
+        admin_.message_user(
+            request,
+            f"Saved. {len(failing)} policy example(s) now fail: {text}{more}. "
+            "Update the roles' examples if this narrowing is meant to last.",
+            messages.WARNING,
+        )
 
 
 @admin.register(Tool)
@@ -82,23 +130,31 @@ class ToolAdmin(ServiceAdmin):
         readonly = tuple(self.readonly_fields)
         return (*readonly, "name") if obj is not None else readonly
 
+    def get_changelist_form(self, request: HttpRequest, **kwargs: Any) -> Any:
+        return super().get_changelist_form(request, form=ToolForm, **kwargs)
+
     def save_model(self, request: HttpRequest, obj: Tool, form: Any, change: bool) -> None:
         tool_save(tool=obj, user=request.user)  # type: ignore[arg-type]
+        _examples_warning(self, request)
 
     def delete_model(self, request: HttpRequest, obj: Tool) -> None:
         tool_delete(tool=obj, user=request.user)  # type: ignore[arg-type]
+        _examples_warning(self, request)
 
 
 @admin.register(Permission)
 class PermissionAdmin(ServiceAdmin):
+    form = PermissionForm
     list_display = ("code", "description")
     search_fields = ("code", "description")
 
     def save_model(self, request: HttpRequest, obj: Permission, form: Any, change: bool) -> None:
         permission_save(permission=obj, user=request.user)  # type: ignore[arg-type]
+        _examples_warning(self, request)
 
     def delete_model(self, request: HttpRequest, obj: Permission) -> None:
         permission_delete(permission=obj, user=request.user)  # type: ignore[arg-type]
+        _examples_warning(self, request)
 
 
 class TransitionRuleForm(forms.ModelForm):

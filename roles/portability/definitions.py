@@ -32,6 +32,7 @@ from roles.models import (
 from roles.portability.document import DOCUMENT_SCHEMA, FORMAT, document_check, load_yaml
 from roles.registry import read_specs
 from roles.services import (
+    catalog_examples_check,
     permission_delete,
     permission_save,
     prompt_component_delete,
@@ -154,6 +155,8 @@ def import_definitions(
         # Every role the document defines, and those below them, as written: one failing
         # example (ACODE-ROL-008) rolls the whole import back.
         role_examples_enforce(saved={r["slug"] for r in data.get("roles", [])})
+        if data.get("tools") or data.get("permissions"):  # what every role is made of
+            catalog_examples_check()
         summary.versions = [str(v) for v in role_versions_record(actor=actor, user=user)]
     return summary
 

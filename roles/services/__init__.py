@@ -27,6 +27,7 @@ from roles.services.catalog import (
 )
 from roles.services.common import prompt_rejection_record, role_versions_record
 from roles.services.examples import (
+    catalog_examples_check,
     examples_refusal,
     policy_examples_run,
     role_examples_enforce,
@@ -43,6 +44,7 @@ from roles.services.roles import (
 
 __all__ = [
     "NEW_ROLE",
+    "catalog_examples_check",
     "examples_refusal",
     "permission_delete",
     "permission_save",

@@ -13,6 +13,7 @@ from roles.services.common import (
     prompt_rejection_record,
     role_versions_record,
 )
+from roles.services.examples import catalog_examples_check
 from roles.validation import check_prompt_text, tool_name_problems, transition_rule_problems
 
 
@@ -26,13 +27,16 @@ def tool_save(
 ) -> Tool:
     """Save a tool's row (enabled, description, position); roles whose tools moved get a
     new version. ACODE-ROL-004 for a name no tool is declared by: a row enables, describes
-    and orders a tool acode has, it cannot make one (nor change what one takes or needs)."""
+    and orders a tool acode has, it cannot make one (nor change what one takes or needs).
+    ACODE-ROL-008 when switching it on would let a role make a call one of its examples
+    says it must not (``catalog_examples_check``); nothing is kept."""
     problems = tool_name_problems(tool.name)
     if problems:
         raise AcodeError("ACODE-ROL-004", "; ".join(problems), {"problems": problems})
     tool.save()
     data_changed("tool", "saved", tool.name, actor_label(actor, user))
-    if versioned:
+    if versioned:  # an import checks once, when the whole document is written
+        catalog_examples_check()
         role_versions_record(actor=actor, user=user)
     return tool
 
@@ -60,10 +64,12 @@ def permission_save(
     user: AbstractBaseUser | None = None,
     versioned: bool = True,
 ) -> Permission:
-    """Save a permission; a renamed code changes the roles holding it, so they are versioned."""
+    """Save a permission; a renamed code changes the roles holding it, so they are versioned.
+    ACODE-ROL-008 when the new code would let a role make a call an example forbids."""
     permission.save()
     data_changed("permission", "saved", permission.code, actor_label(actor, user))
     if versioned:
+        catalog_examples_check()
         role_versions_record(actor=actor, user=user)
     return permission
 

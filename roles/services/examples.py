@@ -11,6 +11,7 @@ of the stored roles or of a roles document without writing anything (``acode_pol
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -39,6 +40,37 @@ def role_examples_enforce(*, saved: Collection[str]) -> None:
     refusal = examples_refusal(examples_check({s.slug: s for _, s in id_specs}, tools, saved))
     if refusal is not None:
         raise refusal
+
+
+def catalog_examples_check(
+    *, tools: Sequence[ToolSpec] | None = None, renamed: Mapping[str, str] | None = None
+) -> list[ExampleResult]:
+    """The examples of every role after a change to what all roles are made of: a tool row
+    (``tools``, the tools as they would be) or a permission's code (``renamed``, old to new).
+
+    ACODE-ROL-008 when a call an example says must be denied would be allowed: the change
+    widens a role beyond its promise. Examples that now fail the other way (a tool switched
+    off, a permission withdrawn) are returned, not refused: narrowing access, in an
+    emergency too, is never blocked; the caller shows them as a warning."""
+    id_specs, stored = read_specs()
+    specs = {s.slug: _renamed(s, renamed or {}) for _, s in id_specs}
+    results = examples_check(specs, stored if tools is None else tools)
+    widened = [r for r in results if r.example.expect == "deny" and r.decision.allowed]
+    if widened:
+        raise AcodeError(
+            EXAMPLE_FAILED,
+            f"Not saved: it would let a role do what its example forbids; "
+            f"{failures_summary(widened)}.",
+            {"failures": [r.as_data() for r in widened]},
+        )
+    return [r for r in results if not r.passed]
+
+
+def _renamed(spec: RoleSpec, renamed: Mapping[str, str]) -> RoleSpec:
+    if not renamed or not set(spec.permissions) & set(renamed):
+        return spec
+    codes = tuple(sorted({renamed.get(code, code) for code in spec.permissions}))
+    return dataclasses.replace(spec, permissions=codes)
 
 
 def policy_examples_run(document: Mapping[str, Any] | None = None) -> list[ExampleResult]:
