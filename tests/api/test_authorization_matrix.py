@@ -20,7 +20,19 @@ from drf_spectacular.generators import SchemaGenerator
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from roles.models import ModelEndpoint, Role, RoleVersion
+from roles.models import (
+    McpArgumentLimit,
+    McpServer,
+    McpToolDefinition,
+    ModelEndpoint,
+    Role,
+    RoleVersion,
+)
+from roles.services.mcp import (
+    mcp_argument_limit_save,
+    mcp_definitions_record,
+    mcp_server_save,
+)
 from sessions_app.models import (
     AgentSession,
     AuditEvent,
@@ -96,6 +108,21 @@ EXPECTED: dict[str, dict[str, int]] = {
     # Model endpoints are admin data: view_modelendpoint / change_modelendpoint.
     "GET /api/model-endpoints/": ROLE_ADMIN,
     "POST /api/model-endpoints/{name}/check/": ROLE_ADMIN,
+    # MCP servers and argument limits: read by all (as roles and their export), written
+    # with Django's model permissions (the server "scratch" listens nowhere: 502).
+    "GET /api/mcp-servers/": ANY_USER,
+    "POST /api/mcp-servers/": ROLE_ADMIN | {"superuser": 201},
+    "GET /api/mcp-servers/{name}/": ANY_USER,
+    "PATCH /api/mcp-servers/{name}/": ROLE_ADMIN,
+    "DELETE /api/mcp-servers/{name}/": ROLE_ADMIN | {"superuser": 204},
+    "POST /api/mcp-servers/{name}/refresh/": ROLE_ADMIN | {"superuser": 502},
+    "GET /api/mcp-servers/{name}/tools/": ANY_USER,
+    "POST /api/mcp-servers/{name}/tools/{tool}/approve/": ROLE_ADMIN,
+    "GET /api/roles/{name}/argument-limits/": ANY_USER,
+    "POST /api/roles/{name}/argument-limits/": ROLE_ADMIN | {"superuser": 201},
+    "GET /api/roles/{name}/argument-limits/{tool}/": ANY_USER,
+    "PUT /api/roles/{name}/argument-limits/{tool}/": ROLE_ADMIN,
+    "DELETE /api/roles/{name}/argument-limits/{tool}/": ROLE_ADMIN | {"superuser": 204},
     "GET /api/repositories/": ANY_USER,
     "GET /api/sessions/": ANY_USER,
     "POST /api/sessions/": ANY_USER | {actor: 201 for actor in ACTORS[1:]},
@@ -158,6 +185,10 @@ BODIES: dict[str, Any] = {
     "POST /api/sessions/{id}/runs/": {"request": "Explain the code"},
     "POST /api/runs/{id}/answer/": {"answer": "Yes"},
     "POST /api/runs/{id}/reject/": {"reason": "Not now"},
+    "POST /api/mcp-servers/": {"slug": "matrix", "transport": "http", "url": "http://x/mcp"},
+    "PATCH /api/mcp-servers/{name}/": {"description": "Changed by the matrix"},
+    "POST /api/roles/{name}/argument-limits/": {"tool": "mcp__scratch__other", "schema": {"type": "object"}},
+    "PUT /api/roles/{name}/argument-limits/{tool}/": {"schema": {"required": ["text"]}},
 }
 QUERIES: dict[str, dict[str, str]] = {"GET /api/audit/export/": {"format": "jsonl"}}
 
@@ -201,7 +232,24 @@ def world(django_user_model: Any, settings: Any) -> dict[str, Any]:
     # An endpoint nothing listens on: the check answers at once that it is unreachable.
     ModelEndpoint.objects.create(name="scratch", base_url="http://127.0.0.1:9/v1", model="m")
     digest = RunApproval.objects.get(run=run, status="pending").digest
-    return {"users": users, "session": session, "job": job, "run": run, "digest": digest}
+    # An MCP server nothing listens on, a tool it once listed and a role's limit on it.
+    server = mcp_server_save(
+        server=McpServer(slug="scratch", transport="http", url="http://127.0.0.1:9/mcp"),
+        actor="matrix",
+    )
+    (tool,) = mcp_definitions_record(server=server, definitions=[{"name": "echo"}])
+    mcp_argument_limit_save(
+        limit=McpArgumentLimit(
+            role=Role.objects.get(slug="scratch"),
+            tool="mcp__scratch__echo",
+            schema={"properties": {"text": {"maxLength": 9}}},
+        ),
+        actor="matrix",
+    )
+    return {
+        "users": users, "session": session, "job": job, "run": run, "digest": digest,
+        "tool_hash": tool.live_hash,
+    }  # fmt: skip
 
 
 def url_of(operation: str, world: dict[str, Any]) -> str:
@@ -209,9 +257,11 @@ def url_of(operation: str, world: dict[str, Any]) -> str:
     own_id = world["job"].pk if path.startswith("/api/jobs/") else world["session"].pk
     if path.startswith("/api/runs/"):
         own_id = world["run"].pk
+    tool = "mcp__scratch__echo" if "argument-limits" in path else "echo"
     return (
         path.replace("{id}", str(own_id))
         .replace("{number}", "1")
+        .replace("{tool}", tool)
         .replace("{slug}", "matrix-gate")
         .replace("{name}", "scratch" if "prompt-packs" not in path else "acode-standard")
     )
@@ -238,6 +288,9 @@ def call(operation: str, actor: str, world: dict[str, Any]) -> Any:
     if operation == "POST /api/runs/{id}/approve/":
         body = json.dumps({"digest": world["digest"]})
         return client.generic(method, url, body, "application/json")
+    if operation == "POST /api/mcp-servers/{name}/tools/{tool}/approve/":
+        body = json.dumps({"hash": world["tool_hash"]})
+        return client.generic(method, url, body, "application/json")
     if method == "GET":
         return client.get(url, QUERIES.get(operation, {}))
     return client.generic(method, url, json.dumps(BODIES.get(operation, {})), "application/json")
@@ -251,6 +304,9 @@ def state(world: dict[str, Any]) -> tuple[Any, ...]:
         *(model.objects.count() for model in counted),
         Role.objects.count(),
         RoleVersion.objects.count(),
+        tuple(McpServer.objects.values_list("slug", "description")),
+        tuple(McpToolDefinition.objects.values_list("name", "state", "approved_hash")),
+        tuple(McpArgumentLimit.objects.values_list("tool", "schema")),
         Token.objects.count(),
         Job.objects.filter(cancel_requested=True).count(),
         tuple(Run.objects.order_by("created_at").values_list("status", "cancel_requested")),

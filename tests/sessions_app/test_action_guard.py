@@ -140,6 +140,14 @@ API_NOT_ON_A_SESSION = {
     "POST /api/roles/import/": "role definitions",
     "POST /api/workflows/import/": "workflow templates (a run keeps its own stages)",
     "POST /api/model-endpoints/{name}/check/": "probes a model server; changes no session",
+    "POST /api/mcp-servers/": "MCP server registrations (roles app data)",
+    "PATCH /api/mcp-servers/{name}/": "MCP server registrations",
+    "DELETE /api/mcp-servers/{name}/": "MCP server registrations",
+    "POST /api/mcp-servers/{name}/refresh/": "lists a server's tools and pins their definitions",
+    "POST /api/mcp-servers/{name}/tools/{tool}/approve/": "approves a pinned tool definition",
+    "POST /api/roles/{name}/argument-limits/": "a role's argument limits (role data)",
+    "PUT /api/roles/{name}/argument-limits/{tool}/": "a role's argument limits",
+    "DELETE /api/roles/{name}/argument-limits/{tool}/": "a role's argument limits",
 }
 
 

@@ -1,0 +1,388 @@
+"""REST API for MCP servers, their pinned tool definitions and roles' argument limits.
+
+Reads are open to every signed-in user, as the roles API and its YAML export are: a
+registration holds no secret (only names of acode's environment variables), and tool
+descriptions reach every role's model anyway. Writes need Django's model permissions, as
+in admin. Every state change goes through ``roles.services.mcp``; listing a server's tools
+goes through ``roles.signals.mcp_refresh_requested``, since the sessions app runs servers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.permissions import DjangoModelPermissions, IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from acode.errors import AcodeError, error_responses
+from acode.inputs import Input, Text
+from roles import selectors
+from roles.apis import ROLE_NAME
+from roles.mcp_models import McpArgumentLimit, McpServer, McpToolDefinition, McpTransport
+from roles.mcp_tools import mcp_tool_name, server_permission
+from roles.registry import registry
+from roles.services.mcp import (
+    definition_diff,
+    mcp_argument_limit_delete,
+    mcp_argument_limit_save,
+    mcp_server_delete,
+    mcp_server_save,
+    mcp_tool_approve,
+)
+from roles.signals import mcp_refresh_requested
+
+SERVER_NAME = OpenApiParameter("name", str, OpenApiParameter.PATH, description="The server's slug.")
+TOOL_NAME = OpenApiParameter(
+    "tool", str, OpenApiParameter.PATH, description="The tool's name, as the server lists it."
+)
+LIMITED_TOOL = OpenApiParameter(
+    "tool", str, OpenApiParameter.PATH, description="The tool's registry name."
+)
+# Listing a tool server: what reaching it can fail with.
+REACH_CODES = ("ACODE-MCP-001", "ACODE-MCP-002", "ACODE-MCP-003", "ACODE-MCP-006")
+
+
+def _secret_names(what: str) -> serializers.DictField:
+    return serializers.DictField(
+        child=Text(max_length=128),
+        required=False,
+        help_text=f"{what} -> the name of acode's environment variable holding its value "
+        "(never the value itself).",
+    )
+
+
+# -- output shapes --------------------------------------------------------------------------
+class McpToolSummaryOutput(serializers.Serializer):
+    name = serializers.CharField()
+    registry_name = serializers.CharField(help_text="mcp__<server>__<tool>")
+    state = serializers.CharField()
+    offered = serializers.BooleanField()
+
+
+class McpServerOutput(serializers.Serializer):
+    slug = serializers.CharField()
+    description = serializers.CharField()
+    transport = serializers.ChoiceField(choices=McpTransport.choices)
+    command = serializers.ListField(child=serializers.CharField())
+    read_only_paths = serializers.ListField(child=serializers.CharField())
+    url = serializers.CharField()
+    env_secrets = serializers.DictField(child=serializers.CharField())
+    header_secrets = serializers.DictField(child=serializers.CharField())
+    network = serializers.BooleanField()
+    call_timeout_seconds = serializers.IntegerField()
+    max_output_chars = serializers.IntegerField()
+    enabled = serializers.BooleanField()
+    status = serializers.CharField()
+    last_error = serializers.CharField()
+    checked_at = serializers.DateTimeField(allow_null=True)
+    permission = serializers.CharField(help_text="The permission that grants its tools.")
+    tools = McpToolSummaryOutput(many=True)
+
+
+class McpToolOutput(McpToolSummaryOutput):
+    server = serializers.CharField()
+    live_definition = serializers.DictField(help_text="What the server lists now.")
+    live_hash = serializers.CharField()
+    approved_definition = serializers.DictField(allow_null=True)
+    approved_hash = serializers.CharField()
+    approved_by = serializers.CharField()
+    approved_at = serializers.DateTimeField(allow_null=True)
+    seen_at = serializers.DateTimeField()
+    diff = serializers.CharField(help_text="Unified diff from the approved definition.")
+
+
+class ArgumentLimitOutput(serializers.Serializer):
+    role = serializers.CharField()
+    tool = serializers.CharField()
+    schema = serializers.DictField()
+
+
+def _summary(tool: McpToolDefinition, slug: str) -> dict[str, Any]:
+    return {
+        "name": tool.name,
+        "registry_name": mcp_tool_name(slug, tool.name),
+        "state": tool.state,
+        "offered": tool.offered,
+    }
+
+
+def server_data(server: McpServer) -> dict[str, Any]:
+    fields = McpServerOutput().fields
+    data = {name: getattr(server, name) for name in fields if name not in ("permission", "tools")}
+    data["permission"] = server_permission(server.slug)
+    data["tools"] = [_summary(t, server.slug) for t in server.tools.all()]
+    return data
+
+
+def tool_data(tool: McpToolDefinition) -> dict[str, Any]:
+    moved = tool.approved_hash and tool.approved_hash != tool.live_hash
+    return {
+        **_summary(tool, tool.server.slug),
+        "server": tool.server.slug,
+        "live_definition": tool.live_definition,
+        "live_hash": tool.live_hash,
+        "approved_definition": tool.approved_definition,
+        "approved_hash": tool.approved_hash,
+        "approved_by": tool.approved_by,
+        "approved_at": tool.approved_at,
+        "seen_at": tool.seen_at,
+        "diff": definition_diff(tool) if moved else "",
+    }
+
+
+def limit_data(limit: McpArgumentLimit) -> dict[str, Any]:
+    return {"role": limit.role.slug, "tool": limit.tool, "schema": limit.schema}
+
+
+# -- input shapes ---------------------------------------------------------------------------
+class McpServerUpdateInput(Input):
+    description = Text(max_length=255, required=False, allow_blank=True)
+    transport = serializers.ChoiceField(choices=McpTransport.choices, required=False)
+    command = serializers.ListField(child=Text(max_length=4096), max_length=256, required=False)
+    read_only_paths = serializers.ListField(
+        child=Text(max_length=4096), max_length=256, required=False
+    )
+    url = Text(max_length=500, required=False, allow_blank=True)
+    env_secrets = _secret_names("stdio: a variable the server sees")
+    header_secrets = _secret_names("HTTP: a header sent")
+    network = serializers.BooleanField(required=False)
+    call_timeout_seconds = serializers.IntegerField(min_value=1, max_value=3600, required=False)
+    max_output_chars = serializers.IntegerField(min_value=1, max_value=10_000_000, required=False)
+    enabled = serializers.BooleanField(required=False)
+
+
+class McpServerCreateInput(McpServerUpdateInput):
+    slug = Text(max_length=40, help_text="Letters, digits, - and _; no double underscore.")
+
+
+class McpToolApproveInput(Input):
+    hash = Text(max_length=64, help_text="The live_hash of the definition shown (GET .../tools/).")
+
+
+class ArgumentLimitCreateInput(Input):
+    tool = Text(max_length=200, help_text="A tool's registry name, e.g. mcp__tracker__issues.")
+    schema = serializers.DictField(help_text="A JSON Schema fragment each call must also fit.")
+
+
+class ArgumentLimitUpdateInput(Input):
+    schema = serializers.DictField(help_text="A JSON Schema fragment each call must also fit.")
+
+
+def _valid(shape: type[Input], request: Request) -> dict[str, Any]:
+    data = shape(data=request.data)
+    data.is_valid(raise_exception=True)
+    return dict(data.validated_data)
+
+
+# -- permissions ------------------------------------------------------------------------------
+class ModelWritePermission(DjangoModelPermissions):
+    """Writes need Django's model permissions on the view's model (add/change/delete), as
+    in admin; a POST that changes an existing row (refresh, approve) needs change."""
+
+
+class ChangePermission(DjangoModelPermissions):
+    perms_map = {
+        **DjangoModelPermissions.perms_map,
+        "POST": ["%(app_label)s.change_%(model_name)s"],
+    }
+
+
+SERVER_CODES = ("ACODE-API-400", "ACODE-MCP-007")
+
+
+# -- MCP servers ------------------------------------------------------------------------------
+class McpServerCollectionApi(APIView):
+    """``GET`` lists registrations; ``POST`` registers one (needs ``roles.add_mcpserver``)."""
+
+    permission_classes = [IsAuthenticated, ModelWritePermission]
+    queryset = selectors.mcp_servers_all().none()
+
+    @extend_schema(responses=McpServerOutput(many=True), operation_id="mcp_servers_list")
+    def get(self, request: Request) -> Response:
+        return Response([server_data(s) for s in selectors.mcp_servers_all()])
+
+    @extend_schema(
+        request=McpServerCreateInput,
+        responses={201: McpServerOutput, **error_responses(*SERVER_CODES, "ACODE-API-409")},
+        operation_id="mcp_servers_create",
+    )
+    def post(self, request: Request) -> Response:
+        data = _valid(McpServerCreateInput, request)
+        if selectors.mcp_servers_all().filter(slug=data["slug"]).exists():
+            raise AcodeError(
+                "ACODE-API-409", f"An MCP server is already named {data['slug']!r}.", data
+            )
+        server = mcp_server_save(server=McpServer(**data), user=request.user)  # type: ignore[arg-type]
+        return Response(server_data(selectors.mcp_server_row(server.slug)), status=201)
+
+
+class McpServerResourceApi(APIView):
+    """``GET`` shows a registration; ``PATCH`` and ``DELETE`` need change/delete."""
+
+    permission_classes = [IsAuthenticated, ModelWritePermission]
+    queryset = selectors.mcp_servers_all().none()
+
+    @extend_schema(
+        responses={200: McpServerOutput, **error_responses("ACODE-API-404")},
+        parameters=[SERVER_NAME],
+        operation_id="mcp_servers_retrieve",
+    )
+    def get(self, request: Request, name: str) -> Response:
+        return Response(server_data(selectors.mcp_server_row(name)))
+
+    @extend_schema(
+        request=McpServerUpdateInput,
+        responses={200: McpServerOutput, **error_responses(*SERVER_CODES, "ACODE-API-404")},
+        parameters=[SERVER_NAME],
+        operation_id="mcp_servers_update",
+    )
+    def patch(self, request: Request, name: str) -> Response:
+        server = selectors.mcp_server_row(name)
+        for field, value in _valid(McpServerUpdateInput, request).items():
+            setattr(server, field, value)
+        mcp_server_save(server=server, user=request.user)  # type: ignore[arg-type]
+        return Response(server_data(selectors.mcp_server_row(name)))
+
+    @extend_schema(
+        responses={204: None, **error_responses("ACODE-API-404")},
+        parameters=[SERVER_NAME],
+        operation_id="mcp_servers_destroy",
+    )
+    def delete(self, request: Request, name: str) -> Response:
+        mcp_server_delete(server=selectors.mcp_server_row(name), user=request.user)  # type: ignore[arg-type]
+        return Response(status=204)
+
+
+class McpServerToolsApi(APIView):
+    @extend_schema(
+        responses={200: McpToolOutput(many=True), **error_responses("ACODE-API-404")},
+        parameters=[SERVER_NAME],
+        operation_id="mcp_servers_tools",
+        description="The server's tools as last listed: each definition listed now and the "
+        "one approved (descriptions reach the model), their hashes, state and diff.",
+    )
+    def get(self, request: Request, name: str) -> Response:
+        server = selectors.mcp_server_row(name)
+        return Response([tool_data(t) for t in server.tools.all()])
+
+
+class McpServerRefreshApi(APIView):
+    permission_classes = [IsAuthenticated, ChangePermission]
+    queryset = selectors.mcp_servers_all().none()
+
+    @extend_schema(
+        request=None,
+        responses={200: McpToolOutput(many=True), **error_responses(*REACH_CODES)},
+        parameters=[SERVER_NAME],
+        operation_id="mcp_servers_refresh",
+        description="List the server's tools now and pin each definition: a new tool waits "
+        "for approval; an approved tool whose definition changed is disabled until approved "
+        "again (audited). Needs roles.change_mcpserver.",
+    )
+    def post(self, request: Request, name: str) -> Response:
+        server = selectors.mcp_server_row(name)
+        mcp_refresh_requested.send(sender=None, server=server, actor=request.user.get_username())
+        return Response([tool_data(t) for t in selectors.mcp_server_row(name).tools.all()])
+
+
+class McpToolApproveApi(APIView):
+    permission_classes = [IsAuthenticated, ChangePermission]
+    queryset = selectors.mcp_tools_all().none()
+
+    @extend_schema(
+        request=McpToolApproveInput,
+        responses={
+            200: McpToolOutput,
+            **error_responses("ACODE-API-400", "ACODE-API-404", "ACODE-MCP-009"),
+        },
+        parameters=[SERVER_NAME, TOOL_NAME],
+        operation_id="mcp_tools_approve",
+        description="Approve the definition the server lists now, named by the hash you "
+        "were shown; a different one is refused (ACODE-MCP-009). Needs "
+        "roles.change_mcptooldefinition.",
+    )
+    def post(self, request: Request, name: str, tool: str) -> Response:
+        row = selectors.mcp_tool_row(selectors.mcp_server_row(name), tool)
+        expected = _valid(McpToolApproveInput, request)["hash"]
+        approved = mcp_tool_approve(tool=row, user=request.user, expected_hash=expected)  # type: ignore[arg-type]
+        return Response(tool_data(approved))
+
+
+# -- argument limits --------------------------------------------------------------------------
+LIMIT_CODES = ("ACODE-API-400", "ACODE-MCP-008", "ACODE-ROL-001")
+
+
+class ArgumentLimitCollectionApi(APIView):
+    """``GET`` lists a role's own limits; ``POST`` adds one (``roles.add_mcpargumentlimit``)."""
+
+    permission_classes = [IsAuthenticated, ModelWritePermission]
+    queryset = selectors.argument_limits_all().none()
+
+    @extend_schema(
+        responses={200: ArgumentLimitOutput(many=True), **error_responses("ACODE-ROL-001")},
+        parameters=[ROLE_NAME],
+        operation_id="roles_argument_limits_list",
+    )
+    def get(self, request: Request, name: str) -> Response:
+        slug = registry.get(name).slug
+        return Response([limit_data(x) for x in selectors.argument_limits_of(slug)])
+
+    @extend_schema(
+        request=ArgumentLimitCreateInput,
+        responses={201: ArgumentLimitOutput, **error_responses(*LIMIT_CODES, "ACODE-API-409")},
+        parameters=[ROLE_NAME],
+        operation_id="roles_argument_limits_create",
+    )
+    def post(self, request: Request, name: str) -> Response:
+        role = selectors.role_row(registry.get(name).slug)
+        data = _valid(ArgumentLimitCreateInput, request)
+        if selectors.argument_limits_of(role.slug).filter(tool=data["tool"]).exists():
+            raise AcodeError(
+                "ACODE-API-409",
+                f"Role {role.slug} already limits {data['tool']}: change it with PUT.",
+                {"role": role.slug, "tool": data["tool"]},
+            )
+        limit = McpArgumentLimit(role=role, **data)
+        mcp_argument_limit_save(limit=limit, user=request.user)  # type: ignore[arg-type]
+        return Response(limit_data(limit), status=201)
+
+
+class ArgumentLimitResourceApi(APIView):
+    """One role's limit on one tool: ``PUT`` replaces its schema, ``DELETE`` removes it."""
+
+    permission_classes = [IsAuthenticated, ModelWritePermission]
+    queryset = selectors.argument_limits_all().none()
+
+    @extend_schema(
+        responses={200: ArgumentLimitOutput, **error_responses("ACODE-ROL-001", "ACODE-API-404")},
+        parameters=[ROLE_NAME, LIMITED_TOOL],
+        operation_id="roles_argument_limits_retrieve",
+    )
+    def get(self, request: Request, name: str, tool: str) -> Response:
+        return Response(limit_data(selectors.argument_limit_row(registry.get(name).slug, tool)))
+
+    @extend_schema(
+        request=ArgumentLimitUpdateInput,
+        responses={200: ArgumentLimitOutput, **error_responses(*LIMIT_CODES, "ACODE-API-404")},
+        parameters=[ROLE_NAME, LIMITED_TOOL],
+        operation_id="roles_argument_limits_update",
+    )
+    def put(self, request: Request, name: str, tool: str) -> Response:
+        limit = selectors.argument_limit_row(registry.get(name).slug, tool)
+        limit.schema = _valid(ArgumentLimitUpdateInput, request)["schema"]
+        mcp_argument_limit_save(limit=limit, user=request.user)  # type: ignore[arg-type]
+        return Response(limit_data(limit))
+
+    @extend_schema(
+        responses={204: None, **error_responses("ACODE-ROL-001", "ACODE-API-404")},
+        parameters=[ROLE_NAME, LIMITED_TOOL],
+        operation_id="roles_argument_limits_destroy",
+    )
+    def delete(self, request: Request, name: str, tool: str) -> Response:
+        limit = selectors.argument_limit_row(registry.get(name).slug, tool)
+        mcp_argument_limit_delete(limit=limit, user=request.user)  # type: ignore[arg-type]
+        return Response(status=204)
