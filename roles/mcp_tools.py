@@ -20,7 +20,12 @@ from types import MappingProxyType
 from typing import Any
 
 from roles.access import RoleSpec, ToolSpec, parent_chain
-from roles.mcp_models import McpArgumentLimit, McpToolDefinition, McpToolState
+from roles.mcp_models import (
+    McpArgumentLimit,
+    McpToolDefinition,
+    McpToolState,
+    limit_tool_known,
+)
 from roles.tools import ToolDeclaration
 
 PREFIX = "mcp__"
@@ -46,11 +51,9 @@ def split_mcp_tool_name(name: str) -> tuple[str, str] | None:
 
 
 def mcp_tool_registered(name: str) -> bool:
-    """Whether ``name`` is a tool some registered server has listed."""
-    parts = split_mcp_tool_name(name)
-    return parts is not None and (
-        McpToolDefinition.objects.filter(server__slug=parts[0], name=parts[1]).exists()
-    )
+    """Whether ``name`` is a tool name of a registered server, listed there yet or not (a
+    role's allow-list or a tool row may come, by import, before the server is listed)."""
+    return split_mcp_tool_name(name) is not None and limit_tool_known(name)
 
 
 def server_permission(server: str) -> str:

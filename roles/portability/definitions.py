@@ -16,6 +16,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import Q
 
 from acode.errors import AcodeError
 from acode.inputs import json_schema_problems
@@ -30,6 +31,7 @@ from roles.models import (
     TransitionRule,
 )
 from roles.portability.document import DOCUMENT_SCHEMA, FORMAT, document_check, load_yaml
+from roles.portability.mcp import McpWriter, export_mcp, mcp_permissions
 from roles.registry import read_specs
 from roles.services import (
     catalog_examples_check,
@@ -75,7 +77,9 @@ def export_definitions() -> dict[str, Any]:
                 "enabled": t.enabled,
                 "position": t.position,
             }
-            for t in Tool.objects.filter(name__in=declared_tools()).order_by("name")
+            for t in Tool.objects.filter(
+                Q(name__in=declared_tools()) | Q(name__startswith="mcp__")
+            ).order_by("name")
         ],
         "roles": [spec.content() for _, spec in id_specs],
         "transition_rules": [
@@ -95,6 +99,7 @@ def export_definitions() -> dict[str, Any]:
             }
             for pack in PromptPack.objects.order_by("name").prefetch_related("components")
         ],
+        **export_mcp(),
     }
 
 
@@ -108,6 +113,8 @@ class ImportSummary:
     roles: int = 0
     rules: int = 0
     prompt_components: int = 0
+    mcp_servers: int = 0
+    argument_limits: int = 0
     versions: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
 
@@ -172,12 +179,18 @@ class _Writer:
         self.user = user
 
     def write(self, data: Mapping[str, Any], *, replace: bool) -> None:
+        # Servers before tools and roles (their permission, their tools' rows), limits
+        # after roles (roles.portability.mcp).
+        mcp = McpWriter(actor=self.actor, user=self.user)
         self.permissions(data.get("permissions", []))
+        self.summary.mcp_servers = mcp.servers(data.get("mcp_servers", []))
         self.tools(data.get("tools", []))
         self.roles(data.get("roles", []))
+        self.summary.argument_limits = mcp.limits(data.get("argument_limits", []))
         self.rules(data.get("transition_rules", []))
         kept_components = self.prompt_packs(data.get("prompt_packs", []))
         if replace:
+            self.summary.removed += mcp.remove_absent(data)
             self.remove_absent(data, kept_components)
 
     def permissions(self, items: list[dict[str, Any]]) -> None:
@@ -259,7 +272,7 @@ class _Writer:
         for tool in Tool.objects.exclude(name__in={t["name"] for t in data.get("tools", [])}):
             removed.append(f"tool {tool.name}")
             tool_delete(tool=tool, versioned=False, actor=actor, user=user)
-        codes = {p["code"] for p in data.get("permissions", [])}
+        codes = {p["code"] for p in data.get("permissions", [])} | mcp_permissions(data)
         for perm in Permission.objects.exclude(code__in=codes):
             removed.append(f"permission {perm.code}")
             permission_delete(permission=perm, versioned=False, actor=actor, user=user)

@@ -36,7 +36,8 @@ class Command(BaseCommand):
             raise CommandError(f"{exc.code}: {exc.message}\n{lines}") from exc
         self.stdout.write(
             f"imported {summary.roles} roles, {summary.tools} tools, {summary.permissions} permissions, "
-            f"{summary.rules} rules, {summary.prompt_components} prompts; "
+            f"{summary.rules} rules, {summary.prompt_components} prompts, "
+            f"{summary.mcp_servers} MCP servers, {summary.argument_limits} argument limits; "
             f"{len(summary.versions)} new role versions"
         )
         for item in summary.removed:
