@@ -24,6 +24,7 @@ from roles import selectors
 from roles.apis import ROLE_NAME
 from roles.mcp_models import McpArgumentLimit, McpServer, McpToolDefinition, McpTransport
 from roles.mcp_tools import mcp_tool_name, server_permission
+from roles.portability.mcp import SERVER_FIELDS
 from roles.registry import registry
 from roles.services.mcp import (
     definition_diff,
@@ -111,8 +112,8 @@ def _summary(tool: McpToolDefinition, slug: str) -> dict[str, Any]:
 
 
 def server_data(server: McpServer) -> dict[str, Any]:
-    fields = McpServerOutput().fields
-    data = {name: getattr(server, name) for name in fields if name not in ("permission", "tools")}
+    data = {name: getattr(server, name) for name in SERVER_FIELDS}
+    data.update(status=server.status, last_error=server.last_error, checked_at=server.checked_at)
     data["permission"] = server_permission(server.slug)
     data["tools"] = [_summary(t, server.slug) for t in server.tools.all()]
     return data

@@ -187,7 +187,10 @@ BODIES: dict[str, Any] = {
     "POST /api/runs/{id}/reject/": {"reason": "Not now"},
     "POST /api/mcp-servers/": {"slug": "matrix", "transport": "http", "url": "http://x/mcp"},
     "PATCH /api/mcp-servers/{name}/": {"description": "Changed by the matrix"},
-    "POST /api/roles/{name}/argument-limits/": {"tool": "mcp__scratch__other", "schema": {"type": "object"}},
+    "POST /api/roles/{name}/argument-limits/": {
+        "tool": "mcp__scratch__other",
+        "schema": {"type": "object"},
+    },
     "PUT /api/roles/{name}/argument-limits/{tool}/": {"schema": {"required": ["text"]}},
 }
 QUERIES: dict[str, dict[str, str]] = {"GET /api/audit/export/": {"format": "jsonl"}}
