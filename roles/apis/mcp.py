@@ -43,7 +43,7 @@ TOOL_NAME = OpenApiParameter(
 LIMITED_TOOL = OpenApiParameter(
     "tool", str, OpenApiParameter.PATH, description="The tool's registry name."
 )
-# Listing a tool server: what reaching it can fail with.
+# Listing a tool server: what reaching it can fail with (an answer, not an error status).
 REACH_CODES = ("ACODE-MCP-001", "ACODE-MCP-002", "ACODE-MCP-003", "ACODE-MCP-006")
 
 
@@ -271,23 +271,45 @@ class McpServerToolsApi(APIView):
         return Response([tool_data(t) for t in server.tools.all()])
 
 
+class McpRefreshErrorOutput(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+
+
+class McpRefreshOutput(serializers.Serializer):
+    listed = serializers.BooleanField(help_text="Whether the server answered with its tools.")
+    error = McpRefreshErrorOutput(allow_null=True, help_text="Why not (also its last_error).")
+    tools = McpToolOutput(many=True)
+
+
 class McpServerRefreshApi(APIView):
     permission_classes = [IsAuthenticated, ChangePermission]
     queryset = selectors.mcp_servers_all().none()
 
     @extend_schema(
         request=None,
-        responses={200: McpToolOutput(many=True), **error_responses(*REACH_CODES)},
+        responses={200: McpRefreshOutput, **error_responses("ACODE-API-404")},
         parameters=[SERVER_NAME],
         operation_id="mcp_servers_refresh",
         description="List the server's tools now and pin each definition: a new tool waits "
         "for approval; an approved tool whose definition changed is disabled until approved "
-        "again (audited). Needs roles.change_mcpserver.",
+        "again (audited). A server that cannot be reached is an answer too, as a model "
+        "endpoint's check is: `listed` false, the error (ACODE-MCP-001, -002, -003 or -006) "
+        "and the tools as last listed. Needs roles.change_mcpserver.",
     )
     def post(self, request: Request, name: str) -> Response:
         server = selectors.mcp_server_row(name)
-        mcp_refresh_requested.send(sender=None, server=server, actor=request.user.get_username())
-        return Response([tool_data(t) for t in selectors.mcp_server_row(name).tools.all()])
+        error = None
+        try:
+            mcp_refresh_requested.send(
+                sender=None, server=server, actor=request.user.get_username()
+            )
+        except AcodeError as failure:
+            if failure.code not in REACH_CODES:
+                raise
+            error = {"code": failure.code, "message": failure.message}
+        tools = [tool_data(t) for t in selectors.mcp_server_row(name).tools.all()]
+        return Response({"listed": error is None, "error": error, "tools": tools})
 
 
 class McpToolApproveApi(APIView):

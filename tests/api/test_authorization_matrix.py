@@ -109,13 +109,13 @@ EXPECTED: dict[str, dict[str, int]] = {
     "GET /api/model-endpoints/": ROLE_ADMIN,
     "POST /api/model-endpoints/{name}/check/": ROLE_ADMIN,
     # MCP servers and argument limits: read by all (as roles and their export), written
-    # with Django's model permissions (the server "scratch" listens nowhere: 502).
+    # with Django's model permissions (the server "scratch" listens nowhere: listed false).
     "GET /api/mcp-servers/": ANY_USER,
     "POST /api/mcp-servers/": ROLE_ADMIN | {"superuser": 201},
     "GET /api/mcp-servers/{name}/": ANY_USER,
     "PATCH /api/mcp-servers/{name}/": ROLE_ADMIN,
     "DELETE /api/mcp-servers/{name}/": ROLE_ADMIN | {"superuser": 204},
-    "POST /api/mcp-servers/{name}/refresh/": ROLE_ADMIN | {"superuser": 502},
+    "POST /api/mcp-servers/{name}/refresh/": ROLE_ADMIN,
     "GET /api/mcp-servers/{name}/tools/": ANY_USER,
     "POST /api/mcp-servers/{name}/tools/{tool}/approve/": ROLE_ADMIN,
     "GET /api/roles/{name}/argument-limits/": ANY_USER,
