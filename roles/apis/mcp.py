@@ -9,9 +9,10 @@ goes through ``roles.signals.mcp_refresh_requested``, since the sessions app run
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.permissions import DjangoModelPermissions, IsAuthenticated
 from rest_framework.request import Request
@@ -19,12 +20,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import AcodeError, error_responses
-from acode.inputs import Input, Text
+from acode.inputs import Input, Text, json_schema_problems
+from acode.yamldoc import integral_numbers
 from roles import selectors
 from roles.apis import ROLE_NAME
 from roles.mcp_models import McpArgumentLimit, McpServer, McpToolDefinition, McpTransport
 from roles.mcp_tools import mcp_tool_name, server_permission
-from roles.portability.mcp import SERVER_FIELDS
+from roles.portability.mcp import SERVER_CREATE_SCHEMA, SERVER_FIELDS
 from roles.registry import registry
 from roles.services.mcp import (
     definition_diff,
@@ -49,7 +51,7 @@ REACH_CODES = ("ACODE-MCP-001", "ACODE-MCP-002", "ACODE-MCP-003", "ACODE-MCP-006
 
 def _secret_names(what: str) -> serializers.DictField:
     return serializers.DictField(
-        child=Text(max_length=128),
+        child=Text(max_length=128, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"),
         required=False,
         help_text=f"{what} -> the name of acode's environment variable holding its value "
         "(never the value itself).",
@@ -145,7 +147,7 @@ class McpServerUpdateInput(Input):
     transport = serializers.ChoiceField(choices=McpTransport.choices, required=False)
     command = serializers.ListField(child=Text(max_length=4096), max_length=256, required=False)
     read_only_paths = serializers.ListField(
-        child=Text(max_length=4096), max_length=256, required=False
+        child=Text(max_length=4096, pattern="^/"), max_length=256, required=False
     )
     url = Text(max_length=500, required=False, allow_blank=True)
     env_secrets = _secret_names("stdio: a variable the server sees")
@@ -156,21 +158,48 @@ class McpServerUpdateInput(Input):
     enabled = serializers.BooleanField(required=False)
 
 
-class McpServerCreateInput(McpServerUpdateInput):
-    slug = Text(max_length=40, help_text="Letters, digits, - and _; no double underscore.")
-
-
 class McpToolApproveInput(Input):
     hash = Text(max_length=64, help_text="The live_hash of the definition shown (GET .../tools/).")
 
 
+@extend_schema_field({"type": "object", "minProperties": 1, "additionalProperties": {}})
+class LimitSchemaField(serializers.DictField):
+    """A JSON Schema fragment: an object with at least one keyword."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(
+            allow_empty=False, help_text="A JSON Schema fragment each call must also fit.", **kwargs
+        )
+
+
 class ArgumentLimitCreateInput(Input):
     tool = Text(max_length=200, help_text="A tool's registry name, e.g. mcp__tracker__issues.")
-    schema = serializers.DictField(help_text="A JSON Schema fragment each call must also fit.")
+    schema = LimitSchemaField()
 
 
 class ArgumentLimitUpdateInput(Input):
-    schema = serializers.DictField(help_text="A JSON Schema fragment each call must also fit.")
+    schema = LimitSchemaField()
+
+
+def _create_problems(data: Any) -> list[str]:
+    """What the published schema refuses in a new registration, said against the variant
+    its transport picks (a oneOf's own message names neither field)."""
+    if not json_schema_problems(SERVER_CREATE_SCHEMA, data):
+        return []
+    http = isinstance(data, dict) and data.get("transport") == "http"
+    variant = SERVER_CREATE_SCHEMA["oneOf"][1 if http else 0]
+    problems = json_schema_problems(variant, data) or json_schema_problems(
+        SERVER_CREATE_SCHEMA, data
+    )
+    return [_unechoed(p) for p in problems]
+
+
+def _unechoed(problem: str) -> str:
+    # A value where a variable's name belongs may be the secret itself: never echo it.
+    where = problem.partition(":")[0]
+    if where.startswith(("env_secrets/", "header_secrets/")):
+        return f"{where}: the name of an environment variable of acode's (letters, digits, _), never its value"
+    return problem
 
 
 def _valid(shape: type[Input], request: Request) -> dict[str, Any]:
@@ -192,7 +221,7 @@ class ChangePermission(DjangoModelPermissions):
     }
 
 
-SERVER_CODES = ("ACODE-API-400", "ACODE-MCP-007")
+SERVER_CODES = ("ACODE-API-400", "ACODE-MCP-007")  # the form, then how it holds together
 
 
 # -- MCP servers ------------------------------------------------------------------------------
@@ -207,12 +236,19 @@ class McpServerCollectionApi(APIView):
         return Response([server_data(s) for s in selectors.mcp_servers_all()])
 
     @extend_schema(
-        request=McpServerCreateInput,
+        request={"application/json": copy.deepcopy(SERVER_CREATE_SCHEMA)},
         responses={201: McpServerOutput, **error_responses(*SERVER_CODES, "ACODE-API-409")},
         operation_id="mcp_servers_create",
     )
     def post(self, request: Request) -> Response:
-        data = _valid(McpServerCreateInput, request)
+        problems = _create_problems(request.data)
+        if problems:
+            raise AcodeError(
+                "ACODE-MCP-007",
+                "Invalid MCP server: " + "; ".join(problems),
+                {"problems": problems},
+            )
+        data = dict(integral_numbers(request.data))
         if selectors.mcp_servers_all().filter(slug=data["slug"]).exists():
             raise AcodeError(
                 "ACODE-API-409", f"An MCP server is already named {data['slug']!r}.", data
@@ -336,7 +372,7 @@ class McpToolApproveApi(APIView):
 
 
 # -- argument limits --------------------------------------------------------------------------
-LIMIT_CODES = ("ACODE-API-400", "ACODE-MCP-008", "ACODE-ROL-001")
+LIMIT_CODES = ("ACODE-API-400", "ACODE-MCP-008", "ACODE-ROL-001", "ACODE-API-404")
 
 
 class ArgumentLimitCollectionApi(APIView):
@@ -390,7 +426,7 @@ class ArgumentLimitResourceApi(APIView):
 
     @extend_schema(
         request=ArgumentLimitUpdateInput,
-        responses={200: ArgumentLimitOutput, **error_responses(*LIMIT_CODES, "ACODE-API-404")},
+        responses={200: ArgumentLimitOutput, **error_responses(*LIMIT_CODES)},
         parameters=[ROLE_NAME, LIMITED_TOOL],
         operation_id="roles_argument_limits_update",
     )

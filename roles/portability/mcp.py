@@ -37,14 +37,22 @@ _NAMES = {
     "propertyNames": {"minLength": 1, "maxLength": 128},
     "additionalProperties": {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"},
 }
-_PATHS = {"type": "array", "maxItems": 256, "items": {"type": "string", "maxLength": 4096}}
+_PATHS = {
+    "type": "array",
+    "maxItems": 256,
+    "items": {"type": "string", "pattern": "^/", "maxLength": 4096},
+}
 _COUNT = {"type": "integer", "minimum": 1, "maximum": 2**31 - 1}
 # What a registration holds; every field but the slug may be left out (its default).
 SERVER_FIELDS: dict[str, Any] = {
-    "slug": {"type": "string", "pattern": r"^[-a-zA-Z0-9_]+$", "maxLength": 40},
+    "slug": {"type": "string", "pattern": r"^(?!.*__)[-a-zA-Z0-9_]{1,40}$", "maxLength": 40},
     "description": {"type": "string", "maxLength": 255},
     "transport": {"type": "string", "enum": list(McpTransport.values)},
-    "command": {**_PATHS, "items": {"type": "string", "minLength": 1, "maxLength": 4096}},
+    "command": {
+        "type": "array",
+        "maxItems": 256,
+        "items": {"type": "string", "minLength": 1, "maxLength": 4096},
+    },
     "read_only_paths": _PATHS,
     "url": {"type": "string", "maxLength": 500},
     "env_secrets": _NAMES,
@@ -53,6 +61,31 @@ SERVER_FIELDS: dict[str, Any] = {
     "call_timeout_seconds": _COUNT,
     "max_output_chars": _COUNT,
     "enabled": {"type": "boolean"},
+}
+
+
+def _variant(transport: str, required: list[str], **fields: Any) -> dict[str, Any]:
+    properties = {**SERVER_FIELDS, "transport": {"type": "string", "enum": [transport]}}
+    properties["env_secrets"] = properties["header_secrets"] = {
+        k: v for k, v in _NAMES.items() if k != "propertyNames"
+    }
+    return {
+        "type": "object",
+        "required": ["slug", *required],
+        "properties": {**properties, **fields},
+        "additionalProperties": False,
+    }
+
+
+# A new registration, as POST /api/mcp-servers/ publishes and checks it: a stdio server
+# (the default transport) needs its command, an HTTP server its URL.
+SERVER_CREATE_SCHEMA: dict[str, Any] = {
+    "oneOf": [
+        _variant("stdio", ["command"], command={**SERVER_FIELDS["command"], "minItems": 1}),
+        _variant(
+            "http", ["transport", "url"], url={"type": "string", "minLength": 1, "maxLength": 500}
+        ),
+    ]
 }
 SECTIONS_SCHEMA: dict[str, Any] = {
     "mcp_servers": {

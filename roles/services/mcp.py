@@ -26,6 +26,7 @@ from roles.mcp_models import (
     McpServerStatus,
     McpToolDefinition,
     McpToolState,
+    limit_tool_known,
 )
 from roles.mcp_tools import mcp_tool_name, server_permission
 from roles.models import Permission
@@ -207,7 +208,15 @@ def mcp_argument_limit_save(
     *, limit: McpArgumentLimit, actor: str | None = None, user: AbstractBaseUser | None = None
 ) -> McpArgumentLimit:
     """Save a role's narrowing of a tool's arguments (checked to be a JSON Schema, for a
-    built-in tool or a tool of a registered server; else ACODE-MCP-008)."""
+    built-in tool or a tool of a registered server: else ACODE-API-404; a schema that is
+    not one is ACODE-MCP-008)."""
+    if not limit_tool_known(limit.tool):  # a name that exists nowhere, as for a role's tools
+        raise AcodeError(
+            "ACODE-API-404",
+            f"No tool {limit.tool!r}: neither a built-in tool nor mcp__<server>__<tool> of a "
+            "registered server.",
+            {"tool": limit.tool},
+        )
     _checked(limit, "ACODE-MCP-008", f"Invalid argument limit on {limit.tool!r}")
     limit.save()
     data_changed(

@@ -62,7 +62,7 @@ def test_a_secret_value_instead_of_a_name_is_refused(boss: APIClient) -> None:
 
     assert response.status_code == 400
     assert response.json()["code"] == "ACODE-MCP-007"
-    assert "env_secrets" in response.json()["details"]["problems"]
+    assert "env_secrets" in str(response.json()["details"]["problems"])
     assert "ghp_abc123" not in response.content.decode()
     assert not McpServer.objects.exists()
 
@@ -83,10 +83,10 @@ def test_a_registration_that_does_not_hold_together_is_mcp_007(
 
     assert response.status_code == 400
     assert response.json()["code"] == "ACODE-MCP-007"
-    assert field in response.json()["details"]["problems"]
+    assert field in str(response.json()["details"]["problems"])
 
 
-def test_malformed_bodies_are_refused_by_their_shape(boss: APIClient) -> None:
+def test_malformed_bodies_are_refused_by_the_published_schema(boss: APIClient) -> None:
     for body in (
         {**TRACKER, "command": "tracker-mcp"},
         {**TRACKER, "env_secrets": {"A": 1}},
@@ -94,8 +94,17 @@ def test_malformed_bodies_are_refused_by_their_shape(boss: APIClient) -> None:
         {**TRACKER, "call_timeout_seconds": 0},
     ):
         response = boss.post("/api/mcp-servers/", body, format="json")
-        assert response.status_code == 400 and response.json()["code"] == "ACODE-API-400", body
+        assert response.status_code == 400 and response.json()["code"] == "ACODE-MCP-007", body
+    patch = boss.patch("/api/mcp-servers/tracker/", {"command": "x"}, format="json")
+    assert patch.status_code == 404  # no such server: the body is not read
     assert not McpServer.objects.exists()
+
+
+def test_a_patch_of_the_wrong_shape_is_api_400(boss: APIClient, tracker: McpServer) -> None:
+    for body in ({"command": "x"}, {"slug": "renamed"}, {"env_secrets": {"A": 1}}):
+        response = boss.patch("/api/mcp-servers/tracker/", body, format="json")
+        assert response.status_code == 400 and response.json()["code"] == "ACODE-API-400", body
+    assert McpServer.objects.get().command == ["tracker-mcp", "--stdio"]
 
 
 def test_a_second_server_of_the_same_name_is_a_conflict(boss: APIClient, tracker: Any) -> None:
@@ -243,20 +252,29 @@ def test_a_limit_is_replaced_and_deleted(boss: APIClient, tracker: McpServer) ->
 
 
 @pytest.mark.parametrize(
-    ("limit", "field"),
-    [
-        ({"tool": "mcp__nowhere__issues", "schema": {"type": "object"}}, "tool"),
-        ({"tool": "no_such_tool", "schema": {"type": "object"}}, "tool"),
-        ({"tool": "mcp__tracker__issues", "schema": {"type": "nonsense"}}, "schema"),
-    ],
+    "tool", ["mcp__nowhere__issues", "no_such_tool", "mcp__tracker", "mcp____x"]
 )
-def test_a_limit_on_an_unknown_tool_or_not_a_schema_is_mcp_008(
-    boss: APIClient, tracker: McpServer, limit: dict[str, Any], field: str
+def test_a_limit_on_a_tool_that_exists_nowhere_is_404(
+    boss: APIClient, tracker: McpServer, tool: str
 ) -> None:
+    limit = {"tool": tool, "schema": {"type": "object"}}
+    response = boss.post("/api/roles/coder/argument-limits/", limit, format="json")
+
+    assert response.status_code == 404 and response.json()["code"] == "ACODE-API-404"
+    assert not McpArgumentLimit.objects.exists()
+
+
+@pytest.mark.parametrize("schema", [{"type": "nonsense"}, {"minimum": "ten"}])
+def test_a_limit_that_is_not_a_json_schema_is_mcp_008(
+    boss: APIClient, tracker: McpServer, schema: dict[str, Any]
+) -> None:
+    limit = {"tool": "mcp__tracker__issues", "schema": schema}
     response = boss.post("/api/roles/coder/argument-limits/", limit, format="json")
 
     assert response.status_code == 400 and response.json()["code"] == "ACODE-MCP-008"
-    assert field in response.json()["details"]["problems"]
+    assert "schema" in response.json()["details"]["problems"]
+    empty = boss.post("/api/roles/coder/argument-limits/", {**limit, "schema": {}}, format="json")
+    assert empty.status_code == 400
     assert not McpArgumentLimit.objects.exists()
 
 
