@@ -212,11 +212,24 @@ def compute_access(
     return RoleAccess(frozenset(effective), names, tuple(withheld), tuple(granted))
 
 
-def role_snapshot(spec: RoleSpec, access: RoleAccess) -> dict[str, Any]:
-    """What a role version records: its content plus the tools it had at the time."""
+def role_snapshot(
+    spec: RoleSpec,
+    access: RoleAccess,
+    limits: Mapping[str, Sequence[tuple[str, Mapping[str, Any]]]] | None = None,
+) -> dict[str, Any]:
+    """What a role version records: its content plus the tools it had at the time, and
+    the argument limits it was held to (its own and its ancestors', each with the role that
+    set it). A role without limits records no such key, so its hash is what it was before
+    limits existed."""
     data = spec.content()
     data["effective_permissions"] = sorted(access.permissions)
     data["effective_tools"] = list(access.tools)
+    if limits:
+        data["argument_limits"] = [
+            {"tool": tool, "role": owner, "schema": dict(schema)}
+            for tool in sorted(limits)
+            for owner, schema in limits[tool]
+        ]
     return data
 
 
