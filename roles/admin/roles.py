@@ -7,12 +7,14 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.loader import render_to_string
+from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from acode.errors import AcodeError
 from roles.admin.base import ServiceAdmin
+from roles.admin.drafts import draft_admin_url
 from roles.decision import examples_check
 from roles.models import DEFAULT_ROLE_SLUG, Role, RoleVersion
 from roles.registry import read_specs, registry
@@ -118,6 +120,7 @@ class RoleAdminForm(forms.ModelForm):
             "max_tokens",
             "timeout_seconds",
             "answer_sets_plan",
+            "protected",
         )
 
     def clean_slug(self) -> str:
@@ -215,13 +218,14 @@ class RoleAdmin(ServiceAdmin):
         "prompt_key",
         "tool_count",
         "version",
+        "protected",
     )
     search_fields = ("name", "slug", "description")
     filter_horizontal = ("permissions", "allowed_tools")
     readonly_fields = ("access_table", "version")
     inlines = [RoleVersionInline]
     fieldsets = (
-        (None, {"fields": ("name", "slug", "description", "colour", "parent")}),
+        (None, {"fields": ("name", "slug", "description", "colour", "parent", "protected")}),
         (
             "What it may do",
             {
@@ -296,12 +300,32 @@ class RoleAdmin(ServiceAdmin):
         return type("RoleAdminFormFor", (form,), {"actor": request.user.get_username()})
 
     def save_model(self, request: HttpRequest, obj: Role, form: Any, change: bool) -> None:
-        role_save(
+        written = role_save(
             role=obj,
             permissions=form.cleaned_data["permissions"],
             allowed_tools=form.cleaned_data["allowed_tools"],
             user=request.user,  # type: ignore[arg-type]
         )
+        request.acode_role_draft = written.draft  # type: ignore[attr-defined]
+
+    def response_change(self, request: HttpRequest, obj: Role) -> HttpResponse:
+        draft = getattr(request, "acode_role_draft", None)
+        if draft is None:
+            return super().response_change(request, obj)
+        # A protected role: nothing live changed; say so and show the draft.
+        url = draft_admin_url(draft)
+        self.message_user(
+            request,
+            format_html(
+                "Role “{}” is protected: nothing live changed. Your edit is "
+                '<a href="{}">draft #{}</a>, waiting for another admin to publish it.',
+                obj.name,
+                url,
+                draft.pk,
+            ),
+            messages.WARNING,
+        )
+        return HttpResponseRedirect(url)
 
     def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
         # Django lists what a delete would cascade to; a role in use is refused instead,

@@ -22,7 +22,7 @@ from roles.models import RoleDraft, RoleDraftStatus
 from roles.services import role_draft_is_stale, role_draft_publish, role_draft_reject
 from roles.services.draft_review import role_draft_replay_report
 
-DRAFT_ID = OpenApiParameter("pk", int, OpenApiParameter.PATH, description="The draft's id.")
+DRAFT_ID = OpenApiParameter("id", int, OpenApiParameter.PATH, description="The draft's id.")
 DECISION_CODES = ("ACODE-API-404", "ACODE-ROL-010", "ACODE-ROL-011", "ACODE-ROL-013")
 
 
