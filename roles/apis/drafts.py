@@ -137,8 +137,8 @@ class RoleDraftPublishApi(APIView):
         data.is_valid(raise_exception=True)
         draft = role_draft_publish(
             draft_id=pk,
-            user=request.user,
-            reason=data.validated_data["reason"],  # type: ignore[arg-type]
+            user=request.user,  # type: ignore[arg-type]
+            reason=data.validated_data["reason"],
         )
         return Response(draft_data(draft))
 
@@ -159,7 +159,7 @@ class RoleDraftRejectApi(APIView):
         data.is_valid(raise_exception=True)
         draft = role_draft_reject(
             draft_id=pk,
-            user=request.user,
-            reason=data.validated_data["reason"],  # type: ignore[arg-type]
+            user=request.user,  # type: ignore[arg-type]
+            reason=data.validated_data["reason"],
         )
         return Response(draft_data(draft))
