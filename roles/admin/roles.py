@@ -9,7 +9,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.loader import render_to_string
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from acode.errors import AcodeError
@@ -18,6 +18,7 @@ from roles.admin.drafts import draft_admin_url
 from roles.decision import examples_check
 from roles.models import DEFAULT_ROLE_SLUG, Role, RoleVersion
 from roles.registry import read_specs, registry
+from roles.selectors import role_drafts
 from roles.services import examples_refusal, prompt_rejection_record, role_delete, role_save
 from roles.validation import (
     role_delete_refusal,
@@ -222,7 +223,7 @@ class RoleAdmin(ServiceAdmin):
     )
     search_fields = ("name", "slug", "description")
     filter_horizontal = ("permissions", "allowed_tools")
-    readonly_fields = ("access_table", "version")
+    readonly_fields = ("access_table", "version", "open_drafts")
     inlines = [RoleVersionInline]
     fieldsets = (
         (None, {"fields": ("name", "slug", "description", "colour", "parent", "protected")}),
@@ -264,7 +265,7 @@ class RoleAdmin(ServiceAdmin):
                 )
             },
         ),
-        ("Version", {"fields": ("version",)}),
+        ("Version", {"fields": ("version", "open_drafts")}),
     )
 
     @admin.display(description="Colour")
@@ -281,6 +282,17 @@ class RoleAdmin(ServiceAdmin):
             return "-"
         role = registry.get(obj.slug)
         return f"v{role.version} · {role.content_hash[:12]}" if role.version else "unsaved changes"
+
+    @admin.display(description="Drafts waiting for review")
+    def open_drafts(self, obj: Role) -> SafeString | str:
+        drafts = list(role_drafts(status="open", role=obj.slug)) if obj.pk else []
+        if not drafts:
+            return "none"
+        return format_html_join(
+            ", ",
+            '<a href="{}">draft #{}</a> by {}',
+            ((draft_admin_url(d), d.pk, d.author_name) for d in drafts),
+        )
 
     @admin.display(description="Effective tools (computed)")
     def access_table(self, obj: Role) -> SafeString | str:

@@ -5,15 +5,18 @@ roles.publish_roledraft, publishes it; every step is audited."""
 from __future__ import annotations
 
 import json
+from io import StringIO
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import Permission as AuthPermission
+from django.core.management import call_command
 from django.test import Client
 from rest_framework.test import APIClient
 
 from roles.models import Role, RoleDraft, RoleVersion
 from roles.portability.definitions import export_definitions, import_definitions
+from roles.portability.document import dump_yaml
 from roles.registry import registry
 from roles.services import role_versions_record
 from sessions_app.models import AuditEvent
@@ -242,6 +245,8 @@ def test_an_admin_form_edit_becomes_a_draft_another_admin_publishes_in_admin(
     assert "From the form" in page  # the diff
     assert 'name="_publish"' not in page and "ACODE-ROL-010" in page  # not her own
     assert _live() == before
+    role_page = author.get(f"/admin/roles/role/{protected.pk}/change/").content.decode()
+    assert f"draft #{draft.pk}</a> by alice" in role_page
 
     reviewer = Client()
     reviewer.force_login(bob)
@@ -281,3 +286,20 @@ def test_an_import_changing_a_protected_role_makes_a_draft(
     assert draft.author_name == "alice" and draft.diff[0]["after"] == "Imported"
     assert _api(bob).post(f"/api/role-drafts/{draft.pk}/publish/").status_code == 200
     assert _live()[0] == "Imported"
+
+
+def test_roles_import_command_says_a_protected_role_change_is_kept_as_a_draft(
+    protected: Role, tmp_path: Any
+) -> None:
+    document = export_definitions()
+    for role in document["roles"]:
+        if role["slug"] == ROLE:
+            role["constraints"] = [*role["constraints"], "Cite the line you review."]
+    path = tmp_path / "roles.yaml"
+    path.write_text(dump_yaml(document), encoding="utf-8")
+    out = StringIO()
+    call_command("roles_import", str(path), "--actor", "ci", stdout=out)
+    draft = RoleDraft.objects.get()
+    assert f"kept as {draft}: the role is protected" in out.getvalue()
+    assert draft.author_name == "ci" and [d["field"] for d in draft.diff] == ["constraints"]
+    assert "Cite the line you review." not in Role.objects.get(slug=ROLE).constraints
