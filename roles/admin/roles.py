@@ -132,6 +132,8 @@ class RoleAdminForm(forms.ModelForm):
             and slug != DEFAULT_ROLE_SLUG
         ):
             raise forms.ValidationError("ACODE-ROL-005: the Default role's slug cannot change.")
+        if self.instance.pk and self.instance.protected and slug != self.instance.slug:
+            raise forms.ValidationError("ACODE-ROL-004: a protected role's slug cannot change.")
         return slug
 
     def clean(self) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from roles.services.common import (
     prompt_rejection_record,
     role_versions_record,
 )
-from roles.services.drafts import RoleWritten, role_draft_route
+from roles.services.drafts import RoleWritten, role_draft_route, role_needs_review
 from roles.services.examples import role_examples_enforce
 from roles.validation import (
     ROLE_SCALARS,
@@ -217,6 +217,11 @@ def role_save(
     a protected role's edit becomes a draft instead (``roles.services.drafts``)."""
     permissions, allowed_tools = list(permissions), list(allowed_tools)
     if role.pk is not None:
+        stored = Role.objects.filter(pk=role.pk).values_list("slug", flat=True).first()
+        if stored is not None and stored != role.slug and role_needs_review(stored):
+            raise AcodeError(
+                "ACODE-ROL-004", "A protected role's slug cannot change.", {"field": "slug"}
+            )
         draft = role_draft_route(
             content=_model_content(role, permissions, allowed_tools), actor=actor, user=user
         )

@@ -257,6 +257,16 @@ def test_an_admin_form_edit_becomes_a_draft_another_admin_publishes_in_admin(
     assert _live()[0] == "From the form" and _live()[2] == "From the form"
 
 
+def test_a_protected_roles_slug_cannot_change_in_admin(protected: Role, alice: Any) -> None:
+    form = {**_role_form_data(protected), "protected": "on", "slug": "renamed"}
+    author = Client()
+    author.force_login(alice)
+    response = author.post(f"/admin/roles/role/{protected.pk}/change/", form)
+    assert response.status_code == 200
+    assert "a protected role&#x27;s slug cannot change" in response.content.decode()
+    assert Role.objects.filter(slug=ROLE).exists() and not RoleDraft.objects.exists()
+
+
 def test_a_user_without_the_permission_sees_no_publish_button(
     protected: Role, alice: Any, carol: Any
 ) -> None:
