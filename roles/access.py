@@ -68,6 +68,7 @@ class RoleSpec:
     command_patterns: tuple[CommandRule, ...]  # see roles.commands
     answer_sets_plan: bool = False
     examples: tuple[Mapping[str, Any], ...] = ()  # see roles.commands.examples
+    protected: bool = False  # changes become drafts (roles.services.drafts)
 
     def content(self) -> dict[str, Any]:
         """The role's stored content as plain JSON-able data (import/export, snapshots)."""
@@ -97,6 +98,8 @@ class RoleSpec:
         # (and its version) from before roles had examples.
         if self.examples:
             data["examples"] = [dict(example) for example in self.examples]
+        if self.protected:  # likewise: only when set
+            data["protected"] = True
         return data
 
 

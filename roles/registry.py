@@ -172,6 +172,7 @@ def read_specs(using: str = "default") -> tuple[list[tuple[int, RoleSpec]], list
                     command_patterns=tuple(r.command_patterns),
                     answer_sets_plan=r.answer_sets_plan,
                     examples=tuple(r.examples or ()),
+                    protected=r.protected,
                 ),
             )
         )

@@ -9,7 +9,7 @@ from django.db.models import QuerySet
 
 from acode.errors import AcodeError
 from acode.llm import Endpoint, default_endpoint, endpoint_from_row
-from roles.models import ModelEndpoint, PromptPack, Role
+from roles.models import ModelEndpoint, PromptPack, Role, RoleDraft
 
 
 def endpoint_for(name: str) -> Endpoint:
@@ -52,3 +52,18 @@ def model_endpoint_exists(name: str) -> bool:
 def model_endpoint_values(fields: Iterable[str]) -> list[dict[str, Any]]:
     """``fields`` of every model endpoint row, in the model's order."""
     return list(ModelEndpoint.objects.values(*fields))
+
+
+def role_drafts(*, status: str | None = None, role: str | None = None) -> QuerySet[RoleDraft]:
+    """Drafts of protected roles, newest first; only ``status`` or ``role`` (a slug)."""
+    drafts = RoleDraft.objects.order_by("-id")
+    if status:
+        drafts = drafts.filter(status=status)
+    if role:
+        drafts = drafts.filter(role_slug=role)
+    return drafts
+
+
+def role_draft(pk: int) -> RoleDraft | None:
+    """One draft by id, or None."""
+    return RoleDraft.objects.filter(pk=pk).first()

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.urls import path
 
 from roles import apis
+from roles.apis import drafts, endpoints
 from roles.apis.examples import RoleTestApi
 
 urlpatterns = [
@@ -13,14 +14,26 @@ urlpatterns = [
     path("roles/test/", RoleTestApi.as_view(), name="api-roles-test"),
     path("roles/<str:name>/", apis.RoleResourceApi.as_view(), name="api-role"),
     path("roles/<str:name>/prompt/", apis.RolePromptApi.as_view(), name="api-role-prompt"),
+    path("role-drafts/", drafts.RoleDraftListApi.as_view(), name="api-role-drafts"),
+    path("role-drafts/<int:pk>/", drafts.RoleDraftDetailApi.as_view(), name="api-role-draft"),
+    path(
+        "role-drafts/<int:pk>/publish/",
+        drafts.RoleDraftPublishApi.as_view(),
+        name="api-role-draft-publish",
+    ),
+    path(
+        "role-drafts/<int:pk>/reject/",
+        drafts.RoleDraftRejectApi.as_view(),
+        name="api-role-draft-reject",
+    ),
     path("tools/", apis.ToolListApi.as_view(), name="api-tools"),
     path("transition-rules/", apis.TransitionRuleListApi.as_view(), name="api-transition-rules"),
     path("prompt-packs/", apis.PromptPackListApi.as_view(), name="api-prompt-packs"),
     path("prompt-packs/<str:name>/", apis.PromptPackDetailApi.as_view(), name="api-prompt-pack"),
-    path("model-endpoints/", apis.ModelEndpointListApi.as_view(), name="api-model-endpoints"),
+    path("model-endpoints/", endpoints.ModelEndpointListApi.as_view(), name="api-model-endpoints"),
     path(
         "model-endpoints/<str:name>/check/",
-        apis.ModelEndpointCheckApi.as_view(),
+        endpoints.ModelEndpointCheckApi.as_view(),
         name="api-model-endpoint-check",
     ),
 ]

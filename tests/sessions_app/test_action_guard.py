@@ -138,6 +138,8 @@ API_NOT_ON_A_SESSION = {
     "POST /api/roles/test/": "runs role examples against a document; writes nothing",
     "DELETE /api/roles/{name}/": "role definitions",
     "POST /api/roles/import/": "role definitions",
+    "POST /api/role-drafts/{id}/publish/": "role definitions (a protected role's draft)",
+    "POST /api/role-drafts/{id}/reject/": "a protected role's draft; no live role data",
     "POST /api/workflows/import/": "workflow templates (a run keeps its own stages)",
     "POST /api/model-endpoints/{name}/check/": "probes a model server; changes no session",
 }

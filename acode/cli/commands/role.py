@@ -1,5 +1,6 @@
 """``acode role current|set|history|transitions``: the role of the current session;
-``acode role test``: run role policy examples."""
+``acode role test``: run role policy examples; ``acode role drafts|publish|reject``: drafts
+of protected roles."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from acode.cli.client import ApiClient
+from acode.cli.commands import role_drafts
 from acode.cli.commands import roles as roles_commands
 from acode.cli.errors import ExitCode
 from acode.cli.output import emit_json, esc, fmt_time, out
@@ -211,3 +213,9 @@ def print_policy_report(report: dict[str, Any]) -> None:
                 console.print(f"     reason: {esc(item['reason'])}")
     verdict = "all pass" if report["passed"] else f"{report['failed']} failed"
     console.print(f"{report['examples']} example(s): {verdict}")
+
+
+# Drafts of protected roles: listed, published or rejected (``role_drafts``).
+app.command("drafts")(role_drafts.drafts)
+app.command("publish")(role_drafts.publish)
+app.command("reject")(role_drafts.reject)
