@@ -4,6 +4,7 @@ from django.urls import path
 
 from roles import apis
 from roles.apis.examples import RoleTestApi
+from roles.apis.replay import RoleReplayApi
 
 urlpatterns = [
     path("me/", apis.MeApi.as_view(), name="api-me"),
@@ -12,6 +13,7 @@ urlpatterns = [
     path("roles/import/", apis.RoleImportApi.as_view(), name="api-roles-import"),
     path("roles/test/", RoleTestApi.as_view(), name="api-roles-test"),
     path("roles/<str:name>/", apis.RoleResourceApi.as_view(), name="api-role"),
+    path("roles/<str:name>/replay/", RoleReplayApi.as_view(), name="api-role-replay"),
     path("roles/<str:name>/prompt/", apis.RolePromptApi.as_view(), name="api-role-prompt"),
     path("tools/", apis.ToolListApi.as_view(), name="api-tools"),
     path("transition-rules/", apis.TransitionRuleListApi.as_view(), name="api-transition-rules"),

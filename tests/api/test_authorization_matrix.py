@@ -89,6 +89,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "POST /api/roles/import/": ROLE_ADMIN,
     "GET /api/roles/test/": ANY_USER,  # runs examples, writes nothing
     "POST /api/roles/test/": ANY_USER,
+    "POST /api/roles/{name}/replay/": ROLE_ADMIN,  # shows audit rows; writes nothing
     "GET /api/tools/": ANY_USER,
     "GET /api/transition-rules/": ANY_USER,
     "GET /api/prompt-packs/": ANY_USER,
