@@ -44,16 +44,29 @@ def history() -> dict[str, int]:
     host = {"sandbox_required": True, "sandbox_available": True, "sandbox_reason": "",
             "overlay": True, "overlay_reason": ""}  # fmt: skip
     return {
-        "write": _recorded("tester", "write_file", {"path": "src/a.py", "content": "x"}, False,
-                           "effective_tools"),  # fmt: skip
-        "read": _recorded("tester", "read_file", {"path": "src/a.py"}, True,
-                          "permission: read_files"),  # fmt: skip
-        "test": _recorded("tester", "execute_command", {"argv": ["python", "-m", "pytest"]},
-                          True, TESTER_RULE, host=host),  # fmt: skip
-        "old": int(audit_record(
-            event_type=AuditEventType.TOOL_DECISION, actor="job:test", role="tester",
-            result="allowed", details={"tool": "read_file", "arguments": "{}", "rule": "x"},
-        ).pk),  # fmt: skip
+        "write": _recorded(
+            "tester", "write_file", {"path": "src/a.py", "content": "x"}, False, "effective_tools"
+        ),
+        "read": _recorded(
+            "tester", "read_file", {"path": "src/a.py"}, True, "permission: read_files"
+        ),
+        "test": _recorded(
+            "tester",
+            "execute_command",
+            {"argv": ["python", "-m", "pytest"]},
+            True,
+            TESTER_RULE,
+            host=host,
+        ),
+        "old": int(
+            audit_record(
+                event_type=AuditEventType.TOOL_DECISION,
+                actor="job:test",
+                role="tester",
+                result="allowed",
+                details={"tool": "read_file", "arguments": "{}", "rule": "x"},
+            ).pk
+        ),
     }
 
 
@@ -71,7 +84,10 @@ def test_replay_api_reports_what_a_draft_would_change_and_writes_nothing(
     assert report["not_replayable_reasons"][0]["count"] == 1
     first = report["groups"][0]
     assert (first["change"], first["tool"], first["recorded_rule"], first["rule"]) == (
-        "denied->allowed", "write_file", "effective_tools", "write_paths: src/**"
+        "denied->allowed",
+        "write_file",
+        "effective_tools",
+        "write_paths: src/**",
     )
     assert first["examples"][0]["audit_id"] == history["write"]
     assert (AuditEvent.objects.count(), RoleVersion.objects.count()) == (audit_rows, versions)
@@ -92,13 +108,9 @@ def test_replay_shows_failing_draft_examples_without_refusing(
 def test_replay_window_limits_the_decisions(admin_api: APIClient, history: dict[str, int]) -> None:
     row = AuditEvent.objects.get(pk=history["write"])
     body = {"since": row.created_at.isoformat(), "until": "2999-01-01T00:00:00Z"}
-    assert admin_api.post("/api/roles/tester/replay/", body, format="json").json()[
-        "decisions"
-    ] == 4
+    assert admin_api.post("/api/roles/tester/replay/", body, format="json").json()["decisions"] == 4
     body = {"until": "2000-01-01T00:00:00Z"}
-    assert admin_api.post("/api/roles/tester/replay/", body, format="json").json()[
-        "decisions"
-    ] == 0
+    assert admin_api.post("/api/roles/tester/replay/", body, format="json").json()["decisions"] == 0
 
 
 @pytest.mark.parametrize(
