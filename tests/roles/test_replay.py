@@ -9,9 +9,10 @@ import pytest
 from rest_framework.test import APIClient
 
 from roles.decision.recording import MAX_RECORDED_ARGUMENTS
-from roles.models import Role, RoleVersion
+from roles.models import Permission, Role, RoleVersion
 from sessions_app.models import AuditEvent, AuditEventType
 from sessions_app.services.audit import audit_record
+from tests.roles.test_registry import _role_form_data
 
 pytestmark = pytest.mark.django_db
 
@@ -138,3 +139,33 @@ def test_replay_needs_the_change_role_permission(api: APIClient) -> None:
 
 def test_recorded_arguments_have_a_cap() -> None:
     assert MAX_RECORDED_ARGUMENTS == 64 * 1024
+
+
+def test_admin_preview_impact_renders_the_report_for_unsaved_form_values(
+    admin_client_logged_in: Any, history: dict[str, int]
+) -> None:
+    tester = Role.objects.get(slug="tester")
+    page = admin_client_logged_in.get(f"/admin/roles/role/{tester.pk}/change/").content.decode()
+    assert (
+        'id="preview-impact"' in page and f"/admin/roles/role/{tester.pk}/preview-impact/" in page
+    )
+    form = _role_form_data(tester)
+    form["permissions"] = [
+        *form["permissions"],  # type: ignore[misc]
+        Permission.objects.get(code="write_files").pk,
+    ]
+    form["write_paths"] = "src/**\ntests/**"
+    versions = RoleVersion.objects.count()
+    response = admin_client_logged_in.post(f"/admin/roles/role/{tester.pk}/preview-impact/", form)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "Denied &rarr; allowed</th><td>1</td>" in html
+    assert f"/admin/sessions_app/auditevent/{history['write']}/change/" in html
+    assert "the Tester cannot modify files" in html  # a failing example is shown, not refused
+    assert RoleVersion.objects.count() == versions
+    assert not Role.objects.get(slug="tester").permissions.filter(code="write_files").exists()
+    form["write_paths"] = "/abs"
+    html = admin_client_logged_in.post(
+        f"/admin/roles/role/{tester.pk}/preview-impact/", form
+    ).content.decode()
+    assert "ACODE-ROL-004" in html
