@@ -92,7 +92,7 @@ def record_sample() -> tuple[Any, Path, list[dict[str, Any]]]:
             "result": result,
             "target": target,
             "details": details,
-        }  # fmt: skip
+        }
         for pk, at, et, result, target, details in AuditEvent.objects.filter(
             id__gt=start, session=session, details__phase="decision"
         )
