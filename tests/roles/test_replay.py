@@ -9,8 +9,10 @@ import pytest
 from rest_framework.test import APIClient
 
 from roles.decision.recording import MAX_RECORDED_ARGUMENTS
+from roles.history import decision_history
 from roles.models import Permission, Role, RoleVersion
 from sessions_app.models import AuditEvent, AuditEventType
+from sessions_app.selectors.decisions import recorded_decisions
 from sessions_app.services.audit import audit_record
 from tests.roles.test_registry import _role_form_data
 
@@ -169,3 +171,14 @@ def test_admin_preview_impact_renders_the_report_for_unsaved_form_values(
         f"/admin/roles/role/{tester.pk}/preview-impact/", form
     ).content.decode()
     assert "ACODE-ROL-004" in html
+
+
+def test_recorded_decisions_stream_in_chunks_for_the_role_in_any_case(
+    history: dict[str, int],
+) -> None:
+    _recorded("coder", "read_file", {"path": "a"}, True, "permission: read_files")
+    audit_record(event_type=AuditEventType.TOOL_DENIED, actor="job:t", role="tester",
+                 result="ACODE-ROL-003", details={"tool": "x", "phase": "outcome"})  # fmt: skip
+    got = [r.audit_id for r in recorded_decisions(role="TESTER", chunk=2)]
+    assert got == sorted(history.values())
+    assert [r.audit_id for r in decision_history(role="tester")] == got  # registered by the app
