@@ -14,6 +14,11 @@ carries the arguments normalised once: what the implementation runs with.
   running, e.g. a path that turned out to be a link). A command's writes the role may not
   make are discarded with its layer and audited as one more ``ToolDenied`` row (``phase``
   "command_writes").
+
+The decision row (allowed or refused) also keeps a ``replay`` entry: what the decision read
+besides the role (the exact arguments unless too large or holding something redacted, the
+host facts, the workspace link answers; ``roles.decision.recording``), so a draft of the
+role can decide the same call again (``roles.decision.replay``).
 """
 
 from __future__ import annotations
