@@ -31,9 +31,10 @@ HOST_FIELDS = ("sandbox_required", "sandbox_available", "sandbox_reason", "overl
 class NotRecorded(Exception):
     """A replayed decision asked for a fact its recorded decision did not consult."""
 
-    def __init__(self, fact: str) -> None:
-        super().__init__(fact)
-        self.fact = fact
+    def __init__(self, fact: str, detail: str = "") -> None:
+        super().__init__(detail or fact)
+        self.fact = fact  # the kind of fact (reports count them per kind)
+        self.detail = detail or fact  # which one
 
 
 @dataclass
@@ -176,7 +177,10 @@ class RecordedWorkspace:
                 return answer if depth is not None and depth <= len(wanted) else None
             if depth is not None and wanted[:depth] == recorded[:depth]:
                 return answer  # a longer path through the same first link
-        raise NotRecorded(f"whether {'/'.join(wanted)!r} goes through a link in the workspace")
+        raise NotRecorded(
+            "whether a path goes through a link in the workspace",
+            f"whether {'/'.join(wanted)!r} goes through a link in the workspace",
+        )
 
 
 def _depth(parts: tuple[str, ...], answer: str | None) -> int | None:

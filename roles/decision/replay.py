@@ -76,6 +76,7 @@ class Replayed:
     recorded: RecordedDecision
     decision: Decision | None = None
     reason: str = ""
+    detail: str = ""  # the reason, for this decision (which path)
 
     @property
     def change(self) -> str:
@@ -100,7 +101,10 @@ def replay_decision(role: PolicyRole, recorded: RecordedDecision) -> Replayed:
     try:
         decision = decide(role, recorded.tool, recorded.arguments, host=host, workspace=workspace)
     except NotRecorded as exc:
-        return Replayed(recorded, reason=f"depends on {exc.fact}, which was not recorded")
+        reason, detail = (
+            f"depends on {fact}, which was not recorded" for fact in (exc.fact, exc.detail)
+        )
+        return Replayed(recorded, reason=reason, detail=detail)
     return Replayed(recorded, decision)
 
 
@@ -180,5 +184,5 @@ def _example(item: Replayed) -> dict[str, Any]:
         "recorded": "allow" if rec.allowed else "deny", "recorded_code": rec.code,
         "decision": "" if decision is None else ("allow" if decision.allowed else "deny"),
         "code": "" if decision is None else decision.code,
-        "reason": item.reason if decision is None else decision.reason,
+        "reason": (item.detail or item.reason) if decision is None else decision.reason,
     }  # fmt: skip
