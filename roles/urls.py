@@ -5,6 +5,7 @@ from django.urls import path
 from roles import apis
 from roles.apis import drafts, endpoints
 from roles.apis.examples import RoleTestApi
+from roles.apis.replay import RoleReplayApi
 
 urlpatterns = [
     path("me/", apis.MeApi.as_view(), name="api-me"),
@@ -13,6 +14,7 @@ urlpatterns = [
     path("roles/import/", apis.RoleImportApi.as_view(), name="api-roles-import"),
     path("roles/test/", RoleTestApi.as_view(), name="api-roles-test"),
     path("roles/<str:name>/", apis.RoleResourceApi.as_view(), name="api-role"),
+    path("roles/<str:name>/replay/", RoleReplayApi.as_view(), name="api-role-replay"),
     path("roles/<str:name>/prompt/", apis.RolePromptApi.as_view(), name="api-role-prompt"),
     path("role-drafts/", drafts.RoleDraftListApi.as_view(), name="api-role-drafts"),
     path("role-drafts/<int:pk>/", drafts.RoleDraftDetailApi.as_view(), name="api-role-draft"),

@@ -50,7 +50,6 @@ class RoleDraftAdmin(admin.ModelAdmin):
         "reason",
         "changes",
         "examples",
-        "replay",
     )
     readonly_fields = fields
     change_form_template = "admin/roles/roledraft_change_form.html"
@@ -69,11 +68,14 @@ class RoleDraftAdmin(admin.ModelAdmin):
     def examples(self, obj: RoleDraft) -> SafeString:
         return render_to_string("admin/roles/draft_examples.html", {"results": obj.example_results})
 
-    @admin.display(description="Replay against recorded decisions")
-    def replay(self, obj: RoleDraft) -> SafeString:
-        return render_to_string(
-            "admin/roles/draft_replay.html", {"report": role_draft_replay_report(obj)}
-        )
+    @staticmethod
+    def replay(draft: RoleDraft, user: Any) -> SafeString | str:
+        """The draft's replay, for who may change roles (it names audit rows of every
+        session, as POST /api/roles/<name>/replay/ does)."""
+        if not user.has_perm("roles.change_role"):
+            return ""
+        report = role_draft_replay_report(draft)
+        return render_to_string("admin/roles/draft_replay.html", {"report": report})
 
     def decision(self, draft: RoleDraft, user: Any) -> SafeString | str:
         """The publish and reject buttons, only those ``user`` may use."""
@@ -121,8 +123,11 @@ class RoleDraftAdmin(admin.ModelAdmin):
         if object_id is not None and object_id.isdigit():
             draft = RoleDraft.objects.filter(pk=object_id).first()
             if draft is not None:
-                decision = self.decision(draft, request.user)
-                extra_context = {**(extra_context or {}), "draft_decision": decision}
+                extra_context = {
+                    **(extra_context or {}),
+                    "draft_decision": self.decision(draft, request.user),
+                    "draft_replay": self.replay(draft, request.user),
+                }
         return super().changeform_view(request, object_id, form_url, extra_context)
 
     def _decide(self, request: HttpRequest, pk: int, *, publish: bool) -> HttpResponse:

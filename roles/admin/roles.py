@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.loader import render_to_string
+from django.urls import path
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from acode.errors import AcodeError
 from roles.admin.base import ServiceAdmin
 from roles.admin.drafts import draft_admin_url
+from roles.admin.preview import preview_view
 from roles.decision import examples_check
 from roles.models import DEFAULT_ROLE_SLUG, Role, RoleVersion
 from roles.registry import read_specs, registry
@@ -224,6 +227,7 @@ class RoleAdmin(ServiceAdmin):
         "protected",
     )
     search_fields = ("name", "slug", "description")
+    change_form_template = "admin/roles/role/change_form.html"  # adds "Preview impact"
     filter_horizontal = ("permissions", "allowed_tools")
     readonly_fields = ("access_table", "version", "open_drafts")
     inlines = [RoleVersionInline]
@@ -306,6 +310,14 @@ class RoleAdmin(ServiceAdmin):
             "admin/roles/access_table.html",
             {"granted": registry.effective_tools(obj.slug), "withheld": role.access.withheld},
         )
+
+    def get_urls(self) -> list[Any]:
+        preview = path(
+            "<path:object_id>/preview-impact/",
+            self.admin_site.admin_view(partial(preview_view, self)),
+            name="roles_role_preview",
+        )
+        return [preview, *super().get_urls()]
 
     def get_form(
         self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any

@@ -47,12 +47,15 @@ class RoleDraftOutput(serializers.Serializer):
     example_results = serializers.ListField(child=serializers.DictField())
     content = serializers.DictField(help_text="The role's full proposed content.")
     replay = serializers.DictField(
-        allow_null=True, help_text="The draft replayed against recorded decisions (or null)."
+        allow_null=True,
+        help_text="The open draft replayed against the role's recorded decisions of the last "
+        "ACODE_DRAFT_REPLAY_DAYS days (detail only, for users who may change roles; else null).",
     )
 
 
-def draft_data(draft: RoleDraft) -> dict[str, Any]:
-    """A draft as the API shows it."""
+def draft_data(draft: RoleDraft, *, replay: bool = False) -> dict[str, Any]:
+    """A draft as the API shows it; its replay (the detail, for role admins: it names audit
+    rows of every session) only when ``replay``."""
     return RoleDraftOutput(
         {
             "id": draft.pk,
@@ -68,7 +71,7 @@ def draft_data(draft: RoleDraft) -> dict[str, Any]:
             "diff": draft.diff,
             "example_results": draft.example_results,
             "content": draft.content,
-            "replay": role_draft_replay_report(draft),
+            "replay": role_draft_replay_report(draft) if replay else None,
         }
     ).data
 
@@ -115,7 +118,8 @@ class RoleDraftDetailApi(APIView):
         operation_id="role_drafts_retrieve",
     )
     def get(self, request: Request, pk: int) -> Response:
-        return Response(draft_data(_draft(pk)))
+        replay = request.user.has_perm("roles.change_role")
+        return Response(draft_data(_draft(pk), replay=replay))
 
 
 class RoleDraftPublishApi(APIView):

@@ -10,8 +10,10 @@ may withdraw their own draft. Every step is audited (``role_data_changed``).
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
@@ -19,6 +21,7 @@ from django.utils import timezone
 from acode.errors import AcodeError
 from roles.models import RoleDraft, RoleDraftStatus, RoleVersion
 from roles.services.common import actor_label, data_changed
+from roles.services.replay import role_replay
 from roles.services.roles import role_reviewed_write
 
 PUBLISH_PERMISSION = "roles.publish_roledraft"
@@ -36,10 +39,19 @@ def role_draft_is_stale(draft: RoleDraft) -> bool:
 
 
 def role_draft_replay_report(draft: RoleDraft) -> dict[str, Any] | None:
-    """REPLAY PLACEHOLDER (issue 25 item 4): the draft's replay report, shown by the API
-    (``replay``) and the draft's admin page. None until the replay service
-    (``roles.services.replay.role_replay(slug=..., data=draft.content)``) is wired in."""
-    return None
+    """The open draft replayed against its role's recorded decisions of the last
+    ``ACODE_DRAFT_REPLAY_DAYS`` days (``roles.services.replay.role_replay``): what would go
+    from allowed to denied and back if it were published. None for a decided draft or a
+    role that is gone; a draft that can no longer be built says why under ``error``."""
+    if draft.status != RoleDraftStatus.OPEN or draft.role_id is None:
+        return None
+    days = settings.ACODE_DRAFT_REPLAY_DAYS
+    since = timezone.now() - timedelta(days=days)
+    try:
+        report = role_replay(slug=draft.role_slug, data=draft.content, since=since)
+    except AcodeError as exc:
+        return {"error": {"code": exc.code, "message": exc.message}, "days": days}
+    return {**report, "days": days}
 
 
 def role_draft_decision_refusal(

@@ -95,6 +95,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "POST /api/role-drafts/{id}/publish/": ROLE_ADMIN,
     "POST /api/role-drafts/{id}/reject/": ROLE_ADMIN,
     "POST /api/roles/test/": ANY_USER,
+    "POST /api/roles/{name}/replay/": ROLE_ADMIN,  # shows audit rows; writes nothing
     "GET /api/tools/": ANY_USER,
     "GET /api/transition-rules/": ANY_USER,
     "GET /api/prompt-packs/": ANY_USER,

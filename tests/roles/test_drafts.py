@@ -101,7 +101,7 @@ def test_an_api_edit_of_a_protected_role_changes_nothing_live_until_another_admi
     assert draft["diff"] == [
         {"field": "description", "before": protected.description, "after": "Reviewed change"}
     ]
-    assert draft["replay"] is None  # replay (issue 25 item 4) is shown here once wired
+    assert draft["replay"] is None  # the detail shows it (tests/roles/test_draft_replay.py)
     assert _live() == before
     shown = _api(bob).get(f"/api/roles/{ROLE}/").json()
     assert shown["description"] == protected.description

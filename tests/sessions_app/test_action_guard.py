@@ -136,6 +136,7 @@ API_NOT_ON_A_SESSION = {
     "POST /api/roles/": "role definitions (roles app, versioned; a run's digest names them)",
     "PATCH /api/roles/{name}/": "role definitions",
     "POST /api/roles/test/": "runs role examples against a document; writes nothing",
+    "POST /api/roles/{name}/replay/": "replays recorded decisions under a draft; writes nothing",
     "DELETE /api/roles/{name}/": "role definitions",
     "POST /api/roles/import/": "role definitions",
     "POST /api/role-drafts/{id}/publish/": "role definitions (a protected role's draft)",

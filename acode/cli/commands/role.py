@@ -1,6 +1,6 @@
 """``acode role current|set|history|transitions``: the role of the current session;
-``acode role test``: run role policy examples; ``acode role drafts|publish|reject``: drafts
-of protected roles."""
+``acode role test``: run role policy examples; ``acode role replay``: preview a change;
+``acode role drafts|publish|reject``: drafts of protected roles."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import typer
 from acode.cli.client import ApiClient
 from acode.cli.commands import role_drafts
 from acode.cli.commands import roles as roles_commands
+from acode.cli.commands.role_replay import draft_of, print_replay_report
 from acode.cli.errors import ExitCode
 from acode.cli.output import emit_json, esc, fmt_time, out
 from acode.cli.runtime import (
@@ -195,6 +196,34 @@ def test(
         print_policy_report(report)
     if not report["passed"]:
         raise typer.Exit(int(ExitCode.OTHER))
+
+
+@app.command("replay")
+@handles_errors
+def replay(
+    ctx: typer.Context,
+    role: roles_commands.RoleArgument,
+    file: Annotated[
+        Path | None,
+        typer.Option("--file", "-f", help="YAML mapping of the role fields to change."),
+    ] = None,
+    sets: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="key=value (value as YAML), e.g. write_paths='[src/**]'."),
+    ] = None,
+    since: Annotated[str | None, typer.Option(help="ISO 8601 time: from (inclusive).")] = None,
+    until: Annotated[str | None, typer.Option(help="ISO 8601 time: to (exclusive).")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Preview a change to a role: its recorded tool decisions decided again under the
+    draft, what would change, grouped by tool and rule. Nothing is saved."""
+    body = {"draft": draft_of(file, sets or []), "since": since, "until": until}
+    with runtime(ctx).client() as client:
+        report = client.post(f"/api/roles/{role}/replay/", body)
+    if as_json:
+        emit_json(report)
+    else:
+        print_replay_report(report)
 
 
 def print_policy_report(report: dict[str, Any]) -> None:
