@@ -162,12 +162,25 @@ class _CallAudit:
     details: dict[str, Any]
 
     def row(self, event_type: str, result: str, *, target: str | None = None, **extra: Any) -> int:
+        # Redacted here, once for every row of a call: a secret in a command's argv reaches
+        # the normalised arguments, the target and a refusal's reason as well as the summary.
         event = audit_record(
             event_type=event_type, actor=self.actor, session=self.session, role=self.role,
-            target=self.target if target is None else target, result=result,
-            details={**self.details, **extra},
+            target=redact_text(self.target if target is None else target), result=result,
+            details=_redacted({**self.details, **extra}),
         )  # fmt: skip
         return int(event.pk)
+
+
+def _redacted(value: Any) -> Any:
+    """``value`` with every string in it redacted (``redact_text``)."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {key: _redacted(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_redacted(item) for item in value]
+    return value
 
 
 def tool_execute(

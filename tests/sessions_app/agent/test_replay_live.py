@@ -143,6 +143,8 @@ def test_secret_or_large_arguments_are_not_recorded_and_not_replayed(
     assert all("unrecorded" in r.details["replay"] for r in rows)
     assert not any("arguments" in r.details["replay"] for r in rows)
     assert "hunter2" not in str([row.details["replay"] for row in rows])
+    every = AuditEvent.objects.filter(session=session).values_list("target", "details")
+    assert "hunter2" not in str(list(every))  # normalised argv, target, reason: redacted too
     reasons = [r.unrecorded for r in recorded_decisions(role="tester")][-2:]
     assert reasons == [
         "the arguments hold something redacted (a secret is never stored)",
