@@ -212,11 +212,22 @@ def compute_access(
     return RoleAccess(frozenset(effective), names, tuple(withheld), tuple(granted))
 
 
-def role_snapshot(spec: RoleSpec, access: RoleAccess) -> dict[str, Any]:
-    """What a role version records: its content plus the tools it had at the time."""
+def role_snapshot(
+    spec: RoleSpec,
+    access: RoleAccess,
+    limits: Mapping[str, Sequence[tuple[str, Mapping[str, Any]]]] | None = None,
+) -> dict[str, Any]:
+    """What a role version records: its content plus the tools it had at the time and the
+    argument limits it was held to (tool -> [[owner role, schema], ...], its own and its
+    ancestors'; left out when there are none, so older versions keep their hash)."""
     data = spec.content()
     data["effective_permissions"] = sorted(access.permissions)
     data["effective_tools"] = list(access.tools)
+    if limits:
+        data["argument_limits"] = {
+            tool: [[owner, dict(schema)] for owner, schema in items]
+            for tool, items in sorted(limits.items())
+        }
     return data
 
 

@@ -253,7 +253,8 @@ class RoleRegistry:
         limits = argument_limits(self._using)
         for pk, spec in id_specs:
             access = compute_access(spec.slug, specs, tool_specs)
-            digest = content_hash(role_snapshot(spec, access))
+            held = limits_of(spec.slug, specs, limits)
+            digest = content_hash(role_snapshot(spec, access, held))
             number, stored, version_pk = latest.get(spec.slug, (0, "", 0))
             current = bool(number) and stored == digest
             roles[spec.slug] = RoleDef(
@@ -263,7 +264,7 @@ class RoleRegistry:
                 version=number if current else None,
                 content_hash=digest,
                 version_id=version_pk if current else None,
-                argument_limits=limits_of(spec.slug, specs, limits),
+                argument_limits=held,
             )
             keys[spec.slug.lower()] = spec.slug
             keys[spec.name.lower()] = spec.slug

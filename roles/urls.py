@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.urls import path
 
 from roles import apis
+from roles.apis import mcp
 from roles.apis.examples import RoleTestApi
 
 urlpatterns = [
@@ -13,6 +14,29 @@ urlpatterns = [
     path("roles/test/", RoleTestApi.as_view(), name="api-roles-test"),
     path("roles/<str:name>/", apis.RoleResourceApi.as_view(), name="api-role"),
     path("roles/<str:name>/prompt/", apis.RolePromptApi.as_view(), name="api-role-prompt"),
+    path(
+        "roles/<str:name>/argument-limits/",
+        mcp.ArgumentLimitCollectionApi.as_view(),
+        name="api-role-argument-limits",
+    ),
+    path(
+        "roles/<str:name>/argument-limits/<str:tool>/",
+        mcp.ArgumentLimitResourceApi.as_view(),
+        name="api-role-argument-limit",
+    ),
+    path("mcp-servers/", mcp.McpServerCollectionApi.as_view(), name="api-mcp-servers"),
+    path("mcp-servers/<slug:slug>/", mcp.McpServerResourceApi.as_view(), name="api-mcp-server"),
+    path(
+        "mcp-servers/<slug:slug>/refresh/",
+        mcp.McpServerRefreshApi.as_view(),
+        name="api-mcp-server-refresh",
+    ),
+    path("mcp-servers/<slug:slug>/tools/", mcp.McpToolListApi.as_view(), name="api-mcp-tools"),
+    path(
+        "mcp-servers/<slug:slug>/tools/<str:tool>/approve/",
+        mcp.McpToolApproveApi.as_view(),
+        name="api-mcp-tool-approve",
+    ),
     path("tools/", apis.ToolListApi.as_view(), name="api-tools"),
     path("transition-rules/", apis.TransitionRuleListApi.as_view(), name="api-transition-rules"),
     path("prompt-packs/", apis.PromptPackListApi.as_view(), name="api-prompt-packs"),

@@ -9,6 +9,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from roles.access import compute_access, content_hash, role_snapshot
+from roles.mcp_tools import argument_limits, limits_of
 from roles.models import PromptComponent, RoleVersion
 from roles.registry import read_specs
 from roles.signals import prompt_rejected, role_data_changed, role_version_created
@@ -47,6 +48,7 @@ def role_versions_record(
     """
     id_specs, tools = read_specs()
     specs = {spec.slug: spec for _, spec in id_specs}
+    limits = argument_limits()
     ids = {spec.slug: pk for pk, spec in id_specs}
     wanted = set(slugs) if slugs is not None else set(specs)
     latest: dict[str, tuple[int, str]] = {}
@@ -59,7 +61,11 @@ def role_versions_record(
     created: list[RoleVersion] = []
     label = actor_label(actor, user)
     for slug in sorted(wanted & set(specs)):
-        snapshot = role_snapshot(specs[slug], compute_access(slug, specs, tools))
+        snapshot = role_snapshot(
+            specs[slug],
+            compute_access(slug, specs, tools),
+            limits_of(slug, specs, limits),
+        )
         digest = content_hash(snapshot)
         number, stored = latest.get(slug, (0, ""))
         if stored == digest:

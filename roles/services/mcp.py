@@ -190,10 +190,12 @@ def mcp_argument_limit_save(
     """Save a role's narrowing of a tool's arguments (checked to be a JSON Schema)."""
     limit.full_clean()
     limit.save()
+    who = actor_label(actor, user)
     data_changed(
-        "argument limit", "saved", f"{limit.role.slug} {limit.tool}", actor_label(actor, user),
+        "argument limit", "saved", f"{limit.role.slug} {limit.tool}", who,
         {"schema": limit.schema},
     )  # fmt: skip
+    role_versions_record(actor=who)  # the role and its children are held to it: new versions
     return limit
 
 
@@ -204,4 +206,6 @@ def mcp_argument_limit_delete(
     """Delete a role's narrowing of a tool's arguments."""
     name = f"{limit.role.slug} {limit.tool}"
     limit.delete()
-    data_changed("argument limit", "deleted", name, actor_label(actor, user))
+    who = actor_label(actor, user)
+    data_changed("argument limit", "deleted", name, who)
+    role_versions_record(actor=who)
