@@ -216,8 +216,9 @@ class McpToolListApi(APIView):
         return Response(McpToolOutput([tool_data(t) for t in tools], many=True).data)
 
 
-class McpServerRefreshApi(McpToolListApi):
+class McpServerRefreshApi(APIView):
     permission_classes = [IsAuthenticated, McpChangePermission]
+    queryset = selectors.mcp_servers_all().none()
 
     @extend_schema(
         parameters=[SERVER],
@@ -238,7 +239,8 @@ class McpServerRefreshApi(McpToolListApi):
             if isinstance(result, Exception):
                 code = str(getattr(result, "code", "ACODE-MCP-001"))
                 raise AcodeError(code, str(result), {"server": slug})
-        return self.get(request, slug)
+        tools = selectors.mcp_tools_of(server)
+        return Response(McpToolOutput([tool_data(t) for t in tools], many=True).data)
 
 
 class McpToolApproveApi(APIView):
