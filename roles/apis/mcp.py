@@ -138,9 +138,15 @@ def _input(serializer_class: type[serializers.Serializer], data: Any) -> dict[st
     return dict(serializer.validated_data)
 
 
+_TOOL_FIELDS = (
+    "name", "state", "offered", "live_definition", "live_hash", "approved_definition",
+    "approved_hash", "approved_by", "approved_at", "seen_at",
+)  # fmt: skip
+
+
 def tool_data(tool: McpToolDefinition) -> dict[str, Any]:
     return {
-        **{f: getattr(tool, f) for f in McpToolOutput().fields if hasattr(tool, f)},
+        **{f: getattr(tool, f) for f in _TOOL_FIELDS},
         "tool": mcp_tool_name(tool.server.slug, tool.name),
         "diff": definition_diff(tool) if tool.approved_hash else "",
     }
