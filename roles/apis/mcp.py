@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import AcodeError, error_responses
+from acode.inputs import Input
 from roles import selectors
 from roles.apis import ROLE_NAME
 from roles.mcp_models import McpArgumentLimit, McpServer, McpToolDefinition
@@ -57,7 +58,7 @@ class McpChangePermission(McpReadWritePermission):
     }
 
 
-class McpServerInput(serializers.Serializer):
+class McpServerInput(Input):
     slug = serializers.CharField(max_length=40)
     description = serializers.CharField(max_length=255, required=False, allow_blank=True)
     transport = serializers.ChoiceField(choices=["stdio", "http"], required=False)
@@ -84,7 +85,7 @@ class McpServerUpdate(McpServerInput):
     slug = None  # type: ignore[assignment]  # a slug names the server's tools: it cannot change
 
 
-class McpServerOutput(McpServerInput):
+class McpServerOutput(McpServerInput, serializers.Serializer):
     status = serializers.CharField()
     last_error = serializers.CharField()
     checked_at = serializers.DateTimeField(allow_null=True)
@@ -105,12 +106,12 @@ class McpToolOutput(serializers.Serializer):
     diff = serializers.CharField(help_text="Unified diff, approved -> listed now.")
 
 
-class ArgumentLimitInput(serializers.Serializer):
+class ArgumentLimitInput(Input):
     tool = serializers.CharField(max_length=200)
     schema = serializers.JSONField(help_text="A JSON Schema fragment every call must also fit.")
 
 
-class ArgumentLimitUpdate(serializers.Serializer):
+class ArgumentLimitUpdate(Input):
     schema = serializers.JSONField()
 
 

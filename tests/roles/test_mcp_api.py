@@ -58,6 +58,10 @@ def test_an_invalid_registration_is_400_naming_the_field(boss: APIClient) -> Non
     assert response.json()["code"] == "ACODE-MCP-007"
     assert "url" in response.json()["details"]["fields"]
     assert not McpServer.objects.exists()
+    unknown = {"slug": "x", "command": ["x"], "token_value": "s3cret"}
+    response = boss.post("/api/mcp-servers/", unknown, format="json")
+    assert (response.status_code, response.json()["code"]) == (400, "ACODE-API-400")
+    assert not McpServer.objects.exists()
 
 
 def test_people_without_the_permissions_cannot_read_or_write(api: APIClient) -> None:
