@@ -172,6 +172,7 @@ def read_specs(using: str = "default") -> tuple[list[tuple[int, RoleSpec]], list
                     command_patterns=tuple(r.command_patterns),
                     answer_sets_plan=r.answer_sets_plan,
                     examples=tuple(r.examples or ()),
+                    protected=r.protected,
                 ),
             )
         )
@@ -253,8 +254,8 @@ class RoleRegistry:
         limits = argument_limits(self._using)
         for pk, spec in id_specs:
             access = compute_access(spec.slug, specs, tool_specs)
-            held = limits_of(spec.slug, specs, limits)
-            digest = content_hash(role_snapshot(spec, access, held))
+            role_limits = limits_of(spec.slug, specs, limits)
+            digest = content_hash(role_snapshot(spec, access, role_limits))
             number, stored, version_pk = latest.get(spec.slug, (0, "", 0))
             current = bool(number) and stored == digest
             roles[spec.slug] = RoleDef(
@@ -264,7 +265,7 @@ class RoleRegistry:
                 version=number if current else None,
                 content_hash=digest,
                 version_id=version_pk if current else None,
-                argument_limits=held,
+                argument_limits=role_limits,
             )
             keys[spec.slug.lower()] = spec.slug
             keys[spec.name.lower()] = spec.slug

@@ -16,6 +16,7 @@ from roles.models import (
     ModelEndpoint,
     PromptPack,
     Role,
+    RoleDraft,
 )
 
 
@@ -112,3 +113,18 @@ def argument_limit_row(role: Role, tool: str) -> McpArgumentLimit:
             {"role": role.slug, "tool": tool},
         )
     return row
+
+
+def role_drafts(*, status: str | None = None, role: str | None = None) -> QuerySet[RoleDraft]:
+    """Drafts of protected roles, newest first; only ``status`` or ``role`` (a slug)."""
+    drafts = RoleDraft.objects.order_by("-id")
+    if status:
+        drafts = drafts.filter(status=status)
+    if role:
+        drafts = drafts.filter(role_slug=role)
+    return drafts
+
+
+def role_draft(pk: int) -> RoleDraft | None:
+    """One draft by id, or None."""
+    return RoleDraft.objects.filter(pk=pk).first()

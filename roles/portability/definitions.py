@@ -42,6 +42,7 @@ from roles.services import (
     prompt_pack_save,
     prompt_rejection_record,
     role_delete,
+    role_draft_route,
     role_examples_enforce,
     role_parents_set,
     role_upsert,
@@ -52,7 +53,7 @@ from roles.services import (
     transition_rule_save,
 )
 from roles.tools import declared_tools
-from roles.validation import describe_findings
+from roles.validation import ROLE_SCALARS, describe_findings
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +115,7 @@ class ImportSummary:
     argument_limits: int = 0
     versions: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    drafts: list[str] = field(default_factory=list)  # protected roles' changes, for review
 
 
 def import_definitions(
@@ -208,10 +210,19 @@ class _Writer:
     def roles(self, items: list[dict[str, Any]]) -> None:
         # Roles first, in file order (so ids, and the next export, keep that order),
         # then parents, which may be defined further down the file.
+        # A protected role's entry becomes a draft (when it changes anything) and is not
+        # written: the same decision as every role write (``role_draft_route``).
+        live = []
         for item in items:
+            content = _import_content(item)
+            draft = role_draft_route(content=content, actor=self.actor, user=self.user)
+            if draft is not None:
+                self.summary.drafts.append(str(draft))
+                continue
             role_upsert(content=item)
+            live.append(item)
             self.summary.roles += 1
-        role_parents_set(parents={item["slug"]: item.get("parent") for item in items})
+        role_parents_set(parents={item["slug"]: item.get("parent") for item in live})
 
     def rules(self, items: list[dict[str, Any]]) -> None:
         roles = {r.slug: r for r in Role.objects.all()}
@@ -278,6 +289,14 @@ class _Writer:
         for pack in PromptPack.objects.exclude(name__in=pack_names):
             removed.append(f"prompt pack {pack.name}")
             prompt_pack_delete(pack=pack, actor=actor)
+
+
+def _import_content(item: Mapping[str, Any]) -> dict[str, Any]:
+    """What importing ``item`` over a stored role would leave: the scalars it omits kept
+    (``role_upsert`` writes only those it has), everything else as the entry says."""
+    stored = Role.objects.filter(slug=item["slug"]).values(*ROLE_SCALARS).first() or {}
+    protected = bool(item.get("protected", False))  # as role_upsert reads it
+    return {**stored, **item, "parent": item.get("parent"), "protected": protected}
 
 
 # -- the shipped defaults -------------------------------------------------------------

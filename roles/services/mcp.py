@@ -187,15 +187,15 @@ def mcp_server_status_record(*, server: McpServer, error: str = "") -> None:
 def mcp_argument_limit_save(
     *, limit: McpArgumentLimit, actor: str | None = None, user: AbstractBaseUser | None = None
 ) -> McpArgumentLimit:
-    """Save a role's narrowing of a tool's arguments (checked to be a JSON Schema)."""
+    """Save a role's narrowing of a tool's arguments (checked to be a JSON Schema); the
+    role and the roles below it get a new version, which records the limit."""
     limit.full_clean()
     limit.save()
-    who = actor_label(actor, user)
     data_changed(
-        "argument limit", "saved", f"{limit.role.slug} {limit.tool}", who,
+        "argument limit", "saved", f"{limit.role.slug} {limit.tool}", actor_label(actor, user),
         {"schema": limit.schema},
     )  # fmt: skip
-    role_versions_record(actor=who)  # the role and its children are held to it: new versions
+    role_versions_record(actor=actor, user=user)
     return limit
 
 
@@ -206,6 +206,5 @@ def mcp_argument_limit_delete(
     """Delete a role's narrowing of a tool's arguments."""
     name = f"{limit.role.slug} {limit.tool}"
     limit.delete()
-    who = actor_label(actor, user)
-    data_changed("argument limit", "deleted", name, who)
-    role_versions_record(actor=who)
+    data_changed("argument limit", "deleted", name, actor_label(actor, user))
+    role_versions_record(actor=actor, user=user)

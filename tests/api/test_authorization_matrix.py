@@ -21,6 +21,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from roles.models import McpArgumentLimit, McpServer, ModelEndpoint, Role, RoleVersion
+from roles.services import role_write
 from roles.services.mcp import mcp_definitions_record
 from sessions_app.models import (
     AgentSession,
@@ -89,7 +90,13 @@ EXPECTED: dict[str, dict[str, int]] = {
     "GET /api/roles/export/": ANY_USER,
     "POST /api/roles/import/": ROLE_ADMIN,
     "GET /api/roles/test/": ANY_USER,  # runs examples, writes nothing
+    "GET /api/role-drafts/": ANY_USER,
+    "GET /api/role-drafts/{id}/": ANY_USER,
+    # Another admin's draft: roles.publish_roledraft, which only the superuser holds here.
+    "POST /api/role-drafts/{id}/publish/": ROLE_ADMIN,
+    "POST /api/role-drafts/{id}/reject/": ROLE_ADMIN,
     "POST /api/roles/test/": ANY_USER,
+    "POST /api/roles/{name}/replay/": ROLE_ADMIN,  # shows audit rows; writes nothing
     "GET /api/tools/": ANY_USER,
     "GET /api/transition-rules/": ANY_USER,
     "GET /api/prompt-packs/": ANY_USER,
@@ -217,6 +224,12 @@ def world(django_user_model: Any, settings: Any) -> dict[str, Any]:
     for user in users.values():
         Token.objects.create(user=user)
     make_role("scratch")
+    # A protected role with an open draft another user (not an actor here) made.
+    make_role("guarded", protected=True)
+    drafter = django_user_model.objects.create_user("drafter", password="pw-drafter-123")
+    draft = role_write(
+        data={"description": "Drafted"}, user=drafter, create=False, slug="guarded"
+    ).draft
     # An endpoint nothing listens on: the check answers at once that it is unreachable.
     ModelEndpoint.objects.create(name="scratch", base_url="http://127.0.0.1:9/v1", model="m")
     mcp = McpServer.objects.create(
@@ -225,7 +238,14 @@ def world(django_user_model: Any, settings: Any) -> dict[str, Any]:
     mcp_definitions_record(server=mcp, definitions=[{"name": "issues"}])
     McpArgumentLimit.objects.create(role=Role.objects.get(slug="scratch"), tool="issues", schema={})
     digest = RunApproval.objects.get(run=run, status="pending").digest
-    return {"users": users, "session": session, "job": job, "run": run, "digest": digest}
+    return {
+        "users": users,
+        "session": session,
+        "job": job,
+        "run": run,
+        "digest": digest,
+        "draft": draft,
+    }
 
 
 def url_of(operation: str, world: dict[str, Any]) -> str:
@@ -233,6 +253,8 @@ def url_of(operation: str, world: dict[str, Any]) -> str:
     own_id = world["job"].pk if path.startswith("/api/jobs/") else world["session"].pk
     if path.startswith("/api/runs/"):
         own_id = world["run"].pk
+    if path.startswith("/api/role-drafts/"):
+        own_id = world["draft"].pk
     return (
         path.replace("{id}", str(own_id))
         .replace("{number}", "1")

@@ -113,7 +113,9 @@ def test_argument_limits_crud_versions_the_role(boss: APIClient) -> None:
     assert _audited("saved", "coder mcp__tracker__issues")
     latest = RoleVersion.objects.filter(role_slug="coder").order_by("-number").first()
     assert latest is not None and latest.number == before + 1
-    assert latest.snapshot["argument_limits"] == {"mcp__tracker__issues": [["coder", LIMIT]]}
+    assert latest.snapshot["argument_limits"] == [
+        {"tool": "mcp__tracker__issues", "role": "coder", "schema": LIMIT}
+    ]
     assert registry.get("coder").version == latest.number  # the registry agrees: current
     again = boss.post(url, {"tool": "mcp__tracker__issues", "schema": LIMIT}, format="json")
     assert (again.status_code, again.json()["code"]) == (409, "ACODE-API-409")

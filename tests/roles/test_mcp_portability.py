@@ -70,7 +70,8 @@ def test_round_trip_keeps_servers_and_limits_by_name_but_not_approvals(
     (tool,) = mcp_definitions_record(server=server, definitions=[LISTED])
     assert tool.state == "pending" and not tool.offered
     latest = RoleVersion.objects.filter(role_slug="coder").order_by("-number").first()
-    assert latest is not None and "mcp__tracker__issues" in latest.snapshot["argument_limits"]
+    assert latest is not None
+    assert [lim["tool"] for lim in latest.snapshot["argument_limits"]] == ["mcp__tracker__issues"]
 
 
 def test_replace_removes_servers_and_limits_only_when_the_document_has_the_section() -> None:

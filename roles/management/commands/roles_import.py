@@ -41,3 +41,5 @@ class Command(BaseCommand):
         )
         for item in summary.removed:
             self.stdout.write(f"removed {item}")
+        for item in summary.drafts:
+            self.stdout.write(f"kept as {item}: the role is protected, another admin publishes it")
