@@ -9,7 +9,15 @@ from django.db.models import QuerySet
 
 from acode.errors import AcodeError
 from acode.llm import Endpoint, default_endpoint, endpoint_from_row
-from roles.models import ModelEndpoint, PromptPack, Role, RoleDraft
+from roles.models import (
+    McpArgumentLimit,
+    McpServer,
+    McpToolDefinition,
+    ModelEndpoint,
+    PromptPack,
+    Role,
+    RoleDraft,
+)
 
 
 def endpoint_for(name: str) -> Endpoint:
@@ -52,6 +60,59 @@ def model_endpoint_exists(name: str) -> bool:
 def model_endpoint_values(fields: Iterable[str]) -> list[dict[str, Any]]:
     """``fields`` of every model endpoint row, in the model's order."""
     return list(ModelEndpoint.objects.values(*fields))
+
+
+# -- MCP servers, their pinned tools and roles' argument limits (issue 24) ---------------
+
+
+def mcp_servers_all() -> QuerySet[McpServer]:
+    return McpServer.objects.all()
+
+
+def mcp_server_row(slug: str) -> McpServer:
+    """The server ``slug``; an unknown one is ACODE-MCP-008."""
+    row = McpServer.objects.filter(slug=slug).first()
+    if row is None:
+        raise AcodeError("ACODE-MCP-008", f"No MCP server is named {slug!r}.", {"server": slug})
+    return row
+
+
+def mcp_tools_of(server: McpServer) -> list[McpToolDefinition]:
+    return list(McpToolDefinition.objects.filter(server=server).select_related("server"))
+
+
+def mcp_tools_all() -> QuerySet[McpToolDefinition]:
+    return McpToolDefinition.objects.all()
+
+
+def mcp_tool_row(server: McpServer, name: str) -> McpToolDefinition:
+    row = McpToolDefinition.objects.filter(server=server, name=name).first()
+    if row is None:
+        raise AcodeError(
+            "ACODE-MCP-008",
+            f"MCP server {server.slug!r} has listed no tool {name!r}.",
+            {"server": server.slug, "tool": name},
+        )
+    return row
+
+
+def argument_limits_all() -> QuerySet[McpArgumentLimit]:
+    return McpArgumentLimit.objects.all()
+
+
+def argument_limits_of(role: Role) -> list[McpArgumentLimit]:
+    return list(McpArgumentLimit.objects.filter(role=role).select_related("role"))
+
+
+def argument_limit_row(role: Role, tool: str) -> McpArgumentLimit:
+    row = McpArgumentLimit.objects.filter(role=role, tool=tool).select_related("role").first()
+    if row is None:
+        raise AcodeError(
+            "ACODE-MCP-008",
+            f"Role {role.slug!r} has no argument limit on {tool!r}.",
+            {"role": role.slug, "tool": tool},
+        )
+    return row
 
 
 def role_drafts(*, status: str | None = None, role: str | None = None) -> QuerySet[RoleDraft]:

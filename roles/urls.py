@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.urls import path
 
 from roles import apis
-from roles.apis import drafts, endpoints
+from roles.apis import drafts, endpoints, mcp
 from roles.apis.examples import RoleTestApi
 from roles.apis.replay import RoleReplayApi
 
@@ -16,6 +16,29 @@ urlpatterns = [
     path("roles/<str:name>/", apis.RoleResourceApi.as_view(), name="api-role"),
     path("roles/<str:name>/replay/", RoleReplayApi.as_view(), name="api-role-replay"),
     path("roles/<str:name>/prompt/", apis.RolePromptApi.as_view(), name="api-role-prompt"),
+    path(
+        "roles/<str:name>/argument-limits/",
+        mcp.ArgumentLimitCollectionApi.as_view(),
+        name="api-role-argument-limits",
+    ),
+    path(
+        "roles/<str:name>/argument-limits/<str:tool>/",
+        mcp.ArgumentLimitResourceApi.as_view(),
+        name="api-role-argument-limit",
+    ),
+    path("mcp-servers/", mcp.McpServerCollectionApi.as_view(), name="api-mcp-servers"),
+    path("mcp-servers/<str:slug>/", mcp.McpServerResourceApi.as_view(), name="api-mcp-server"),
+    path(
+        "mcp-servers/<str:slug>/refresh/",
+        mcp.McpServerRefreshApi.as_view(),
+        name="api-mcp-server-refresh",
+    ),
+    path("mcp-servers/<str:slug>/tools/", mcp.McpToolListApi.as_view(), name="api-mcp-tools"),
+    path(
+        "mcp-servers/<str:slug>/tools/<str:tool>/approve/",
+        mcp.McpToolApproveApi.as_view(),
+        name="api-mcp-tool-approve",
+    ),
     path("role-drafts/", drafts.RoleDraftListApi.as_view(), name="api-role-drafts"),
     path("role-drafts/<int:pk>/", drafts.RoleDraftDetailApi.as_view(), name="api-role-draft"),
     path(

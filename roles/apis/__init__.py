@@ -227,6 +227,8 @@ class ImportOutput(serializers.Serializer):
     permissions = serializers.IntegerField()
     rules = serializers.IntegerField()
     prompt_components = serializers.IntegerField()
+    mcp_servers = serializers.IntegerField()
+    argument_limits = serializers.IntegerField()
     versions = serializers.ListField(child=serializers.CharField())
     removed = serializers.ListField(child=serializers.CharField())
     drafts = serializers.ListField(

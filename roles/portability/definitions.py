@@ -30,6 +30,7 @@ from roles.models import (
     TransitionRule,
 )
 from roles.portability.document import DOCUMENT_SCHEMA, FORMAT, document_check, load_yaml
+from roles.portability.mcp import export_mcp, mcp_write
 from roles.registry import read_specs
 from roles.services import (
     catalog_examples_check,
@@ -96,6 +97,7 @@ def export_definitions() -> dict[str, Any]:
             }
             for pack in PromptPack.objects.order_by("name").prefetch_related("components")
         ],
+        **export_mcp(),
     }
 
 
@@ -109,6 +111,8 @@ class ImportSummary:
     roles: int = 0
     rules: int = 0
     prompt_components: int = 0
+    mcp_servers: int = 0
+    argument_limits: int = 0
     versions: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     drafts: list[str] = field(default_factory=list)  # protected roles' changes, for review
@@ -154,6 +158,9 @@ def import_definitions(
     summary = ImportSummary()
     with transaction.atomic():
         _Writer(summary, actor=actor, user=user).write(data, replace=replace)
+        servers, limits, removed = mcp_write(data, replace=replace, actor=actor, user=user)
+        summary.mcp_servers, summary.argument_limits = servers, limits
+        summary.removed += removed
         # Every role the document defines, and those below them, as written: one failing
         # example (ACODE-ROL-008) rolls the whole import back.
         role_examples_enforce(saved={r["slug"] for r in data.get("roles", [])})

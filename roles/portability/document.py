@@ -18,6 +18,7 @@ from acode.errors import AcodeError
 from acode.yamldoc import YamlDocumentError, load_yaml_mapping
 from roles.access import RoleSpec
 from roles.models import DEFAULT_ROLE_SLUG, Permission, Precondition, Tool
+from roles.portability.mcp import MCP_PROPERTIES, mcp_problems
 from roles.registry import read_specs
 from roles.validation import (
     parent_chain_problems,
@@ -32,7 +33,10 @@ from roles.validation import (
 )
 
 FORMAT = "acode-roles/1"
-SECTIONS = ("permissions", "tools", "roles", "transition_rules", "prompt_packs")
+SECTIONS = (
+    "permissions", "tools", "roles", "transition_rules", "prompt_packs", "mcp_servers",
+    "argument_limits",
+)  # fmt: skip
 
 
 def _entries(required: list[str], properties: dict[str, Any]) -> dict[str, Any]:
@@ -87,6 +91,7 @@ DOCUMENT_SCHEMA: dict[str, Any] = {
                 "explanation": _TEXT_255,
             },
         ),
+        **MCP_PROPERTIES,  # mcp_servers, argument_limits (roles.portability.mcp)
         "prompt_packs": _entries(
             ["name"],
             {
@@ -161,6 +166,7 @@ def document_check(data: Mapping[str, Any]) -> DocumentCheck:
     roles = _check_roles(check, data.get("roles", []), perms, tools)
     _check_rules(check, data.get("transition_rules", []), roles)
     _check_prompt_packs(check, data.get("prompt_packs", []))
+    check.problems += mcp_problems(data, roles)
     return check
 
 

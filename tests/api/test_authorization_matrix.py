@@ -20,8 +20,9 @@ from drf_spectacular.generators import SchemaGenerator
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from roles.models import ModelEndpoint, Role, RoleVersion
+from roles.models import McpArgumentLimit, McpServer, ModelEndpoint, Role, RoleVersion
 from roles.services import role_write
+from roles.services.mcp import mcp_definitions_record
 from sessions_app.models import (
     AgentSession,
     AuditEvent,
@@ -103,6 +104,20 @@ EXPECTED: dict[str, dict[str, int]] = {
     # Model endpoints are admin data: view_modelendpoint / change_modelendpoint.
     "GET /api/model-endpoints/": ROLE_ADMIN,
     "POST /api/model-endpoints/{name}/check/": ROLE_ADMIN,
+    # MCP servers, their definitions and roles' argument limits: admin data, model perms.
+    "GET /api/mcp-servers/": ROLE_ADMIN,
+    "POST /api/mcp-servers/": ROLE_ADMIN | {"superuser": 201},
+    "GET /api/mcp-servers/{slug}/": ROLE_ADMIN,
+    "PATCH /api/mcp-servers/{slug}/": ROLE_ADMIN,
+    "DELETE /api/mcp-servers/{slug}/": ROLE_ADMIN | {"superuser": 204},
+    # Nothing listens at the server's URL: who may refresh it hears that.
+    "POST /api/mcp-servers/{slug}/refresh/": ROLE_ADMIN | {"superuser": 502},
+    "GET /api/mcp-servers/{slug}/tools/": ROLE_ADMIN,
+    "POST /api/mcp-servers/{slug}/tools/{tool}/approve/": ROLE_ADMIN,
+    "GET /api/roles/{name}/argument-limits/": ROLE_ADMIN,
+    "POST /api/roles/{name}/argument-limits/": ROLE_ADMIN | {"superuser": 201},
+    "PATCH /api/roles/{name}/argument-limits/{tool}/": ROLE_ADMIN,
+    "DELETE /api/roles/{name}/argument-limits/{tool}/": ROLE_ADMIN | {"superuser": 204},
     "GET /api/repositories/": ANY_USER,
     "GET /api/sessions/": ANY_USER,
     "POST /api/sessions/": ANY_USER | {actor: 201 for actor in ACTORS[1:]},
@@ -154,6 +169,10 @@ BODIES: dict[str, Any] = {
     "POST /api/auth/token/": {"username": "owner", "password": "pw-owner-123"},
     "POST /api/roles/": {"slug": "matrix", "name": "Matrix"},
     "PATCH /api/roles/{name}/": {"description": "Changed by the matrix"},
+    "POST /api/mcp-servers/": {"slug": "matrix-mcp", "command": ["matrix-mcp"]},
+    "PATCH /api/mcp-servers/{slug}/": {"description": "Changed by the matrix"},
+    "POST /api/roles/{name}/argument-limits/": {"tool": "other", "schema": {"maxProperties": 1}},
+    "PATCH /api/roles/{name}/argument-limits/{tool}/": {"schema": {"maxProperties": 2}},
     "PATCH /api/sessions/{id}/": {"title": "Renamed"},
     "POST /api/sessions/": {"title": "Another"},
     "POST /api/sessions/{id}/transition/": {"to_role": "default", "reason": "Matrix"},
@@ -213,6 +232,11 @@ def world(django_user_model: Any, settings: Any) -> dict[str, Any]:
     ).draft
     # An endpoint nothing listens on: the check answers at once that it is unreachable.
     ModelEndpoint.objects.create(name="scratch", base_url="http://127.0.0.1:9/v1", model="m")
+    mcp = McpServer.objects.create(
+        slug="matrix-gate", transport="http", url="http://127.0.0.1:9/mcp", call_timeout_seconds=2
+    )
+    mcp_definitions_record(server=mcp, definitions=[{"name": "issues"}])
+    McpArgumentLimit.objects.create(role=Role.objects.get(slug="scratch"), tool="issues", schema={})
     digest = RunApproval.objects.get(run=run, status="pending").digest
     return {
         "users": users,
@@ -235,6 +259,7 @@ def url_of(operation: str, world: dict[str, Any]) -> str:
         path.replace("{id}", str(own_id))
         .replace("{number}", "1")
         .replace("{slug}", "matrix-gate")
+        .replace("{tool}", "issues")
         .replace("{name}", "scratch" if "prompt-packs" not in path else "acode-standard")
     )
 

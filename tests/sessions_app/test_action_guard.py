@@ -143,6 +143,14 @@ API_NOT_ON_A_SESSION = {
     "POST /api/role-drafts/{id}/reject/": "a protected role's draft; no live role data",
     "POST /api/workflows/import/": "workflow templates (a run keeps its own stages)",
     "POST /api/model-endpoints/{name}/check/": "probes a model server; changes no session",
+    "POST /api/mcp-servers/": "MCP server registrations (roles app; offered only once approved)",
+    "PATCH /api/mcp-servers/{slug}/": "MCP server registrations",
+    "DELETE /api/mcp-servers/{slug}/": "MCP server registrations",
+    "POST /api/mcp-servers/{slug}/refresh/": "pins a server's tool definitions (roles app)",
+    "POST /api/mcp-servers/{slug}/tools/{tool}/approve/": "pinned definitions; roles versioned",
+    "POST /api/roles/{name}/argument-limits/": "role argument limits (a new role version)",
+    "PATCH /api/roles/{name}/argument-limits/{tool}/": "role argument limits (new version)",
+    "DELETE /api/roles/{name}/argument-limits/{tool}/": "role argument limits (new version)",
 }
 
 
