@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from roles.access import RoleSpec, ToolSpec, parent_chain
+from roles.access import ToolSpec
 from roles.mcp_models import McpArgumentLimit, McpToolDefinition, McpToolState
 from roles.tools import ToolDeclaration
 
@@ -110,16 +110,3 @@ def mcp_tool_specs(
             ToolSpec(declaration, description, enabled and not withheld, position, withheld)
         )
     return specs
-
-
-def limits_of(
-    slug: str,
-    specs: Mapping[str, RoleSpec],
-    limits: Mapping[str, Mapping[str, Mapping[str, Any]]],
-) -> dict[str, tuple[tuple[str, Mapping[str, Any]], ...]]:
-    """The argument limits a role is held to: its own and every ancestor's."""
-    out: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
-    for owner in [slug, *parent_chain(slug, specs)]:
-        for tool, schema in limits.get(owner, {}).items():
-            out.setdefault(tool, []).append((owner, schema))
-    return {tool: tuple(items) for tool, items in out.items()}

@@ -30,7 +30,8 @@ from roles.access import (
     content_hash,
     role_snapshot,
 )
-from roles.mcp_tools import argument_limits, limits_of, mcp_tool_specs
+from roles.decision.limits import limits_of
+from roles.mcp_tools import argument_limits, mcp_tool_specs
 from roles.models import (
     DEFAULT_ROLE_SLUG,
     Precondition,

@@ -19,6 +19,7 @@ from roles.admin.base import ServiceAdmin
 from roles.admin.drafts import draft_admin_url
 from roles.admin.preview import preview_view
 from roles.decision import examples_check
+from roles.mcp_tools import argument_limits
 from roles.models import DEFAULT_ROLE_SLUG, Role, RoleVersion
 from roles.registry import read_specs, registry
 from roles.selectors import role_drafts
@@ -177,9 +178,8 @@ class RoleAdminForm(forms.ModelForm):
         return value
 
     def _examples_check(self, data: dict[str, Any]) -> None:
-        """The role's examples (and its children's), decided against the form's definition:
-        the check every save makes (``roles.services.role_examples_enforce``), here so a
-        failing example is a form error and nothing is written."""
+        """The role's examples (and its children's) decided against the form's definition as
+        every save decides them (``role_examples_enforce``): a failing one is a form error."""
         id_specs, tools = read_specs()
         specs = {spec.slug: spec for _, spec in id_specs if spec.slug != self.instance.slug}
         parent = data.get("parent")
@@ -192,7 +192,7 @@ class RoleAdminForm(forms.ModelForm):
             "command_patterns": data.get("command_patterns") or [],
             "examples": data.get("examples") or [],
         })  # fmt: skip
-        refusal = examples_refusal(examples_check(specs, tools, {slug}))
+        refusal = examples_refusal(examples_check(specs, tools, {slug}, limits=argument_limits()))
         if refusal is not None:
             self.add_error(None, f"{refusal.code}: {refusal.message}")
 

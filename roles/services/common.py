@@ -9,7 +9,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from roles.access import compute_access, content_hash, role_snapshot
-from roles.mcp_tools import argument_limits, limits_of
+from roles.decision.limits import limits_of
+from roles.mcp_tools import argument_limits
 from roles.models import PromptComponent, RoleVersion
 from roles.registry import read_specs
 from roles.signals import prompt_rejected, role_data_changed, role_version_created

@@ -19,6 +19,7 @@ from django.db import transaction
 
 from roles.access import RoleSpec
 from roles.decision import examples_check
+from roles.mcp_tools import argument_limits
 from roles.models import Role, RoleDraft, RoleVersion
 from roles.registry import read_specs
 from roles.services.common import actor_label, data_changed
@@ -99,7 +100,9 @@ def role_draft_create(
     results (a failing example refuses it, ACODE-ROL-008, as it refuses any save); audited.
     """
     _, tools = read_specs()
-    results = examples_check({**specs, slug: role_spec(content)}, tools, {slug})
+    results = examples_check(
+        {**specs, slug: role_spec(content)}, tools, {slug}, limits=argument_limits()
+    )
     refusal = examples_refusal(results)
     if refusal is not None:
         raise refusal

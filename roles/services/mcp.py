@@ -28,6 +28,7 @@ from roles.mcp_models import (
 from roles.mcp_tools import mcp_tool_name, server_permission
 from roles.models import Permission
 from roles.services.common import actor_label, data_changed, role_versions_record
+from roles.services.examples import role_examples_enforce
 
 
 def definition_hash(definition: Mapping[str, Any]) -> str:
@@ -195,6 +196,7 @@ def mcp_argument_limit_save(
         "argument limit", "saved", f"{limit.role.slug} {limit.tool}", actor_label(actor, user),
         {"schema": limit.schema},
     )  # fmt: skip
+    role_examples_enforce(saved={limit.role.slug})  # ACODE-ROL-008: nothing is kept
     role_versions_record(actor=actor, user=user)
     return limit
 
@@ -207,4 +209,5 @@ def mcp_argument_limit_delete(
     name = f"{limit.role.slug} {limit.tool}"
     limit.delete()
     data_changed("argument limit", "deleted", name, actor_label(actor, user))
+    role_examples_enforce(saved={limit.role.slug})
     role_versions_record(actor=actor, user=user)

@@ -18,9 +18,10 @@ from typing import Any
 from acode.errors import AcodeError
 from roles.access import RoleSpec, ToolSpec, compute_access
 from roles.decision import ExampleResult, RoleView, examples_check
+from roles.decision.limits import limits_of
 from roles.decision.replay import ReplayTally, replay_decision
 from roles.history import decision_history
-from roles.mcp_tools import argument_limits, limits_of
+from roles.mcp_tools import argument_limits
 from roles.registry import read_specs, registry
 from roles.services.roles import _role_content, _role_fit_check
 from roles.validation import describe_findings, role_format_problems, role_spec, role_text_findings
@@ -71,7 +72,9 @@ class RoleDraft:
 
     def examples(self) -> list[ExampleResult]:
         """Its examples and those of the roles below it, decided as a save decides them."""
-        return examples_check(self.specs, self.tools, {self.role.spec.slug})
+        return examples_check(
+            self.specs, self.tools, {self.role.spec.slug}, limits=argument_limits()
+        )
 
 
 def role_draft(*, slug: str, data: Mapping[str, Any]) -> RoleDraft:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from acode.errors import AcodeError
 from roles.access import WithheldTool
 from roles.models import (
     McpArgumentLimit,
@@ -209,6 +210,22 @@ def test_a_limit_is_part_of_the_role_versions_of_the_role_and_those_below(
         assert "argument_limits" not in _latest(slug).snapshot
         assert registry.get(slug).version == _latest(slug).number  # decisions name it
     assert limited["planner"].number == before["planner"]  # not held to the limit
+
+
+def test_examples_are_decided_with_the_roles_argument_limits(canary: McpServer) -> None:
+    _approve(canary, "describe-me")
+    _grant("coder", canary)
+    name = "mcp__canary__describe-me"
+    _limit("coder", name, {"properties": {"project": {"enum": ["acode"]}}})
+    payroll = {"name": "no payroll", "tool": name, "arguments": {"project": "payroll"},
+               "expect": "deny", "why": "the Coder works on acode only"}  # fmt: skip
+    examples = [*Role.objects.get(slug="coder").examples, payroll]
+    role_write(data={"examples": examples}, create=False, slug="coder", actor="test")
+
+    with pytest.raises(AcodeError) as refused:  # lifting the limit breaks the example
+        mcp_argument_limit_delete(limit=McpArgumentLimit.objects.get(tool=name), actor="test")
+    assert refused.value.code == "ACODE-ROL-008" and "no payroll" in refused.value.message
+    assert McpArgumentLimit.objects.filter(tool=name).exists()
 
 
 def _latest(slug: str) -> RoleVersion:
