@@ -68,6 +68,7 @@ class RoleSpec:
     command_patterns: tuple[CommandRule, ...]  # see roles.commands
     answer_sets_plan: bool = False
     examples: tuple[Mapping[str, Any], ...] = ()  # see roles.commands.examples
+    protected: bool = False  # changes become drafts (roles.services.drafts)
 
     def content(self) -> dict[str, Any]:
         """The role's stored content as plain JSON-able data (import/export, snapshots)."""
@@ -97,6 +98,8 @@ class RoleSpec:
         # (and its version) from before roles had examples.
         if self.examples:
             data["examples"] = [dict(example) for example in self.examples]
+        if self.protected:  # likewise: only when set
+            data["protected"] = True
         return data
 
 
@@ -212,11 +215,24 @@ def compute_access(
     return RoleAccess(frozenset(effective), names, tuple(withheld), tuple(granted))
 
 
-def role_snapshot(spec: RoleSpec, access: RoleAccess) -> dict[str, Any]:
-    """What a role version records: its content plus the tools it had at the time."""
+def role_snapshot(
+    spec: RoleSpec,
+    access: RoleAccess,
+    limits: Mapping[str, Sequence[tuple[str, Mapping[str, Any]]]] | None = None,
+) -> dict[str, Any]:
+    """What a role version records: its content plus the tools it had at the time, and
+    the argument limits it was held to (its own and its ancestors', each with the role that
+    set it). A role without limits records no such key, so its hash is what it was before
+    limits existed."""
     data = spec.content()
     data["effective_permissions"] = sorted(access.permissions)
     data["effective_tools"] = list(access.tools)
+    if limits:
+        data["argument_limits"] = [
+            {"tool": tool, "role": owner, "schema": dict(schema)}
+            for tool in sorted(limits)
+            for owner, schema in limits[tool]
+        ]
     return data
 
 

@@ -7,13 +7,9 @@ environment or the HTTP server's headers, and nothing else of acode's environmen
 
 from __future__ import annotations
 
-import re
-
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
-
-from roles.tools import declared_tools
 
 # Names a server gives its tools (server-everything uses "get-env"): letters, digits, _ - .
 _tool_name = RegexValidator(r"^[A-Za-z0-9_.-]{1,128}$", "Letters, digits, _ - . only.")
@@ -23,14 +19,9 @@ def _strings(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(i, str) and i for i in value)
 
 
-# A secret is named, never given: each value is the name of one of acode's variables.
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-
-
 def _names(value: object) -> bool:
     return isinstance(value, dict) and all(
-        isinstance(k, str) and k and isinstance(v, str) and _ENV_NAME.match(v)
-        for k, v in value.items()
+        isinstance(k, str) and k and isinstance(v, str) and v for k, v in value.items()
     )
 
 
@@ -120,10 +111,7 @@ class McpServer(models.Model):
             errors["read_only_paths"] = "A list of absolute host paths."
         for field in ("env_secrets", "header_secrets"):
             if not _names(getattr(self, field)):
-                errors[field] = (
-                    "An object mapping each name to the name of an environment variable "
-                    "of acode's (letters, digits, _), never its value."
-                )
+                errors[field] = "An object mapping each name to an environment variable's name."
         if errors:
             raise ValidationError(errors)
 
@@ -193,26 +181,7 @@ class McpArgumentLimit(models.Model):
         from jsonschema import Draft202012Validator
         from jsonschema.exceptions import SchemaError
 
-        errors: dict[str, str] = {}
-        if not isinstance(self.schema, dict):
-            errors["schema"] = 'A JSON Schema object, e.g. {"properties": {...}}.'
-        else:
-            try:
-                Draft202012Validator.check_schema(self.schema)
-            except SchemaError as exc:
-                errors["schema"] = f"Not a JSON Schema: {exc.message}"
-        if not limit_tool_known(self.tool):
-            errors["tool"] = (
-                "Neither a built-in tool nor mcp__<server>__<tool> of a registered server."
-            )
-        if errors:
-            raise ValidationError(errors)
-
-
-def limit_tool_known(name: str) -> bool:
-    """Whether an argument limit may name ``name``: a built-in tool, or a tool of a
-    registered server, listed or not yet (an import brings limits before any listing)."""
-    server, sep, tool = name.removeprefix("mcp__").partition("__")
-    if not name.startswith("mcp__"):
-        return name in declared_tools()
-    return bool(sep and server and tool) and McpServer.objects.filter(slug=server).exists()
+        try:
+            Draft202012Validator.check_schema(self.schema)
+        except SchemaError as exc:
+            raise ValidationError({"schema": f"Not a JSON Schema: {exc.message}"}) from exc

@@ -19,13 +19,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from roles.access import RoleSpec, ToolSpec, parent_chain
-from roles.mcp_models import (
-    McpArgumentLimit,
-    McpToolDefinition,
-    McpToolState,
-    limit_tool_known,
-)
+from roles.access import ToolSpec
+from roles.mcp_models import McpArgumentLimit, McpToolDefinition, McpToolState
 from roles.tools import ToolDeclaration
 
 PREFIX = "mcp__"
@@ -51,9 +46,11 @@ def split_mcp_tool_name(name: str) -> tuple[str, str] | None:
 
 
 def mcp_tool_registered(name: str) -> bool:
-    """Whether ``name`` is a tool name of a registered server, listed there yet or not (a
-    role's allow-list or a tool row may come, by import, before the server is listed)."""
-    return split_mcp_tool_name(name) is not None and limit_tool_known(name)
+    """Whether ``name`` is a tool some registered server has listed."""
+    parts = split_mcp_tool_name(name)
+    return parts is not None and (
+        McpToolDefinition.objects.filter(server__slug=parts[0], name=parts[1]).exists()
+    )
 
 
 def server_permission(server: str) -> str:
@@ -113,16 +110,3 @@ def mcp_tool_specs(
             ToolSpec(declaration, description, enabled and not withheld, position, withheld)
         )
     return specs
-
-
-def limits_of(
-    slug: str,
-    specs: Mapping[str, RoleSpec],
-    limits: Mapping[str, Mapping[str, Mapping[str, Any]]],
-) -> dict[str, tuple[tuple[str, Mapping[str, Any]], ...]]:
-    """The argument limits a role is held to: its own and every ancestor's."""
-    out: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
-    for owner in [slug, *parent_chain(slug, specs)]:
-        for tool, schema in limits.get(owner, {}).items():
-            out.setdefault(tool, []).append((owner, schema))
-    return {tool: tuple(items) for tool, items in out.items()}

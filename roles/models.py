@@ -110,6 +110,10 @@ class Role(models.Model):
         help_text="Calls the role must allow or deny, checked on every save "
         "(roles.commands.examples).",
     )
+    protected = models.BooleanField(
+        default=False,
+        help_text="Changes (unprotecting included) become drafts another admin publishes.",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -265,6 +269,8 @@ class RegistryStamp(models.Model):
 
 
 # MCP servers and their pinned tool definitions (issue 24) live in their own module.
+# Drafts of protected roles (issue 25) live in their own module too.
+from roles.draft_models import RoleDraft, RoleDraftStatus  # noqa: E402, F401
 from roles.mcp_models import (  # noqa: E402, F401
     McpArgumentLimit,
     McpServer,

@@ -30,7 +30,8 @@ from roles.access import (
     content_hash,
     role_snapshot,
 )
-from roles.mcp_tools import argument_limits, limits_of, mcp_tool_specs
+from roles.decision.limits import limits_of
+from roles.mcp_tools import argument_limits, mcp_tool_specs
 from roles.models import (
     DEFAULT_ROLE_SLUG,
     Precondition,
@@ -172,6 +173,7 @@ def read_specs(using: str = "default") -> tuple[list[tuple[int, RoleSpec]], list
                     command_patterns=tuple(r.command_patterns),
                     answer_sets_plan=r.answer_sets_plan,
                     examples=tuple(r.examples or ()),
+                    protected=r.protected,
                 ),
             )
         )
@@ -253,7 +255,8 @@ class RoleRegistry:
         limits = argument_limits(self._using)
         for pk, spec in id_specs:
             access = compute_access(spec.slug, specs, tool_specs)
-            digest = content_hash(role_snapshot(spec, access))
+            role_limits = limits_of(spec.slug, specs, limits)
+            digest = content_hash(role_snapshot(spec, access, role_limits))
             number, stored, version_pk = latest.get(spec.slug, (0, "", 0))
             current = bool(number) and stored == digest
             roles[spec.slug] = RoleDef(
@@ -263,7 +266,7 @@ class RoleRegistry:
                 version=number if current else None,
                 content_hash=digest,
                 version_id=version_pk if current else None,
-                argument_limits=limits_of(spec.slug, specs, limits),
+                argument_limits=role_limits,
             )
             keys[spec.slug.lower()] = spec.slug
             keys[spec.name.lower()] = spec.slug

@@ -16,6 +16,7 @@ from roles.models import (
     ModelEndpoint,
     PromptPack,
     Role,
+    RoleDraft,
 )
 
 
@@ -61,49 +62,69 @@ def model_endpoint_values(fields: Iterable[str]) -> list[dict[str, Any]]:
     return list(ModelEndpoint.objects.values(*fields))
 
 
-def _not_found(what: str, name: str) -> AcodeError:
-    return AcodeError("ACODE-API-404", f"No {what} is named {name!r}.", {"name": name})
+# -- MCP servers, their pinned tools and roles' argument limits (issue 24) ---------------
 
 
 def mcp_servers_all() -> QuerySet[McpServer]:
-    """Every MCP server registration, with its tools' rows."""
-    return McpServer.objects.prefetch_related("tools")
+    return McpServer.objects.all()
 
 
 def mcp_server_row(slug: str) -> McpServer:
-    """The registration ``slug`` (ACODE-API-404 when there is none)."""
-    row = mcp_servers_all().filter(slug=slug).first()
+    """The server ``slug``; an unknown one is ACODE-MCP-008."""
+    row = McpServer.objects.filter(slug=slug).first()
     if row is None:
-        raise _not_found("MCP server", slug)
+        raise AcodeError("ACODE-MCP-008", f"No MCP server is named {slug!r}.", {"server": slug})
     return row
 
 
+def mcp_tools_of(server: McpServer) -> list[McpToolDefinition]:
+    return list(McpToolDefinition.objects.filter(server=server).select_related("server"))
+
+
 def mcp_tools_all() -> QuerySet[McpToolDefinition]:
-    """Every pinned tool definition (DRF's model permissions read the model from it)."""
-    return McpToolDefinition.objects.select_related("server")
+    return McpToolDefinition.objects.all()
 
 
 def mcp_tool_row(server: McpServer, name: str) -> McpToolDefinition:
-    """The pinned definition of ``server``'s tool ``name`` (ACODE-API-404 when unlisted)."""
-    row = McpToolDefinition.objects.select_related("server").filter(server=server, name=name)
-    found = row.first()
-    if found is None:
-        raise _not_found(f"tool of MCP server {server.slug}", name)
-    return found
+    row = McpToolDefinition.objects.filter(server=server, name=name).first()
+    if row is None:
+        raise AcodeError(
+            "ACODE-MCP-008",
+            f"MCP server {server.slug!r} has listed no tool {name!r}.",
+            {"server": server.slug, "tool": name},
+        )
+    return row
 
 
 def argument_limits_all() -> QuerySet[McpArgumentLimit]:
-    """Every role's argument limits (DRF's model permissions read the model from it)."""
-    return McpArgumentLimit.objects.select_related("role")
+    return McpArgumentLimit.objects.all()
 
 
-def argument_limits_of(role_slug: str) -> QuerySet[McpArgumentLimit]:
-    return argument_limits_all().filter(role__slug=role_slug)
+def argument_limits_of(role: Role) -> list[McpArgumentLimit]:
+    return list(McpArgumentLimit.objects.filter(role=role).select_related("role"))
 
 
-def argument_limit_row(role_slug: str, tool: str) -> McpArgumentLimit:
-    """Role ``role_slug``'s limit on ``tool`` (ACODE-API-404 when it has none)."""
-    found = argument_limits_of(role_slug).filter(tool=tool).first()
-    if found is None:
-        raise _not_found(f"argument limit of role {role_slug}", tool)
-    return found
+def argument_limit_row(role: Role, tool: str) -> McpArgumentLimit:
+    row = McpArgumentLimit.objects.filter(role=role, tool=tool).select_related("role").first()
+    if row is None:
+        raise AcodeError(
+            "ACODE-MCP-008",
+            f"Role {role.slug!r} has no argument limit on {tool!r}.",
+            {"role": role.slug, "tool": tool},
+        )
+    return row
+
+
+def role_drafts(*, status: str | None = None, role: str | None = None) -> QuerySet[RoleDraft]:
+    """Drafts of protected roles, newest first; only ``status`` or ``role`` (a slug)."""
+    drafts = RoleDraft.objects.order_by("-id")
+    if status:
+        drafts = drafts.filter(status=status)
+    if role:
+        drafts = drafts.filter(role_slug=role)
+    return drafts
+
+
+def role_draft(pk: int) -> RoleDraft | None:
+    """One draft by id, or None."""
+    return RoleDraft.objects.filter(pk=pk).first()

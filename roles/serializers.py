@@ -49,6 +49,7 @@ class RoleOutput(serializers.Serializer):
     parent_role = serializers.CharField(allow_null=True)
     version = serializers.IntegerField(allow_null=True)
     content_hash = serializers.CharField()
+    protected = serializers.BooleanField(help_text="Changes become drafts another admin publishes.")
 
     def to_representation(self, instance: Any) -> dict[str, Any]:
         role: RoleDef = instance
@@ -69,6 +70,7 @@ class RoleOutput(serializers.Serializer):
             "parent_role": spec.parent,
             "version": role.version,
             "content_hash": role.content_hash,
+            "protected": spec.protected,
         }
 
 

@@ -13,8 +13,9 @@ role_version_created = Signal()
 # Sent with ``where``, ``actor`` and ``findings`` when dangerous prompt text was refused.
 prompt_rejected = Signal()
 # Sent with ``kind`` ("role", "tool", "permission", "transition rule", "prompt pack",
-# "prompt"), ``action`` ("saved" or "deleted"), ``name`` and ``actor`` whenever role data
-# is written through ``roles.services``: the audit keeps every change, deletions included.
+# "prompt", "role draft"), ``action`` ("saved" or "deleted"; for a draft "drafted",
+# "published" or "rejected"), ``name`` and ``actor`` whenever role data is written through
+# ``roles.services``: the audit keeps every change, deletions included.
 role_data_changed = Signal()
 # Sent (with no arguments) once after a transaction that wrote role data commits, never
 # for one that rolled back, whatever wrote it (admin, API, CLI, YAML import, shell): the

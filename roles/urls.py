@@ -3,8 +3,9 @@ from __future__ import annotations
 from django.urls import path
 
 from roles import apis
-from roles.apis import mcp
+from roles.apis import drafts, endpoints, mcp
 from roles.apis.examples import RoleTestApi
+from roles.apis.replay import RoleReplayApi
 
 urlpatterns = [
     path("me/", apis.MeApi.as_view(), name="api-me"),
@@ -13,6 +14,7 @@ urlpatterns = [
     path("roles/import/", apis.RoleImportApi.as_view(), name="api-roles-import"),
     path("roles/test/", RoleTestApi.as_view(), name="api-roles-test"),
     path("roles/<str:name>/", apis.RoleResourceApi.as_view(), name="api-role"),
+    path("roles/<str:name>/replay/", RoleReplayApi.as_view(), name="api-role-replay"),
     path("roles/<str:name>/prompt/", apis.RolePromptApi.as_view(), name="api-role-prompt"),
     path(
         "roles/<str:name>/argument-limits/",
@@ -25,30 +27,38 @@ urlpatterns = [
         name="api-role-argument-limit",
     ),
     path("mcp-servers/", mcp.McpServerCollectionApi.as_view(), name="api-mcp-servers"),
-    path("mcp-servers/<str:name>/", mcp.McpServerResourceApi.as_view(), name="api-mcp-server"),
+    path("mcp-servers/<str:slug>/", mcp.McpServerResourceApi.as_view(), name="api-mcp-server"),
     path(
-        "mcp-servers/<str:name>/refresh/",
+        "mcp-servers/<str:slug>/refresh/",
         mcp.McpServerRefreshApi.as_view(),
         name="api-mcp-server-refresh",
     ),
+    path("mcp-servers/<str:slug>/tools/", mcp.McpToolListApi.as_view(), name="api-mcp-tools"),
     path(
-        "mcp-servers/<str:name>/tools/",
-        mcp.McpServerToolsApi.as_view(),
-        name="api-mcp-server-tools",
-    ),
-    path(
-        "mcp-servers/<str:name>/tools/<str:tool>/approve/",
+        "mcp-servers/<str:slug>/tools/<str:tool>/approve/",
         mcp.McpToolApproveApi.as_view(),
         name="api-mcp-tool-approve",
+    ),
+    path("role-drafts/", drafts.RoleDraftListApi.as_view(), name="api-role-drafts"),
+    path("role-drafts/<int:pk>/", drafts.RoleDraftDetailApi.as_view(), name="api-role-draft"),
+    path(
+        "role-drafts/<int:pk>/publish/",
+        drafts.RoleDraftPublishApi.as_view(),
+        name="api-role-draft-publish",
+    ),
+    path(
+        "role-drafts/<int:pk>/reject/",
+        drafts.RoleDraftRejectApi.as_view(),
+        name="api-role-draft-reject",
     ),
     path("tools/", apis.ToolListApi.as_view(), name="api-tools"),
     path("transition-rules/", apis.TransitionRuleListApi.as_view(), name="api-transition-rules"),
     path("prompt-packs/", apis.PromptPackListApi.as_view(), name="api-prompt-packs"),
     path("prompt-packs/<str:name>/", apis.PromptPackDetailApi.as_view(), name="api-prompt-pack"),
-    path("model-endpoints/", apis.ModelEndpointListApi.as_view(), name="api-model-endpoints"),
+    path("model-endpoints/", endpoints.ModelEndpointListApi.as_view(), name="api-model-endpoints"),
     path(
         "model-endpoints/<str:name>/check/",
-        apis.ModelEndpointCheckApi.as_view(),
+        endpoints.ModelEndpointCheckApi.as_view(),
         name="api-model-endpoint-check",
     ),
 ]

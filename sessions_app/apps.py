@@ -19,6 +19,10 @@ class SessionsAppConfig(AppConfig):
         from sessions_app import readiness, receivers
 
         receivers.connect()
+        from roles.history import decision_history_register
+        from sessions_app.selectors.decisions import recorded_decisions
+
+        decision_history_register(recorded_decisions)
         readiness_register("sandbox", readiness.sandbox_problem)
         readiness_register("workers", readiness.workers_problem)
         from sessions_app.containment import sandbox_required

@@ -8,7 +8,6 @@ from typing import Any
 from django.apps import apps
 from django.db.models.signals import post_migrate
 
-from acode.errors import AcodeError
 from roles.models import RoleVersion
 from roles.signals import (
     mcp_refresh_requested,
@@ -17,7 +16,6 @@ from roles.signals import (
     role_data_committed,
     role_version_created,
 )
-from sessions_app.containment import McpFailure
 from sessions_app.models import AuditEventType
 from sessions_app.services.audit import audit_record
 from sessions_app.services.events import publish_roles_event
@@ -59,13 +57,8 @@ def _role_data_changed(
     )
 
 
-def _mcp_refresh_requested(sender: Any, server: Any, actor: str, **kwargs: Any) -> list[Any]:
-    # The roles app (admin, API) cannot name the sessions app's failure: say it as an
-    # AcodeError, whose code and message every caller shows.
-    try:
-        return mcp_server_refresh(server=server, actor=actor)
-    except McpFailure as failure:
-        raise AcodeError(failure.code, failure.message, {"server": server.slug}) from failure
+def _mcp_refresh_requested(sender: Any, server: Any, actor: str, **kwargs: Any) -> None:
+    mcp_server_refresh(server=server, actor=actor)
 
 
 def _role_data_committed(sender: Any, **kwargs: Any) -> None:

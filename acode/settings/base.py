@@ -179,3 +179,5 @@ ACODE_SERVE_STATIC = env_bool("ACODE_SERVE_STATIC", True)
 # Threads per web process that run Django's (synchronous) request handling; see acode/asgi.py.
 ACODE_HTTP_THREADS = env_int("ACODE_HTTP_THREADS", 16)
 ACODE_REGISTRY_MAX_AGE = env_float("ACODE_REGISTRY_MAX_AGE", 1.0)
+# How far back a protected role's draft is replayed against recorded tool decisions.
+ACODE_DRAFT_REPLAY_DAYS = env_int("ACODE_DRAFT_REPLAY_DAYS", 7)

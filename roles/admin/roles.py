@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.loader import render_to_string
+from django.urls import path
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from acode.errors import AcodeError
 from roles.admin.base import ServiceAdmin
+from roles.admin.drafts import draft_admin_url
+from roles.admin.preview import preview_view
 from roles.decision import examples_check
+from roles.mcp_tools import argument_limits
 from roles.models import DEFAULT_ROLE_SLUG, Role, RoleVersion
 from roles.registry import read_specs, registry
+from roles.selectors import role_drafts
 from roles.services import examples_refusal, prompt_rejection_record, role_delete, role_save
 from roles.validation import (
     role_delete_refusal,
@@ -118,6 +125,7 @@ class RoleAdminForm(forms.ModelForm):
             "max_tokens",
             "timeout_seconds",
             "answer_sets_plan",
+            "protected",
         )
 
     def clean_slug(self) -> str:
@@ -128,6 +136,8 @@ class RoleAdminForm(forms.ModelForm):
             and slug != DEFAULT_ROLE_SLUG
         ):
             raise forms.ValidationError("ACODE-ROL-005: the Default role's slug cannot change.")
+        if self.instance.pk and self.instance.protected and slug != self.instance.slug:
+            raise forms.ValidationError("ACODE-ROL-004: a protected role's slug cannot change.")
         return slug
 
     def clean(self) -> dict[str, Any]:
@@ -168,9 +178,8 @@ class RoleAdminForm(forms.ModelForm):
         return value
 
     def _examples_check(self, data: dict[str, Any]) -> None:
-        """The role's examples (and its children's), decided against the form's definition:
-        the check every save makes (``roles.services.role_examples_enforce``), here so a
-        failing example is a form error and nothing is written."""
+        """The role's examples (and its children's) decided against the form's definition as
+        every save decides them (``role_examples_enforce``): a failing one is a form error."""
         id_specs, tools = read_specs()
         specs = {spec.slug: spec for _, spec in id_specs if spec.slug != self.instance.slug}
         parent = data.get("parent")
@@ -183,7 +192,7 @@ class RoleAdminForm(forms.ModelForm):
             "command_patterns": data.get("command_patterns") or [],
             "examples": data.get("examples") or [],
         })  # fmt: skip
-        refusal = examples_refusal(examples_check(specs, tools, {slug}))
+        refusal = examples_refusal(examples_check(specs, tools, {slug}, limits=argument_limits()))
         if refusal is not None:
             self.add_error(None, f"{refusal.code}: {refusal.message}")
 
@@ -215,13 +224,15 @@ class RoleAdmin(ServiceAdmin):
         "prompt_key",
         "tool_count",
         "version",
+        "protected",
     )
     search_fields = ("name", "slug", "description")
+    change_form_template = "admin/roles/role/change_form.html"  # adds "Preview impact"
     filter_horizontal = ("permissions", "allowed_tools")
-    readonly_fields = ("access_table", "version")
+    readonly_fields = ("access_table", "version", "open_drafts")
     inlines = [RoleVersionInline]
     fieldsets = (
-        (None, {"fields": ("name", "slug", "description", "colour", "parent")}),
+        (None, {"fields": ("name", "slug", "description", "colour", "parent", "protected")}),
         (
             "What it may do",
             {
@@ -260,7 +271,7 @@ class RoleAdmin(ServiceAdmin):
                 )
             },
         ),
-        ("Version", {"fields": ("version",)}),
+        ("Version", {"fields": ("version", "open_drafts")}),
     )
 
     @admin.display(description="Colour")
@@ -278,6 +289,17 @@ class RoleAdmin(ServiceAdmin):
         role = registry.get(obj.slug)
         return f"v{role.version} · {role.content_hash[:12]}" if role.version else "unsaved changes"
 
+    @admin.display(description="Drafts waiting for review")
+    def open_drafts(self, obj: Role) -> SafeString | str:
+        drafts = list(role_drafts(status="open", role=obj.slug)) if obj.pk else []
+        if not drafts:
+            return "none"
+        return format_html_join(
+            ", ",
+            '<a href="{}">draft #{}</a> by {}',
+            ((draft_admin_url(d), d.pk, d.author_name) for d in drafts),
+        )
+
     @admin.display(description="Effective tools (computed)")
     def access_table(self, obj: Role) -> SafeString | str:
         if not obj.pk:
@@ -289,6 +311,14 @@ class RoleAdmin(ServiceAdmin):
             {"granted": registry.effective_tools(obj.slug), "withheld": role.access.withheld},
         )
 
+    def get_urls(self) -> list[Any]:
+        preview = path(
+            "<path:object_id>/preview-impact/",
+            self.admin_site.admin_view(partial(preview_view, self)),
+            name="roles_role_preview",
+        )
+        return [preview, *super().get_urls()]
+
     def get_form(
         self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
     ) -> Any:
@@ -296,12 +326,32 @@ class RoleAdmin(ServiceAdmin):
         return type("RoleAdminFormFor", (form,), {"actor": request.user.get_username()})
 
     def save_model(self, request: HttpRequest, obj: Role, form: Any, change: bool) -> None:
-        role_save(
+        written = role_save(
             role=obj,
             permissions=form.cleaned_data["permissions"],
             allowed_tools=form.cleaned_data["allowed_tools"],
             user=request.user,  # type: ignore[arg-type]
         )
+        request.acode_role_draft = written.draft  # type: ignore[attr-defined]
+
+    def response_change(self, request: HttpRequest, obj: Role) -> HttpResponse:
+        draft = getattr(request, "acode_role_draft", None)
+        if draft is None:
+            return super().response_change(request, obj)
+        # A protected role: nothing live changed; say so and show the draft.
+        url = draft_admin_url(draft)
+        self.message_user(
+            request,
+            format_html(
+                "Role “{}” is protected: nothing live changed. Your edit is "
+                '<a href="{}">draft #{}</a>, waiting for another admin to publish it.',
+                obj.name,
+                url,
+                draft.pk,
+            ),
+            messages.WARNING,
+        )
+        return HttpResponseRedirect(url)
 
     def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
         # Django lists what a delete would cascade to; a role in use is refused instead,

@@ -11,7 +11,7 @@ from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import DjangoModelPermissions, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -19,9 +19,9 @@ from rest_framework.views import APIView
 
 from acode.errors import AcodeError, error_responses
 from acode.inputs import Query, QueryBoolean, Text, json_schema_problems, query_of
-from acode.llm import Endpoint, model_check
 from acode.yamldoc import integral_numbers
 from roles import selectors
+from roles.apis.drafts import RoleDraftOutput, draft_data
 from roles.apis.parsers import PlainTextParser
 from roles.portability.definitions import export_definitions, import_definitions
 from roles.portability.document import DOCUMENT_SCHEMA, dump_yaml, load_yaml
@@ -171,7 +171,7 @@ class RoleCreateApi(APIView):
             data=role_input(request.data, ROLE_CREATE),
             user=request.user,  # type: ignore[arg-type]
             create=True,
-        )
+        ).slug
         return Response(RoleDetailOutput(registry.get(slug)).data, status=201)
 
 
@@ -181,22 +181,29 @@ class RoleWriteApi(APIView):
 
     @extend_schema(
         request={"application/json": copy.deepcopy(ROLE_UPDATE)},
-        responses={200: RoleDetailOutput, **error_responses(*ROLE_CODES)},
+        responses={200: RoleDetailOutput, 202: RoleDraftOutput, **error_responses(*ROLE_CODES)},
         parameters=[ROLE_NAME],
         operation_id="roles_update",
+        description="Change a role. A protected role is not changed: the change becomes a "
+        "draft (202, the draft) another admin publishes (POST /api/role-drafts/{id}/publish/).",
     )
     def patch(self, request: Request, name: str) -> Response:
         role = registry.get(name)
-        role_write(
+        written = role_write(
             data=role_input(request.data, ROLE_UPDATE),
             user=request.user,  # type: ignore[arg-type]
             create=False,
             slug=role.slug,
         )
+        if written.draft is not None:
+            return Response(draft_data(written.draft), status=202)
         return Response(RoleDetailOutput(registry.get(role.slug)).data)
 
     @extend_schema(
-        responses={204: None, **error_responses("ACODE-ROL-001", "ACODE-ROL-005")},
+        responses={
+            204: None,
+            **error_responses("ACODE-ROL-001", "ACODE-ROL-005", "ACODE-ROL-009"),
+        },
         parameters=[ROLE_NAME],
         operation_id="roles_destroy",
     )
@@ -224,6 +231,9 @@ class ImportOutput(serializers.Serializer):
     argument_limits = serializers.IntegerField()
     versions = serializers.ListField(child=serializers.CharField())
     removed = serializers.ListField(child=serializers.CharField())
+    drafts = serializers.ListField(
+        child=serializers.CharField(), help_text="Protected roles' changes, kept as drafts."
+    )
 
 
 class RoleImportApi(APIView):
@@ -310,86 +320,3 @@ class RoleCollectionApi(RoleCreateApi, RoleListApi):
 
 class RoleResourceApi(RoleWriteApi, RoleDetailApi):
     """``GET`` shows a role; ``PATCH`` and ``DELETE`` need the change/delete permissions."""
-
-
-class ModelEndpointPermission(DjangoModelPermissions):
-    """Model endpoints are admin data: reading needs ``view_modelendpoint``, checking one
-    (which sends it a request) ``change_modelendpoint``, as in admin."""
-
-    perms_map = {
-        **DjangoModelPermissions.perms_map,
-        "GET": ["%(app_label)s.view_%(model_name)s"],
-        "POST": ["%(app_label)s.change_%(model_name)s"],
-    }
-
-
-class ModelEndpointOutput(serializers.Serializer):
-    name = serializers.CharField()
-    kind = serializers.CharField()
-    model = serializers.CharField()
-    base_url = serializers.CharField()
-    context_window = serializers.IntegerField()
-    supports_json_schema = serializers.BooleanField()
-    schema_format = serializers.CharField()
-    enabled = serializers.BooleanField()
-
-
-class ModelCheckOutput(serializers.Serializer):
-    endpoint = serializers.CharField()
-    model = serializers.CharField()
-    base_url = serializers.CharField()
-    constrained = serializers.BooleanField(help_text="Answers constrained by a JSON schema.")
-    reachable = serializers.BooleanField()
-    can_call_tools = serializers.BooleanField()
-    seconds = serializers.FloatField(help_text="How long the probe took.")
-    tokens_out = serializers.IntegerField()
-    context_window = serializers.IntegerField(
-        allow_null=True, help_text="What the server reports (null: it does not say)."
-    )
-    configured_context_window = serializers.IntegerField()
-    answer = serializers.CharField(help_text="The model's tool call, or its text.")
-    message = serializers.CharField(help_text="The verdict, in words.")
-
-
-def _endpoint_named(name: str) -> Endpoint:
-    """An endpoint by name; ``default`` is the settings' endpoint unless a row has the name.
-    A name no row has is 404; a disabled endpoint is ACODE-LLM-001."""
-    exists = selectors.model_endpoint_exists(name)
-    if name == "default" and not exists:
-        return selectors.endpoint_for("")
-    if not exists:
-        raise NotFound(f"No model endpoint is named {name!r}.")
-    return selectors.endpoint_for(name)
-
-
-class ModelEndpointListApi(APIView):
-    permission_classes = [IsAuthenticated, ModelEndpointPermission]
-    queryset = selectors.model_endpoints_all().none()
-
-    @extend_schema(
-        responses={200: ModelEndpointOutput(many=True), **error_responses("ACODE-API-403")},
-        operation_id="model_endpoints_list",
-    )
-    def get(self, request: Request) -> Response:
-        default = selectors.endpoint_for("")
-        rows = [
-            {**asdict(default), "enabled": True},
-            *selectors.model_endpoint_values(ModelEndpointOutput().fields),
-        ]
-        return Response(ModelEndpointOutput(rows, many=True).data)
-
-
-class ModelEndpointCheckApi(APIView):
-    permission_classes = [IsAuthenticated, ModelEndpointPermission]
-    queryset = selectors.model_endpoints_all().none()
-
-    @extend_schema(
-        request=None,
-        responses={200: ModelCheckOutput, **error_responses("ACODE-LLM-001", "ACODE-LLM-003")},
-        operation_id="model_endpoints_check",
-        description="Send the endpoint one tool-call probe, as a job would: can the model "
-        "call tools, how fast, and with what context window (`default`: the settings' "
-        "endpoint).",
-    )
-    def post(self, request: Request, name: str) -> Response:
-        return Response(ModelCheckOutput(asdict(model_check(_endpoint_named(name)))).data)

@@ -1,16 +1,16 @@
 """REST API for MCP servers, their pinned tool definitions and roles' argument limits.
 
-Reads are open to every signed-in user, as the roles API and its YAML export are: a
-registration holds no secret (only names of acode's environment variables), and tool
-descriptions reach every role's model anyway. Writes need Django's model permissions, as
-in admin. Every state change goes through ``roles.services.mcp``; listing a server's tools
-goes through ``roles.signals.mcp_refresh_requested``, since the sessions app runs servers.
+Every change goes through ``roles.services.mcp`` (the one path admin takes too). A server's
+secrets appear only as the names of acode's environment variables, never their values.
+Reading needs the model's view permission (registrations are admin data, as in admin);
+writing needs add/change/delete; approving a definition needs ``change_mcptooldefinition``.
 """
 
 from __future__ import annotations
 
-import copy
+from typing import Any
 
+from django.core.exceptions import ValidationError
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import DjangoModelPermissions, IsAuthenticated
@@ -19,27 +19,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import AcodeError, error_responses
-from acode.yamldoc import integral_numbers
+from acode.inputs import Input
 from roles import selectors
 from roles.apis import ROLE_NAME
-from roles.apis.mcp_shapes import (
-    ArgumentLimitCreateInput,
-    ArgumentLimitOutput,
-    ArgumentLimitUpdateInput,
-    McpServerOutput,
-    McpServerUpdateInput,
-    McpToolApproveInput,
-    McpToolOutput,
-    create_problems,
-    limit_data,
-    server_data,
-    tool_data,
-    valid_input,
-)
-from roles.mcp_models import McpArgumentLimit, McpServer
-from roles.portability.mcp import SERVER_CREATE_SCHEMA
+from roles.mcp_models import McpArgumentLimit, McpServer, McpToolDefinition
+from roles.mcp_tools import mcp_tool_name
 from roles.registry import registry
 from roles.services.mcp import (
+    definition_diff,
     mcp_argument_limit_delete,
     mcp_argument_limit_save,
     mcp_server_delete,
@@ -48,251 +35,308 @@ from roles.services.mcp import (
 )
 from roles.signals import mcp_refresh_requested
 
-SERVER_NAME = OpenApiParameter("name", str, OpenApiParameter.PATH, description="The server's slug.")
-TOOL_NAME = OpenApiParameter(
-    "tool", str, OpenApiParameter.PATH, description="The tool's name, as the server lists it."
-)
-LIMITED_TOOL = OpenApiParameter(
-    "tool", str, OpenApiParameter.PATH, description="The tool's registry name."
-)
-# Listing a tool server: what reaching it can fail with (an answer, not an error status).
-REACH_CODES = ("ACODE-MCP-001", "ACODE-MCP-002", "ACODE-MCP-003", "ACODE-MCP-006")
+SERVER = OpenApiParameter("slug", str, OpenApiParameter.PATH, description="The server's slug.")
+TOOL = OpenApiParameter("tool", str, OpenApiParameter.PATH, description="A tool's name.")
+SERVER_FIELDS = (
+    "slug", "description", "transport", "command", "read_only_paths", "url", "env_secrets",
+    "header_secrets", "network", "call_timeout_seconds", "max_output_chars", "enabled",
+)  # fmt: skip
 
 
-# -- permissions ------------------------------------------------------------------------------
-class ModelWritePermission(DjangoModelPermissions):
-    """Writes need Django's model permissions on the view's model (add/change/delete), as
-    in admin; a POST that changes an existing row (refresh, approve) needs change."""
+class McpReadWritePermission(DjangoModelPermissions):
+    """Reads need ``view_<model>`` (admin data); writes the usual add/change/delete."""
+
+    perms_map = {**DjangoModelPermissions.perms_map, "GET": ["%(app_label)s.view_%(model_name)s"]}
 
 
-class ChangePermission(DjangoModelPermissions):
+class McpChangePermission(McpReadWritePermission):
+    """Listing a server's tools now or approving a definition changes rows: ``change_``."""
+
     perms_map = {
-        **DjangoModelPermissions.perms_map,
+        **McpReadWritePermission.perms_map,
         "POST": ["%(app_label)s.change_%(model_name)s"],
     }
 
 
-SERVER_CODES = ("ACODE-API-400", "ACODE-MCP-007")  # the form, then how it holds together
+class McpServerInput(Input):
+    slug = serializers.CharField(max_length=40)
+    description = serializers.CharField(max_length=255, required=False, allow_blank=True)
+    transport = serializers.ChoiceField(choices=["stdio", "http"], required=False)
+    command = serializers.ListField(child=serializers.CharField(), required=False)
+    read_only_paths = serializers.ListField(child=serializers.CharField(), required=False)
+    url = serializers.CharField(max_length=500, required=False, allow_blank=True)
+    env_secrets = serializers.DictField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Variable the server sees -> name of acode's variable holding its value.",
+    )
+    header_secrets = serializers.DictField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Header sent -> name of acode's variable holding its value.",
+    )
+    network = serializers.BooleanField(required=False)
+    call_timeout_seconds = serializers.IntegerField(min_value=1, max_value=3600, required=False)
+    max_output_chars = serializers.IntegerField(min_value=1, max_value=10_000_000, required=False)
+    enabled = serializers.BooleanField(required=False)
 
 
-# -- MCP servers ------------------------------------------------------------------------------
+class McpServerUpdate(McpServerInput):
+    slug = None  # type: ignore[assignment]  # a slug names the server's tools: it cannot change
+
+
+class McpServerOutput(McpServerInput, serializers.Serializer):
+    status = serializers.CharField()
+    last_error = serializers.CharField()
+    checked_at = serializers.DateTimeField(allow_null=True)
+
+
+class McpToolOutput(serializers.Serializer):
+    name = serializers.CharField(help_text="The server's name for it.")
+    tool = serializers.CharField(help_text="Its name in acode's registry: mcp__<server>__<tool>.")
+    state = serializers.CharField()
+    offered = serializers.BooleanField(help_text="Approved, and listed exactly as approved.")
+    live_definition = serializers.JSONField(help_text="What the server lists now.")
+    live_hash = serializers.CharField()
+    approved_definition = serializers.JSONField(allow_null=True)
+    approved_hash = serializers.CharField()
+    approved_by = serializers.CharField()
+    approved_at = serializers.DateTimeField(allow_null=True)
+    seen_at = serializers.DateTimeField()
+    diff = serializers.CharField(help_text="Unified diff, approved -> listed now.")
+
+
+class ArgumentLimitInput(Input):
+    tool = serializers.CharField(max_length=200)
+    schema = serializers.JSONField(help_text="A JSON Schema fragment every call must also fit.")
+
+
+class ArgumentLimitUpdate(Input):
+    schema = serializers.JSONField()
+
+
+class ArgumentLimitOutput(serializers.Serializer):
+    role = serializers.CharField(source="role.slug")
+    tool = serializers.CharField()
+    schema = serializers.JSONField()
+
+
+def _checked(save: Any, **kwargs: Any) -> Any:
+    """Run a save service; the model's own checks answer 400 ACODE-MCP-007 naming fields."""
+    try:
+        return save(**kwargs)
+    except ValidationError as exc:
+        fields = exc.message_dict if hasattr(exc, "error_dict") else {"": exc.messages}
+        raise AcodeError(
+            "ACODE-MCP-007", "Invalid: " + "; ".join(f"{k}: {v}" for k, v in fields.items()),
+            {"fields": fields},
+        ) from exc  # fmt: skip
+
+
+def _input(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+_TOOL_FIELDS = (
+    "name", "state", "offered", "live_definition", "live_hash", "approved_definition",
+    "approved_hash", "approved_by", "approved_at", "seen_at",
+)  # fmt: skip
+
+
+def tool_data(tool: McpToolDefinition) -> dict[str, Any]:
+    return {
+        **{f: getattr(tool, f) for f in _TOOL_FIELDS},
+        "tool": mcp_tool_name(tool.server.slug, tool.name),
+        "diff": definition_diff(tool) if tool.approved_hash else "",
+    }
+
+
 class McpServerCollectionApi(APIView):
-    """``GET`` lists registrations; ``POST`` registers one (needs ``roles.add_mcpserver``)."""
-
-    permission_classes = [IsAuthenticated, ModelWritePermission]
+    permission_classes = [IsAuthenticated, McpReadWritePermission]
     queryset = selectors.mcp_servers_all().none()
 
     @extend_schema(responses=McpServerOutput(many=True), operation_id="mcp_servers_list")
     def get(self, request: Request) -> Response:
-        return Response([server_data(s) for s in selectors.mcp_servers_all()])
+        return Response(McpServerOutput(selectors.mcp_servers_all(), many=True).data)
 
     @extend_schema(
-        request={"application/json": copy.deepcopy(SERVER_CREATE_SCHEMA)},
-        responses={201: McpServerOutput, **error_responses(*SERVER_CODES, "ACODE-API-409")},
+        request=McpServerInput,
+        responses={201: McpServerOutput, **error_responses("ACODE-MCP-007")},
         operation_id="mcp_servers_create",
     )
     def post(self, request: Request) -> Response:
-        problems = create_problems(request.data)
-        if problems:
-            raise AcodeError(
-                "ACODE-MCP-007",
-                "Invalid MCP server: " + "; ".join(problems),
-                {"problems": problems},
-            )
-        data = dict(integral_numbers(request.data))
-        if selectors.mcp_servers_all().filter(slug=data["slug"]).exists():
-            raise AcodeError(
-                "ACODE-API-409", f"An MCP server is already named {data['slug']!r}.", data
-            )
-        server = mcp_server_save(server=McpServer(**data), user=request.user)  # type: ignore[arg-type]
-        return Response(server_data(selectors.mcp_server_row(server.slug)), status=201)
+        server = McpServer(**_input(McpServerInput, request.data))
+        _checked(mcp_server_save, server=server, user=request.user)
+        return Response(McpServerOutput(server).data, status=201)
 
 
 class McpServerResourceApi(APIView):
-    """``GET`` shows a registration; ``PATCH`` and ``DELETE`` need change/delete."""
-
-    permission_classes = [IsAuthenticated, ModelWritePermission]
+    permission_classes = [IsAuthenticated, McpReadWritePermission]
     queryset = selectors.mcp_servers_all().none()
 
     @extend_schema(
-        responses={200: McpServerOutput, **error_responses("ACODE-API-404")},
-        parameters=[SERVER_NAME],
+        parameters=[SERVER],
+        responses={200: McpServerOutput, **error_responses("ACODE-MCP-008")},
         operation_id="mcp_servers_retrieve",
     )
-    def get(self, request: Request, name: str) -> Response:
-        return Response(server_data(selectors.mcp_server_row(name)))
+    def get(self, request: Request, slug: str) -> Response:
+        return Response(McpServerOutput(selectors.mcp_server_row(slug)).data)
 
     @extend_schema(
-        request=McpServerUpdateInput,
-        responses={200: McpServerOutput, **error_responses(*SERVER_CODES, "ACODE-API-404")},
-        parameters=[SERVER_NAME],
+        parameters=[SERVER],
+        request=McpServerUpdate,
+        responses={200: McpServerOutput, **error_responses("ACODE-MCP-007", "ACODE-MCP-008")},
         operation_id="mcp_servers_update",
     )
-    def patch(self, request: Request, name: str) -> Response:
-        server = selectors.mcp_server_row(name)
-        for field, value in valid_input(McpServerUpdateInput, request).items():
+    def patch(self, request: Request, slug: str) -> Response:
+        server = selectors.mcp_server_row(slug)
+        for field, value in _input(McpServerUpdate, request.data).items():
             setattr(server, field, value)
-        mcp_server_save(server=server, user=request.user)  # type: ignore[arg-type]
-        return Response(server_data(selectors.mcp_server_row(name)))
+        _checked(mcp_server_save, server=server, user=request.user)
+        return Response(McpServerOutput(server).data)
 
     @extend_schema(
-        responses={204: None, **error_responses("ACODE-API-404")},
-        parameters=[SERVER_NAME],
+        parameters=[SERVER],
+        responses={204: None, **error_responses("ACODE-MCP-008")},
         operation_id="mcp_servers_destroy",
     )
-    def delete(self, request: Request, name: str) -> Response:
-        mcp_server_delete(server=selectors.mcp_server_row(name), user=request.user)  # type: ignore[arg-type]
+    def delete(self, request: Request, slug: str) -> Response:
+        mcp_server_delete(server=selectors.mcp_server_row(slug), user=request.user)  # type: ignore[arg-type]
         return Response(status=204)
 
 
-class McpServerToolsApi(APIView):
-    @extend_schema(
-        responses={200: McpToolOutput(many=True), **error_responses("ACODE-API-404")},
-        parameters=[SERVER_NAME],
-        operation_id="mcp_servers_tools",
-        description="The server's tools as last listed: each definition listed now and the "
-        "one approved (descriptions reach the model), their hashes, state and diff.",
-    )
-    def get(self, request: Request, name: str) -> Response:
-        server = selectors.mcp_server_row(name)
-        return Response([tool_data(t) for t in server.tools.all()])
-
-
-class McpRefreshErrorOutput(serializers.Serializer):
-    code = serializers.CharField()
-    message = serializers.CharField()
-
-
-class McpRefreshOutput(serializers.Serializer):
-    listed = serializers.BooleanField(help_text="Whether the server answered with its tools.")
-    error = McpRefreshErrorOutput(allow_null=True, help_text="Why not (also its last_error).")
-    tools = McpToolOutput(many=True)
-
-
-class McpServerRefreshApi(APIView):
-    permission_classes = [IsAuthenticated, ChangePermission]
+class McpToolListApi(APIView):
+    permission_classes = [IsAuthenticated, McpReadWritePermission]
     queryset = selectors.mcp_servers_all().none()
 
     @extend_schema(
-        request=None,
-        responses={200: McpRefreshOutput, **error_responses("ACODE-API-404")},
-        parameters=[SERVER_NAME],
-        operation_id="mcp_servers_refresh",
-        description="List the server's tools now and pin each definition: a new tool waits "
-        "for approval; an approved tool whose definition changed is disabled until approved "
-        "again (audited). A server that cannot be reached is an answer too, as a model "
-        "endpoint's check is: `listed` false, the error (ACODE-MCP-001, -002, -003 or -006) "
-        "and the tools as last listed. Needs roles.change_mcpserver.",
+        parameters=[SERVER],
+        responses={200: McpToolOutput(many=True), **error_responses("ACODE-MCP-008")},
+        operation_id="mcp_servers_tools",
+        description="The server's tools as last listed: pinned and current definition, "
+        "state and the diff an admin reads before approving.",
     )
-    def post(self, request: Request, name: str) -> Response:
-        server = selectors.mcp_server_row(name)
-        error = None
-        try:
-            mcp_refresh_requested.send(
-                sender=None, server=server, actor=request.user.get_username()
-            )
-        except AcodeError as failure:
-            if failure.code not in REACH_CODES:
-                raise
-            error = {"code": failure.code, "message": failure.message}
-        tools = [tool_data(t) for t in selectors.mcp_server_row(name).tools.all()]
-        return Response({"listed": error is None, "error": error, "tools": tools})
+    def get(self, request: Request, slug: str) -> Response:
+        tools = selectors.mcp_tools_of(selectors.mcp_server_row(slug))
+        return Response(McpToolOutput([tool_data(t) for t in tools], many=True).data)
+
+
+class McpServerRefreshApi(APIView):
+    permission_classes = [IsAuthenticated, McpChangePermission]
+    queryset = selectors.mcp_servers_all().none()
+
+    @extend_schema(
+        parameters=[SERVER],
+        request=None,
+        responses={
+            200: McpToolOutput(many=True),
+            **error_responses("ACODE-MCP-001", "ACODE-MCP-002", "ACODE-MCP-006", "ACODE-MCP-008"),
+        },
+        operation_id="mcp_servers_refresh",
+        description="List the server's tools now: new ones wait for approval, changed ones "
+        "are disabled until approved again (needs change_mcpserver).",
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        server = selectors.mcp_server_row(slug)
+        for _, result in mcp_refresh_requested.send_robust(
+            sender=None, server=server, actor=request.user.get_username()
+        ):
+            if isinstance(result, Exception):
+                code = str(getattr(result, "code", "ACODE-MCP-001"))
+                raise AcodeError(code, str(result), {"server": slug})
+        tools = selectors.mcp_tools_of(server)
+        return Response(McpToolOutput([tool_data(t) for t in tools], many=True).data)
 
 
 class McpToolApproveApi(APIView):
-    permission_classes = [IsAuthenticated, ChangePermission]
+    permission_classes = [IsAuthenticated, McpChangePermission]
     queryset = selectors.mcp_tools_all().none()
 
     @extend_schema(
-        request=McpToolApproveInput,
-        responses={
-            200: McpToolOutput,
-            **error_responses("ACODE-API-400", "ACODE-API-404", "ACODE-MCP-009"),
-        },
-        parameters=[SERVER_NAME, TOOL_NAME],
+        parameters=[SERVER, TOOL],
+        request=None,
+        responses={200: McpToolOutput, **error_responses("ACODE-MCP-008", "ACODE-API-409")},
         operation_id="mcp_tools_approve",
-        description="Approve the definition the server lists now, named by the hash you "
-        "were shown; a different one is refused (ACODE-MCP-009). Needs "
-        "roles.change_mcptooldefinition.",
+        description="Approve the definition the server lists now (read its description "
+        "and diff first: they reach the model).",
     )
-    def post(self, request: Request, name: str, tool: str) -> Response:
-        row = selectors.mcp_tool_row(selectors.mcp_server_row(name), tool)
-        expected = valid_input(McpToolApproveInput, request)["hash"]
-        approved = mcp_tool_approve(tool=row, user=request.user, expected_hash=expected)  # type: ignore[arg-type]
-        return Response(tool_data(approved))
-
-
-# -- argument limits --------------------------------------------------------------------------
-LIMIT_CODES = ("ACODE-API-400", "ACODE-MCP-008", "ACODE-ROL-001", "ACODE-API-404")
+    def post(self, request: Request, slug: str, tool: str) -> Response:
+        row = selectors.mcp_tool_row(selectors.mcp_server_row(slug), tool)
+        if row.state == "missing":
+            raise AcodeError(
+                "ACODE-API-409", f"{tool!r} is no longer listed: nothing to approve.",
+                {"server": slug, "tool": tool, "state": row.state},
+            )  # fmt: skip
+        row = mcp_tool_approve(tool=row, user=request.user)  # type: ignore[arg-type]
+        return Response(McpToolOutput(tool_data(row)).data)
 
 
 class ArgumentLimitCollectionApi(APIView):
-    """``GET`` lists a role's own limits; ``POST`` adds one (``roles.add_mcpargumentlimit``)."""
-
-    permission_classes = [IsAuthenticated, ModelWritePermission]
+    permission_classes = [IsAuthenticated, McpReadWritePermission]
     queryset = selectors.argument_limits_all().none()
 
     @extend_schema(
-        responses={200: ArgumentLimitOutput(many=True), **error_responses("ACODE-ROL-001")},
         parameters=[ROLE_NAME],
-        operation_id="roles_argument_limits_list",
+        responses={200: ArgumentLimitOutput(many=True), **error_responses("ACODE-ROL-001")},
+        operation_id="argument_limits_list",
     )
     def get(self, request: Request, name: str) -> Response:
-        slug = registry.get(name).slug
-        return Response([limit_data(x) for x in selectors.argument_limits_of(slug)])
+        role = selectors.role_row(registry.get(name).slug)
+        return Response(ArgumentLimitOutput(selectors.argument_limits_of(role), many=True).data)
 
     @extend_schema(
-        request=ArgumentLimitCreateInput,
-        responses={201: ArgumentLimitOutput, **error_responses(*LIMIT_CODES, "ACODE-API-409")},
         parameters=[ROLE_NAME],
-        operation_id="roles_argument_limits_create",
+        request=ArgumentLimitInput,
+        responses={
+            201: ArgumentLimitOutput,
+            **error_responses("ACODE-ROL-001", "ACODE-MCP-007", "ACODE-API-409"),
+        },
+        operation_id="argument_limits_create",
+        description="Narrow a tool's arguments for this role (and its children); the role "
+        "gets a new version.",
     )
     def post(self, request: Request, name: str) -> Response:
         role = selectors.role_row(registry.get(name).slug)
-        data = valid_input(ArgumentLimitCreateInput, request)
-        if selectors.argument_limits_of(role.slug).filter(tool=data["tool"]).exists():
+        data = _input(ArgumentLimitInput, request.data)
+        if any(limit.tool == data["tool"] for limit in selectors.argument_limits_of(role)):
             raise AcodeError(
-                "ACODE-API-409",
-                f"Role {role.slug} already limits {data['tool']}: change it with PUT.",
+                "ACODE-API-409", f"Role {role.slug!r} already limits {data['tool']!r}: PATCH it.",
                 {"role": role.slug, "tool": data["tool"]},
-            )
+            )  # fmt: skip
         limit = McpArgumentLimit(role=role, **data)
-        mcp_argument_limit_save(limit=limit, user=request.user)  # type: ignore[arg-type]
-        return Response(limit_data(limit), status=201)
+        _checked(mcp_argument_limit_save, limit=limit, user=request.user)
+        return Response(ArgumentLimitOutput(limit).data, status=201)
 
 
 class ArgumentLimitResourceApi(APIView):
-    """One role's limit on one tool: ``PUT`` replaces its schema, ``DELETE`` removes it."""
-
-    permission_classes = [IsAuthenticated, ModelWritePermission]
+    permission_classes = [IsAuthenticated, McpReadWritePermission]
     queryset = selectors.argument_limits_all().none()
 
     @extend_schema(
-        responses={200: ArgumentLimitOutput, **error_responses("ACODE-ROL-001", "ACODE-API-404")},
-        parameters=[ROLE_NAME, LIMITED_TOOL],
-        operation_id="roles_argument_limits_retrieve",
+        parameters=[ROLE_NAME, TOOL],
+        request=ArgumentLimitUpdate,
+        responses={
+            200: ArgumentLimitOutput,
+            **error_responses("ACODE-ROL-001", "ACODE-MCP-007", "ACODE-MCP-008"),
+        },
+        operation_id="argument_limits_update",
     )
-    def get(self, request: Request, name: str, tool: str) -> Response:
-        return Response(limit_data(selectors.argument_limit_row(registry.get(name).slug, tool)))
+    def patch(self, request: Request, name: str, tool: str) -> Response:
+        role = selectors.role_row(registry.get(name).slug)
+        limit = selectors.argument_limit_row(role, tool)
+        limit.schema = _input(ArgumentLimitUpdate, request.data)["schema"]
+        _checked(mcp_argument_limit_save, limit=limit, user=request.user)
+        return Response(ArgumentLimitOutput(limit).data)
 
     @extend_schema(
-        request=ArgumentLimitUpdateInput,
-        responses={200: ArgumentLimitOutput, **error_responses(*LIMIT_CODES)},
-        parameters=[ROLE_NAME, LIMITED_TOOL],
-        operation_id="roles_argument_limits_update",
-    )
-    def put(self, request: Request, name: str, tool: str) -> Response:
-        limit = selectors.argument_limit_row(registry.get(name).slug, tool)
-        limit.schema = valid_input(ArgumentLimitUpdateInput, request)["schema"]
-        mcp_argument_limit_save(limit=limit, user=request.user)  # type: ignore[arg-type]
-        return Response(limit_data(limit))
-
-    @extend_schema(
-        responses={204: None, **error_responses("ACODE-ROL-001", "ACODE-API-404")},
-        parameters=[ROLE_NAME, LIMITED_TOOL],
-        operation_id="roles_argument_limits_destroy",
+        parameters=[ROLE_NAME, TOOL],
+        responses={204: None, **error_responses("ACODE-ROL-001", "ACODE-MCP-008")},
+        operation_id="argument_limits_destroy",
     )
     def delete(self, request: Request, name: str, tool: str) -> Response:
-        limit = selectors.argument_limit_row(registry.get(name).slug, tool)
+        role = selectors.role_row(registry.get(name).slug)
+        limit = selectors.argument_limit_row(role, tool)
         mcp_argument_limit_delete(limit=limit, user=request.user)  # type: ignore[arg-type]
         return Response(status=204)

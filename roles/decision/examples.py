@@ -27,6 +27,7 @@ from roles.access import (
 from roles.commands.workspace import KnownWorkspace
 from roles.decision.core import Decision, PolicyRole, decide
 from roles.decision.facts import KnownHost
+from roles.decision.limits import limits_of
 
 EXAMPLE_FAILED = "ACODE-ROL-008"
 
@@ -154,10 +155,16 @@ def role_examples_run(role: PolicyRole) -> list[ExampleResult]:
 
 
 def examples_check(
-    specs: Mapping[str, RoleSpec], tools: Sequence[ToolSpec], saved: Collection[str] | None = None
+    specs: Mapping[str, RoleSpec],
+    tools: Sequence[ToolSpec],
+    saved: Collection[str] | None = None,
+    *,
+    limits: Mapping[str, Mapping[str, Mapping[str, Any]]],
 ) -> list[ExampleResult]:
     """The examples of the ``saved`` roles and every role below them (all roles when
-    ``saved`` is None), decided against ``specs`` (the definitions as they would be)."""
+    ``saved`` is None), decided against ``specs`` (the definitions as they would be) and
+    ``limits`` (each role's MCP argument limits, ``roles.mcp_tools.argument_limits``: a role
+    is held to its ancestors' too, as the executor holds it)."""
     results: list[ExampleResult] = []
     for slug in specs:
         if saved is not None and not _affected(slug, specs, saved):
@@ -166,7 +173,7 @@ def examples_check(
             access = compute_access(slug, specs, tools)
         except (RoleCycleError, KeyError):
             continue  # the parent chain's own check refuses this role
-        results += role_examples_run(RoleView(specs[slug], access))
+        results += role_examples_run(RoleView(specs[slug], access, limits_of(slug, specs, limits)))
     return results
 
 

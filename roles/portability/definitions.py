@@ -16,7 +16,6 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Q
 
 from acode.errors import AcodeError
 from acode.inputs import json_schema_problems
@@ -31,7 +30,7 @@ from roles.models import (
     TransitionRule,
 )
 from roles.portability.document import DOCUMENT_SCHEMA, FORMAT, document_check, load_yaml
-from roles.portability.mcp import McpWriter, export_mcp, mcp_permissions
+from roles.portability.mcp import export_mcp, mcp_write
 from roles.registry import read_specs
 from roles.services import (
     catalog_examples_check,
@@ -43,6 +42,7 @@ from roles.services import (
     prompt_pack_save,
     prompt_rejection_record,
     role_delete,
+    role_draft_route,
     role_examples_enforce,
     role_parents_set,
     role_upsert,
@@ -53,7 +53,7 @@ from roles.services import (
     transition_rule_save,
 )
 from roles.tools import declared_tools
-from roles.validation import describe_findings
+from roles.validation import ROLE_SCALARS, describe_findings
 
 logger = logging.getLogger(__name__)
 
@@ -77,9 +77,7 @@ def export_definitions() -> dict[str, Any]:
                 "enabled": t.enabled,
                 "position": t.position,
             }
-            for t in Tool.objects.filter(
-                Q(name__in=declared_tools()) | Q(name__startswith="mcp__")
-            ).order_by("name")
+            for t in Tool.objects.filter(name__in=declared_tools()).order_by("name")
         ],
         "roles": [spec.content() for _, spec in id_specs],
         "transition_rules": [
@@ -117,6 +115,7 @@ class ImportSummary:
     argument_limits: int = 0
     versions: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    drafts: list[str] = field(default_factory=list)  # protected roles' changes, for review
 
 
 def import_definitions(
@@ -159,6 +158,9 @@ def import_definitions(
     summary = ImportSummary()
     with transaction.atomic():
         _Writer(summary, actor=actor, user=user).write(data, replace=replace)
+        servers, limits, removed = mcp_write(data, replace=replace, actor=actor, user=user)
+        summary.mcp_servers, summary.argument_limits = servers, limits
+        summary.removed += removed
         # Every role the document defines, and those below them, as written: one failing
         # example (ACODE-ROL-008) rolls the whole import back.
         role_examples_enforce(saved={r["slug"] for r in data.get("roles", [])})
@@ -179,18 +181,12 @@ class _Writer:
         self.user = user
 
     def write(self, data: Mapping[str, Any], *, replace: bool) -> None:
-        # Servers before tools and roles (their permission, their tools' rows), limits
-        # after roles (roles.portability.mcp).
-        mcp = McpWriter(actor=self.actor, user=self.user)
         self.permissions(data.get("permissions", []))
-        self.summary.mcp_servers = mcp.servers(data.get("mcp_servers", []))
         self.tools(data.get("tools", []))
         self.roles(data.get("roles", []))
-        self.summary.argument_limits = mcp.limits(data.get("argument_limits", []))
         self.rules(data.get("transition_rules", []))
         kept_components = self.prompt_packs(data.get("prompt_packs", []))
         if replace:
-            self.summary.removed += mcp.remove_absent(data)
             self.remove_absent(data, kept_components)
 
     def permissions(self, items: list[dict[str, Any]]) -> None:
@@ -214,10 +210,19 @@ class _Writer:
     def roles(self, items: list[dict[str, Any]]) -> None:
         # Roles first, in file order (so ids, and the next export, keep that order),
         # then parents, which may be defined further down the file.
+        # A protected role's entry becomes a draft (when it changes anything) and is not
+        # written: the same decision as every role write (``role_draft_route``).
+        live = []
         for item in items:
+            content = _import_content(item)
+            draft = role_draft_route(content=content, actor=self.actor, user=self.user)
+            if draft is not None:
+                self.summary.drafts.append(str(draft))
+                continue
             role_upsert(content=item)
+            live.append(item)
             self.summary.roles += 1
-        role_parents_set(parents={item["slug"]: item.get("parent") for item in items})
+        role_parents_set(parents={item["slug"]: item.get("parent") for item in live})
 
     def rules(self, items: list[dict[str, Any]]) -> None:
         roles = {r.slug: r for r in Role.objects.all()}
@@ -272,7 +277,7 @@ class _Writer:
         for tool in Tool.objects.exclude(name__in={t["name"] for t in data.get("tools", [])}):
             removed.append(f"tool {tool.name}")
             tool_delete(tool=tool, versioned=False, actor=actor, user=user)
-        codes = {p["code"] for p in data.get("permissions", [])} | mcp_permissions(data)
+        codes = {p["code"] for p in data.get("permissions", [])}
         for perm in Permission.objects.exclude(code__in=codes):
             removed.append(f"permission {perm.code}")
             permission_delete(permission=perm, versioned=False, actor=actor, user=user)
@@ -284,6 +289,14 @@ class _Writer:
         for pack in PromptPack.objects.exclude(name__in=pack_names):
             removed.append(f"prompt pack {pack.name}")
             prompt_pack_delete(pack=pack, actor=actor)
+
+
+def _import_content(item: Mapping[str, Any]) -> dict[str, Any]:
+    """What importing ``item`` over a stored role would leave: the scalars it omits kept
+    (``role_upsert`` writes only those it has), everything else as the entry says."""
+    stored = Role.objects.filter(slug=item["slug"]).values(*ROLE_SCALARS).first() or {}
+    protected = bool(item.get("protected", False))  # as role_upsert reads it
+    return {**stored, **item, "parent": item.get("parent"), "protected": protected}
 
 
 # -- the shipped defaults -------------------------------------------------------------

@@ -17,16 +17,8 @@ import yaml
 from acode.errors import AcodeError
 from acode.yamldoc import YamlDocumentError, load_yaml_mapping
 from roles.access import RoleSpec
-from roles.mcp_tools import split_mcp_tool_name
 from roles.models import DEFAULT_ROLE_SLUG, Permission, Precondition, Tool
-from roles.portability.mcp import (
-    SECTIONS_SCHEMA,
-    KnownTools,
-    argument_limit_problems,
-    mcp_permissions,
-    mcp_server_problems,
-    mcp_server_slugs,
-)
+from roles.portability.mcp import MCP_PROPERTIES, mcp_problems
 from roles.registry import read_specs
 from roles.validation import (
     parent_chain_problems,
@@ -42,14 +34,9 @@ from roles.validation import (
 
 FORMAT = "acode-roles/1"
 SECTIONS = (
-    "permissions",
-    "tools",
-    "roles",
-    "transition_rules",
-    "prompt_packs",
-    "mcp_servers",
+    "permissions", "tools", "roles", "transition_rules", "prompt_packs", "mcp_servers",
     "argument_limits",
-)
+)  # fmt: skip
 
 
 def _entries(required: list[str], properties: dict[str, Any]) -> dict[str, Any]:
@@ -104,6 +91,7 @@ DOCUMENT_SCHEMA: dict[str, Any] = {
                 "explanation": _TEXT_255,
             },
         ),
+        **MCP_PROPERTIES,  # mcp_servers, argument_limits (roles.portability.mcp)
         "prompt_packs": _entries(
             ["name"],
             {
@@ -119,7 +107,6 @@ DOCUMENT_SCHEMA: dict[str, Any] = {
                 ),
             },
         ),
-        **SECTIONS_SCHEMA,  # MCP servers and argument limits (roles.portability.mcp)
     },
 }
 
@@ -174,17 +161,12 @@ def document_check(data: Mapping[str, Any]) -> DocumentCheck:
     references to what exists nowhere, parent chains, dangerous prompt text. Nothing is
     written."""
     check = DocumentCheck()
-    check.unique("mcp_servers", [s["slug"] for s in data.get("mcp_servers", [])])
-    check.problems += mcp_server_problems(data)
-    servers = mcp_server_slugs(data)
-    perms = _check_permissions(check, data.get("permissions", [])) | mcp_permissions(data)
-    tools = KnownTools(_check_tools(check, data.get("tools", []), servers), servers)
+    perms = _check_permissions(check, data.get("permissions", []))
+    tools = _check_tools(check, data.get("tools", []))
     roles = _check_roles(check, data.get("roles", []), perms, tools)
     _check_rules(check, data.get("transition_rules", []), roles)
     _check_prompt_packs(check, data.get("prompt_packs", []))
-    limits = data.get("argument_limits", [])
-    check.unique("argument_limits", [f"{x['role']} {x['tool']}" for x in limits])
-    check.problems += argument_limit_problems(data, known_roles=roles, servers=servers)
+    check.problems += mcp_problems(data, roles)
     return check
 
 
@@ -195,17 +177,12 @@ def _check_permissions(check: DocumentCheck, perms: list[dict[str, Any]]) -> set
     return set(codes) | set(Permission.objects.values_list("code", flat=True))
 
 
-def _check_tools(
-    check: DocumentCheck, tools: list[dict[str, Any]], servers: Collection[str]
-) -> set[str]:
-    """Known tool names afterwards: the document's and the database's (a row may name a
-    tool of a server the document registers)."""
+def _check_tools(check: DocumentCheck, tools: list[dict[str, Any]]) -> set[str]:
+    """Known tool names afterwards: the document's and the database's."""
     names = [t["name"] for t in tools]
     check.unique("tools", names)
     for name in names:
-        parts = split_mcp_tool_name(name)
-        if parts is None or parts[0] not in servers:
-            check.problems += tool_name_problems(name)
+        check.problems += tool_name_problems(name)
     return set(names) | set(Tool.objects.values_list("name", flat=True))
 
 

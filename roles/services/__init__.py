@@ -8,7 +8,8 @@ Checks live in ``roles.validation``; these modules raise them as ``AcodeError``.
 
 ``roles``: roles themselves; ``catalog``: tools, permissions, transition rules and prompt
 packs; ``common``: who acted, the change signal and role versions; ``examples``: the
-role's policy examples, checked on every role write.
+role's policy examples, checked on every role write; ``drafts``: whether a role write goes
+live or becomes a draft (protected roles); ``draft_review``: publishing or rejecting one.
 """
 
 from __future__ import annotations
@@ -26,6 +27,13 @@ from roles.services.catalog import (
     transition_rule_save,
 )
 from roles.services.common import prompt_rejection_record, role_versions_record
+from roles.services.draft_review import (
+    role_draft_decision_refusal,
+    role_draft_is_stale,
+    role_draft_publish,
+    role_draft_reject,
+)
+from roles.services.drafts import RoleWritten, role_draft_route, role_needs_review
 from roles.services.examples import (
     catalog_examples_check,
     examples_refusal,
@@ -44,6 +52,7 @@ from roles.services.roles import (
 
 __all__ = [
     "NEW_ROLE",
+    "RoleWritten",
     "catalog_examples_check",
     "examples_refusal",
     "permission_delete",
@@ -55,7 +64,13 @@ __all__ = [
     "prompt_pack_save",
     "prompt_rejection_record",
     "role_delete",
+    "role_draft_decision_refusal",
+    "role_draft_is_stale",
+    "role_draft_publish",
+    "role_draft_reject",
+    "role_draft_route",
     "role_examples_enforce",
+    "role_needs_review",
     "role_parents_set",
     "role_save",
     "role_saved",

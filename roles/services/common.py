@@ -9,6 +9,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from roles.access import compute_access, content_hash, role_snapshot
+from roles.decision.limits import limits_of
+from roles.mcp_tools import argument_limits
 from roles.models import PromptComponent, RoleVersion
 from roles.registry import read_specs
 from roles.signals import prompt_rejected, role_data_changed, role_version_created
@@ -42,10 +44,11 @@ def role_versions_record(
 ) -> list[RoleVersion]:
     """Store a new immutable version of every role (or of ``slugs``) whose content changed.
 
-    A role's content includes the tools it gets, so editing a tool or a permission
-    versions every role whose effective tools moved.
+    A role's content includes the tools it gets and the argument limits it is held to, so
+    editing a tool, a permission or a limit versions every role whose content moved.
     """
     id_specs, tools = read_specs()
+    limits = argument_limits()
     specs = {spec.slug: spec for _, spec in id_specs}
     ids = {spec.slug: pk for pk, spec in id_specs}
     wanted = set(slugs) if slugs is not None else set(specs)
@@ -59,7 +62,8 @@ def role_versions_record(
     created: list[RoleVersion] = []
     label = actor_label(actor, user)
     for slug in sorted(wanted & set(specs)):
-        snapshot = role_snapshot(specs[slug], compute_access(slug, specs, tools))
+        access = compute_access(slug, specs, tools)
+        snapshot = role_snapshot(specs[slug], access, limits_of(slug, specs, limits))
         digest = content_hash(snapshot)
         number, stored = latest.get(slug, (0, ""))
         if stored == digest:

@@ -18,6 +18,7 @@ from typing import Any
 from acode.errors import AcodeError
 from roles.access import RoleSpec, ToolSpec
 from roles.decision import EXAMPLE_FAILED, ExampleResult, examples_check, failures_summary
+from roles.mcp_tools import argument_limits
 from roles.registry import read_specs, tool_specs
 from roles.validation import role_spec
 
@@ -37,7 +38,8 @@ def examples_refusal(results: Sequence[ExampleResult]) -> AcodeError | None:
 def role_examples_enforce(*, saved: Collection[str]) -> None:
     """Refuse the write in progress when an example of a saved role (or one below) fails."""
     id_specs, tools = read_specs()
-    refusal = examples_refusal(examples_check({s.slug: s for _, s in id_specs}, tools, saved))
+    specs = {s.slug: s for _, s in id_specs}
+    refusal = examples_refusal(examples_check(specs, tools, saved, limits=argument_limits()))
     if refusal is not None:
         raise refusal
 
@@ -54,7 +56,7 @@ def catalog_examples_check(
     emergency too, is never blocked; the caller shows them as a warning."""
     id_specs, stored = read_specs()
     specs = {s.slug: _renamed(s, renamed or {}) for _, s in id_specs}
-    results = examples_check(specs, stored if tools is None else tools)
+    results = examples_check(specs, stored if tools is None else tools, limits=argument_limits())
     widened = [r for r in results if r.example.expect == "deny" and r.decision.allowed]
     if widened:
         raise AcodeError(
@@ -79,11 +81,11 @@ def policy_examples_run(document: Mapping[str, Any] | None = None) -> list[Examp
     id_specs, tools = read_specs()
     specs: dict[str, RoleSpec] = {spec.slug: spec for _, spec in id_specs}
     if document is None:
-        return examples_check(specs, tools)
+        return examples_check(specs, tools, limits=argument_limits())
     roles = [r for r in document.get("roles") or [] if isinstance(r, Mapping)]
     saved = {str(r.get("slug")) for r in roles}
     specs.update({str(r.get("slug")): role_spec(r) for r in roles})
-    return examples_check(specs, _document_tools(document, tools), saved)
+    return examples_check(specs, _document_tools(document, tools), saved, limits=argument_limits())
 
 
 def _document_tools(document: Mapping[str, Any], stored: Sequence[ToolSpec]) -> list[ToolSpec]:

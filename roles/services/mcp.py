@@ -15,24 +15,20 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from acode.errors import AcodeError
 from roles.mcp_models import (
     McpArgumentLimit,
     McpServer,
     McpServerStatus,
     McpToolDefinition,
     McpToolState,
-    limit_tool_known,
 )
 from roles.mcp_tools import mcp_tool_name, server_permission
 from roles.models import Permission
 from roles.services.common import actor_label, data_changed, role_versions_record
-
-NOT_THE_ONE_SHOWN = "ACODE-MCP-009"
+from roles.services.examples import role_examples_enforce
 
 
 def definition_hash(definition: Mapping[str, Any]) -> str:
@@ -132,23 +128,9 @@ def mcp_tool_approve(
     tool: McpToolDefinition,
     actor: str | None = None,
     user: AbstractBaseUser | None = None,
-    expected_hash: str | None = None,
 ) -> McpToolDefinition:
-    """Approve the definition the server lists now: the tool is offered while it stays so.
-
-    ``expected_hash``: the hash of the definition the approver was shown; a listing since
-    then that changed it (or dropped the tool) refuses the approval (ACODE-MCP-009), so
-    nobody approves a description they never read."""
+    """Approve the definition the server lists now: the tool is offered while it stays so."""
     tool = McpToolDefinition.objects.select_for_update().select_related("server").get(pk=tool.pk)
-    if expected_hash is not None and (
-        tool.state == McpToolState.MISSING or expected_hash != tool.live_hash
-    ):
-        raise AcodeError(
-            NOT_THE_ONE_SHOWN,
-            f"{_tool_label(tool)}: the server lists "
-            + ("it no more" if tool.state == McpToolState.MISSING else "another definition now"),
-            {"tool": _tool_label(tool), "state": tool.state, "hash": tool.live_hash},
-        )
     if tool.state == McpToolState.MISSING:
         return tool  # nothing listed to approve
     who = actor_label(actor, user)
@@ -171,9 +153,8 @@ def mcp_tool_approve(
 def mcp_server_save(
     *, server: McpServer, actor: str | None = None, user: AbstractBaseUser | None = None
 ) -> McpServer:
-    """Save a registration (its secrets are names of acode's variables, never values);
-    a registration that does not hold together is ACODE-MCP-007, naming each field."""
-    _checked(server, "ACODE-MCP-007", f"Invalid MCP server {server.slug!r}")
+    """Save a registration (its secrets are names of acode's variables, never values)."""
+    server.full_clean()
     server.save()
     # The permission that grants its tools exists as soon as the server does.
     Permission.objects.get_or_create(
@@ -207,22 +188,16 @@ def mcp_server_status_record(*, server: McpServer, error: str = "") -> None:
 def mcp_argument_limit_save(
     *, limit: McpArgumentLimit, actor: str | None = None, user: AbstractBaseUser | None = None
 ) -> McpArgumentLimit:
-    """Save a role's narrowing of a tool's arguments (checked to be a JSON Schema, for a
-    built-in tool or a tool of a registered server: else ACODE-API-404; a schema that is
-    not one is ACODE-MCP-008)."""
-    if not limit_tool_known(limit.tool):  # a name that exists nowhere, as for a role's tools
-        raise AcodeError(
-            "ACODE-API-404",
-            f"No tool {limit.tool!r}: neither a built-in tool nor mcp__<server>__<tool> of a "
-            "registered server.",
-            {"tool": limit.tool},
-        )
-    _checked(limit, "ACODE-MCP-008", f"Invalid argument limit on {limit.tool!r}")
+    """Save a role's narrowing of a tool's arguments (checked to be a JSON Schema); the
+    role and the roles below it get a new version, which records the limit."""
+    limit.full_clean()
     limit.save()
     data_changed(
         "argument limit", "saved", f"{limit.role.slug} {limit.tool}", actor_label(actor, user),
         {"schema": limit.schema},
     )  # fmt: skip
+    role_examples_enforce(saved={limit.role.slug})  # ACODE-ROL-008: nothing is kept
+    role_versions_record(actor=actor, user=user)
     return limit
 
 
@@ -234,15 +209,5 @@ def mcp_argument_limit_delete(
     name = f"{limit.role.slug} {limit.tool}"
     limit.delete()
     data_changed("argument limit", "deleted", name, actor_label(actor, user))
-
-
-def _checked(row: McpServer | McpArgumentLimit, code: str, message: str) -> None:
-    try:
-        row.full_clean()
-    except ValidationError as exc:
-        problems = exc.message_dict
-        raise AcodeError(
-            code,
-            message + ": " + "; ".join(f"{k}: {' '.join(v)}" for k, v in problems.items()),
-            {"problems": problems},
-        ) from exc
+    role_examples_enforce(saved={limit.role.slug})
+    role_versions_record(actor=actor, user=user)

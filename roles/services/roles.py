@@ -1,4 +1,7 @@
-"""Writes to roles: create or update from data (API, import), save from admin, delete."""
+"""Writes to roles: create or update from data (API, import), save from admin, delete.
+
+Every write to an existing role asks ``roles.services.drafts.role_draft_route`` first: a
+change to a protected role becomes a draft and nothing live changes."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from roles.services.common import (
     prompt_rejection_record,
     role_versions_record,
 )
+from roles.services.drafts import RoleWritten, role_draft_route, role_needs_review
 from roles.services.examples import role_examples_enforce
 from roles.validation import (
     ROLE_SCALARS,
@@ -52,6 +56,7 @@ NEW_ROLE: Mapping[str, Any] = {
     "write_paths": [],
     "command_patterns": [],
     "answer_sets_plan": False,
+    "protected": False,
 }
 
 
@@ -62,14 +67,16 @@ def role_write(
     user: AbstractBaseUser | None = None,
     create: bool,
     slug: str | None = None,
-) -> str:
-    """Create a role, or update one (partial data merged over its content); its slug.
+) -> RoleWritten:
+    """Create a role, or update one (partial data merged over its content).
 
     The checks are the importer's and admin's (``roles.validation``): ACODE-PRM-001 for
     dangerous text, ACODE-ROL-004 naming every problem with the data itself, 404 for what
     it names that does not exist (ACODE-API-404 permissions and tools, ACODE-ROL-001 the
     parent), ACODE-API-409 for a taken slug or name and a parent chain that loops, and
     ACODE-ROL-008 when one of its examples (or a child role's) fails; nothing is written.
+    A change to a protected role becomes a draft (``roles.services.drafts``) and writes
+    nothing live.
     """
     specs = {spec.slug: spec for _, spec in read_specs()[0]}
     if not create and slug is None:
@@ -84,12 +91,32 @@ def role_write(
         )
     _role_content_check(content, label=actor_label(actor, user))
     _role_fit_check(content, specs)
+    draft = role_draft_route(content=content, actor=actor, user=user)
+    if draft is not None:
+        return RoleWritten(str(content["slug"]), draft)
+    _role_apply(content, actor=actor, user=user)
+    return RoleWritten(str(content["slug"]))
+
+
+def role_reviewed_write(
+    *, content: Mapping[str, Any], user: AbstractBaseUser | None = None
+) -> None:
+    """Write a published draft's content live: ``role_write``'s checks and write, past the
+    review it has had (``roles.services.draft_review`` is the only caller)."""
+    specs = {spec.slug: spec for _, spec in read_specs()[0]}
+    _role_content_check(content, label=actor_label(None, user))
+    _role_fit_check(content, specs)
+    _role_apply(content, user=user)
+
+
+def _role_apply(
+    content: Mapping[str, Any], *, actor: str | None = None, user: AbstractBaseUser | None
+) -> None:
     with transaction.atomic():
         role_upsert(content=content)
         role_parents_set(parents={content["slug"]: content.get("parent")})
         role_examples_enforce(saved={content["slug"]})
         role_versions_record(actor=actor, user=user)
-    return str(content["slug"])
 
 
 def _role_content_check(content: Mapping[str, Any], *, label: str) -> None:
@@ -157,6 +184,8 @@ def role_upsert(*, content: Mapping[str, Any]) -> Role:
     for name in ROLE_SCALARS:
         if name in content:
             setattr(role, name, content[name])
+    # A role's content names "protected" only when set (``RoleSpec.content``).
+    role.protected = bool(content.get("protected", False))
     for name in ("capabilities", "constraints", "write_paths", "command_patterns", "examples"):
         setattr(role, name, list(content.get(name) or []))
     role.save()
@@ -176,7 +205,6 @@ def role_parents_set(*, parents: Mapping[str, str | None]) -> None:
             role.save(update_fields=["parent"])
 
 
-@transaction.atomic
 def role_save(
     *,
     role: Role,
@@ -184,13 +212,45 @@ def role_save(
     allowed_tools: Iterable[Tool],
     actor: str | None = None,
     user: AbstractBaseUser | None = None,
-) -> Role:
-    """Save a role edited as a model (the admin form, already checked), then version it."""
-    role.save()
-    role.permissions.set(list(permissions))
-    role.allowed_tools.set(list(allowed_tools))
-    role_saved(role=role, actor=actor, user=user)
-    return role
+) -> RoleWritten:
+    """Save a role edited as a model (the admin form, already checked), then version it;
+    a protected role's edit becomes a draft instead (``roles.services.drafts``)."""
+    permissions, allowed_tools = list(permissions), list(allowed_tools)
+    if role.pk is not None:
+        stored = Role.objects.filter(pk=role.pk).values_list("slug", flat=True).first()
+        if stored is not None and stored != role.slug and role_needs_review(stored):
+            raise AcodeError(
+                "ACODE-ROL-004", "A protected role's slug cannot change.", {"field": "slug"}
+            )
+        draft = role_draft_route(
+            content=_model_content(role, permissions, allowed_tools), actor=actor, user=user
+        )
+        if draft is not None:
+            return RoleWritten(role.slug, draft)
+    with transaction.atomic():
+        role.save()
+        role.permissions.set(permissions)
+        role.allowed_tools.set(allowed_tools)
+        role_saved(role=role, actor=actor, user=user)
+    return RoleWritten(role.slug)
+
+
+def _model_content(
+    role: Role, permissions: list[Permission], allowed_tools: list[Tool]
+) -> dict[str, Any]:
+    """An unsaved role model's content, as ``RoleSpec.content`` gives a stored one's."""
+    content: dict[str, Any] = {name: getattr(role, name) for name in ROLE_SCALARS}
+    content.update(
+        slug=role.slug,
+        permissions=[p.code for p in permissions],
+        allowed_tools=[t.name for t in allowed_tools],
+        parent=role.parent.slug if role.parent else None,
+        **{k: list(getattr(role, k) or []) for k in _MODEL_LISTS},
+    )
+    return content
+
+
+_MODEL_LISTS = ("capabilities", "constraints", "write_paths", "command_patterns", "examples")
 
 
 def role_saved(

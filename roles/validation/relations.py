@@ -75,6 +75,13 @@ def role_delete_refusal(
         return AcodeError(
             "ACODE-ROL-005", "The Default role cannot be deleted.", {"role": role.slug}
         )
+    if role.protected:
+        return AcodeError(
+            "ACODE-ROL-009",
+            f"Role {role.name!r} is protected and cannot be deleted; unprotect it first "
+            "(a draft another admin publishes).",
+            {"role": role.slug},
+        )
     uses = role_uses(role) if uses is None else uses
     if not uses:
         return None

@@ -37,6 +37,7 @@ ROLE_SCALARS: dict[str, type] = {
     "max_tokens": int,
     "timeout_seconds": int,
     "answer_sets_plan": bool,
+    "protected": bool,
 }
 ROLE_LISTS = (
     "permissions",
@@ -150,6 +151,10 @@ ROLE_PROPERTIES: dict[str, dict[str, Any]] = {
     },
     "command_patterns": {"type": "array", "items": COMMAND_RULE_SCHEMA},
     "answer_sets_plan": {"type": "boolean"},
+    "protected": {
+        "type": "boolean",
+        "description": "Changes to a protected role become drafts another admin publishes.",
+    },
     "examples": {
         **ROLE_EXAMPLES_SCHEMA,
         "description": "Calls the role must allow or deny, checked on every save.",

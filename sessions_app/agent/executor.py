@@ -14,6 +14,11 @@ carries the arguments normalised once: what the implementation runs with.
   running, e.g. a path that turned out to be a link). A command's writes the role may not
   make are discarded with its layer and audited as one more ``ToolDenied`` row (``phase``
   "command_writes").
+
+The decision row (allowed or refused) also keeps a ``replay`` entry: what the decision read
+besides the role (the exact arguments unless too large or holding something redacted, the
+host facts, the workspace link answers; ``roles.decision.recording``), so a draft of the
+role can decide the same call again (``roles.decision.replay``).
 """
 
 from __future__ import annotations
@@ -25,17 +30,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from roles.commands.workspace import LiveWorkspace
+from roles.commands.workspace import LiveWorkspace, WorkspaceFacts
 from roles.decision import (
     BAD_ARGUMENTS,
     DENIED,
     LAYER_UNAVAILABLE,
     SANDBOX_UNAVAILABLE,
     Decision,
+    HostFacts,
     decide,
     deny,
     sandbox_problem,
 )
+from roles.decision.recording import RecordingHost, RecordingWorkspace, replay_record
 from roles.registry import RoleDef
 from sessions_app.agent.mcp_tool import run_mcp_tool
 from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolContext, ToolResult
@@ -100,10 +107,20 @@ class LiveHost:
 LIVE_HOST = LiveHost()
 
 
-def tool_check(role: RoleDef, tool: str, arguments: Any, workspace: Path) -> Decision:
+def tool_check(
+    role: RoleDef,
+    tool: str,
+    arguments: Any,
+    workspace: Path,
+    *,
+    host: HostFacts = LIVE_HOST,
+    facts: WorkspaceFacts | None = None,
+) -> Decision:
     """Decide a call on this host in ``workspace``: the one decision (``roles.decision``)
-    with the live facts it depends on."""
-    return decide(role, tool, arguments, host=LIVE_HOST, workspace=LiveWorkspace(workspace))
+    with the live facts it depends on (``host``/``facts``: the same, seen through a
+    recorder)."""
+    facts = LiveWorkspace(workspace) if facts is None else facts
+    return decide(role, tool, arguments, host=host, workspace=facts)
 
 
 @dataclass(frozen=True)
@@ -145,12 +162,25 @@ class _CallAudit:
     details: dict[str, Any]
 
     def row(self, event_type: str, result: str, *, target: str | None = None, **extra: Any) -> int:
+        # Redacted here, once for every row of a call: a secret in a command's argv reaches
+        # the normalised arguments, the target and a refusal's reason as well as the summary.
         event = audit_record(
             event_type=event_type, actor=self.actor, session=self.session, role=self.role,
-            target=self.target if target is None else target, result=result,
-            details={**self.details, **extra},
+            target=redact_text(self.target if target is None else target), result=result,
+            details=_redacted({**self.details, **extra}),
         )  # fmt: skip
         return int(event.pk)
+
+
+def _redacted(value: Any) -> Any:
+    """``value`` with every string in it redacted (``redact_text``)."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {key: _redacted(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_redacted(item) for item in value]
+    return value
 
 
 def tool_execute(
@@ -164,7 +194,7 @@ def tool_execute(
     job: Job | None = None,
 ) -> ToolOutcome:
     """Check, audit the decision, run, audit the outcome. Denied calls never execute."""
-    decision = _decide(role, tool, arguments, Path(session.workspace))
+    decision, replay = _decide(role, tool, arguments, Path(session.workspace))
     details: dict[str, Any] = {
         "tool": tool,
         "arguments": _arguments_summary(arguments),
@@ -181,23 +211,29 @@ def tool_execute(
     audit = _CallAudit(session, role.slug, actor, f"{tool} {decision.target}".strip(), details)
     if not decision.allowed or decision.declaration is None:
         audit.row(AuditEventType.TOOL_DENIED, decision.code, phase="decision",
-                  reason=decision.reason, code=decision.code)  # fmt: skip
+                  reason=decision.reason, code=decision.code, replay=replay)  # fmt: skip
         return ToolOutcome(
             "denied", "", decision.code, _clean(decision.reason), _clean(decision.target)
         )
-    details["decision"] = audit.row(TOOL_DECISION, "allowed", phase="decision")
+    details["decision"] = audit.row(TOOL_DECISION, "allowed", phase="decision", replay=replay)
     details["decision_rule"] = details.pop("rule")
     return _run(audit, decision, _call_context(context, role))
 
 
-def _decide(role: RoleDef, tool: str, arguments: Any, workspace: Path) -> Decision:
-    """``tool_check``; a check that cannot decide refuses, and says so."""
+def _decide(
+    role: RoleDef, tool: str, arguments: Any, workspace: Path
+) -> tuple[Decision, dict[str, Any]]:
+    """``tool_check``, and what a replay needs of it (``roles.decision.recording``: the
+    exact arguments, the host and workspace facts it read); a check that cannot decide
+    refuses, and says so."""
+    host, facts = RecordingHost(LIVE_HOST), RecordingWorkspace(LiveWorkspace(workspace))
     try:
-        return tool_check(role, tool, arguments, workspace)
+        decision = tool_check(role, tool, arguments, workspace, host=host, facts=facts)
     except Exception as exc:
         logger.exception("checking tool %s failed", tool)
         reason = f"The call could not be checked ({type(exc).__name__}: {exc}); it did not run."
-        return deny(reason, "check_failed", TOOL_FAILED)
+        decision = deny(reason, "check_failed", TOOL_FAILED)
+    return decision, replay_record(arguments, host, facts, redact=redact_text)
 
 
 def _call_context(context: ToolContext, role: RoleDef) -> ToolContext:

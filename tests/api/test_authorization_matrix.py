@@ -20,19 +20,9 @@ from drf_spectacular.generators import SchemaGenerator
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from roles.models import (
-    McpArgumentLimit,
-    McpServer,
-    McpToolDefinition,
-    ModelEndpoint,
-    Role,
-    RoleVersion,
-)
-from roles.services.mcp import (
-    mcp_argument_limit_save,
-    mcp_definitions_record,
-    mcp_server_save,
-)
+from roles.models import McpArgumentLimit, McpServer, ModelEndpoint, Role, RoleVersion
+from roles.services import role_write
+from roles.services.mcp import mcp_definitions_record
 from sessions_app.models import (
     AgentSession,
     AuditEvent,
@@ -100,7 +90,13 @@ EXPECTED: dict[str, dict[str, int]] = {
     "GET /api/roles/export/": ANY_USER,
     "POST /api/roles/import/": ROLE_ADMIN,
     "GET /api/roles/test/": ANY_USER,  # runs examples, writes nothing
+    "GET /api/role-drafts/": ANY_USER,
+    "GET /api/role-drafts/{id}/": ANY_USER,
+    # Another admin's draft: roles.publish_roledraft, which only the superuser holds here.
+    "POST /api/role-drafts/{id}/publish/": ROLE_ADMIN,
+    "POST /api/role-drafts/{id}/reject/": ROLE_ADMIN,
     "POST /api/roles/test/": ANY_USER,
+    "POST /api/roles/{name}/replay/": ROLE_ADMIN,  # shows audit rows; writes nothing
     "GET /api/tools/": ANY_USER,
     "GET /api/transition-rules/": ANY_USER,
     "GET /api/prompt-packs/": ANY_USER,
@@ -108,20 +104,19 @@ EXPECTED: dict[str, dict[str, int]] = {
     # Model endpoints are admin data: view_modelendpoint / change_modelendpoint.
     "GET /api/model-endpoints/": ROLE_ADMIN,
     "POST /api/model-endpoints/{name}/check/": ROLE_ADMIN,
-    # MCP servers and argument limits: read by all (as roles and their export), written
-    # with Django's model permissions (the server "scratch" listens nowhere: listed false).
-    "GET /api/mcp-servers/": ANY_USER,
+    # MCP servers, their definitions and roles' argument limits: admin data, model perms.
+    "GET /api/mcp-servers/": ROLE_ADMIN,
     "POST /api/mcp-servers/": ROLE_ADMIN | {"superuser": 201},
-    "GET /api/mcp-servers/{name}/": ANY_USER,
-    "PATCH /api/mcp-servers/{name}/": ROLE_ADMIN,
-    "DELETE /api/mcp-servers/{name}/": ROLE_ADMIN | {"superuser": 204},
-    "POST /api/mcp-servers/{name}/refresh/": ROLE_ADMIN,
-    "GET /api/mcp-servers/{name}/tools/": ANY_USER,
-    "POST /api/mcp-servers/{name}/tools/{tool}/approve/": ROLE_ADMIN,
-    "GET /api/roles/{name}/argument-limits/": ANY_USER,
+    "GET /api/mcp-servers/{slug}/": ROLE_ADMIN,
+    "PATCH /api/mcp-servers/{slug}/": ROLE_ADMIN,
+    "DELETE /api/mcp-servers/{slug}/": ROLE_ADMIN | {"superuser": 204},
+    # Nothing listens at the server's URL: who may refresh it hears that.
+    "POST /api/mcp-servers/{slug}/refresh/": ROLE_ADMIN | {"superuser": 502},
+    "GET /api/mcp-servers/{slug}/tools/": ROLE_ADMIN,
+    "POST /api/mcp-servers/{slug}/tools/{tool}/approve/": ROLE_ADMIN,
+    "GET /api/roles/{name}/argument-limits/": ROLE_ADMIN,
     "POST /api/roles/{name}/argument-limits/": ROLE_ADMIN | {"superuser": 201},
-    "GET /api/roles/{name}/argument-limits/{tool}/": ANY_USER,
-    "PUT /api/roles/{name}/argument-limits/{tool}/": ROLE_ADMIN,
+    "PATCH /api/roles/{name}/argument-limits/{tool}/": ROLE_ADMIN,
     "DELETE /api/roles/{name}/argument-limits/{tool}/": ROLE_ADMIN | {"superuser": 204},
     "GET /api/repositories/": ANY_USER,
     "GET /api/sessions/": ANY_USER,
@@ -174,6 +169,10 @@ BODIES: dict[str, Any] = {
     "POST /api/auth/token/": {"username": "owner", "password": "pw-owner-123"},
     "POST /api/roles/": {"slug": "matrix", "name": "Matrix"},
     "PATCH /api/roles/{name}/": {"description": "Changed by the matrix"},
+    "POST /api/mcp-servers/": {"slug": "matrix-mcp", "command": ["matrix-mcp"]},
+    "PATCH /api/mcp-servers/{slug}/": {"description": "Changed by the matrix"},
+    "POST /api/roles/{name}/argument-limits/": {"tool": "other", "schema": {"maxProperties": 1}},
+    "PATCH /api/roles/{name}/argument-limits/{tool}/": {"schema": {"maxProperties": 2}},
     "PATCH /api/sessions/{id}/": {"title": "Renamed"},
     "POST /api/sessions/": {"title": "Another"},
     "POST /api/sessions/{id}/transition/": {"to_role": "default", "reason": "Matrix"},
@@ -185,13 +184,6 @@ BODIES: dict[str, Any] = {
     "POST /api/sessions/{id}/runs/": {"request": "Explain the code"},
     "POST /api/runs/{id}/answer/": {"answer": "Yes"},
     "POST /api/runs/{id}/reject/": {"reason": "Not now"},
-    "POST /api/mcp-servers/": {"slug": "matrix", "transport": "http", "url": "http://x/mcp"},
-    "PATCH /api/mcp-servers/{name}/": {"description": "Changed by the matrix"},
-    "POST /api/roles/{name}/argument-limits/": {
-        "tool": "mcp__scratch__other",
-        "schema": {"type": "object"},
-    },
-    "PUT /api/roles/{name}/argument-limits/{tool}/": {"schema": {"required": ["text"]}},
 }
 QUERIES: dict[str, dict[str, str]] = {"GET /api/audit/export/": {"format": "jsonl"}}
 
@@ -232,27 +224,28 @@ def world(django_user_model: Any, settings: Any) -> dict[str, Any]:
     for user in users.values():
         Token.objects.create(user=user)
     make_role("scratch")
+    # A protected role with an open draft another user (not an actor here) made.
+    make_role("guarded", protected=True)
+    drafter = django_user_model.objects.create_user("drafter", password="pw-drafter-123")
+    draft = role_write(
+        data={"description": "Drafted"}, user=drafter, create=False, slug="guarded"
+    ).draft
     # An endpoint nothing listens on: the check answers at once that it is unreachable.
     ModelEndpoint.objects.create(name="scratch", base_url="http://127.0.0.1:9/v1", model="m")
+    mcp = McpServer.objects.create(
+        slug="matrix-gate", transport="http", url="http://127.0.0.1:9/mcp", call_timeout_seconds=2
+    )
+    mcp_definitions_record(server=mcp, definitions=[{"name": "issues"}])
+    McpArgumentLimit.objects.create(role=Role.objects.get(slug="scratch"), tool="issues", schema={})
     digest = RunApproval.objects.get(run=run, status="pending").digest
-    # An MCP server nothing listens on, a tool it once listed and a role's limit on it.
-    server = mcp_server_save(
-        server=McpServer(slug="scratch", transport="http", url="http://127.0.0.1:9/mcp"),
-        actor="matrix",
-    )
-    (tool,) = mcp_definitions_record(server=server, definitions=[{"name": "echo"}])
-    mcp_argument_limit_save(
-        limit=McpArgumentLimit(
-            role=Role.objects.get(slug="scratch"),
-            tool="mcp__scratch__echo",
-            schema={"properties": {"text": {"maxLength": 9}}},
-        ),
-        actor="matrix",
-    )
     return {
-        "users": users, "session": session, "job": job, "run": run, "digest": digest,
-        "tool_hash": tool.live_hash,
-    }  # fmt: skip
+        "users": users,
+        "session": session,
+        "job": job,
+        "run": run,
+        "digest": digest,
+        "draft": draft,
+    }
 
 
 def url_of(operation: str, world: dict[str, Any]) -> str:
@@ -260,12 +253,13 @@ def url_of(operation: str, world: dict[str, Any]) -> str:
     own_id = world["job"].pk if path.startswith("/api/jobs/") else world["session"].pk
     if path.startswith("/api/runs/"):
         own_id = world["run"].pk
-    tool = "mcp__scratch__echo" if "argument-limits" in path else "echo"
+    if path.startswith("/api/role-drafts/"):
+        own_id = world["draft"].pk
     return (
         path.replace("{id}", str(own_id))
         .replace("{number}", "1")
-        .replace("{tool}", tool)
         .replace("{slug}", "matrix-gate")
+        .replace("{tool}", "issues")
         .replace("{name}", "scratch" if "prompt-packs" not in path else "acode-standard")
     )
 
@@ -291,9 +285,6 @@ def call(operation: str, actor: str, world: dict[str, Any]) -> Any:
     if operation == "POST /api/runs/{id}/approve/":
         body = json.dumps({"digest": world["digest"]})
         return client.generic(method, url, body, "application/json")
-    if operation == "POST /api/mcp-servers/{name}/tools/{tool}/approve/":
-        body = json.dumps({"hash": world["tool_hash"]})
-        return client.generic(method, url, body, "application/json")
     if method == "GET":
         return client.get(url, QUERIES.get(operation, {}))
     return client.generic(method, url, json.dumps(BODIES.get(operation, {})), "application/json")
@@ -307,9 +298,6 @@ def state(world: dict[str, Any]) -> tuple[Any, ...]:
         *(model.objects.count() for model in counted),
         Role.objects.count(),
         RoleVersion.objects.count(),
-        tuple(McpServer.objects.values_list("slug", "description")),
-        tuple(McpToolDefinition.objects.values_list("name", "state", "approved_hash")),
-        tuple(McpArgumentLimit.objects.values_list("tool", "schema")),
         Token.objects.count(),
         Job.objects.filter(cancel_requested=True).count(),
         tuple(Run.objects.order_by("created_at").values_list("status", "cancel_requested")),

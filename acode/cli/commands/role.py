@@ -1,5 +1,6 @@
 """``acode role current|set|history|transitions``: the role of the current session;
-``acode role test``: run role policy examples."""
+``acode role test``: run role policy examples; ``acode role replay``: preview a change;
+``acode role drafts|publish|reject``: drafts of protected roles."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from typing import Annotated, Any
 import typer
 
 from acode.cli.client import ApiClient
+from acode.cli.commands import role_drafts
 from acode.cli.commands import roles as roles_commands
+from acode.cli.commands.role_replay import draft_of, print_replay_report
 from acode.cli.errors import ExitCode
 from acode.cli.output import emit_json, esc, fmt_time, out
 from acode.cli.runtime import (
@@ -195,6 +198,34 @@ def test(
         raise typer.Exit(int(ExitCode.OTHER))
 
 
+@app.command("replay")
+@handles_errors
+def replay(
+    ctx: typer.Context,
+    role: roles_commands.RoleArgument,
+    file: Annotated[
+        Path | None,
+        typer.Option("--file", "-f", help="YAML mapping of the role fields to change."),
+    ] = None,
+    sets: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="key=value (value as YAML), e.g. write_paths='[src/**]'."),
+    ] = None,
+    since: Annotated[str | None, typer.Option(help="ISO 8601 time: from (inclusive).")] = None,
+    until: Annotated[str | None, typer.Option(help="ISO 8601 time: to (exclusive).")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Preview a change to a role: its recorded tool decisions decided again under the
+    draft, what would change, grouped by tool and rule. Nothing is saved."""
+    body = {"draft": draft_of(file, sets or []), "since": since, "until": until}
+    with runtime(ctx).client() as client:
+        report = client.post(f"/api/roles/{role}/replay/", body)
+    if as_json:
+        emit_json(report)
+    else:
+        print_replay_report(report)
+
+
 def print_policy_report(report: dict[str, Any]) -> None:
     """Each example with its decision and the rule that decided; failures with why."""
     console = out()
@@ -211,3 +242,9 @@ def print_policy_report(report: dict[str, Any]) -> None:
                 console.print(f"     reason: {esc(item['reason'])}")
     verdict = "all pass" if report["passed"] else f"{report['failed']} failed"
     console.print(f"{report['examples']} example(s): {verdict}")
+
+
+# Drafts of protected roles: listed, published or rejected (``role_drafts``).
+app.command("drafts")(role_drafts.drafts)
+app.command("publish")(role_drafts.publish)
+app.command("reject")(role_drafts.reject)

@@ -215,3 +215,5 @@ def print_import_summary(summary: dict[str, Any]) -> None:
         console.print("New role versions: " + esc(", ".join(summary["versions"])))
     if summary.get("removed"):
         console.print("Removed: " + esc(", ".join(summary["removed"])))
+    if summary.get("drafts"):  # protected roles: another admin publishes (acode role drafts)
+        console.print("Drafts for review: " + esc(", ".join(summary["drafts"])))

@@ -36,9 +36,10 @@ class Command(BaseCommand):
             raise CommandError(f"{exc.code}: {exc.message}\n{lines}") from exc
         self.stdout.write(
             f"imported {summary.roles} roles, {summary.tools} tools, {summary.permissions} permissions, "
-            f"{summary.rules} rules, {summary.prompt_components} prompts, "
-            f"{summary.mcp_servers} MCP servers, {summary.argument_limits} argument limits; "
+            f"{summary.rules} rules, {summary.prompt_components} prompts; "
             f"{len(summary.versions)} new role versions"
         )
         for item in summary.removed:
             self.stdout.write(f"removed {item}")
+        for item in summary.drafts:
+            self.stdout.write(f"kept as {item}: the role is protected, another admin publishes it")

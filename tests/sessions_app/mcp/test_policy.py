@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from acode.errors import AcodeError
 from roles.access import WithheldTool
 from roles.models import (
     McpArgumentLimit,
@@ -16,11 +17,16 @@ from roles.models import (
     McpToolDefinition,
     Permission,
     Role,
+    RoleVersion,
     Tool,
 )
 from roles.registry import registry
 from roles.services import role_saved, role_write, tool_save
-from roles.services.mcp import mcp_tool_approve
+from roles.services.mcp import (
+    mcp_argument_limit_delete,
+    mcp_argument_limit_save,
+    mcp_tool_approve,
+)
 from sessions_app.agent.executor import tool_check, tool_execute
 from sessions_app.agent.loop import tool_definitions
 from sessions_app.agent.mcp_tool import mcp_servers_close
@@ -141,7 +147,8 @@ def test_a_tool_waiting_for_approval_is_withheld_with_its_reason(
 
 
 def _limit(role: str, tool: str, schema: dict[str, Any]) -> None:
-    McpArgumentLimit.objects.create(role=Role.objects.get(slug=role), tool=tool, schema=schema)
+    limit = McpArgumentLimit(role=Role.objects.get(slug=role), tool=tool, schema=schema)
+    mcp_argument_limit_save(limit=limit, actor="test")
 
 
 def test_an_argument_outside_the_roles_narrowing_is_refused_before_the_server_is_called(
@@ -179,6 +186,50 @@ def test_a_child_role_is_held_to_its_parents_narrowing(canary: McpServer, tmp_pa
 
     assert not refused.allowed and refused.rule == f"argument_limits[coder]: {name}"
     assert allowed.allowed
+
+
+def test_a_limit_is_part_of_the_role_versions_of_the_role_and_those_below(
+    canary: McpServer,
+) -> None:
+    _approve(canary, "describe-me")
+    coder = _grant("coder", canary)
+    make_role("coder-junior", parent=coder, permissions=["read_files", "mcp-canary"])
+    name = "mcp__canary__describe-me"
+    before = {s: _latest(s).number for s in ("coder", "coder-junior", "planner")}
+
+    _limit("coder", name, {"properties": {"project": {"enum": ["acode"]}}})
+    limited = {s: _latest(s) for s in ("coder", "coder-junior", "planner")}
+    mcp_argument_limit_delete(limit=McpArgumentLimit.objects.get(tool=name), actor="test")
+    registry.sync()
+
+    recorded = {"tool": name, "role": "coder", "schema": {"properties": {"project": {"enum": ["acode"]}}}}  # fmt: skip
+    for slug in ("coder", "coder-junior"):
+        assert limited[slug].number == before[slug] + 1
+        assert limited[slug].snapshot["argument_limits"] == [recorded]
+        assert _latest(slug).number == before[slug] + 2
+        assert "argument_limits" not in _latest(slug).snapshot
+        assert registry.get(slug).version == _latest(slug).number  # decisions name it
+    assert limited["planner"].number == before["planner"]  # not held to the limit
+
+
+def test_examples_are_decided_with_the_roles_argument_limits(canary: McpServer) -> None:
+    _approve(canary, "describe-me")
+    _grant("coder", canary)
+    name = "mcp__canary__describe-me"
+    _limit("coder", name, {"properties": {"project": {"enum": ["acode"]}}})
+    payroll = {"name": "no payroll", "tool": name, "arguments": {"project": "payroll"},
+               "expect": "deny", "why": "the Coder works on acode only"}  # fmt: skip
+    examples = [*Role.objects.get(slug="coder").examples, payroll]
+    role_write(data={"examples": examples}, create=False, slug="coder", actor="test")
+
+    with pytest.raises(AcodeError) as refused:  # lifting the limit breaks the example
+        mcp_argument_limit_delete(limit=McpArgumentLimit.objects.get(tool=name), actor="test")
+    assert refused.value.code == "ACODE-ROL-008" and "no payroll" in refused.value.message
+    assert McpArgumentLimit.objects.filter(tool=name).exists()
+
+
+def _latest(slug: str) -> RoleVersion:
+    return RoleVersion.objects.filter(role_slug=slug).order_by("-number").first()  # type: ignore[return-value]
 
 
 def test_a_roles_allow_list_grants_single_tools_of_a_server(canary: McpServer) -> None:
