@@ -7,6 +7,8 @@ environment or the HTTP server's headers, and nothing else of acode's environmen
 
 from __future__ import annotations
 
+import re
+
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
@@ -19,9 +21,15 @@ def _strings(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(i, str) and i for i in value)
 
 
+# A secret is named, never given: each value is the name of one of acode's variables, so
+# a token pasted where its variable's name belongs is refused (and never exported).
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
 def _names(value: object) -> bool:
     return isinstance(value, dict) and all(
-        isinstance(k, str) and k and isinstance(v, str) and v for k, v in value.items()
+        isinstance(k, str) and k and isinstance(v, str) and _ENV_NAME.match(v)
+        for k, v in value.items()
     )
 
 
@@ -111,7 +119,10 @@ class McpServer(models.Model):
             errors["read_only_paths"] = "A list of absolute host paths."
         for field in ("env_secrets", "header_secrets"):
             if not _names(getattr(self, field)):
-                errors[field] = "An object mapping each name to an environment variable's name."
+                errors[field] = (
+                    "An object mapping each name to the name of an environment variable of "
+                    "acode's (letters, digits, _), never its value."
+                )
         if errors:
             raise ValidationError(errors)
 

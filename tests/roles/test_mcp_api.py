@@ -52,6 +52,15 @@ def test_admin_registers_reads_updates_and_deletes_a_server(boss: APIClient) -> 
     assert (missing.status_code, missing.json()["code"]) == (404, "ACODE-MCP-008")
 
 
+def test_a_secret_value_where_its_variable_name_belongs_is_refused(boss: APIClient) -> None:
+    body = {"slug": "tracker", "command": ["t"], "env_secrets": {"TOKEN": "ghp_abc123 secret"}}
+    response = boss.post("/api/mcp-servers/", body, format="json")
+    assert response.status_code == 400 and response.json()["code"] == "ACODE-MCP-007"
+    assert "env_secrets" in response.json()["details"]["fields"]
+    assert "ghp_abc123" not in response.content.decode()
+    assert not McpServer.objects.exists()
+
+
 def test_an_invalid_registration_is_400_naming_the_field(boss: APIClient) -> None:
     response = boss.post("/api/mcp-servers/", {"slug": "web", "transport": "http"}, format="json")
     assert response.status_code == 400
