@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import AcodeError, error_responses
-from acode.inputs import Input
+from acode.inputs import Input, Text
 from roles import selectors
 from roles.apis import ROLE_NAME
 from roles.mcp_models import McpArgumentLimit, McpServer, McpToolDefinition
@@ -104,6 +104,14 @@ class McpToolOutput(serializers.Serializer):
     approved_at = serializers.DateTimeField(allow_null=True)
     seen_at = serializers.DateTimeField()
     diff = serializers.CharField(help_text="Unified diff, approved -> listed now.")
+
+
+class McpApproveInput(Input):
+    hash = Text(
+        max_length=64,
+        required=False,
+        help_text="The live_hash of the definition you read (GET .../tools/).",
+    )
 
 
 class ArgumentLimitInput(Input):
@@ -256,11 +264,12 @@ class McpToolApproveApi(APIView):
 
     @extend_schema(
         parameters=[SERVER, TOOL],
-        request=None,
+        request=McpApproveInput,
         responses={200: McpToolOutput, **error_responses("ACODE-MCP-008", "ACODE-API-409")},
         operation_id="mcp_tools_approve",
         description="Approve the definition the server lists now (read its description "
-        "and diff first: they reach the model).",
+        "and diff first: they reach the model). Send the `live_hash` you read as `hash`: if "
+        "the server lists another definition by then, nothing is approved (409).",
     )
     def post(self, request: Request, slug: str, tool: str) -> Response:
         row = selectors.mcp_tool_row(selectors.mcp_server_row(slug), tool)
@@ -269,7 +278,13 @@ class McpToolApproveApi(APIView):
                 "ACODE-API-409", f"{tool!r} is no longer listed: nothing to approve.",
                 {"server": slug, "tool": tool, "state": row.state},
             )  # fmt: skip
-        row = mcp_tool_approve(tool=row, user=request.user)  # type: ignore[arg-type]
+        body = McpApproveInput(data=request.data or {})
+        body.is_valid(raise_exception=True)
+        row = mcp_tool_approve(
+            tool=row,
+            user=request.user,  # type: ignore[arg-type]
+            expected_hash=body.validated_data.get("hash", ""),
+        )
         return Response(McpToolOutput(tool_data(row)).data)
 
 

@@ -18,6 +18,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from acode.errors import AcodeError
 from roles.mcp_models import (
     McpArgumentLimit,
     McpServer,
@@ -128,9 +129,21 @@ def mcp_tool_approve(
     tool: McpToolDefinition,
     actor: str | None = None,
     user: AbstractBaseUser | None = None,
+    expected_hash: str = "",
 ) -> McpToolDefinition:
-    """Approve the definition the server lists now: the tool is offered while it stays so."""
+    """Approve the definition the server lists now: the tool is offered while it stays so.
+
+    ``expected_hash``: the hash of the definition the approver read; if a listing since
+    then changed it, nothing is approved (ACODE-API-409), so no description that reaches
+    the model is approved unread."""
     tool = McpToolDefinition.objects.select_for_update().select_related("server").get(pk=tool.pk)
+    if expected_hash and expected_hash != tool.live_hash:
+        raise AcodeError(
+            "ACODE-API-409",
+            f"{_tool_label(tool)}: the server lists another definition than the one you read; "
+            "read it again (and its diff) before approving.",
+            {"tool": _tool_label(tool), "hash": tool.live_hash, "expected_hash": expected_hash},
+        )
     if tool.state == McpToolState.MISSING:
         return tool  # nothing listed to approve
     who = actor_label(actor, user)

@@ -103,6 +103,26 @@ def test_tools_show_definitions_and_diff_and_approval_offers_them(boss: APIClien
     assert (unknown.status_code, unknown.json()["code"]) == (404, "ACODE-MCP-008")
 
 
+def test_approval_of_a_definition_that_moved_since_it_was_read_is_refused(
+    boss: APIClient,
+) -> None:
+    server = McpServer.objects.create(slug="tracker", command=["tracker-mcp"])
+    listed = {"name": "issues", "description": "List issues", "input_schema": SCHEMA}
+    mcp_definitions_record(server=server, definitions=[listed])
+    (read,) = boss.get("/api/mcp-servers/tracker/tools/").json()
+    mcp_definitions_record(server=server, definitions=[{**listed, "description": "Other"}])
+    url = "/api/mcp-servers/tracker/tools/issues/approve/"
+
+    stale = boss.post(url, {"hash": read["live_hash"]}, format="json")
+
+    assert (stale.status_code, stale.json()["code"]) == (409, "ACODE-API-409")
+    assert not _audited("approved", "mcp__tracker__issues")
+    (now,) = boss.get("/api/mcp-servers/tracker/tools/").json()
+    assert now["state"] == "pending"
+    current = boss.post(url, {"hash": now["live_hash"]}, format="json")
+    assert current.status_code == 200 and current.json()["offered"] is True
+
+
 def test_refresh_of_an_unreachable_server_is_a_coded_error(boss: APIClient) -> None:
     McpServer.objects.create(
         slug="gone", transport="http", url="http://127.0.0.1:9/mcp", call_timeout_seconds=2
