@@ -117,7 +117,9 @@ def mcp_problems(data: Mapping[str, Any], known_roles: Collection[str]) -> list[
         if lim["role"] not in known_roles:
             problems.append(f"argument limit: unknown role {lim['role']!r}")
         try:
-            McpArgumentLimit(tool=lim["tool"], schema=lim["schema"]).clean()
+            McpArgumentLimit(tool=lim["tool"], schema=lim["schema"]).full_clean(
+                exclude=["role"], validate_unique=False, validate_constraints=False
+            )
         except ValidationError as exc:
             problems += [f"argument limit {lim['role']} {lim['tool']}: {m}" for m in exc.messages]
     return problems

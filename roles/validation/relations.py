@@ -42,6 +42,10 @@ def transition_rule_problems(
 
 
 # -- deleting a role ------------------------------------------------------------------
+# Rows that are part of a role, deleted with it: its MCP argument limits.
+ROLE_PARTS = frozenset({"roles.mcpargumentlimit"})
+
+
 def role_uses(role: Role) -> dict[type[models.Model], int]:
     """What still refers to ``role``: how many rows of each model.
 
@@ -57,6 +61,8 @@ def role_uses(role: Role) -> dict[type[models.Model], int]:
         if isinstance(model, str) or model._meta.auto_created:
             continue  # the hidden through tables of Role's own many-to-many fields
         if relation.on_delete in (models.SET_NULL, models.SET_DEFAULT, models.DO_NOTHING):
+            continue
+        if model._meta.label_lower in ROLE_PARTS:
             continue
         wanted[model] = wanted.get(model, Q()) | Q(**{relation.field.name: role})
     counts = {model: model._base_manager.filter(q).count() for model, q in wanted.items()}

@@ -236,7 +236,9 @@ def world(django_user_model: Any, settings: Any) -> dict[str, Any]:
         slug="matrix-gate", transport="http", url="http://127.0.0.1:9/mcp", call_timeout_seconds=2
     )
     mcp_definitions_record(server=mcp, definitions=[{"name": "issues"}])
-    McpArgumentLimit.objects.create(role=Role.objects.get(slug="scratch"), tool="issues", schema={})
+    McpArgumentLimit.objects.create(
+        role=Role.objects.get(slug="scratch"), tool="issues", schema={"maxProperties": 3}
+    )
     digest = RunApproval.objects.get(run=run, status="pending").digest
     return {
         "users": users,
