@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import AcodeError, error_responses
-from acode.inputs import Query, Text, query_of
+from acode.inputs import Input, Query, Text, query_of
 from roles import selectors
 from roles.models import RoleDraft, RoleDraftStatus
 from roles.services import role_draft_is_stale, role_draft_publish, role_draft_reject
@@ -83,7 +83,7 @@ class DraftQuery(Query):
     role = Text(max_length=64, required=False, help_text="Only drafts of this role (slug).")
 
 
-class DraftDecisionInput(serializers.Serializer):
+class DraftDecisionInput(Input):
     reason = Text(max_length=2000, required=False, allow_blank=True, default="")
 
 

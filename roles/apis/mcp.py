@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.permissions import DjangoModelPermissions, IsAuthenticated
 from rest_framework.request import Request
@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import AcodeError, error_responses
-from acode.inputs import Input, Text
+from acode.inputs import JSON_VALUE_REF, NO_NUL, Input, Text
 from roles import selectors
 from roles.apis import ROLE_NAME
 from roles.mcp_models import McpArgumentLimit, McpServer, McpToolDefinition
@@ -114,13 +114,30 @@ class McpApproveInput(Input):
     )
 
 
+@extend_schema_field(
+    {
+        "type": "object",
+        "minProperties": 1,
+        "propertyNames": {"pattern": NO_NUL},
+        "additionalProperties": JSON_VALUE_REF,
+    }
+)
+class LimitSchema(serializers.JSONField):
+    """A JSON Schema fragment (an object with at least one keyword)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, dict) or not data:
+            raise serializers.ValidationError("A JSON Schema object with at least one keyword.")
+        return super().to_internal_value(data)
+
+
 class ArgumentLimitInput(Input):
     tool = serializers.CharField(max_length=200)
-    schema = serializers.JSONField(help_text="A JSON Schema fragment every call must also fit.")
+    schema = LimitSchema(help_text="A JSON Schema fragment every call must also fit.")
 
 
 class ArgumentLimitUpdate(Input):
-    schema = serializers.JSONField()
+    schema = LimitSchema()
 
 
 class ArgumentLimitOutput(serializers.Serializer):
@@ -135,8 +152,11 @@ def _checked(save: Any, **kwargs: Any) -> Any:
         return save(**kwargs)
     except ValidationError as exc:
         fields = exc.message_dict if hasattr(exc, "error_dict") else {"": exc.messages}
+        # The body had the right shape (the serializer checked it); what the model refuses
+        # is how its fields fit together (an HTTP server without a URL): 409, like an
+        # import's misfits (ACODE-IMP-003).
         raise AcodeError(
-            "ACODE-MCP-007", "Invalid: " + "; ".join(f"{k}: {v}" for k, v in fields.items()),
+            "ACODE-MCP-009", "Not saved: " + "; ".join(f"{k}: {v}" for k, v in fields.items()),
             {"fields": fields},
         ) from exc  # fmt: skip
 
@@ -165,13 +185,19 @@ class McpServerCollectionApi(APIView):
     permission_classes = [IsAuthenticated, McpReadWritePermission]
     queryset = selectors.mcp_servers_all().none()
 
-    @extend_schema(responses=McpServerOutput(many=True), operation_id="mcp_servers_list")
+    @extend_schema(
+        responses={200: McpServerOutput(many=True), **error_responses("ACODE-API-403")},
+        operation_id="mcp_servers_list",
+    )
     def get(self, request: Request) -> Response:
         return Response(McpServerOutput(selectors.mcp_servers_all(), many=True).data)
 
     @extend_schema(
         request=McpServerInput,
-        responses={201: McpServerOutput, **error_responses("ACODE-MCP-007")},
+        responses={
+            201: McpServerOutput,
+            **error_responses("ACODE-API-403", "ACODE-MCP-007", "ACODE-MCP-009"),
+        },
         operation_id="mcp_servers_create",
     )
     def post(self, request: Request) -> Response:
@@ -186,7 +212,7 @@ class McpServerResourceApi(APIView):
 
     @extend_schema(
         parameters=[SERVER],
-        responses={200: McpServerOutput, **error_responses("ACODE-MCP-008")},
+        responses={200: McpServerOutput, **error_responses("ACODE-API-403", "ACODE-MCP-008")},
         operation_id="mcp_servers_retrieve",
     )
     def get(self, request: Request, slug: str) -> Response:
@@ -195,7 +221,10 @@ class McpServerResourceApi(APIView):
     @extend_schema(
         parameters=[SERVER],
         request=McpServerUpdate,
-        responses={200: McpServerOutput, **error_responses("ACODE-MCP-007", "ACODE-MCP-008")},
+        responses={
+            200: McpServerOutput,
+            **error_responses("ACODE-API-403", "ACODE-MCP-007", "ACODE-MCP-009", "ACODE-MCP-008"),
+        },
         operation_id="mcp_servers_update",
     )
     def patch(self, request: Request, slug: str) -> Response:
@@ -207,7 +236,7 @@ class McpServerResourceApi(APIView):
 
     @extend_schema(
         parameters=[SERVER],
-        responses={204: None, **error_responses("ACODE-MCP-008")},
+        responses={204: None, **error_responses("ACODE-API-403", "ACODE-MCP-008")},
         operation_id="mcp_servers_destroy",
     )
     def delete(self, request: Request, slug: str) -> Response:
@@ -221,7 +250,10 @@ class McpToolListApi(APIView):
 
     @extend_schema(
         parameters=[SERVER],
-        responses={200: McpToolOutput(many=True), **error_responses("ACODE-MCP-008")},
+        responses={
+            200: McpToolOutput(many=True),
+            **error_responses("ACODE-API-403", "ACODE-MCP-008"),
+        },
         operation_id="mcp_servers_tools",
         description="The server's tools as last listed: pinned and current definition, "
         "state and the diff an admin reads before approving.",
@@ -240,7 +272,9 @@ class McpServerRefreshApi(APIView):
         request=None,
         responses={
             200: McpToolOutput(many=True),
-            **error_responses("ACODE-MCP-001", "ACODE-MCP-002", "ACODE-MCP-006", "ACODE-MCP-008"),
+            **error_responses(
+                "ACODE-API-403", "ACODE-MCP-001", "ACODE-MCP-002", "ACODE-MCP-006", "ACODE-MCP-008"
+            ),
         },
         operation_id="mcp_servers_refresh",
         description="List the server's tools now: new ones wait for approval, changed ones "
@@ -265,7 +299,10 @@ class McpToolApproveApi(APIView):
     @extend_schema(
         parameters=[SERVER, TOOL],
         request=McpApproveInput,
-        responses={200: McpToolOutput, **error_responses("ACODE-MCP-008", "ACODE-API-409")},
+        responses={
+            200: McpToolOutput,
+            **error_responses("ACODE-API-403", "ACODE-MCP-008", "ACODE-API-409"),
+        },
         operation_id="mcp_tools_approve",
         description="Approve the definition the server lists now (read its description "
         "and diff first: they reach the model). Send the `live_hash` you read as `hash`: if "
@@ -294,7 +331,10 @@ class ArgumentLimitCollectionApi(APIView):
 
     @extend_schema(
         parameters=[ROLE_NAME],
-        responses={200: ArgumentLimitOutput(many=True), **error_responses("ACODE-ROL-001")},
+        responses={
+            200: ArgumentLimitOutput(many=True),
+            **error_responses("ACODE-API-403", "ACODE-ROL-001"),
+        },
         operation_id="argument_limits_list",
     )
     def get(self, request: Request, name: str) -> Response:
@@ -306,7 +346,9 @@ class ArgumentLimitCollectionApi(APIView):
         request=ArgumentLimitInput,
         responses={
             201: ArgumentLimitOutput,
-            **error_responses("ACODE-ROL-001", "ACODE-MCP-007", "ACODE-API-409"),
+            **error_responses(
+                "ACODE-API-403", "ACODE-ROL-001", "ACODE-MCP-007", "ACODE-MCP-009", "ACODE-API-409"
+            ),
         },
         operation_id="argument_limits_create",
         description="Narrow a tool's arguments for this role (and its children); the role "
@@ -334,7 +376,9 @@ class ArgumentLimitResourceApi(APIView):
         request=ArgumentLimitUpdate,
         responses={
             200: ArgumentLimitOutput,
-            **error_responses("ACODE-ROL-001", "ACODE-MCP-007", "ACODE-MCP-008"),
+            **error_responses(
+                "ACODE-API-403", "ACODE-ROL-001", "ACODE-MCP-007", "ACODE-MCP-009", "ACODE-MCP-008"
+            ),
         },
         operation_id="argument_limits_update",
     )
@@ -347,7 +391,7 @@ class ArgumentLimitResourceApi(APIView):
 
     @extend_schema(
         parameters=[ROLE_NAME, TOOL],
-        responses={204: None, **error_responses("ACODE-ROL-001", "ACODE-MCP-008")},
+        responses={204: None, **error_responses("ACODE-API-403", "ACODE-ROL-001", "ACODE-MCP-008")},
         operation_id="argument_limits_destroy",
     )
     def delete(self, request: Request, name: str, tool: str) -> Response:

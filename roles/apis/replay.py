@@ -115,7 +115,11 @@ class RoleReplayApi(APIView):
             raise PermissionDenied("Previewing a role change needs the change_role permission.")
         role = registry.get(name)
         body = request.data
-        if not isinstance(body, dict) or set(body) - {"draft", "since", "until"}:
+        if (
+            not isinstance(body, dict)
+            or set(body) - {"draft", "since", "until"}
+            or not isinstance(body.get("draft", {}), dict)
+        ):
             raise AcodeError(
                 "ACODE-ROL-004",
                 "The body is a JSON object with `draft` (the changes), `since` and `until`.",

@@ -19,6 +19,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 
+from acode.inputs import JSON_VALUE_REF, NO_NUL
 from roles.mcp_models import McpArgumentLimit, McpServer, McpTransport
 from roles.models import Role
 from roles.services.mcp import (
@@ -72,7 +73,12 @@ MCP_PROPERTIES: dict[str, Any] = {
             "properties": {
                 "role": {"type": "string", "maxLength": 64},
                 "tool": {"type": "string", "minLength": 1, "maxLength": 200},
-                "schema": {"type": "object"},
+                "schema": {
+                    "type": "object",
+                    "minProperties": 1,
+                    "propertyNames": {"pattern": NO_NUL},
+                    "additionalProperties": JSON_VALUE_REF,
+                },
             },
         },
     },

@@ -55,16 +55,16 @@ def test_admin_registers_reads_updates_and_deletes_a_server(boss: APIClient) -> 
 def test_a_secret_value_where_its_variable_name_belongs_is_refused(boss: APIClient) -> None:
     body = {"slug": "tracker", "command": ["t"], "env_secrets": {"TOKEN": "ghp_abc123 secret"}}
     response = boss.post("/api/mcp-servers/", body, format="json")
-    assert response.status_code == 400 and response.json()["code"] == "ACODE-MCP-007"
+    assert response.status_code == 409 and response.json()["code"] == "ACODE-MCP-009"
     assert "env_secrets" in response.json()["details"]["fields"]
     assert "ghp_abc123" not in response.content.decode()
     assert not McpServer.objects.exists()
 
 
-def test_an_invalid_registration_is_400_naming_the_field(boss: APIClient) -> None:
+def test_a_registration_whose_fields_do_not_fit_is_409_naming_the_field(boss: APIClient) -> None:
     response = boss.post("/api/mcp-servers/", {"slug": "web", "transport": "http"}, format="json")
-    assert response.status_code == 400
-    assert response.json()["code"] == "ACODE-MCP-007"
+    assert response.status_code == 409
+    assert response.json()["code"] == "ACODE-MCP-009"
     assert "url" in response.json()["details"]["fields"]
     assert not McpServer.objects.exists()
     unknown = {"slug": "x", "command": ["x"], "token_value": "s3cret"}
@@ -149,7 +149,7 @@ def test_argument_limits_crud_versions_the_role(boss: APIClient) -> None:
     again = boss.post(url, {"tool": "mcp__tracker__issues", "schema": LIMIT}, format="json")
     assert (again.status_code, again.json()["code"]) == (409, "ACODE-API-409")
     bad = boss.patch(url + "mcp__tracker__issues/", {"schema": {"type": 5}}, format="json")
-    assert (bad.status_code, bad.json()["code"]) == (400, "ACODE-MCP-007")
+    assert (bad.status_code, bad.json()["code"]) == (409, "ACODE-MCP-009")
     wider = {"properties": {"project": {"enum": ["acode", "docs"]}}}
     patched = boss.patch(url + "mcp__tracker__issues/", {"schema": wider}, format="json")
     assert patched.status_code == 200 and patched.json()["schema"] == wider

@@ -97,7 +97,12 @@ def test_replace_removes_servers_and_limits_only_when_the_document_has_the_secti
         ("mcp_servers", {"slug": "x", "transport": "http"}, "ACODE-IMP-003"),  # no URL
         ("argument_limits", {"role": "coder", "tool": "t"}, "ACODE-IMP-001"),
         ("argument_limits", {"role": "coder", "tool": "t", "schema": []}, "ACODE-IMP-001"),
-        ("argument_limits", {"role": "nobody", "tool": "t", "schema": {}}, "ACODE-IMP-003"),
+        ("argument_limits", {"role": "coder", "tool": "t", "schema": {}}, "ACODE-IMP-001"),
+        (
+            "argument_limits",
+            {"role": "nobody", "tool": "t", "schema": {"type": "object"}},
+            "ACODE-IMP-003",
+        ),
         ("argument_limits", {"role": "coder", "tool": "t", "schema": {"type": 5}}, "ACODE-IMP-003"),
     ],
 )
