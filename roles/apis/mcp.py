@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import DjangoModelPermissions, IsAuthenticated
 from rest_framework.request import Request
@@ -19,9 +19,19 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import AcodeError, error_responses
-from acode.inputs import JSON_VALUE_REF, NO_NUL, Input, Text
 from roles import selectors
 from roles.apis import ROLE_NAME
+from roles.apis.mcp_shapes import (
+    ArgumentLimitInput,
+    ArgumentLimitOutput,
+    ArgumentLimitUpdate,
+    McpApproveInput,
+    McpRefreshOutput,
+    McpServerInput,
+    McpServerOutput,
+    McpServerUpdate,
+    McpToolOutput,
+)
 from roles.mcp_models import McpArgumentLimit, McpServer, McpToolDefinition
 from roles.mcp_tools import mcp_tool_name
 from roles.registry import registry
@@ -56,94 +66,6 @@ class McpChangePermission(McpReadWritePermission):
         **McpReadWritePermission.perms_map,
         "POST": ["%(app_label)s.change_%(model_name)s"],
     }
-
-
-class McpServerInput(Input):
-    slug = serializers.CharField(max_length=40)
-    description = serializers.CharField(max_length=255, required=False, allow_blank=True)
-    transport = serializers.ChoiceField(choices=["stdio", "http"], required=False)
-    command = serializers.ListField(child=serializers.CharField(), required=False)
-    read_only_paths = serializers.ListField(child=serializers.CharField(), required=False)
-    url = serializers.CharField(max_length=500, required=False, allow_blank=True)
-    env_secrets = serializers.DictField(
-        child=serializers.CharField(),
-        required=False,
-        help_text="Variable the server sees -> name of acode's variable holding its value.",
-    )
-    header_secrets = serializers.DictField(
-        child=serializers.CharField(),
-        required=False,
-        help_text="Header sent -> name of acode's variable holding its value.",
-    )
-    network = serializers.BooleanField(required=False)
-    call_timeout_seconds = serializers.IntegerField(min_value=1, max_value=3600, required=False)
-    max_output_chars = serializers.IntegerField(min_value=1, max_value=10_000_000, required=False)
-    enabled = serializers.BooleanField(required=False)
-
-
-class McpServerUpdate(McpServerInput):
-    slug = None  # type: ignore[assignment]  # a slug names the server's tools: it cannot change
-
-
-class McpServerOutput(McpServerInput, serializers.Serializer):
-    status = serializers.CharField()
-    last_error = serializers.CharField()
-    checked_at = serializers.DateTimeField(allow_null=True)
-
-
-class McpToolOutput(serializers.Serializer):
-    name = serializers.CharField(help_text="The server's name for it.")
-    tool = serializers.CharField(help_text="Its name in acode's registry: mcp__<server>__<tool>.")
-    state = serializers.CharField()
-    offered = serializers.BooleanField(help_text="Approved, and listed exactly as approved.")
-    live_definition = serializers.JSONField(help_text="What the server lists now.")
-    live_hash = serializers.CharField()
-    approved_definition = serializers.JSONField(allow_null=True)
-    approved_hash = serializers.CharField()
-    approved_by = serializers.CharField()
-    approved_at = serializers.DateTimeField(allow_null=True)
-    seen_at = serializers.DateTimeField()
-    diff = serializers.CharField(help_text="Unified diff, approved -> listed now.")
-
-
-class McpApproveInput(Input):
-    hash = Text(
-        max_length=64,
-        required=False,
-        help_text="The live_hash of the definition you read (GET .../tools/).",
-    )
-
-
-@extend_schema_field(
-    {
-        "type": "object",
-        "minProperties": 1,
-        "propertyNames": {"pattern": NO_NUL},
-        "additionalProperties": JSON_VALUE_REF,
-    }
-)
-class LimitSchema(serializers.JSONField):
-    """A JSON Schema fragment (an object with at least one keyword)."""
-
-    def to_internal_value(self, data: Any) -> Any:
-        if not isinstance(data, dict) or not data:
-            raise serializers.ValidationError("A JSON Schema object with at least one keyword.")
-        return super().to_internal_value(data)
-
-
-class ArgumentLimitInput(Input):
-    tool = serializers.CharField(max_length=200)
-    schema = LimitSchema(help_text="A JSON Schema fragment every call must also fit.")
-
-
-class ArgumentLimitUpdate(Input):
-    schema = LimitSchema()
-
-
-class ArgumentLimitOutput(serializers.Serializer):
-    role = serializers.CharField(source="role.slug")
-    tool = serializers.CharField()
-    schema = serializers.JSONField()
 
 
 def _checked(save: Any, **kwargs: Any) -> Any:
@@ -271,10 +193,8 @@ class McpServerRefreshApi(APIView):
         parameters=[SERVER],
         request=None,
         responses={
-            200: McpToolOutput(many=True),
-            **error_responses(
-                "ACODE-API-403", "ACODE-MCP-001", "ACODE-MCP-002", "ACODE-MCP-006", "ACODE-MCP-008"
-            ),
+            200: McpRefreshOutput,
+            **error_responses("ACODE-API-403", "ACODE-MCP-008"),
         },
         operation_id="mcp_servers_refresh",
         description="List the server's tools now: new ones wait for approval, changed ones "
@@ -282,14 +202,16 @@ class McpServerRefreshApi(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         server = selectors.mcp_server_row(slug)
+        error = None
         for _, result in mcp_refresh_requested.send_robust(
             sender=None, server=server, actor=request.user.get_username()
         ):
-            if isinstance(result, Exception):
-                code = str(getattr(result, "code", "ACODE-MCP-001"))
-                raise AcodeError(code, str(result), {"server": slug})
-        tools = selectors.mcp_tools_of(server)
-        return Response(McpToolOutput([tool_data(t) for t in tools], many=True).data)
+            if isinstance(result, Exception):  # the server's failure, not this request's
+                error = {"code": str(getattr(result, "code", "ACODE-MCP-001")),
+                         "message": str(result)[:2000]}  # fmt: skip
+        tools = [tool_data(t) for t in selectors.mcp_tools_of(server)]
+        body = {"listed": error is None, "error": error, "tools": tools}
+        return Response(McpRefreshOutput(body).data)
 
 
 class McpToolApproveApi(APIView):
