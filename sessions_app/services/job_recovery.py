@@ -16,6 +16,7 @@ from roles.registry import registry
 from sessions_app.models import Job, JobEventKind, JobStatus
 from sessions_app.models.states import status_move_where
 from sessions_app.services.jobs import MAX_ATTEMPTS, job_enqueue_later, job_event, job_finish
+from sessions_app.services.locks import lock_job
 
 
 def jobs_resend_queued() -> list[str]:
@@ -57,7 +58,7 @@ def jobs_resend_queued() -> list[str]:
 def job_expire(job: Job, *, code: str, message: str) -> bool:
     """Fail a job that has not started (still queued); False if it started or ended."""
     with transaction.atomic():
-        locked = Job.objects.select_for_update().get(pk=job.pk)
+        locked = lock_job(job.pk)
         if locked.status != JobStatus.QUEUED:
             return False
         job_finish(locked, JobStatus.FAILED, code=code, message=message)

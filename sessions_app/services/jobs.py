@@ -44,7 +44,7 @@ from sessions_app.models.states import status_move
 from sessions_app.permissions import SessionAction, action_check
 from sessions_app.services.audit import audit_record
 from sessions_app.services.job_events import job_event as job_event
-from sessions_app.services.locks import lock_session
+from sessions_app.services.locks import lock_job, lock_session
 from sessions_app.services.sessions import actor_name
 from sessions_app.tasks import run_job_task  # service -> task; tasks import services lazily
 
@@ -195,7 +195,7 @@ def job_start(job_id: Any, *, worker: Mapping[str, str] | None = None) -> Job | 
     """
     with transaction.atomic():
         # No joins under FOR UPDATE (see lock_session); relations load lazily after.
-        job = Job.objects.select_for_update().get(pk=job_id)
+        job = lock_job(job_id)
         # A message delivered again (a re-send, or the broker's redelivery of one a killed
         # worker never acknowledged) is skipped; the log line is all it leaves.
         if job.is_final:
@@ -261,7 +261,7 @@ def job_finish(
 ) -> Job:
     """Record a job's final status (idempotent for jobs already final)."""
     with transaction.atomic():
-        locked = Job.objects.select_for_update().get(pk=job.pk)
+        locked = lock_job(job.pk)
         if locked.is_final:
             return locked
         usage = {name: getattr(job, name) for name in USAGE_FIELDS}
@@ -300,7 +300,7 @@ def job_cancel(
     A job of the run executing in the session is stopped only by that run (``run_id``);
     a person cancels the run instead (``permissions.action_refusal``)."""
     with transaction.atomic():
-        locked = Job.objects.select_for_update().get(pk=job.pk)
+        locked = lock_job(job.pk)
         # The job, then its session: the order job_finish locks them in.
         with lock_session(locked.session_id) as session:
             action_check(

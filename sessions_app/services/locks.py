@@ -1,4 +1,4 @@
-"""Locking a session row once per change, and handing the locked row down.
+"""Locking a session (or job) row once per change, and handing the locked row down.
 
 ``lock_session`` is the one way a service locks a session. The outermost service takes the
 lock; the services it calls get the same locked instance back without a query, so a run's
@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db import transaction
 
-from sessions_app.models import AgentSession
+from sessions_app.models import AgentSession, Job
 
 # The session rows the current service holds locked, by id. A service that locks a session
 # hands the same row to every service it calls (``lock_session`` yields it again without a
@@ -56,3 +56,15 @@ def held_session(session_id: Any) -> AgentSession | None:
         if str(key) == str(session_id):
             return row
     return None
+
+
+def lock_job(job_id: Any) -> Job:
+    """Lock one job row for the enclosing transaction (inside ``transaction.atomic``).
+
+    ``FOR NO KEY UPDATE``, not ``FOR UPDATE``: a row that refers to the job (its events)
+    takes ``FOR KEY SHARE`` on it for its foreign key, which the stronger lock blocks. Under
+    ``FOR UPDATE`` a writer appending an event from elsewhere (a note after the job was
+    queued) waited on the holder for its key while the holder waited on that writer's
+    unique sequence number: a deadlock. Now the other writer goes through and the holder
+    meets a unique clash, which ``job_event`` answers by taking the next number."""
+    return Job.objects.select_for_update(no_key=True).get(pk=job_id)
