@@ -6,6 +6,7 @@ ACODE-ROL-012 stale, ACODE-ROL-013 not open)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -122,6 +123,14 @@ class RoleDraftDetailApi(APIView):
         return Response(draft_data(_draft(pk), replay=replay))
 
 
+def _decide(request: Request, pk: int, decision: Callable[..., RoleDraft]) -> Response:
+    """Publish or reject (``decision``), by the requesting user with the body's reason."""
+    data = DraftDecisionInput(data=request.data)
+    data.is_valid(raise_exception=True)
+    draft = decision(draft_id=pk, user=request.user, reason=data.validated_data["reason"])
+    return Response(draft_data(draft))
+
+
 class RoleDraftPublishApi(APIView):
     permission_classes = [IsAuthenticated]
 
@@ -137,14 +146,7 @@ class RoleDraftPublishApi(APIView):
         "roles.publish_roledraft, and another admin than its author.",
     )
     def post(self, request: Request, pk: int) -> Response:
-        data = DraftDecisionInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        draft = role_draft_publish(
-            draft_id=pk,
-            user=request.user,  # type: ignore[arg-type]
-            reason=data.validated_data["reason"],
-        )
-        return Response(draft_data(draft))
+        return _decide(request, pk, role_draft_publish)
 
 
 class RoleDraftRejectApi(APIView):
@@ -159,11 +161,4 @@ class RoleDraftRejectApi(APIView):
         "unless it is your own draft (withdrawing it).",
     )
     def post(self, request: Request, pk: int) -> Response:
-        data = DraftDecisionInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        draft = role_draft_reject(
-            draft_id=pk,
-            user=request.user,  # type: ignore[arg-type]
-            reason=data.validated_data["reason"],
-        )
-        return Response(draft_data(draft))
+        return _decide(request, pk, role_draft_reject)

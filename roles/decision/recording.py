@@ -37,17 +37,11 @@ class NotRecorded(Exception):
         self.detail = detail or fact  # which one
 
 
-@dataclass
-class RecordingHost:
-    """The live host; once the decision reads one fact, every fact is kept (one probe)."""
-
-    live: HostFacts
-    seen: dict[str, Any] | None = None
+class _HostFields:
+    """The host facts ``decide`` reads (``HostFacts``), each from ``_get``."""
 
     def _get(self, name: str) -> Any:
-        if self.seen is None:
-            self.seen = {f: getattr(self.live, f) for f in HOST_FIELDS}
-        return self.seen[name]
+        raise NotImplementedError
 
     @property
     def sandbox_required(self) -> bool:
@@ -68,6 +62,19 @@ class RecordingHost:
     @property
     def overlay_reason(self) -> str:
         return str(self._get("overlay_reason"))
+
+
+@dataclass
+class RecordingHost(_HostFields):
+    """The live host; once the decision reads one fact, every fact is kept (one probe)."""
+
+    live: HostFacts
+    seen: dict[str, Any] | None = None
+
+    def _get(self, name: str) -> Any:
+        if self.seen is None:
+            self.seen = {f: getattr(self.live, f) for f in HOST_FIELDS}
+        return self.seen[name]
 
 
 @dataclass
@@ -123,7 +130,7 @@ def _has_surrogate(text: str) -> bool:
 
 
 @dataclass(frozen=True)
-class RecordedHost:
+class RecordedHost(_HostFields):
     """The host facts a decision recorded; reading one that was not recorded raises."""
 
     facts: Mapping[str, Any] | None
@@ -132,26 +139,6 @@ class RecordedHost:
         if self.facts is None or name not in self.facts:
             raise NotRecorded(f"the host's {name.replace('_', ' ')}")
         return self.facts[name]
-
-    @property
-    def sandbox_required(self) -> bool:
-        return bool(self._get("sandbox_required"))
-
-    @property
-    def sandbox_available(self) -> bool:
-        return bool(self._get("sandbox_available"))
-
-    @property
-    def sandbox_reason(self) -> str:
-        return str(self._get("sandbox_reason"))
-
-    @property
-    def overlay(self) -> bool:
-        return bool(self._get("overlay"))
-
-    @property
-    def overlay_reason(self) -> str:
-        return str(self._get("overlay_reason"))
 
 
 @dataclass(frozen=True)
