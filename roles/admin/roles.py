@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from functools import partial
 from typing import Any
 
@@ -17,6 +16,7 @@ from django.utils.safestring import SafeString
 from acode.errors import AcodeError
 from roles.admin.base import ServiceAdmin
 from roles.admin.drafts import draft_admin_url
+from roles.admin.fields import CommandRulesField, LinesField
 from roles.admin.preview import preview_view
 from roles.decision import examples_check
 from roles.mcp_tools import argument_limits
@@ -32,46 +32,6 @@ from roles.validation import (
     role_spec,
     role_text_findings,
 )
-
-
-class LinesField(forms.CharField):
-    """An ordered list of strings edited as one item per line."""
-
-    widget = forms.Textarea(attrs={"rows": 4, "cols": 80})
-
-    def prepare_value(self, value: Any) -> Any:
-        if isinstance(value, list):
-            return "\n".join(str(v) for v in value)
-        return value
-
-    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
-        if isinstance(value, list):
-            return [str(v).strip() for v in value if str(v).strip()]
-        text = super().to_python(value) or ""
-        return [line.strip() for line in text.splitlines() if line.strip()]
-
-
-class CommandRulesField(LinesField):
-    """Command rules, one per line: a JSON object (a structured rule) or a legacy glob."""
-
-    def prepare_value(self, value: Any) -> Any:
-        if isinstance(value, list):
-            return "\n".join(
-                json.dumps(v, sort_keys=True) if isinstance(v, dict) else str(v) for v in value
-            )
-        return value
-
-    def to_python(self, value: Any) -> list[Any]:  # type: ignore[override]
-        rules: list[Any] = []
-        for line in super().to_python(value):
-            if not isinstance(line, str) or not line.startswith("{"):
-                rules.append(line)
-                continue
-            try:
-                rules.append(json.loads(line))
-            except ValueError as exc:
-                raise forms.ValidationError(f"not a JSON object: {line[:80]} ({exc})") from exc
-        return rules
 
 
 class RoleAdminForm(forms.ModelForm):
@@ -333,6 +293,12 @@ class RoleAdmin(ServiceAdmin):
             user=request.user,  # type: ignore[arg-type]
         )
         request.acode_role_draft = written.draft  # type: ignore[attr-defined]
+
+    def log_change(self, request: HttpRequest, obj: Any, message: Any) -> Any:
+        # Django's history says what the save did: for a protected role, only a draft.
+        draft = getattr(request, "acode_role_draft", None)
+        note = message if draft is None else f"Drafted #{draft.pk}; nothing live changed."
+        return super().log_change(request, obj, note)
 
     def response_change(self, request: HttpRequest, obj: Role) -> HttpResponse:
         draft = getattr(request, "acode_role_draft", None)

@@ -181,7 +181,11 @@ class RoleWriteApi(APIView):
 
     @extend_schema(
         request={"application/json": copy.deepcopy(ROLE_UPDATE)},
-        responses={200: RoleDetailOutput, 202: RoleDraftOutput, **error_responses(*ROLE_CODES)},
+        responses={
+            200: RoleDetailOutput,
+            202: RoleDraftOutput,
+            **error_responses(*ROLE_CODES, "ACODE-ROL-015"),
+        },
         parameters=[ROLE_NAME],
         operation_id="roles_update",
         description="Change a role. A protected role is not changed: the change becomes a "
@@ -246,7 +250,9 @@ class RoleImportApi(APIView):
         parameters=[ImportQuery],
         responses={
             200: ImportOutput,
-            **error_responses(*IMPORT_CODES, "ACODE-ROL-005", "ACODE-PRM-001", "ACODE-ROL-008"),
+            **error_responses(
+                *IMPORT_CODES, "ACODE-ROL-005", "ACODE-PRM-001", "ACODE-ROL-008", "ACODE-ROL-015"
+            ),
         },
         description="Import a document like GET /api/roles/export/ gives. Everything is "
         "checked first; nothing is written if anything is wrong.",

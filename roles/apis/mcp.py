@@ -145,7 +145,9 @@ class McpServerResourceApi(APIView):
         request=McpServerUpdate,
         responses={
             200: McpServerOutput,
-            **error_responses("ACODE-API-403", "ACODE-MCP-007", "ACODE-MCP-009", "ACODE-MCP-008"),
+            **error_responses(
+                "ACODE-API-403", "ACODE-MCP-007", "ACODE-MCP-009", "ACODE-MCP-008", "ACODE-ROL-015"
+            ),
         },
         operation_id="mcp_servers_update",
     )
@@ -223,7 +225,7 @@ class McpToolApproveApi(APIView):
         request=McpApproveInput,
         responses={
             200: McpToolOutput,
-            **error_responses("ACODE-API-403", "ACODE-MCP-008", "ACODE-API-409"),
+            **error_responses("ACODE-API-403", "ACODE-MCP-008", "ACODE-API-409", "ACODE-ROL-015"),
         },
         operation_id="mcp_tools_approve",
         description="Approve the definition the server lists now (read its description "
@@ -299,7 +301,12 @@ class ArgumentLimitResourceApi(APIView):
         responses={
             200: ArgumentLimitOutput,
             **error_responses(
-                "ACODE-API-403", "ACODE-ROL-001", "ACODE-MCP-007", "ACODE-MCP-009", "ACODE-MCP-008"
+                "ACODE-API-403",
+                "ACODE-ROL-001",
+                "ACODE-MCP-007",
+                "ACODE-MCP-009",
+                "ACODE-MCP-008",
+                "ACODE-ROL-015",
             ),
         },
         operation_id="argument_limits_update",
@@ -313,7 +320,10 @@ class ArgumentLimitResourceApi(APIView):
 
     @extend_schema(
         parameters=[ROLE_NAME, TOOL],
-        responses={204: None, **error_responses("ACODE-API-403", "ACODE-ROL-001", "ACODE-MCP-008")},
+        responses={
+            204: None,
+            **error_responses("ACODE-API-403", "ACODE-ROL-001", "ACODE-MCP-008", "ACODE-ROL-015"),
+        },
         operation_id="argument_limits_destroy",
     )
     def delete(self, request: Request, name: str, tool: str) -> Response:

@@ -52,6 +52,7 @@ from roles.services import (
     transition_rule_delete,
     transition_rule_save,
 )
+from roles.services.protection import reviewed_write
 from roles.tools import declared_tools
 from roles.validation import ROLE_SCALARS, describe_findings
 
@@ -308,7 +309,8 @@ def seed_defaults(*, using: str = "default") -> bool:
     if using != "default":
         return False
     if Role.objects.exists():
-        role_versions_record(actor="migration")
+        with reviewed_write():  # what a deployed release changed was reviewed as code
+            role_versions_record(actor="migration")
         return False
     import_definitions(load_yaml(SEED_FILE.read_text(encoding="utf-8")), actor="system")
     logger.info("seeded default roles from %s", SEED_FILE.name)

@@ -13,6 +13,7 @@ from roles.decision.limits import limits_of
 from roles.mcp_tools import argument_limits
 from roles.models import PromptComponent, RoleVersion
 from roles.registry import read_specs
+from roles.services.protection import protected_widening, protected_widening_check
 from roles.signals import prompt_rejected, role_data_changed, role_version_created
 
 
@@ -45,7 +46,9 @@ def role_versions_record(
     """Store a new immutable version of every role (or of ``slugs``) whose content changed.
 
     A role's content includes the tools it gets and the argument limits it is held to, so
-    editing a tool, a permission or a limit versions every role whose content moved.
+    editing a tool, a permission or a limit versions every role whose content moved. A
+    protected role that would widen is refused here, for every kind of write
+    (``roles.services.protection``, ACODE-ROL-015); call it inside the write's transaction.
     """
     id_specs, tools = read_specs()
     limits = argument_limits()
@@ -60,6 +63,7 @@ def role_versions_record(
     ):
         latest.setdefault(slug, (number, digest))
     created: list[RoleVersion] = []
+    widened: dict[str, dict[str, Any]] = {}  # protected roles this write would widen
     label = actor_label(actor, user)
     for slug in sorted(wanted & set(specs)):
         access = compute_access(slug, specs, tools)
@@ -68,6 +72,11 @@ def role_versions_record(
         number, stored = latest.get(slug, (0, ""))
         if stored == digest:
             continue
+        if specs[slug].protected and number:
+            found = protected_widening(_snapshot(slug, number), snapshot)
+            if found:
+                widened[slug] = found
+                continue
         version = RoleVersion.objects.create(
             role_id=ids[slug],
             role_slug=slug,
@@ -79,7 +88,13 @@ def role_versions_record(
         )
         role_version_created.send(sender=RoleVersion, version=version)
         created.append(version)
+    protected_widening_check(widened)  # raises: the caller's transaction rolls back
     return created
+
+
+def _snapshot(slug: str, number: int) -> dict[str, Any]:
+    row = RoleVersion.objects.filter(role_slug=slug, number=number).values("snapshot").first()
+    return dict(row["snapshot"]) if row else {}
 
 
 def prompt_rejection_record(*, where: str, actor: str, findings: list[dict[str, Any]]) -> None:

@@ -21,6 +21,7 @@ from django.utils import timezone
 from acode.errors import AcodeError
 from roles.models import RoleDraft, RoleDraftStatus, RoleVersion
 from roles.services.common import actor_label, data_changed
+from roles.services.protection import reviewed_write
 from roles.services.replay import role_replay
 from roles.services.roles import role_reviewed_write
 
@@ -96,7 +97,8 @@ def role_draft_publish(*, draft_id: int, user: AbstractBaseUser, reason: str = "
             )
         if refusal is not None:
             raise refusal
-        role_reviewed_write(content=draft.content, user=user)
+        with reviewed_write():  # may widen protected roles (this role, those below it)
+            role_reviewed_write(content=draft.content, user=user)
         _decided(draft, RoleDraftStatus.PUBLISHED, user=user, reason=reason)
         RoleDraft.objects.filter(role_slug=draft.role_slug, status=RoleDraftStatus.OPEN).exclude(
             pk=draft.pk

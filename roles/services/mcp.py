@@ -30,6 +30,7 @@ from roles.mcp_tools import mcp_tool_name, server_permission
 from roles.models import Permission
 from roles.services.common import actor_label, data_changed, role_versions_record
 from roles.services.examples import role_examples_enforce
+from roles.services.protection import reviewed_write
 
 
 def definition_hash(definition: Mapping[str, Any]) -> str:
@@ -92,7 +93,10 @@ def mcp_definitions_record(
             tool.state = McpToolState.MISSING
             tool.save(update_fields=["state"])
             data_changed("mcp tool", "definition missing", _tool_label(tool), actor)
-    role_versions_record(actor=actor)  # a tool withheld or offered again moves roles' tools
+    # A tool withheld or offered again moves roles' tools. Offered again is a definition an
+    # admin approved, so a protected role may get it back (roles.services.protection).
+    with reviewed_write():
+        role_versions_record(actor=actor)
     return seen
 
 
@@ -175,6 +179,7 @@ def mcp_server_save(
         defaults={"description": f"Use the tools of MCP server {server.slug}"},
     )
     data_changed("mcp server", "saved", server.slug, actor_label(actor, user))
+    role_versions_record(actor=actor, user=user)  # switched on or off: roles' tools moved
     return server
 
 
@@ -186,6 +191,7 @@ def mcp_server_delete(
     slug = server.slug
     server.delete()
     data_changed("mcp server", "deleted", slug, actor_label(actor, user))
+    role_versions_record(actor=actor, user=user)  # roles holding its permission lost its tools
 
 
 def mcp_server_status_record(*, server: McpServer, error: str = "") -> None:

@@ -247,6 +247,10 @@ def test_an_admin_form_edit_becomes_a_draft_another_admin_publishes_in_admin(
     assert _live() == before
     role_page = author.get(f"/admin/roles/role/{protected.pk}/change/").content.decode()
     assert f"draft #{draft.pk}</a> by alice" in role_page
+    # The role's admin history says a draft was made, not that the role changed.
+    history = author.get(f"/admin/roles/role/{protected.pk}/history/").content.decode()
+    assert f"Drafted #{draft.pk}; nothing live changed." in history
+    assert "Changed Description" not in history
 
     reviewer = Client()
     reviewer.force_login(bob)
