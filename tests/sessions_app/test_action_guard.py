@@ -482,6 +482,7 @@ SERVICES: dict[str, tuple[Action, Callable[[World], object]]] = {
 SERVICES_NOT_ACTIONS = {
     "actor_name": "a helper",
     "lock_session": "a helper",
+    "lock_job": "a helper (the job row, inside the calling service's transaction)",
     "current_role_of": "a read",
     "record_and_publish": "a helper of the services above (audit and publish)",
     "session_create": "opens a new session",
