@@ -62,12 +62,11 @@ def protected_widening_check(widened: Mapping[str, Mapping[str, Any]]) -> None:
         return
     parts = []
     for slug, found in sorted(widened.items()):
-        what = [f"tools {', '.join(found['tools_gained'])}"] if "tools_gained" in found else []
+        what = [f"gain tools {', '.join(found['tools_gained'])}"] if "tools_gained" in found else []
         if "limits_loosened" in found:
-            what.append(
-                f"argument limits of {', '.join(found['limits_loosened'])} removed or changed"
-            )
-        parts.append(f"{slug} would gain {' and '.join(what)}")
+            loosened = ", ".join(found["limits_loosened"])
+            what.append(f"have its argument limits of {loosened} removed or changed")
+        parts.append(f"{slug} would {' and '.join(what)}")
     raise AcodeError(
         "ACODE-ROL-015",
         "Not saved: a protected role changes only through a draft another admin publishes; "
