@@ -9,6 +9,8 @@ from rest_framework import serializers
 
 from acode.inputs import JSON_VALUE_REF, NO_NUL, Input, Text
 
+SLUG_PATTERN = "^[-a-zA-Z0-9_]+$"  # the model's SlugField (its other checks answer 409)
+
 
 @extend_schema_field(
     {
@@ -22,11 +24,16 @@ class SecretNames(serializers.DictField):
 
 
 class McpServerInput(Input):
-    slug = serializers.CharField(max_length=40)
+    slug = Text(max_length=40, pattern=SLUG_PATTERN)
     description = serializers.CharField(max_length=255, required=False, allow_blank=True)
     transport = serializers.ChoiceField(choices=["stdio", "http"], required=False)
-    command = serializers.ListField(child=serializers.CharField(), required=False)
-    read_only_paths = serializers.ListField(child=serializers.CharField(), required=False)
+    # Text, not CharField: whitespace alone is blank for both, and only Text's schema says so.
+    command = serializers.ListField(
+        child=Text(max_length=4096, trim_whitespace=False), required=False
+    )  # argv exactly as given
+    read_only_paths = serializers.ListField(
+        child=Text(max_length=4096, pattern="^/"), required=False
+    )
     url = serializers.CharField(max_length=500, required=False, allow_blank=True)
     env_secrets = SecretNames(
         child=serializers.CharField(),

@@ -86,7 +86,10 @@ def window_time(value: Any, name: str) -> datetime | None:
     """An ISO 8601 time (UTC when it names no zone), or ACODE-ROL-014."""
     if value in (None, ""):
         return None
-    parsed = parse_datetime(value) if isinstance(value, str) else None
+    try:  # None for a malformed time; ValueError for a well-formed impossible one (12:99)
+        parsed = parse_datetime(value) if isinstance(value, str) else None
+    except ValueError:
+        parsed = None
     if parsed is None:
         raise AcodeError(
             BAD_WINDOW, f"`{name}` is not an ISO 8601 time: {str(value)[:100]!r}.", {"field": name}

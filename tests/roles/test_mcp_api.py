@@ -161,3 +161,15 @@ def test_argument_limits_crud_versions_the_role(boss: APIClient) -> None:
     gone = boss.delete(url + "mcp__tracker__issues/")
     assert (gone.status_code, gone.json()["code"]) == (404, "ACODE-MCP-008")
     assert boss.get("/api/roles/architect/argument-limits/").json()["code"] == "ACODE-ROL-001"
+
+
+def test_blank_list_items_are_refused_and_arguments_are_kept_exactly(boss: APIClient) -> None:
+    # Found by a longer fuzz campaign: whitespace alone was blank to the server but not
+    # to the published schema.
+    for field in ("command", "read_only_paths"):
+        body = {"slug": "tracker", "command": ["tracker-mcp"], field: ["/opt/x", " "]}
+        refused = boss.post("/api/mcp-servers/", body, format="json")
+        assert (refused.status_code, refused.json()["code"]) == (400, "ACODE-INP-002"), field
+    body = {"slug": "tracker", "command": ["tracker-mcp", " --name= a b "]}
+    created = boss.post("/api/mcp-servers/", body, format="json")
+    assert created.status_code == 201 and created.json()["command"][1] == " --name= a b "

@@ -124,6 +124,7 @@ def test_replay_window_limits_the_decisions(admin_api: APIClient, history: dict[
         ("tester", {"draft": {"parent": "ghost"}}, 404, "ACODE-ROL-001"),
         ("tester", {"drfat": {}}, 400, "ACODE-ROL-004"),
         ("tester", {"since": "yesterday"}, 400, "ACODE-ROL-014"),
+        ("tester", {"until": "2024-01-01T12:99:00Z"}, 400, "ACODE-ROL-014"),  # fuzz: minute 99
     ],
 )  # fmt: skip
 def test_replay_refuses_bad_input_with_its_code(
