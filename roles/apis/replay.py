@@ -5,7 +5,7 @@ session); nothing is written."""
 from __future__ import annotations
 
 import copy
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.utils.dateparse import parse_datetime
@@ -83,18 +83,21 @@ class ReplayOutput(serializers.Serializer):
 
 
 def window_time(value: Any, name: str) -> datetime | None:
-    """An ISO 8601 time (UTC when it names no zone), or ACODE-ROL-014."""
+    """An ISO 8601 time (UTC when it names no zone), in UTC, or ACODE-ROL-014.
+
+    In UTC, because a database need not take every offset ISO 8601 allows (PostgreSQL
+    stops at 15:59)."""
     if value in (None, ""):
         return None
     try:  # None for a malformed time; ValueError for a well-formed impossible one (12:99)
         parsed = parse_datetime(value) if isinstance(value, str) else None
-    except ValueError:
-        parsed = None
-    if parsed is None:
-        raise AcodeError(
-            BAD_WINDOW, f"`{name}` is not an ISO 8601 time: {str(value)[:100]!r}.", {"field": name}
-        )
-    return make_aware(parsed) if is_naive(parsed) else parsed
+        if parsed is not None:  # OverflowError: before year 1 or after 9999 once in UTC
+            return (make_aware(parsed, UTC) if is_naive(parsed) else parsed).astimezone(UTC)
+    except (ValueError, OverflowError):
+        pass
+    raise AcodeError(
+        BAD_WINDOW, f"`{name}` is not an ISO 8601 time: {str(value)[:100]!r}.", {"field": name}
+    )
 
 
 class RoleReplayApi(APIView):

@@ -9,13 +9,16 @@ request that a schema cannot say.
   valid is replaced with a fresh one, so generated requests do not replay each other.
 - Which session, job or run an id names: a generated UUID names none, so a valid one is
   pointed at the test's own (outside the stateful phase, whose ids come from the API's
-  answers). Malformed ids stay, and must get a JSON 404.
+  answers). Malformed ids stay, and must get a JSON 404. Likewise half the well-formed
+  MCP server and tool names and draft ids name the world's own (``_point_at_world``).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import uuid
+import zlib
 from typing import Any
 
 import requests
@@ -40,6 +43,33 @@ _IDS = {
 }
 
 
+# Named things of the world: an MCP server with a listed tool, and a draft of a protected
+# role. A generated name that could be one is pointed at it half the time (by a hash of the
+# name, so a seed still gives the same run), so the routes behind them are reached too.
+_NAMED = {
+    "slug": os.environ.get("ACODE_FUZZ_MCP_SERVER", ""),
+    "tool": os.environ.get("ACODE_FUZZ_MCP_TOOL", ""),
+}
+_DRAFT = os.environ.get("ACODE_FUZZ_DRAFT", "")
+_NAME = re.compile(r"^[-a-zA-Z0-9_]+$")
+
+
+def _point_at_world(case: Any) -> None:
+    params = case.path_parameters or {}
+    for key, ours in _NAMED.items():
+        given = params.get(key)
+        if ours and isinstance(given, str) and _NAME.match(given) and _half(given):
+            params[key] = ours
+    number = params.get("id")
+    drafts = case.path.startswith("/api/role-drafts/") and isinstance(number, int)
+    if _DRAFT and drafts and int(number) >= 0 and _half(str(number)):
+        params["id"] = int(_DRAFT)
+
+
+def _half(text: str) -> bool:
+    return zlib.crc32(text.encode()) % 2 == 1
+
+
 def _is_uuid(value: Any) -> bool:
     try:
         uuid.UUID(str(value))
@@ -58,6 +88,8 @@ def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
     kind = case.path.split("/")[2] if case.path.count("/") > 2 else ""
     if not stateful and _is_uuid(given) and _IDS.get(kind):
         case.path_parameters["id"] = _IDS[kind]
+    if not stateful:
+        _point_at_world(case)
 
 
 @schemathesis.hook

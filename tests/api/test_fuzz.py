@@ -27,6 +27,9 @@ from rest_framework.authtoken.models import Token
 
 from acode.devserver import web_command
 from acode.embedded import embedded_redis, free_port, stop_process, wait_for_port
+from roles.models import McpServer
+from roles.services import role_write
+from roles.services.mcp import mcp_definitions_record, mcp_server_save
 from sessions_app.models import WorkflowStage, WorkflowTemplate
 from sessions_app.services import jobs
 from sessions_app.services.jobs import job_create
@@ -73,14 +76,29 @@ def world(
         "user": django_user_model.objects.create_user("fuzzer", "f@example.com", PASSWORD),
         "superuser": django_user_model.objects.create_superuser("boss", "b@example.com", PASSWORD),
     }
+    shared = _named_world(people["superuser"])
     return {
         kind: {
             "username": user.get_username(),
             "token": Token.objects.create(user=user).key,
             **_world_of(user),
+            **shared,
         }
         for kind, user in people.items()
     }
+
+
+def _named_world(admin: Any) -> dict[str, str]:
+    """An MCP server listing one tool (pending approval), and a protected role with an open
+    draft by the superuser (who therefore cannot publish it)."""
+    server = mcp_server_save(server=McpServer(slug="fuzzsrv", command=["fuzz-mcp"]), actor="t")
+    listed = {"name": "issues", "description": "List issues", "input_schema": {"type": "object"}}
+    mcp_definitions_record(server=server, definitions=[listed])
+    guarded = {"slug": "guarded", "name": "Guarded", "permissions": ["read_files"]}
+    role_write(data={**guarded, "protected": True}, create=True, actor="t")
+    draft = role_write(data={"description": "A draft"}, create=False, slug="guarded", user=admin)
+    assert draft.draft is not None
+    return {"mcp_server": "fuzzsrv", "mcp_tool": "issues", "draft": str(draft.draft.pk)}
 
 
 @pytest.fixture
@@ -135,6 +153,9 @@ def test_schemathesis_finds_nothing(
         "ACODE_FUZZ_SESSION": mine["session"],
         "ACODE_FUZZ_JOB": mine["job"],
         "ACODE_FUZZ_RUN": mine["run"],
+        "ACODE_FUZZ_MCP_SERVER": mine["mcp_server"],
+        "ACODE_FUZZ_MCP_TOOL": mine["mcp_tool"],
+        "ACODE_FUZZ_DRAFT": mine["draft"],
         "PYTHONPATH": str(ROOT),
         "NO_COLOR": "1",
     }
