@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -27,10 +27,16 @@ DRAFT_ID = OpenApiParameter("id", int, OpenApiParameter.PATH, description="The d
 DECISION_CODES = ("ACODE-API-404", "ACODE-ROL-010", "ACODE-ROL-011", "ACODE-ROL-013")
 
 
+# Not JSONField(allow_null=True): its schema, oneOf [{}, null], refuses null (both match).
+@extend_schema_field({"description": "Any JSON value, null included."})
+class AnyValue(serializers.JSONField):
+    """Any JSON value."""
+
+
 class FieldChangeOutput(serializers.Serializer):
     field = serializers.CharField()
-    before = serializers.JSONField(allow_null=True)
-    after = serializers.JSONField(allow_null=True)
+    before = AnyValue()
+    after = AnyValue()
 
 
 class RoleDraftOutput(serializers.Serializer):

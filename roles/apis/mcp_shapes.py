@@ -61,6 +61,12 @@ class McpServerOutput(McpServerInput, serializers.Serializer):
     checked_at = serializers.DateTimeField(allow_null=True)
 
 
+# Not JSONField(allow_null=True): its schema, oneOf [{}, null], refuses null (both match).
+@extend_schema_field({"type": ["object", "null"]})
+class ObjectOrNull(serializers.JSONField):
+    """A JSON object, or null."""
+
+
 class McpToolOutput(serializers.Serializer):
     name = serializers.CharField(help_text="The server's name for it.")
     tool = serializers.CharField(help_text="Its name in acode's registry: mcp__<server>__<tool>.")
@@ -68,7 +74,7 @@ class McpToolOutput(serializers.Serializer):
     offered = serializers.BooleanField(help_text="Approved, and listed exactly as approved.")
     live_definition = serializers.JSONField(help_text="What the server lists now.")
     live_hash = serializers.CharField()
-    approved_definition = serializers.JSONField(allow_null=True)
+    approved_definition = ObjectOrNull(help_text="Null until an admin approves one.")
     approved_hash = serializers.CharField()
     approved_by = serializers.CharField()
     approved_at = serializers.DateTimeField(allow_null=True)
