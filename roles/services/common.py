@@ -62,9 +62,8 @@ def role_versions_record(
         .values_list("role_slug", "number", "content_hash")
     ):
         latest.setdefault(slug, (number, digest))
-    created: list[RoleVersion] = []
+    moved: list[tuple[str, int, str, dict[str, Any]]] = []
     widened: dict[str, dict[str, Any]] = {}  # protected roles this write would widen
-    label = actor_label(actor, user)
     for slug in sorted(wanted & set(specs)):
         access = compute_access(slug, specs, tools)
         snapshot = role_snapshot(specs[slug], access, limits_of(slug, specs, limits))
@@ -76,11 +75,15 @@ def role_versions_record(
             found = protected_widening(_snapshot(slug, number), snapshot)
             if found:
                 widened[slug] = found
-                continue
+        moved.append((slug, number + 1, digest, snapshot))
+    protected_widening_check(widened)  # raises before any version: the write rolls back
+    created: list[RoleVersion] = []
+    label = actor_label(actor, user)
+    for slug, number, digest, snapshot in moved:
         version = RoleVersion.objects.create(
             role_id=ids[slug],
             role_slug=slug,
-            number=number + 1,
+            number=number,
             content_hash=digest,
             snapshot=snapshot,
             actor=label,
@@ -88,7 +91,6 @@ def role_versions_record(
         )
         role_version_created.send(sender=RoleVersion, version=version)
         created.append(version)
-    protected_widening_check(widened)  # raises: the caller's transaction rolls back
     return created
 
 
