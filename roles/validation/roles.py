@@ -84,7 +84,11 @@ def role_field_problems(data: Mapping[str, Any]) -> list[str]:
         problems.append(
             f"role {slug}: context_strategy {strategy!r} is not one of {', '.join(ContextStrategy.values)}"
         )
-    for glob in data.get("write_paths") or []:
+    globs = data.get("write_paths") or []
+    if not isinstance(globs, list):
+        problems.append(f"role {slug}: write_paths must be a list of globs")
+        globs = []
+    for glob in globs:
         problem = glob_problem(str(glob))
         if problem:
             problems.append(f"role {slug}: write_paths {problem}")

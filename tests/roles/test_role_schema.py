@@ -93,7 +93,8 @@ def test_role_writes_say_which_kind_of_refusal(admin_user: Any) -> None:
     def create(**data: Any) -> Any:
         return boss.post("/api/roles/", {"slug": "scribe", "name": "Scribe", **data}, format="json")
 
-    malformed = [{"max_llm_calls": "5"}, {"colour": "red"}, {"salary": 1}, {"name": 7}]
+    malformed = [{"max_llm_calls": "5"}, {"colour": "red"}, {"salary": 1}, {"name": 7},
+                 {"write_paths": 1.5}]  # fmt: skip
     for data in malformed:
         response = create(**data)
         assert (response.status_code, response.json()["code"]) == (400, "ACODE-ROL-004"), data
