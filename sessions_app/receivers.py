@@ -19,7 +19,7 @@ from roles.signals import (
 from sessions_app.models import AuditEventType
 from sessions_app.services.audit import audit_record
 from sessions_app.services.events import publish_roles_event
-from sessions_app.services.mcp import mcp_server_refresh
+from sessions_app.services.mcp import mcp_server_refresh_asked
 
 
 def _role_versioned(sender: Any, version: RoleVersion, **kwargs: Any) -> None:
@@ -57,8 +57,10 @@ def _role_data_changed(
     )
 
 
-def _mcp_refresh_requested(sender: Any, server: Any, actor: str, **kwargs: Any) -> None:
-    mcp_server_refresh(server=server, actor=actor)
+def _mcp_refresh_requested(sender: Any, server: Any, actor: str, **kwargs: Any) -> Any:
+    # A server that cannot be reached is its state (recorded on it), not our error: the
+    # failure is returned to the caller (send_robust) instead of being logged with a trace.
+    return mcp_server_refresh_asked(server=server, actor=actor)
 
 
 def _role_data_committed(sender: Any, **kwargs: Any) -> None:

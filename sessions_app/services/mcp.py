@@ -81,6 +81,17 @@ def mcp_server_refresh(
     )
 
 
+def mcp_server_refresh_asked(
+    *, server: McpServer, actor: str
+) -> list[McpToolDefinition] | McpFailure:
+    """A person's refresh (API, admin): like ``mcp_server_refresh``, but a server that cannot
+    be reached is returned, not raised (it is the server's state, recorded on it)."""
+    try:
+        return mcp_server_refresh(server=server, actor=actor)
+    except McpFailure as failure:
+        return failure
+
+
 class JobMcpServers:
     """The MCP servers of one job: each started on first use, all killed when the job ends.
 

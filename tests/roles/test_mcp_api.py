@@ -123,7 +123,9 @@ def test_approval_of_a_definition_that_moved_since_it_was_read_is_refused(
     assert current.status_code == 200 and current.json()["offered"] is True
 
 
-def test_refresh_of_an_unreachable_server_is_a_coded_error(boss: APIClient) -> None:
+def test_refresh_of_an_unreachable_server_is_a_coded_error(
+    boss: APIClient, caplog: pytest.LogCaptureFixture
+) -> None:
     McpServer.objects.create(
         slug="gone", transport="http", url="http://127.0.0.1:9/mcp", call_timeout_seconds=2
     )
@@ -131,6 +133,8 @@ def test_refresh_of_an_unreachable_server_is_a_coded_error(boss: APIClient) -> N
     assert response.status_code == 200 and response.json()["listed"] is False
     assert response.json()["error"]["code"].startswith("ACODE-MCP-")
     assert McpServer.objects.get(slug="gone").status == "error"
+    # The server's state, not acode's error: no error log with a traceback for it.
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
 
 
 def test_argument_limits_crud_versions_the_role(boss: APIClient) -> None:
