@@ -3,6 +3,7 @@ that reach only their own server, and a stdio server held inside its workspace."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -160,7 +161,13 @@ def listener() -> Iterator[int]:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(8)
-    accepting = threading.Thread(target=lambda: [sock.accept() for _ in range(8)], daemon=True)
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):  # the socket closes when the test ends
+            for _ in range(8):
+                sock.accept()
+
+    accepting = threading.Thread(target=accept, daemon=True)
     accepting.start()
     yield sock.getsockname()[1]
     sock.close()
