@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roles.commands import CommandRule
+from roles.gitpaths import git_path_problem, is_git_path
 from roles.tools import ToolDeclaration
 
 
@@ -256,6 +257,7 @@ _CHANGE_VERBS = {"created": "create", "modified": "write", "deleted": "delete"}
 # the lines of a diff shown to a reviewer.
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 FILE_NAME_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*$"  # the same rule, for the API schema
+GIT_PATH_REFUSED = "ACODE-CHG-001"
 
 
 @dataclass(frozen=True)
@@ -265,6 +267,7 @@ class WriteRule:
     allowed: bool
     rule: str
     reason: str = ""
+    code: str = ""  # the ACODE code of a refusal, when it is not the role's (ROL-003)
 
 
 @dataclass(frozen=True)
@@ -289,7 +292,8 @@ class WritePolicy:
         """May ``path`` (workspace-relative) be ``change``d (created, modified, deleted) to
         become a ``kind`` with ``mode``?
 
-        Refusal rules, in order: ``git_dir`` (git metadata, anywhere), ``write_permission``
+        Refusal rules, in order: ``git_dir`` (git metadata, anywhere), ``git_path`` (a name
+        git cannot store, ``roles.gitpaths``: ACODE-CHG-001), ``write_permission``
         (the change's permission, ``CHANGE_PERMISSIONS``), ``file_name`` (not UTF-8, or
         control characters), ``write_paths`` (outside the role's globs), ``file_kind``
         (links, devices, FIFOs, sockets: only regular files are kept), ``file_mode``
@@ -297,6 +301,8 @@ class WritePolicy:
         """
         if is_git_path(path):
             return WriteRule(False, "git_dir", f"{path!r}: git metadata is never written")
+        if problem := git_path_problem(path):
+            return WriteRule(False, "git_path", problem, GIT_PATH_REFUSED)
         needed = CHANGE_PERMISSIONS.get(change)
         if needed is None or needed not in self.permissions:
             verb = _CHANGE_VERBS.get(change, "write")
@@ -325,11 +331,6 @@ class WritePolicy:
                 f"{path!r} has mode {mode:o}: setuid, setgid and sticky bits are refused",
             )
         return WriteRule(True, f"write_paths: {matched}" if matched else "write_paths: anywhere")
-
-
-def is_git_path(path: str) -> bool:
-    """Whether ``path`` is in git metadata (a ``.git`` component, in any case)."""
-    return any(part.lower() == ".git" for part in path.split("/"))
 
 
 def _file_name_problem(path: str) -> str:

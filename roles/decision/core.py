@@ -154,7 +154,7 @@ def _check_path(
     if declaration.writes:  # the one write-path rule, as for a command's changes
         decision = role.write_policy.check(rel, change=declaration.writes)
         if not decision.allowed:
-            return deny(decision.reason, decision.rule, target=rel, normalised=normalised)
+            return deny(decision.reason, decision.rule, decision.code or DENIED, rel, normalised)
         rule = decision.rule
     return Decision(True, declaration=declaration, target=rel, rule=rule,
                     normalised=normalised, arguments={**arguments, "path": rel})  # fmt: skip

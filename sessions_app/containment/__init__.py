@@ -19,6 +19,7 @@ from __future__ import annotations
 from roles.access import CONTROL, FILE_NAME_PATTERN
 from sessions_app.containment.bwrap import GIT_VIEW_CONFIG, SYSTEM_DIRS, SandboxView
 from sessions_app.containment.content import ContentStore
+from sessions_app.containment.gitobjects import CommitMismatch, TreeChange, commit_changes
 from sessions_app.containment.layer import Layer, copy_changes, layer_changes, layer_create
 from sessions_app.containment.mcpclient import (
     McpConnection,
@@ -68,6 +69,7 @@ __all__ = [
     "SYSTEM_DIRS",
     "URL_MASK",
     "CommandWrites",
+    "CommitMismatch",
     "ContentStore",
     "GitRefused",
     "Layer",
@@ -84,10 +86,12 @@ __all__ = [
     "SecretIndex",
     "ToolDefinition",
     "ToolResult",
+    "TreeChange",
     "WorkspaceFS",
     "WorkspaceWriter",
     "check_argv",
     "clone",
+    "commit_changes",
     "copy_changes",
     "init_repository",
     "is_binary",

@@ -2,9 +2,10 @@
 
 A pending change records the id of exactly the bytes that were written, and for a managed
 workspace the bytes themselves go into its git object store (server state, never mounted
-into a sandbox). Approval builds the commit from those ids, so what reaches the branch is
-what the approval's digest covered, whatever the work tree holds by then. An attached
-workspace has no branch: its changes are only hashed.
+into a sandbox), written in-process (``gitobjects``: no git program per file). Approval
+builds the commit from those ids, so what reaches the branch is what the approval's digest
+covered, whatever the work tree holds by then. An attached workspace has no branch: its
+changes are only hashed.
 """
 
 from __future__ import annotations
@@ -12,10 +13,9 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import Any
 
-from sessions_app.containment.safegit import GitRefused, run_git
-
-BLOB_ID_LENGTHS = (40, 64)  # SHA-1 and SHA-256 repositories
+from sessions_app.containment.gitobjects import blob_from_fd, open_repository
 
 
 class ContentStore:
@@ -23,28 +23,28 @@ class ContentStore:
 
     def __init__(self, git_dir: Path | None) -> None:
         self.git_dir = git_dir
+        self._repo: Any = None
+
+    def _repository(self) -> Any:
+        if self._repo is None:
+            assert self.git_dir is not None
+            self._repo = open_repository(self.git_dir)
+        return self._repo
 
     def put_fd(self, fd: int) -> str:
         """The blob id of the opened file's whole content (read from its start)."""
         os.lseek(fd, 0, os.SEEK_SET)
         if self.git_dir is None:
             return _sha1_blob_id(fd)
-        outcome = run_git(self.git_dir, ["hash-object", "-w", "--no-filters", "--stdin"], stdin=fd)
-        blob = outcome.stdout.strip()
-        if outcome.exit_code != 0 or len(blob) not in BLOB_ID_LENGTHS:
-            raise GitRefused(f"git could not store the content: {outcome.stderr.strip()[:300]}")
-        return blob
+        return blob_from_fd(self._repository(), fd)
 
     def put_bytes(self, data: bytes) -> str:
         """The blob id of ``data`` (stored when there is a git directory)."""
-        fd = os.memfd_create("acode-content", os.MFD_CLOEXEC)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view[: 1 << 20]) :]
-            return self.put_fd(fd)
-        finally:
-            os.close(fd)
+        if self.git_dir is None:
+            return hashlib.sha1(
+                f"blob {len(data)}\0".encode() + data, usedforsecurity=False
+            ).hexdigest()
+        return str(self._repository().create_blob(data))
 
 
 def _sha1_blob_id(fd: int) -> str:

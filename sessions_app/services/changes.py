@@ -11,6 +11,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from acode.errors import AcodeError
+from roles.gitpaths import git_path_problem
 from sessions_app.containment import CONTROL, RecordedWrite
 from sessions_app.models import AgentSession, AuditEventType, ChangeKind, PendingChange
 from sessions_app.permissions import SessionAction, action_check
@@ -28,13 +29,20 @@ PLACEHOLDER = "["  # binary, large or special content is shown as "[... bytes]" 
 
 
 def _check_path(path: str) -> None:
-    """A diff shown to a reviewer cannot be forged through a file name."""
+    """A diff shown to a reviewer cannot be forged through a file name, and the commit can
+    hold every path a pending change names."""
     if CONTROL.search(path):
         raise AcodeError(
             "ACODE-INP-010",
             "File names with control characters (newline, carriage return, escape...) are "
             "refused as pending changes.",
             {"path": path.encode("unicode_escape").decode("ascii")[:1000]},
+        )
+    if problem := git_path_problem(path):
+        raise AcodeError(
+            "ACODE-CHG-001",
+            f"A pending change cannot name a path git cannot store: {problem}.",
+            {"path": path[:1000]},
         )
 
 

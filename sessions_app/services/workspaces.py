@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,11 +26,14 @@ from acode.errors import AcodeError
 from sessions_app.containment import (
     GIT_VIEW_CONFIG,
     URL_MASK,
+    CommitMismatch,
     ContentStore,
     GitRefused,
     SecretIndex,
+    TreeChange,
     WorkspaceWriter,
     clone,
+    commit_changes,
     init_repository,
     push,
     redact_userinfo,
@@ -92,21 +94,11 @@ def git_dir_of(session_id: uuid.UUID | str) -> Path:
     return Path(settings.ACODE_GIT_ROOT) / f"{session_id}.git"
 
 
-def _git(
-    git_dir: Path,
-    *args: str,
-    work_tree: Path | None = None,
-    stdin_data: bytes | None = None,
-    env: dict[str, str] | None = None,
-) -> str:
-    stdin = _memfd(stdin_data) if stdin_data is not None else None
+def _git(git_dir: Path, *args: str, work_tree: Path | None = None) -> str:
     try:
-        outcome = run_git(git_dir, list(args), work_tree=work_tree, stdin=stdin, env=env)
+        outcome = run_git(git_dir, list(args), work_tree=work_tree)
     except GitRefused as exc:
         raise AcodeError("ACODE-SES-006", f"git refused the workspace: {exc}", {}) from exc
-    finally:
-        if stdin is not None:
-            os.close(stdin)
     if outcome.exit_code != 0:
         raise AcodeError(
             "ACODE-SES-006",
@@ -212,57 +204,27 @@ def workspace_commit(session: AgentSession, changes: Sequence[ApprovedChange], m
     there is nothing to commit or no branch).
 
     The tree is the branch's tree with each change's recorded blob put in (or its path
-    removed), built in a private index: the work tree is never read, and the repository's
-    own index, hooks and config play no part.
+    removed), built in-process (``containment.gitobjects``): no git program, and the work
+    tree, the repository's index, hooks and config play no part. A tree that does not hold
+    exactly the approved content is refused (ACODE-CHG-003) and nothing is committed.
     """
     git_dir = session_git_dir(session)
     if git_dir is None or not session.branch or not changes:
         return ""
-    ref = f"refs/heads/{session.branch}"
-    verify = run_git(git_dir, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"])
-    parent = verify.stdout.strip() if verify.exit_code == 0 else ""
-    with tempfile.TemporaryDirectory(prefix="acode-index-") as tmp:
-        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        _git(git_dir, "read-tree", *([parent] if parent else ["--empty"]), env=env)
-        ordered = sorted(changes, key=lambda c: (bool(c.content), c.path))  # removals first
-        records = b"".join(_index_record(c, _zero_id(git_dir)) for c in ordered)
-        _git(git_dir, "update-index", "-z", "--index-info", stdin_data=records, env=env)
-        tree = _git(git_dir, "write-tree", env=env)
-    if parent and tree == _git(git_dir, "rev-parse", f"{parent}^{{tree}}"):
-        return ""
-    name, email = COMMITTER
-    who = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
-           "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}  # fmt: skip
-    commit = _git(
-        git_dir, "commit-tree", tree, *(["-p", parent] if parent else []),
-        stdin_data=message.encode("utf-8"), env=who,
-    )  # fmt: skip
-    _git(git_dir, "update-ref", ref, commit, parent or _zero_id(git_dir))
-    # The repository's own index follows the branch, so `git status` in a command's view
-    # shows only what is still pending.
-    _git(git_dir, "reset", "--quiet", "--mixed", work_tree=Path(session.workspace))
+    wanted = [TreeChange(c.path, c.content, c.mode) for c in changes]
+    try:
+        commit = commit_changes(git_dir, f"refs/heads/{session.branch}", wanted, message, COMMITTER)
+    except CommitMismatch as exc:
+        raise AcodeError(
+            "ACODE-CHG-003",
+            f"The commit was not made: {exc}. The changes stay pending.",
+            {"problem": str(exc)[:1000]},
+        ) from exc
+    if commit:
+        # The repository's own index follows the branch, so `git status` in a command's
+        # view shows only what is still pending.
+        _git(git_dir, "reset", "--quiet", "--mixed", work_tree=Path(session.workspace))
     return commit
-
-
-def _zero_id(git_dir: Path) -> str:
-    fmt = run_git(git_dir, ["config", "--get", "extensions.objectformat"]).stdout.strip()
-    return "0" * (64 if fmt == "sha256" else 40)
-
-
-def _index_record(change: ApprovedChange, zero: str) -> bytes:
-    if not change.content:
-        return f"0 {zero}\t{change.path}".encode() + b"\0"
-    return f"{change.mode:o} {change.content}\t{change.path}".encode() + b"\0"
-
-
-def _memfd(data: bytes) -> int:
-    """An fd to read ``data`` from (the caller closes it)."""
-    fd = os.memfd_create("acode-stdin", os.MFD_CLOEXEC)
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view[: 1 << 20]) :]
-    os.lseek(fd, 0, os.SEEK_SET)
-    return fd
 
 
 def workspace_patch(session: AgentSession) -> str:
