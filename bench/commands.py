@@ -65,7 +65,7 @@ def context(ws: Path, layers: Path) -> ToolContext:
         layers_root=layers,
         pending_diffs={},
         record_change=recorded.append,
-        approve_changes=lambda summary: 0,
+        approve_changes=lambda summary, digest: 0,
         request_changes=lambda summary, comments: None,
         may_write=True,
         write_policy=WritePolicy(frozenset(CHANGE_PERMISSIONS.values()), ("docs/**",)),

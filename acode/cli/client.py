@@ -46,6 +46,13 @@ class ApiClient:
         """GET a JSON resource."""
         return self._json(self._send("GET", path, params=params))
 
+    def get_with_headers(
+        self, path: str, params: Params | None = None
+    ) -> tuple[Any, httpx.Headers]:
+        """GET a JSON resource, with the answer's headers (a digest that comes with it)."""
+        response = self._send("GET", path, params=params)
+        return self._json(response), response.headers
+
     def get_text(self, path: str, params: Params | None = None) -> str:
         """GET a text resource (YAML export, CSV)."""
         return self._send("GET", path, params=params).text

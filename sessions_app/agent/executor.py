@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from acode.errors import AcodeError
 from roles.commands.workspace import LiveWorkspace, WorkspaceFacts
 from roles.decision import (
     BAD_ARGUMENTS,
@@ -261,6 +262,8 @@ def _run(audit: _CallAudit, decision: Decision, context: ToolContext) -> ToolOut
         audit.row(AuditEventType.ROLE_ACTION, exc.code, phase="outcome", status="error",
                   error=error)  # fmt: skip
         return ToolOutcome("error", "", exc.code, error, audit.target)
+    except AcodeError as exc:  # a service refused what the tool asked (a stale approval)
+        return _refused_while_running(audit, decision, exc.code, "service", exc.message)
     except SandboxUnavailable as exc:
         code, rule, reason = sandbox_problem(LIVE_HOST, writable=context.may_write)
         reason = reason or f"Commands run only inside a sandbox, and none can start here: {exc}."

@@ -40,6 +40,7 @@ from sessions_app.agent.plans import PLAN_ANSWER_SCHEMA, plan_from_answer
 from sessions_app.agent.tool_context import run_of, tool_context
 from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS
 from sessions_app.models import AgentSession, Job, JobEventKind, JobStatus
+from sessions_app.services.changes import pending_snapshot
 from sessions_app.services.jobs import job_event, job_finish, job_heartbeat, job_start
 from sessions_app.services.plans import plan_set
 from sessions_app.services.workspaces import session_git_dir
@@ -147,14 +148,16 @@ def _steps(job: Job, run: LoopState, provider_override: Provider | None) -> None
             if run.asked:  # the run waits for a person's answer
                 job_finish(job, JobStatus.SUCCEEDED, result=f"Asked a person: {run.asked[0]}")
                 return
-        run.tool_ctx.pending_diffs = dict(run.session.pending_changes.values_list("path", "diff"))
+        now = pending_snapshot(run.session)
+        run.tool_ctx.pending_diffs, run.tool_ctx.review.current = now.diffs, now.digest
 
 
 def _prepare(job: Job) -> LoopState:
     """The role's prompt, context and tools, as the model will first see them."""
     session: AgentSession = job.session
     role = registry.get(job.role.slug)
-    pending = dict(session.pending_changes.values_list("path", "diff"))
+    shown = pending_snapshot(session)  # what the context shows, and its digest
+    pending = shown.diffs
     reviews = any(spec.name == "submit_review" for spec in registry.effective_tools(role.slug))
     if role.spec.context_strategy == "change_focused" and not pending and reviews:
         raise Stop(
@@ -202,7 +205,7 @@ def _prepare(job: Job) -> LoopState:
         endpoints=endpoints,
         tools=tool_definitions(role),
         messages=messages,
-        tool_ctx=tool_context(job, session, asked),
+        tool_ctx=tool_context(job, session, asked, shown),
         asked=asked,
         deadline=time.monotonic() + _limit(role.spec.timeout_seconds, job.limit_seconds),
         ordinal=_scripted_ordinal(job, endpoints),

@@ -8,10 +8,16 @@ from typing import Any
 
 from django.conf import settings
 
-from sessions_app.agent.tools import ToolContext
+from sessions_app.agent.tools import ReviewState, ToolContext
 from sessions_app.containment import RecordedWrite
 from sessions_app.models import AgentSession, Job, JobEventKind
-from sessions_app.services.changes import change_track, changes_approve
+from sessions_app.services.changes import (
+    PendingSnapshot,
+    change_track,
+    changes_approve,
+    changes_check_digest,
+    pending_snapshot,
+)
 from sessions_app.services.jobs import job_event
 from sessions_app.services.mcp import JobMcpServers
 from sessions_app.services.runs import run_question_ask, run_review_record
@@ -24,19 +30,27 @@ def run_of(job: Job) -> Any:
     return job.run_stage.run_id if job.run_stage is not None else None
 
 
-def tool_context(job: Job, session: AgentSession, asked: list[str]) -> ToolContext:
-    """The job's tool context; a question put to a person is appended to ``asked``."""
+def tool_context(
+    job: Job, session: AgentSession, asked: list[str], shown: PendingSnapshot | None = None
+) -> ToolContext:
+    """The job's tool context; a question put to a person is appended to ``asked``.
+    ``shown``: the pending changes the job's context showed the model (read now if None)."""
+    shown = pending_snapshot(session) if shown is None else shown
     actor = f"job:{str(job.pk)[:8]}"
     run_id = run_of(job)
 
     def record_change(write: RecordedWrite) -> None:
         change_track(session=session, write=write, actor=actor, run_id=run_id)
 
-    def approve(summary: str) -> int:
+    def approve(summary: str, digest: str) -> int:
         if job.run_stage_id is not None:  # in a run, the run commits (or its gate does)
-            run_review_record(job=job, verdict="approve", summary=summary, comments=[])
+            changes_check_digest(session, digest)
+            run_review_record(
+                job=job, verdict="approve", summary=summary, comments=[], digest=digest
+            )
             return session.pending_changes.count()
-        return changes_approve(session=session, summary=summary, actor=actor)
+        done = changes_approve(session=session, digest=digest, summary=summary, actor=actor)
+        return done.approved
 
     def request_changes(summary: str, comments: list[Any]) -> None:
         if job.run_stage_id is not None:
@@ -59,7 +73,8 @@ def tool_context(job: Job, session: AgentSession, asked: list[str]) -> ToolConte
         writer=workspace_writer(session),
         layers_root=Path(settings.ACODE_LAYERS_ROOT),
         git_dir=session_git_dir(session),
-        pending_diffs=dict(session.pending_changes.values_list("path", "diff")),
+        pending_diffs=shown.diffs,
+        review=ReviewState(shown=shown.digest, current=shown.digest),
         record_change=record_change,
         approve_changes=approve,
         request_changes=request_changes,

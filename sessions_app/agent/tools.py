@@ -54,6 +54,16 @@ MAX_LISTED_WRITES = 20
 
 
 @dataclass
+class ReviewState:
+    """Which pending changes the model was shown: ``shown`` the digest of those it last saw
+    whole (its context, or ``analyze_diff``), ``current`` that of ``pending_diffs`` now.
+    ``submit_review`` approves ``shown`` and nothing else."""
+
+    shown: str = ""
+    current: str = ""
+
+
+@dataclass
 class ToolContext:
     """What an implementation may touch: the workspace and the session's pending changes.
 
@@ -70,7 +80,7 @@ class ToolContext:
     layers_root: Path
     pending_diffs: dict[str, str]
     record_change: Callable[[RecordedWrite], None]
-    approve_changes: Callable[[str], int]
+    approve_changes: Callable[[str, str], int]  # (summary, the digest the model was shown)
     request_changes: Callable[[str, list[Any]], None]
     ask_human: Callable[[str], None] | None = None  # None: no run, nobody to ask
     git_dir: Path | None = None
@@ -80,6 +90,7 @@ class ToolContext:
     read_secrets: bool = False
     write_policy: WritePolicy = field(default_factory=WritePolicy)
     mcp: Any = None  # the job's MCP servers (services.mcp.JobMcpServers), closed with it
+    review: ReviewState = field(default_factory=ReviewState)  # shared by the call copies
 
 
 @dataclass(frozen=True)
@@ -172,7 +183,10 @@ def analyze_diff(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     only = args.get("path") or ""
     diffs = {p: d for p, d in ctx.pending_diffs.items() if not only or p == only}
     text = "\n".join(redact_text(d) for _, d in sorted(diffs.items())) or "(no pending changes)"
-    return ToolResult(text, only or "pending changes", f"{len(diffs)} changed files")
+    if not only:  # the model has now seen every pending change as it is
+        ctx.review.shown = ctx.review.current
+    details = {"digest": ctx.review.current} if not only else {}
+    return ToolResult(text, only or "pending changes", f"{len(diffs)} changed files", details)
 
 
 def _write(ctx: ToolContext, args: dict[str, Any], *, create: bool) -> ToolResult:
@@ -315,16 +329,18 @@ def run_tests(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 def submit_review(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     verdict = args.get("verdict")
     summary = str(args.get("summary", ""))
+    shown = {"digest": ctx.review.shown}  # what the Reviewer was shown, recorded
     if verdict == "approve":
-        count = ctx.approve_changes(summary)
+        count = ctx.approve_changes(summary, ctx.review.shown)
         return ToolResult(
-            f"Approved {count} pending changes.", "pending changes", f"approved {count}"
+            f"Approved {count} pending changes.", "pending changes", f"approved {count}", shown
         )
     if verdict == "request_changes":
         ctx.request_changes(summary, list(args.get("comments", [])))
         return ToolResult(
-            "Revision requested; the changes stay pending.", "pending changes", "revision requested"
-        )
+            "Revision requested; the changes stay pending.", "pending changes",
+            "revision requested", shown,
+        )  # fmt: skip
     raise Refused("verdict must be 'approve' or 'request_changes'")
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -19,6 +19,7 @@ from sessions_app.apis.common import (
 )
 from sessions_app.apis.idempotency import idempotent
 from sessions_app.apis.serializers import (
+    CHANGES_DIGEST_HEADER,
     ApproveInput,
     ApproveOutput,
     PendingChangeInput,
@@ -30,7 +31,7 @@ from sessions_app.apis.serializers import (
 from sessions_app.permissions import SessionAction
 from sessions_app.selectors.lookups import session_by_id
 from sessions_app.selectors.sessions import session_pending_changes
-from sessions_app.services.changes import change_record, changes_approve
+from sessions_app.services.changes import change_record, changes_approve, changes_digest
 from sessions_app.services.plans import plan_set, plan_step_update
 
 
@@ -101,12 +102,28 @@ class SessionChangesApi(SessionActionApi):
     actions = {"POST": SessionAction.CHANGE_RECORD}
 
     @extend_schema(
-        responses={200: PendingChangeOutput(many=True), **error_responses(*NOT_VISIBLE_CODES)},
+        responses={
+            200: OpenApiResponse(
+                PendingChangeOutput(many=True),
+                description=f"The pending changes by path; the {CHANGES_DIGEST_HEADER} header "
+                "is the digest of exactly these (approving them sends it).",
+            ),
+            **error_responses(*NOT_VISIBLE_CODES),
+        },
+        parameters=[
+            OpenApiParameter(
+                CHANGES_DIGEST_HEADER, str, OpenApiParameter.HEADER, response=True,
+                description="The digest of the listed changes: send it to approve them.",
+            )
+        ],
         operation_id="sessions_changes_list",
-    )
+    )  # fmt: skip
     def get(self, request: Request, pk: str) -> Response:
         session = self.checked(request, session_by_id(pk), "session")
-        return Response(PendingChangeOutput(session_pending_changes(session), many=True).data)
+        rows = list(session_pending_changes(session))
+        response = Response(PendingChangeOutput(rows, many=True).data)
+        response[CHANGES_DIGEST_HEADER] = changes_digest(rows)
+        return response
 
     @extend_schema(
         request=PendingChangeInput,
@@ -139,14 +156,21 @@ class SessionChangesApproveApi(SessionActionApi):
         responses={
             200: ApproveOutput,
             **error_responses(
-                *ACT_CODES, *INVALID_CODES, RUN_OWNS, "ACODE-ROL-003", "ACODE-SES-006"
+                *ACT_CODES,
+                *INVALID_CODES,
+                RUN_OWNS,
+                "ACODE-ROL-003",
+                "ACODE-SES-006",
+                "ACODE-CHG-002",
+                "ACODE-CHG-003",
             ),
         },
         parameters=[IDEMPOTENCY],
         operation_id="sessions_changes_approve",
         description="Commit the pending changes on the session branch (a role holding "
-        "approve_changes). While a run executes in the session, only the run commits: "
-        "409 ACODE-RUN-003, nothing written.",
+        "approve_changes), if they are exactly the ones the digest names (else 409 "
+        "ACODE-CHG-002, nothing committed). While a run executes in the session, only the "
+        "run commits: 409 ACODE-RUN-003, nothing written.",
     )
     def post(self, request: Request, pk: str) -> Response:
         session = self.checked(request, session_by_id(pk), "session")
@@ -154,9 +178,10 @@ class SessionChangesApproveApi(SessionActionApi):
         def approve() -> Response:
             data = ApproveInput(data=request.data)
             data.is_valid(raise_exception=True)
-            count = changes_approve(
-                session=session, summary=data.validated_data["summary"], user=request_user(request)
-            )
-            return Response({"approved": count})
+            done = changes_approve(
+                session=session, digest=data.validated_data["digest"],
+                summary=data.validated_data["summary"], user=request_user(request),
+            )  # fmt: skip
+            return Response(ApproveOutput(done).data)
 
         return idempotent(request, approve)

@@ -6,6 +6,9 @@ import difflib
 import hashlib
 import json
 import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -46,15 +49,52 @@ def _check_path(path: str) -> None:
         )
 
 
+DIGEST_FIELDS = ("path", "kind", "diff", "content", "mode", "content_recorded")
+
+
+def changes_digest(rows: Iterable[Any]) -> str:
+    """The one digest of pending changes: every change's path, kind, diff, recorded content
+    id and mode, in path order. Every approval is bound to it (a run's gate through
+    ``runs.gate.approval_digest``); commits are built from the same rows. ``rows`` are
+    ``PendingChange`` rows or tuples of ``DIGEST_FIELDS``."""
+    values = [
+        row if isinstance(row, tuple) else tuple(getattr(row, f) for f in DIGEST_FIELDS)
+        for row in rows
+    ]
+    return hashlib.sha256(json.dumps(sorted(values)).encode()).hexdigest()
+
+
 def pending_digest(session: AgentSession) -> str:
-    """A digest of exactly what is pending: every change's path, kind, diff, recorded
-    content id and mode. Approvals are bound to it; commits are built from the same rows."""
-    rows = list(
-        session.pending_changes.order_by("path").values_list(
-            "path", "kind", "diff", "content", "mode", "content_recorded"
+    """``changes_digest`` of what is pending in ``session`` now."""
+    return changes_digest(session.pending_changes.values_list(*DIGEST_FIELDS))
+
+
+@dataclass(frozen=True)
+class PendingSnapshot:
+    """What is pending at one moment: each path's diff (what a reviewer is shown) and the
+    digest of exactly those changes."""
+
+    diffs: dict[str, str]
+    digest: str
+
+
+def pending_snapshot(session: AgentSession) -> PendingSnapshot:
+    """The pending changes' diffs and their digest, read together (one query)."""
+    rows = list(session.pending_changes.values_list(*DIGEST_FIELDS))
+    return PendingSnapshot({r[0]: r[2] for r in rows}, changes_digest(rows))
+
+
+def changes_check_digest(session: AgentSession, digest: str) -> None:
+    """An approval binds what the approver saw: ``digest`` must be what is pending now."""
+    current = pending_digest(session)
+    if digest != current:
+        raise AcodeError(
+            "ACODE-CHG-002",
+            "The pending changes are not the ones you approved (they changed after you "
+            "looked, or the digest is wrong); nothing was committed. Look at them again and "
+            "approve what you reviewed.",
+            {"approved": digest[:100], "digest": current},
         )
-    )
-    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()
 
 
 def unified_diff(path: str, before: str, after: str) -> str:
@@ -186,32 +226,49 @@ def _approver(session: AgentSession, user: User | None, who: str, run_id: uuid.U
     return who
 
 
+@dataclass(frozen=True)
+class ApprovalOutcome:
+    """What approving did: how many changes, the commit made ("" when none), its branch,
+    and the same in words (``outcome``)."""
+
+    approved: int
+    commit: str
+    branch: str
+    outcome: str
+
+
 @transaction.atomic
 def changes_approve(
     *,
     session: AgentSession,
+    digest: str,
     summary: str = "",
     actor: str | None = None,
     user: User | None = None,
-) -> int:
-    """A review outside a run approved the pending changes: commit and clear them. Needs
-    ``approve_changes`` in the role, and no run executing in the session (a run's changes
-    are committed by the run, or at its gate): ``permissions.action_refusal``."""
+) -> ApprovalOutcome:
+    """A review outside a run approved the pending changes whose digest it saw
+    (``pending_digest``): commit and clear them. Needs ``approve_changes`` in the role, and
+    no run executing in the session (a run's changes are committed by the run, or at its
+    gate): ``permissions.action_refusal``. Other changes than ``digest`` names: 409
+    ACODE-CHG-002, nothing committed."""
     with lock_session(session.pk) as locked:
         action_check(SessionAction.CHANGES_APPROVE, session=locked, user=user)
-        return changes_commit(session=locked, summary=summary, actor=actor, user=user)
+        return changes_commit(
+            session=locked, digest=digest, summary=summary, actor=actor, user=user
+        )
 
 
 @transaction.atomic
 def changes_commit(
     *,
     session: AgentSession,
+    digest: str,
     summary: str = "",
     actor: str | None = None,
     user: User | None = None,
     run_id: uuid.UUID | None = None,
-) -> int:
-    """Commit the pending changes on the session branch and clear them; how many there were.
+) -> ApprovalOutcome:
+    """Commit the pending changes on the session branch and clear them; what was done.
 
     The commit holds exactly the content recorded with each change (what the approval's
     digest covered), on top of the branch: never what the work tree holds. Changes
@@ -219,10 +276,12 @@ def changes_commit(
     that they may be committed: a review in a role holding ``approve_changes``
     (``changes_approve``), a run whose review approved them, or a person approving a run
     at its gate (then ``run_id`` is the run, and ``user`` the approver, recorded). While a
-    run executes, only it commits.
+    run executes, only it commits. ``digest`` is what the approver saw (``pending_digest``);
+    when the pending changes differ, nothing is committed (409 ACODE-CHG-002).
     """
     with lock_session(session.pk) as locked:
         action_check(SessionAction.CHANGES_COMMIT, session=locked, run_id=run_id)
+        changes_check_digest(locked, digest)
         rows = list(locked.pending_changes.order_by("path"))
         approved = [
             ApprovedChange(r.path, "" if r.kind == ChangeKind.DELETED else r.content, r.mode)
@@ -261,4 +320,19 @@ def changes_commit(
                 "not_committed": described,
             },
         )
-        return len(paths)
+        return ApprovalOutcome(len(paths), commit, locked.branch if commit else "",
+                               _outcome_words(locked, commit, bool(approved)))  # fmt: skip
+
+
+def _outcome_words(session: AgentSession, commit: str, recorded: bool) -> str:
+    """What an approval did, in words every route shows the same."""
+    if commit:
+        return f"committed as {commit[:12]} on branch {session.branch}."
+    if not session.workspace_managed:
+        return (
+            f"they are in the attached directory {session.workspace}, where they were applied "
+            "when made; nothing was committed (acode commits only in workspaces it created)."
+        )
+    if not recorded:
+        return "nothing was committed: changes described by hand carry no content."
+    return "nothing was committed: the approved changes leave the branch as it was."

@@ -179,7 +179,7 @@ BODIES: dict[str, Any] = {
     "PUT /api/sessions/{id}/plan/": {"steps": ["Only step"]},
     "PATCH /api/sessions/{id}/plan/steps/{number}/": {"status": "done"},
     "POST /api/sessions/{id}/changes/": {"path": "b.py", "kind": "created", "diff": "+b"},
-    "POST /api/sessions/{id}/changes/approve/": {"summary": "Looks right"},
+    "POST /api/sessions/{id}/changes/approve/": {"summary": "Looks right", "digest": "0" * 64},
     "POST /api/sessions/{id}/jobs/": {"request": "Explain the code"},
     "POST /api/sessions/{id}/runs/": {"request": "Explain the code"},
     "POST /api/runs/{id}/answer/": {"answer": "Yes"},

@@ -98,8 +98,11 @@ def test_changes_show_with_diff_and_approve_in_reviewer(cli: RunCli, session_id:
     assert cli("role", "set", "Reviewer", "--reason", "Review auth.py").exit_code == 0
     approved = cli("changes", "approve", "--summary", "Add the auth header name")
     assert approved.exit_code == 0, approved.output
-    assert "[SUCCESS] Approved 1 pending change; committed on the session branch." in (
-        approved.stdout
+    assert "Approving 1 pending change (digest " in approved.stdout
+    # The truth: a change described by hand carries no content, so nothing is committed.
+    assert (
+        "[SUCCESS] Approved 1 pending change; nothing was committed: changes described by "
+        "hand carry no content." in approved.stdout
     )
     assert cli("changes", "show").stdout.strip() == "No pending changes."
     assert AuditEvent.objects.filter(session=session, event_type="ChangesApproved").exists()

@@ -49,6 +49,7 @@ from sessions_app.services import (
     transitions,
     workspaces,
 )
+from sessions_app.services.changes import pending_digest
 from tests.sessions_app.guardkit import (
     ACTIVE,
     STATES,
@@ -114,7 +115,7 @@ API: dict[str, Action] = {
         SESSION_OWNED, lambda w: {"path": "b.py", "kind": "created", "diff": "+b"}
     ),
     "POST /api/sessions/{id}/changes/approve/": Action(
-        SESSION_OWNED, lambda w: {"summary": "Looks right"}
+        SESSION_OWNED, lambda w: {"summary": "Looks right", "digest": pending_digest(w.session)}
     ),
     "POST /api/sessions/{id}/jobs/": Action(SESSION_OWNED, lambda w: {"request": "Explain"}),
     "POST /api/jobs/{id}/cancel/": Action(SESSION_OWNED),
@@ -249,7 +250,9 @@ def test_approving_changes_through_the_api_at_a_run_gate_bypasses_nothing(cast_:
     client.force_authenticate(world.owner)
     before = written(world)
     response = client.post(
-        f"/api/sessions/{world.session.pk}/changes/approve/", {"summary": "mine"}, format="json"
+        f"/api/sessions/{world.session.pk}/changes/approve/",
+        {"summary": "mine", "digest": pending_digest(world.session)},
+        format="json",
     )
     assert response.status_code == 409
     assert response.json()["code"] == RUN_OWNS
@@ -441,11 +444,15 @@ SERVICES: dict[str, tuple[Action, Callable[[World], object]]] = {
     ),
     "changes_approve": (
         Action(SESSION_OWNED),
-        lambda w: changes.changes_approve(session=w.session, summary="Mine", user=w.owner),
+        lambda w: changes.changes_approve(
+            session=w.session, summary="Mine", user=w.owner, digest=pending_digest(w.session)
+        ),
     ),
     "changes_commit": (
         Action(SESSION_OWNED),
-        lambda w: changes.changes_commit(session=w.session, summary="Mine", actor="someone"),
+        lambda w: changes.changes_commit(
+            session=w.session, summary="Mine", actor="someone", digest=pending_digest(w.session)
+        ),
     ),
     "job_create": (
         Action(SESSION_OWNED),
@@ -529,6 +536,9 @@ SERVICES_NOT_ACTIONS = {
     "secret_index": "a read",
     "workspace_writer": "the tools' writer: every change it makes is recorded by change_track",
     "pending_digest": "a read",
+    "pending_snapshot": "a read",
+    "changes_digest": "a pure function",
+    "changes_check_digest": "a check the approving services make under their lock",
     "require_broker": "a read (is the broker reachable)",
     "job_expire": "the run's engine failing its own stage's job when the run's budget is spent",
 }

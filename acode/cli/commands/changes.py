@@ -33,6 +33,7 @@ app = typer.Typer(
 )
 
 SHOWN_COMMITS = 10
+DIGEST_HEADER = "Acode-Changes-Digest"  # the API's: the digest of the changes it listed
 PUSH_WORDS = {"pending": "Pushing", "pushed": "Pushed", "failed": "Push failed"}
 
 
@@ -90,7 +91,7 @@ def show(
     `--json` prints the pending changes (`acode changes delivered --json`: the commits)."""
     with runtime(ctx).client(session) as client:
         sid = selected_session_id(client)
-        changes: list[dict[str, Any]] = client.get(f"/api/sessions/{sid}/changes/")
+        changes, headers = client.get_with_headers(f"/api/sessions/{sid}/changes/")
         commits: list[dict[str, Any]] = [] if as_json else client.get(_commits(sid))
     if as_json:
         emit_json(changes)
@@ -111,6 +112,13 @@ def show(
             console.print(f"[bold]{esc(change['path'])}[/]")
             # Diffs go out verbatim: markup-escaped, never highlighted or wrapped.
             console.print(escape(change.get("diff") or "(no diff)"), soft_wrap=True)
+    if changes:
+        digest = headers.get(DIGEST_HEADER, "")
+        console.print(
+            f"Digest {esc(digest)}: approve exactly these with "
+            f"`acode changes approve --digest {esc(digest)}`",
+            soft_wrap=True,
+        )
     if commits:
         console.print()
         print_delivered(console, commits)
@@ -153,27 +161,44 @@ def approve(
     summary: Annotated[
         str, typer.Option("--summary", "-m", help="Commit message summary (recorded).")
     ] = "",
+    digest: Annotated[
+        str | None,
+        typer.Option(
+            "--digest",
+            help="The digest of the changes you reviewed (`acode changes show` prints it; "
+            "default: the changes listed now, shown before they are approved).",
+        ),
+    ] = None,
     session: SessionOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Approve the pending changes and commit them on the session branch (Reviewer role)."""
+    """Approve the pending changes you reviewed (Reviewer role): committed on the session
+    branch in a workspace acode manages; in an attached directory they are already there.
+    If they changed since you looked, nothing is approved (ACODE-CHG-002)."""
     with runtime(ctx).client(session) as client:
         sid = selected_session_id(client)
-        result: dict[str, Any] = client.post(
-            f"/api/sessions/{sid}/changes/approve/", {"summary": summary}
-        )
+        if not digest:
+            listed, headers = client.get_with_headers(f"/api/sessions/{sid}/changes/")
+            digest = headers.get(DIGEST_HEADER, "")
+            if not as_json and listed:
+                out().print(
+                    f"Approving {plural(len(listed), 'pending change')} (digest "
+                    f"{esc(digest[:12])}): "
+                    + ", ".join(esc(c["path"]) for c in listed[:10])
+                    + (" …" if len(listed) > 10 else "")
+                )
+        body = {"summary": summary, "digest": digest}
+        result: dict[str, Any] = client.post(f"/api/sessions/{sid}/changes/approve/", body)
         count = int(result.get("approved") or 0)
-        commits: list[dict[str, Any]] = client.get(_commits(sid)) if count else []
+        commits: list[dict[str, Any]] = client.get(_commits(sid)) if result.get("commit") else []
     if as_json:
         emit_json(result)
         return
     if not count:
         out().print("No pending changes to approve.")
         return
-    out().print(
-        f"[bold green][SUCCESS][/] Approved {plural(count, 'pending change')}; committed on "
-        "the session branch."
-    )
+    out().print(f"[bold green][SUCCESS][/] Approved {plural(count, 'pending change')}; "
+                f"{esc(result.get('outcome') or '')}")  # fmt: skip
     if commits:
         print_commit(out(), commits[0])
 

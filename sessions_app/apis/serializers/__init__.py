@@ -52,6 +52,7 @@ from sessions_app.apis.serializers.runs import (
     RunSummaryOutput,
 )
 from sessions_app.apis.serializers.sessions import (
+    CHANGES_DIGEST_HEADER,
     AllowedTransitionOutput,
     ApproveInput,
     ApproveOutput,
@@ -82,6 +83,7 @@ from sessions_app.apis.serializers.workflows import (
 )
 
 __all__ = [
+    "CHANGES_DIGEST_HEADER",
     "AllowedTransitionOutput",
     "ApproveInput",
     "ApproveOutput",

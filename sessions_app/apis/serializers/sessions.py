@@ -33,6 +33,9 @@ ROLE_NAME_MAX_CHARS = 100
 PATH_MAX_CHARS = 1_000
 DIFF_MAX_CHARS = 1_000_000
 SUMMARY_MAX_CHARS = 5_000
+DIGEST_MAX_CHARS = 64
+# The pending changes' digest, sent with their list: what an approval of them names.
+CHANGES_DIGEST_HEADER = "Acode-Changes-Digest"
 
 
 class RoleRefOutput(serializers.Serializer):
@@ -346,8 +349,20 @@ class PendingChangeInput(Input):
 
 
 class ApproveInput(Input):
+    digest = Text(
+        max_length=DIGEST_MAX_CHARS,
+        help_text="The digest of the pending changes you reviewed and approve: the "
+        f"{CHANGES_DIGEST_HEADER} header of GET /api/sessions/{{id}}/changes/. When the "
+        "pending changes differ, nothing is committed (409 ACODE-CHG-002).",
+    )
     summary = Text(max_length=SUMMARY_MAX_CHARS, required=False, allow_blank=True, default="")
 
 
 class ApproveOutput(serializers.Serializer):
-    approved = serializers.IntegerField()
+    approved = serializers.IntegerField(help_text="How many pending changes were approved.")
+    commit = serializers.CharField(help_text="The commit made on the session branch ('' none).")
+    branch = serializers.CharField(help_text="Its branch ('' when nothing was committed).")
+    outcome = serializers.CharField(
+        help_text="What the approval did, in words: committed (where), or why not (an "
+        "attached directory already holds the changes; nothing to commit)."
+    )

@@ -36,7 +36,7 @@ from sessions_app.models import (
     WorkflowStage,
 )
 from sessions_app.models.states import status_move, status_move_where
-from sessions_app.services.changes import changes_commit
+from sessions_app.services.changes import changes_commit, pending_digest
 from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.jobs import job_cancel
 from sessions_app.services.locks import lock_session
@@ -73,6 +73,7 @@ class RunEvent:
     user: User | None = None
     text: str = ""
     question: RunQuestion | None = None
+    digest: str = ""  # APPROVED: the pending changes' digest the approval covered
 
 
 class Move(StrEnum):
@@ -301,23 +302,38 @@ def _carry_out(
     elif nxt.move == Move.GATE:
         gate_enter(run, session, nxt.index)
     elif nxt.move == Move.COMPLETE:
-        run_complete(run, session, summary=nxt.message, user=event.user if event else None)
+        digest = event.digest if event is not None else _reviewed_digest(session, last)
+        run_complete(
+            run, session, summary=nxt.message, digest=digest,
+            user=event.user if event else None,
+        )  # fmt: skip
     else:
         run_finish(run, session, nxt.status, nxt.code, nxt.message)
 
 
+def _reviewed_digest(session: AgentSession, last: RunStage | None) -> str:
+    """The pending changes' digest the approving review saw (``submit_review`` records
+    it); a template without a review stage approves what its run left."""
+    if last is not None and last.purpose == StagePurpose.REVIEW:
+        return str(last.verdict.get("digest", ""))
+    return pending_digest(session)
+
+
 def run_complete(
-    run: Run, session: AgentSession, *, summary: str, user: User | None = None
+    run: Run, session: AgentSession, *, summary: str, digest: str, user: User | None = None
 ) -> None:
-    """Commit the approved changes on the session branch and end the run."""
+    """Commit the approved changes on the session branch and end the run. ``digest`` is
+    what the approval saw (the gate's, or the last review's): other changes than that are
+    not committed (ACODE-CHG-002 ends the run)."""
     status_move_where(
         run.stages.all(), StageStatus.AWAITING_APPROVAL, StageStatus.SUCCEEDED,
         finished_at=timezone.now(),
     )  # fmt: skip
     if session.pending_changes.exists():
         changes_commit(
-            session=session, summary=summary, actor=ORCHESTRATOR, user=user, run_id=run.pk
-        )
+            session=session, digest=digest, summary=summary, actor=ORCHESTRATOR, user=user,
+            run_id=run.pk,
+        )  # fmt: skip
     run_finish(run, session, RunStatus.SUCCEEDED, "", "All steps complete")
 
 

@@ -25,6 +25,7 @@ from sessions_app.models import (
 from sessions_app.models.states import status_move, status_move_where
 from sessions_app.permissions import SessionAction, action_check, action_refusal
 from sessions_app.services.audit import audit_record
+from sessions_app.services.changes import pending_digest
 from sessions_app.services.locks import lock_session
 from sessions_app.services.runs.common import lock_run
 from sessions_app.services.runs.engine import Person, RunEvent, advance
@@ -94,7 +95,7 @@ def _approval_refusal(
             "The approval request expired; a new one was opened. Review it and approve again.",
             {"expired_at": approval.expires_at.isoformat(), "digest": fresh.digest},
         )
-    if digest and digest != approval.digest:
+    if digest != approval.digest:
         return AcodeError(
             "ACODE-RUN-011",
             "The digest you approved is not the one waiting for approval.",
@@ -111,7 +112,7 @@ def _approval_refusal(
     return None
 
 
-def run_approve(*, run: Run, user: User, digest: str = "", reason: str = "") -> Run:
+def run_approve(*, run: Run, user: User, digest: str, reason: str = "") -> Run:
     """Approve a run at its gate: commits exactly what was asked to be approved.
 
     Refused (``permissions.action_refusal``) for someone who may not decide, for whoever
@@ -137,7 +138,9 @@ def run_approve(*, run: Run, user: User, digest: str = "", reason: str = "") -> 
                     decided_at=timezone.now(), reason=reason.strip()[:4000],
                 )  # fmt: skip
                 _decision(run, session, who, "approved", digest=approval.digest, reason=reason)
-                advance(run, session, RunEvent(Person.APPROVED, who, user, reason))
+                # The approval digest covers the pending changes' (checked just now).
+                changes = pending_digest(session)
+                advance(run, session, RunEvent(Person.APPROVED, who, user, reason, digest=changes))
     if refusal is not None:
         raise refusal  # after commit: the refusal and the new request are kept
     return run

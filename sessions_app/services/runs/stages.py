@@ -240,8 +240,12 @@ def run_raise_risk(run: Run, fired: list[dict[str, str]]) -> None:
 # -- from a stage's job ------------------------------------------------------------------
 
 
-def run_review_record(*, job: Job, verdict: str, summary: str, comments: list[Any]) -> None:
-    """A review stage's verdict (``submit_review``): the run decides what follows."""
+def run_review_record(
+    *, job: Job, verdict: str, summary: str, comments: list[Any], digest: str = ""
+) -> None:
+    """A review stage's verdict (``submit_review``), with the digest of the pending changes
+    the Reviewer was shown: the run decides what follows, and commits an approval only if
+    nothing changed since (``engine.run_complete``)."""
     findings = [
         {
             "path": str(c.get("path", ""))[:1000],
@@ -253,8 +257,10 @@ def run_review_record(*, job: Job, verdict: str, summary: str, comments: list[An
     ]
     assert job.run_stage_id is not None
     RunStage.objects.filter(pk=job.run_stage_id).update(
-        verdict={"verdict": verdict, "summary": summary[:4000], "findings": findings}
-    )
+        verdict={
+            "verdict": verdict, "summary": summary[:4000], "findings": findings, "digest": digest,
+        }
+    )  # fmt: skip
 
 
 def run_question_ask(*, job: Job, question: str) -> RunQuestion:

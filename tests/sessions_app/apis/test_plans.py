@@ -57,15 +57,28 @@ def test_coder_to_reviewer_needs_pending_changes(api: APIClient) -> None:
     )
     assert change.status_code == 201
     assert transition(api, sid, "reviewer", "Verifying step 1").status_code == 200
-    approved = api.post(f"/api/sessions/{sid}/changes/approve/", {"summary": "LGTM"}, format="json")
-    assert approved.json() == {"approved": 1}
+    listed = api.get(f"/api/sessions/{sid}/changes/")
+    digest = listed["Acode-Changes-Digest"]
+    approved = api.post(
+        f"/api/sessions/{sid}/changes/approve/",
+        {"summary": "LGTM", "digest": digest},
+        format="json",
+    )
+    assert approved.json() == {
+        "approved": 1,
+        "commit": "",
+        "branch": "",
+        "outcome": "nothing was committed: changes described by hand carry no content.",
+    }
     assert api.get(f"/api/sessions/{sid}/changes/").json() == []
 
 
 def test_approving_in_a_role_without_permission_is_refused(api: APIClient) -> None:
     sid = new_session(api)["id"]
     transition(api, sid, "planner")
-    response = api.post(f"/api/sessions/{sid}/changes/approve/", {}, format="json")
+    response = api.post(
+        f"/api/sessions/{sid}/changes/approve/", {"digest": "0" * 64}, format="json"
+    )
     assert response.status_code == 403
     assert response.json()["code"] == "ACODE-ROL-003"
 

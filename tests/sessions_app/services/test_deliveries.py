@@ -20,7 +20,7 @@ from rest_framework.test import APIClient
 from acode.celery import app as celery_app
 from acode.errors import AcodeError
 from sessions_app.models import AgentSession, AuditEvent, DeliveredCommit, PushStatus, Repository
-from sessions_app.services.changes import changes_approve
+from sessions_app.services.changes import changes_approve, pending_digest
 from sessions_app.services.deliveries import delivered_commit_push
 from sessions_app.services.runs import run_start
 from sessions_app.services.sessions import session_create
@@ -87,7 +87,10 @@ def approve_by_hand(session: AgentSession, user: User) -> int:
     session_transition(session=session, to_role="coder", reason="code", user=user)
     server_write(session, "greet.py", FIRST)
     session_transition(session=session, to_role="reviewer", reason="review", user=user)
-    return changes_approve(session=session, summary="Add greet()", user=user)
+    digest = pending_digest(session)
+    return changes_approve(
+        session=session, summary="Add greet()", user=user, digest=digest
+    ).approved
 
 
 def test_a_run_records_its_commit_and_pushes_it_as_the_session_branch(

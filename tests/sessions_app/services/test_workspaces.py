@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 from acode.errors import AcodeError
 from sessions_app.agent.loop import run_job
 from sessions_app.models import AgentSession, JobStatus, Repository
-from sessions_app.services.changes import changes_approve
+from sessions_app.services.changes import changes_approve, pending_digest
 from sessions_app.services.jobs import job_create
 from sessions_app.services.plans import plan_set
 from sessions_app.services.sessions import session_create
@@ -139,7 +139,9 @@ def test_a_registered_repository_works_end_to_end(user: Any, upstream: Path) -> 
     job = run_job(job_create(session=session, request="Write src/auth.py", user=user).pk)
     assert job.status == JobStatus.SUCCEEDED, job.error_message
     session_transition(session=session, to_role="reviewer", reason="review", user=user)
-    assert changes_approve(session=session, summary="Add the auth module", user=user) == 1
+    digest = pending_digest(session)
+    done = changes_approve(session=session, summary="Add the auth module", user=user, digest=digest)
+    assert done.approved == 1
     session = AgentSession.objects.get(pk=session.pk)
     assert sgit(session, "log", "-1", "--format=%s", f"acode/{session.pk}") == "Add the auth module"
     assert sgit(session, "show", f"acode/{session.pk}:src/auth.py") == "TOKEN = 1"

@@ -17,7 +17,7 @@ from roles.models import Permission
 from roles.registry import registry
 from roles.services import role_write
 from sessions_app.models import AgentSession, PendingChange, Repository
-from sessions_app.services.changes import changes_approve
+from sessions_app.services.changes import changes_approve, pending_digest
 from sessions_app.services.plans import plan_set
 from sessions_app.services.sessions import session_create
 from sessions_app.services.transitions import session_transition
@@ -74,7 +74,9 @@ def approve(caller: Caller, user: Any) -> str:
     """The Reviewer approves what is pending; the new commit's id."""
     session = AgentSession.objects.get(pk=caller.session.pk)
     session_transition(session=session, to_role="reviewer", reason="review", actor="test")
-    changes_approve(session=session, summary="Approved work", user=user)
+    changes_approve(
+        session=session, summary="Approved work", user=user, digest=pending_digest(session)
+    )
     ref = f"refs/heads/acode/{session.pk}"
     return git("rev-parse", ref, cwd=git_dir_of(session.pk)).decode().strip()
 
