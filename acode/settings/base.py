@@ -172,6 +172,10 @@ ACODE_GIT_ROOT = Path(env_str("ACODE_GIT_ROOT", str(VAR_DIR / "git")))
 # Scratch for the copy-on-write layer of each command (local to a worker; a filesystem that
 # can hold an overlayfs upper directory: ext4, xfs, btrfs, or tmpfs on Linux 6.6+).
 ACODE_LAYERS_ROOT = Path(env_str("ACODE_LAYERS_ROOT", str(VAR_DIR / "layers")))
+# What one command's layer may hold (bytes by apparent size: sparse files count whole), past
+# which none of its writes are applied (ACODE-TOL-005); what the session keeps counts too.
+ACODE_LAYER_MAX_BYTES = env_int("ACODE_LAYER_MAX_BYTES", 1 << 30)
+ACODE_LAYER_MAX_ENTRIES = env_int("ACODE_LAYER_MAX_ENTRIES", 200_000)
 # Existing directories users with attach_workspace may start sessions on (none by default).
 ACODE_ATTACH_ROOTS = env_list("ACODE_ATTACH_ROOTS", [])
 ACODE_PROMPT_PACK = env_str("ACODE_PROMPT_PACK", "acode-standard")

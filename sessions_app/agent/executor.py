@@ -305,8 +305,10 @@ def _audit_write_denials(audit: _CallAudit, result: ToolResult) -> None:
     if not denied:
         return
     rules = sorted({d["rule"] for d in denied})
+    codes = {d.get("code", DENIED) for d in denied}
+    code = codes.pop() if len(codes) == 1 else DENIED  # a layer over budget: ACODE-TOL-005
     audit.row(
-        AuditEventType.TOOL_DENIED, DENIED, phase="command_writes", rule=rules[0], rules=rules,
+        AuditEventType.TOOL_DENIED, code, phase="command_writes", rule=rules[0], rules=rules,
         count=len(denied), discarded=denied[:MAX_AUDITED_WRITES],
         reason=f"{len(denied)} change(s) the role may not make were discarded",
     )  # fmt: skip

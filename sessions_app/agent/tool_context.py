@@ -9,8 +9,15 @@ from typing import Any
 from django.conf import settings
 
 from sessions_app.agent.tools import ReviewState, ToolContext
-from sessions_app.containment import RecordedWrite
+from sessions_app.containment import (
+    LayerLimits,
+    RecordedWrite,
+    kernel_guards_overlay_xattrs,
+    session_layer_path,
+    tracked_paths,
+)
 from sessions_app.models import AgentSession, Job, JobEventKind
+from sessions_app.services.applies import SessionJournal, workspace_apply_resume
 from sessions_app.services.changes import (
     PendingSnapshot,
     change_track,
@@ -21,7 +28,11 @@ from sessions_app.services.changes import (
 from sessions_app.services.jobs import job_event
 from sessions_app.services.mcp import JobMcpServers
 from sessions_app.services.runs import run_question_ask, run_review_record
-from sessions_app.services.workspaces import session_git_dir, workspace_writer
+from sessions_app.services.workspaces import (
+    attached_git_dir,
+    session_git_dir,
+    workspace_writer,
+)
 
 
 def run_of(job: Job) -> Any:
@@ -68,11 +79,24 @@ def tool_context(
         asked.append(question)
         job_event(job, JobEventKind.NOTE, {"message": "asked a person", "question": question})
 
+    workspace_apply_resume(session)  # what a dead attempt left half applied, first
+    git_dir = session_git_dir(session)
+    layers = Path(settings.ACODE_LAYERS_ROOT)
     return ToolContext(
         workspace=Path(session.workspace),
         writer=workspace_writer(session),
-        layers_root=Path(settings.ACODE_LAYERS_ROOT),
-        git_dir=session_git_dir(session),
+        layers_root=layers,
+        git_dir=git_dir,
+        journal=SessionJournal(session, actor, run_id),
+        session_layer=session_layer_path(layers, str(session.pk)),
+        layer_limits=LayerLimits(
+            settings.ACODE_LAYER_MAX_BYTES,
+            settings.ACODE_LAYER_MAX_ENTRIES,
+            # bwrap mounts the overlay in the user namespace it makes: "userxattr".
+            prefix="user.overlay.",
+            guarded=kernel_guards_overlay_xattrs(),
+        ),
+        tracked=lambda: tracked_paths(git_dir or attached_git_dir(session)),
         pending_diffs=shown.diffs,
         review=ReviewState(shown=shown.digest, current=shown.digest),
         record_change=record_change,

@@ -17,10 +17,22 @@ list.
 from __future__ import annotations
 
 from roles.access import CONTROL, FILE_NAME_PATTERN
+from sessions_app.containment.applying import ApplyJournal, apply_resume, staging_leftovers
 from sessions_app.containment.bwrap import GIT_VIEW_CONFIG, SYSTEM_DIRS, SandboxView
+from sessions_app.containment.commandwrites import WriteTarget, command_writes
 from sessions_app.containment.content import ContentStore
-from sessions_app.containment.gitobjects import CommitMismatch, TreeChange, commit_changes
-from sessions_app.containment.layer import Layer, copy_changes, layer_changes, layer_create
+from sessions_app.containment.gitobjects import (
+    CommitMismatch,
+    TreeChange,
+    commit_changes,
+    tracked_paths,
+)
+from sessions_app.containment.layer import Layer, layer_create
+from sessions_app.containment.layerscan import (
+    LayerChange,
+    LayerLimits,
+    kernel_guards_overlay_xattrs,
+)
 from sessions_app.containment.mcpclient import (
     McpConnection,
     McpEndpoint,
@@ -52,13 +64,9 @@ from sessions_app.containment.sandbox import (
     sandbox_required,
 )
 from sessions_app.containment.secretfiles import SecretIndex, present_secret_files
+from sessions_app.containment.sessionlayer import session_layer_path
 from sessions_app.containment.workspace import RuleRefused, check_argv, is_binary, workspace_files
-from sessions_app.containment.writes import (
-    CommandWrites,
-    RecordedWrite,
-    WorkspaceWriter,
-    layer_apply,
-)
+from sessions_app.containment.writes import CommandWrites, RecordedWrite, WorkspaceWriter
 
 __all__ = [
     "BASE_ENV",
@@ -68,11 +76,14 @@ __all__ = [
     "GIT_VIEW_CONFIG",
     "SYSTEM_DIRS",
     "URL_MASK",
+    "ApplyJournal",
     "CommandWrites",
     "CommitMismatch",
     "ContentStore",
     "GitRefused",
     "Layer",
+    "LayerChange",
+    "LayerLimits",
     "Limits",
     "McpConnection",
     "McpEndpoint",
@@ -89,14 +100,15 @@ __all__ = [
     "TreeChange",
     "WorkspaceFS",
     "WorkspaceWriter",
+    "WriteTarget",
+    "apply_resume",
     "check_argv",
     "clone",
+    "command_writes",
     "commit_changes",
-    "copy_changes",
     "init_repository",
     "is_binary",
-    "layer_apply",
-    "layer_changes",
+    "kernel_guards_overlay_xattrs",
     "layer_create",
     "present_secret_files",
     "push",
@@ -109,6 +121,9 @@ __all__ = [
     "sandbox_available",
     "sandbox_required",
     "search",
+    "session_layer_path",
     "split_path",
+    "staging_leftovers",
+    "tracked_paths",
     "workspace_files",
 ]

@@ -55,6 +55,9 @@ class SandboxView:
     layer: Layer | None = None
     hidden: tuple[str, ...] = ()  # workspace-relative regular files shown empty
     git_dir: Path | None = None
+    # The session's layer (what the repository ignores, kept between commands): a lower
+    # layer above the workspace, never applied to it.
+    session_layer: Path | None = None
 
 
 def bwrap_options(
@@ -95,10 +98,15 @@ def bwrap_options(
     opts += ["--tmpfs", "/tmp"]
     for path in ro_paths:
         opts += ["--ro-bind", path, path]
+    lowers = ["--overlay-src", workspace]  # bwrap stacks them in order: the first lowest
+    if view.session_layer is not None and view.session_layer.is_dir():
+        lowers += ["--overlay-src", str(view.session_layer)]
     if writable:
         assert view.layer is not None
         upper, work = str(view.layer.upper), str(view.layer.work)
-        opts += ["--overlay-src", workspace, "--overlay", upper, work, workspace]
+        opts += [*lowers, "--overlay", upper, work, workspace]
+    elif len(lowers) > 2:
+        opts += [*lowers, "--ro-overlay", workspace]
     else:
         opts += ["--ro-bind", workspace, workspace]
     for rel in view.hidden:  # an empty, read-only file in place of each secret

@@ -123,3 +123,13 @@ def _verify(base: pygit2.Tree | None, tree: pygit2.Tree, changes: Sequence[TreeC
     unnamed = sorted(touched - named)
     if unnamed:
         raise CommitMismatch(f"the commit also changes {', '.join(map(repr, unnamed[:5]))}")
+
+
+def tracked_paths(git_dir: Path | None) -> list[str]:
+    """The paths the repository's index tracks ([] without a repository or an index)."""
+    if git_dir is None:
+        return []
+    try:
+        return [entry.path for entry in open_repository(git_dir).index]
+    except (pygit2.GitError, OSError, ValueError):
+        return []

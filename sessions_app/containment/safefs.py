@@ -104,6 +104,22 @@ class WorkspaceFS:
             finally:
                 os.close(fd)
 
+    @contextmanager
+    def opened(self, rel: str) -> Iterator[int]:
+        """The regular single-link file at ``rel``, opened for reading (else ``Refused``)."""
+        *parents, name = split_path(rel)
+        with self._dir(parents) as d:
+            _precheck(d, name, rel)
+            fd = os.open(name, READ_FLAGS, dir_fd=d)
+            try:
+                _check_file(os.fstat(fd), rel)
+                os.set_blocking(fd, True)
+                yield fd
+            finally:
+                os.close(fd)
+
+    directory = _dir  # the opened directory ``names`` lead to (``create``: made on the way)
+
     def read_text(self, rel: str, max_bytes: int, *, truncate: bool = False) -> str:
         """The file decoded as UTF-8 (undecodable bytes replaced)."""
         return self.read_bytes(rel, max_bytes, truncate=truncate).decode("utf-8", "replace")
@@ -371,12 +387,6 @@ def read_bytes(root: Path, rel: str, max_bytes: int, *, truncate: bool = False) 
     """One-shot ``WorkspaceFS(root).read_bytes``."""
     with WorkspaceFS(root) as fs:
         return fs.read_bytes(rel, max_bytes, truncate=truncate)
-
-
-def read_text(root: Path, rel: str, max_bytes: int, *, truncate: bool = False) -> str:
-    """One-shot ``WorkspaceFS(root).read_text``."""
-    with WorkspaceFS(root) as fs:
-        return fs.read_text(rel, max_bytes, truncate=truncate)
 
 
 def walk(root: Path, skip_dirs: frozenset[str] = DEFAULT_SKIP_DIRS) -> Iterator[str]:

@@ -2,21 +2,19 @@
 
 ``WorkspaceWriter`` is the only code that changes a workspace: it stores the exact bytes in
 the content store, replaces the file atomically through directory fds (``safefs``), keeps
-the secret-file index true, and returns what to record as a pending change.
-``layer_apply`` applies a command's layer through it, asking the role's write policy
-(``roles.access.WritePolicy``, the one write-path rule the file tools are checked by too)
-about every entry.
+the secret-file index true, and returns what to record as a pending change. A command's
+layer is applied through it as one unit (``applying``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from roles.access import CONTROL, WritePolicy, is_git_path
+from roles.access import CONTROL
 from sessions_app.containment.content import ContentStore
-from sessions_app.containment.layer import LayerChange, opened_path, read_head
+from sessions_app.containment.nofollow import read_head
 from sessions_app.containment.safefs import Refused, WorkspaceFS
 from sessions_app.containment.secretfiles import SecretIndex
 from sessions_app.containment.workspace import is_binary
@@ -31,7 +29,8 @@ class RecordedWrite:
     """A change the server made: the text for its diff and the exact content written.
 
     ``content`` is the git blob id of the bytes now at ``path`` ("" when it was deleted),
-    ``mode`` their git file mode (0 when deleted).
+    ``mode`` their git file mode (0 when deleted); ``before_content`` and ``before_mode``
+    the same of what was there before ("" and 0: nothing was).
     """
 
     path: str
@@ -39,6 +38,8 @@ class RecordedWrite:
     after: str | None
     content: str
     mode: int
+    before_content: str = ""
+    before_mode: int = 0
 
 
 def as_text(data: bytes) -> str:
@@ -46,6 +47,20 @@ def as_text(data: bytes) -> str:
     if len(data) > TEXT_LIMIT or is_binary(data):
         return f"[binary or large file: {len(data)} bytes]\n"
     return data.decode("utf-8", "replace")
+
+
+def git_mode(permissions: int) -> int:
+    """The git mode of a regular file with these permission bits."""
+    return GIT_EXECUTABLE if permissions & 0o111 else GIT_FILE
+
+
+@dataclass(frozen=True)
+class Before:
+    """What a path held before a change: diff text (None: nothing), blob id and git mode."""
+
+    text: str | None = None
+    content: str = ""
+    mode: int = 0
 
 
 class WorkspaceWriter:
@@ -63,102 +78,67 @@ class WorkspaceWriter:
 
         ``mode`` 0755 or 0644; by default a replaced file keeps its executable bit."""
         with WorkspaceFS(self.root) as fs:
-            before = self._before(fs, rel)
+            before = self.before(fs, rel)
             if data is not None:
                 blob, after = self.store.put_bytes(data), as_text(data)
                 fs.write_bytes(rel, data, mode=mode)
             else:
                 blob, after = self.store.put_fd(source), as_text(read_head(source, TEXT_LIMIT))
                 fs.write_from(rel, source, mode=0o644 if mode is None else mode)
-            executable = bool(fs.mode(rel) & 0o111)
+            now = git_mode(fs.mode(rel))
         self.secrets.note(rel, exists=True)
-        return RecordedWrite(rel, before, after, blob, GIT_EXECUTABLE if executable else GIT_FILE)
+        return RecordedWrite(rel, before.text, after, blob, now, before.content, before.mode)
 
     def delete(self, rel: str) -> RecordedWrite:
         """Remove the file (or link) at ``rel``."""
         with WorkspaceFS(self.root) as fs:
-            before = self._before(fs, rel)
+            before = self.before(fs, rel)
             fs.delete(rel)
         self.secrets.note(rel, exists=False)
-        return RecordedWrite(rel, before, None, "", 0)
+        return RecordedWrite(rel, before.text, None, "", 0, before.content, before.mode)
 
-    @staticmethod
-    def _before(fs: WorkspaceFS, rel: str) -> str | None:
-        """What the file held, for the diff (None when nothing was there)."""
+    def before(self, fs: WorkspaceFS, rel: str, *, replaced_dir: bool = False) -> Before:
+        """What the file held, for the diff and the revert check (``Before()`` when nothing
+        was there; ``replaced_dir``: a command replaced what was there, so a directory at
+        the path, or a file where the path has a directory, held no file)."""
         try:
             info = fs.stat(rel)
-        except FileNotFoundError:
-            return None
+        except (FileNotFoundError, NotADirectoryError):
+            return Before()
+        except Refused:
+            if replaced_dir:
+                return Before()
+            raise
         if info.kind == "dir":
+            if replaced_dir:
+                return Before()
             raise Refused(f"{rel!r} is a directory")
         if info.kind != "file":
-            return f"[{'symbolic link' if info.kind == 'symlink' else 'special file'}]\n"
-        if info.size > EDIT_CAP and info.nlink == 1:
-            return f"[large file: {info.size} bytes]\n"
+            return Before(f"[{'symbolic link' if info.kind == 'symlink' else 'special file'}]\n")
         # Refuses a hard-linked file: its other name may be outside the workspace.
-        return as_text(fs.read_bytes(rel, EDIT_CAP))
+        with fs.opened(rel) as fd:
+            blob = self.store.put_fd(fd)
+            head = read_head(fd, EDIT_CAP) if info.size <= EDIT_CAP else b""
+            mode = git_mode(os.fstat(fd).st_mode)
+        if info.size > EDIT_CAP:
+            return Before(f"[large file: {info.size} bytes]\n", blob, mode)
+        return Before(as_text(head), blob, mode)
 
 
 @dataclass
 class CommandWrites:
-    """What a command changed: applied (to record as pending changes) and discarded."""
+    """What a command changed: applied (recorded as pending changes), discarded (with the
+    rule that refused each), kept in the session's layer (what the repository ignores) and
+    new directories left empty (not kept)."""
 
     allowed: list[RecordedWrite] = field(default_factory=list)
     denied: list[dict[str, str]] = field(default_factory=list)  # path, change, rule
+    kept: list[str] = field(default_factory=list)
+    empty_dirs: list[str] = field(default_factory=list)
+    refusal: str = ""  # why none of the command's writes were applied (its layer's budget)
 
 
 def shown_path(path: str) -> str:
     """A path as it may be shown and stored: undecodable bytes and controls escaped."""
     text = path.encode("utf-8", "backslashreplace").decode("utf-8")
     return CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
-
-
-def layer_apply(
-    writer: WorkspaceWriter,
-    changes: list[LayerChange],
-    *,
-    source_root: Path,
-    policy: WritePolicy,
-    record: Callable[[RecordedWrite], None] | None = None,
-) -> CommandWrites:
-    """Apply each change ``policy`` allows (content read from ``source_root``: the layer's
-    upper directory or the workspace copy); the rest is discarded and listed with its rule.
-    ``record`` is called with each applied change as soon as it is applied."""
-    result = CommandWrites()
-    for change in changes:
-        denial = {"path": shown_path(change.path), "change": change.change}
-        if change.kind == "dir" and not is_git_path(change.path):
-            if change.change == "deleted":
-                with WorkspaceFS(writer.root) as fs:
-                    fs.remove_empty_dir(change.path)  # only once all it held went
-            else:  # a directory is never applied; only its special bits are reported
-                result.denied.append({**denial, "rule": "file_mode"})
-            continue
-        decision = policy.check(
-            change.path, change=change.change,
-            kind="file" if change.change == "deleted" else change.kind,
-            mode=0 if change.change == "deleted" else change.mode,
-        )  # fmt: skip
-        if not decision.allowed:
-            result.denied.append({**denial, "rule": decision.rule})
-            continue
-        try:
-            if change.change == "deleted":
-                applied = writer.delete(change.path)
-            else:
-                if change.change == "modified":  # a directory the command replaced, now empty
-                    with WorkspaceFS(writer.root) as fs:
-                        fs.remove_empty_dir(change.path)
-                with opened_path(source_root, change.source) as fd:
-                    if fd < 0:
-                        raise Refused("it is not a regular file")
-                    mode = 0o755 if change.mode & 0o111 else 0o644
-                    applied = writer.write(change.path, source=fd, mode=mode)
-        except (Refused, OSError) as exc:  # e.g. its directory is a file the role kept
-            problem = exc.reason if isinstance(exc, Refused) else str(exc)
-            result.denied.append({**denial, "rule": "file_kind", "problem": problem[:300]})
-            continue
-        result.allowed.append(applied)
-        if record is not None:
-            record(applied)
-    return result

@@ -47,6 +47,7 @@ from sessions_app.models.sessions import (
     RoleTransition,
     SessionStatus,
     StepStatus,
+    WorkspaceApply,
 )
 
 __all__ = [
@@ -90,5 +91,6 @@ __all__ = [
     "StepStatus",
     "WorkflowStage",
     "WorkflowTemplate",
+    "WorkspaceApply",
     "chain_key",
 ]

@@ -186,6 +186,10 @@ class PendingChange(models.Model):
     # deleted) and its git mode. Approval commits these, never what the work tree holds.
     content = models.CharField(max_length=64, blank=True, default="")
     mode = models.PositiveIntegerField(default=0)
+    # The same of the file before this review cycle: a change back to exactly these (content
+    # and mode, not only the text) is a revert.
+    baseline_content = models.CharField(max_length=64, blank=True, default="")
+    baseline_mode = models.PositiveIntegerField(default=0)
     content_recorded = models.BooleanField(
         default=False,
         help_text="Written by a tool (content above); false for a change described by hand, "
@@ -222,3 +226,18 @@ class IdempotencyRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id}:{self.key}"
+
+
+class WorkspaceApply(models.Model):
+    """A command's changes being put into the workspace: recorded (as pending changes) in
+    the same transaction as this row, which is deleted once every file is in place. A row
+    left behind (a worker died half way) is finished by the next attempt
+    (``services.applies.workspace_apply_resume``), so the workspace always ends up holding
+    what the pending changes say."""
+
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="applies")
+    plan = models.JSONField(help_text="The staging directory and the moves left to make.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"apply {self.pk} in {self.session_id}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import uuid
@@ -14,8 +13,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from acode.errors import AcodeError
-from roles.gitpaths import git_path_problem
-from sessions_app.containment import CONTROL, RecordedWrite
+from sessions_app.containment import RecordedWrite
 from sessions_app.models import AgentSession, AuditEventType, ChangeKind, PendingChange
 from sessions_app.permissions import SessionAction, action_check
 from sessions_app.services.deliveries import delivered_commit_record
@@ -26,28 +24,8 @@ from sessions_app.services.sessions import (
     current_role_of,
     record_and_publish,
 )
+from sessions_app.services.tracking import change_path_check, track_decision
 from sessions_app.services.workspaces import ApprovedChange, workspace_commit
-
-PLACEHOLDER = "["  # binary, large or special content is shown as "[... bytes]" text
-
-
-def _check_path(path: str) -> None:
-    """A diff shown to a reviewer cannot be forged through a file name, and the commit can
-    hold every path a pending change names."""
-    if CONTROL.search(path):
-        raise AcodeError(
-            "ACODE-INP-010",
-            "File names with control characters (newline, carriage return, escape...) are "
-            "refused as pending changes.",
-            {"path": path.encode("unicode_escape").decode("ascii")[:1000]},
-        )
-    if problem := git_path_problem(path):
-        raise AcodeError(
-            "ACODE-CHG-001",
-            f"A pending change cannot name a path git cannot store: {problem}.",
-            {"path": path[:1000]},
-        )
-
 
 DIGEST_FIELDS = ("path", "kind", "diff", "content", "mode", "content_recorded")
 
@@ -97,17 +75,6 @@ def changes_check_digest(session: AgentSession, digest: str) -> None:
         )
 
 
-def unified_diff(path: str, before: str, after: str) -> str:
-    return "".join(
-        difflib.unified_diff(
-            before.splitlines(keepends=True),
-            after.splitlines(keepends=True),
-            fromfile=f"a/{path}" if before else "/dev/null",
-            tofile=f"b/{path}" if after else "/dev/null",
-        )
-    )
-
-
 @transaction.atomic
 def change_record(
     *,
@@ -122,7 +89,7 @@ def change_record(
     """Record (or update) a pending file change awaiting review, described by hand: it
     carries no recorded content, so approval does not commit it (``run_id``: the run
     executing in the session records it; see ``permissions.action_refusal``)."""
-    _check_path(path)
+    change_path_check(path)
     if kind not in ChangeKind.values:
         raise AcodeError(
             "ACODE-API-400", f"Unknown change kind {kind!r}.", {"allowed": list(ChangeKind.values)}
@@ -164,40 +131,19 @@ def change_track(
     created and then edited stays "created", and one created then deleted leaves nothing.
     ``run_id``: the run whose stage's job made it (as in ``change_record``).
     """
-    _check_path(write.path)
-    path, before, after = write.path, write.before, write.after
+    change_path_check(write.path)
+    path = write.path
     with lock_session(session.pk) as locked:
         action_check(SessionAction.CHANGE_RECORD, session=locked, run_id=run_id)
         existing = PendingChange.objects.filter(session=locked, path=path).first()
-        baseline = existing.baseline if existing is not None else before
-        # Placeholder text ("[binary ... bytes]") says nothing about equal content: never a revert.
-        reverted = baseline == after and not (after or "").startswith(PLACEHOLDER)
-        if baseline is None and after is None:
+        kind, defaults = track_decision(existing, write, locked.current_role_id)
+        change = None
+        if defaults is None:
             if existing is not None:
                 existing.delete()
-            kind, change = "discarded", None
-        elif reverted:
-            if existing is not None:
-                existing.delete()
-            kind, change = "reverted", None
         else:
-            kind = (
-                ChangeKind.CREATED
-                if baseline is None
-                else (ChangeKind.DELETED if after is None else ChangeKind.MODIFIED)
-            )
             change, _ = PendingChange.objects.update_or_create(
-                session=locked,
-                path=path,
-                defaults={
-                    "kind": kind,
-                    "diff": unified_diff(path, baseline or "", after or ""),
-                    "baseline": baseline,
-                    "role_id": locked.current_role_id,
-                    "content": write.content,
-                    "mode": write.mode,
-                    "content_recorded": True,
-                },
+                session=locked, path=path, defaults=defaults
             )
         record_and_publish(
             locked,

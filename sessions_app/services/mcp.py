@@ -26,8 +26,7 @@ from sessions_app.containment import (
     McpEndpoint,
     McpFailure,
     ToolResult,
-    layer_apply,
-    layer_changes,
+    command_writes,
     layer_create,
 )
 
@@ -114,9 +113,9 @@ class JobMcpServers:
     def connection(self, server: McpServer, *, writes: Any = None) -> McpConnection:
         """The job's live connection to ``server`` (started, listed and pinned on first use).
 
-        ``writes``: the tool context of a role that may write (``may_write``, ``writer``,
-        ``write_policy``, ``record_change``, ``layers_root``); the server then writes to a
-        layer of its own, applied through the write rule when it is closed."""
+        ``writes``: the tool context of a role that may write (``layers_root`` and its
+        ``write_target``); the server then writes to a layer of its own, applied as a
+        command's writes (``containment.command_writes``) when it is closed."""
         if server.slug in self._open:
             return self._open[server.slug]
         layer = layer_create(writes.layers_root) if writes is not None else None
@@ -198,12 +197,8 @@ class JobMcpServers:
         self._open.clear()
         applied = {}
         for slug, (layer, writes) in self._layers.items():
-            try:  # every process of the server is dead by now
-                changes = layer_changes(layer, Path(writes.workspace))
-                applied[slug] = layer_apply(
-                    writes.writer, changes, source_root=layer.upper,
-                    policy=writes.write_policy, record=writes.record_change,
-                )  # fmt: skip
+            try:  # every process of the server is dead by now: as a command's writes
+                applied[slug] = command_writes(layer, writes.write_target(), sandboxed=True)
             finally:
                 layer.remove()
         self._layers.clear()

@@ -178,6 +178,15 @@ def session_git_dir(session: AgentSession) -> Path | None:
     return git_dir
 
 
+def attached_git_dir(session: AgentSession) -> Path | None:
+    """An attached workspace's own ``.git`` directory (a real one), for its ignore rules'
+    tracked paths; None for a managed workspace or none there."""
+    found = Path(session.workspace) / ".git"
+    if session.workspace_managed or found.is_symlink() or not found.is_dir():
+        return None
+    return found
+
+
 def secret_index(work_tree: Path, git_dir: Path | None) -> SecretIndex:
     """The workspace's secret files: kept beside its git directory, scanned when attached."""
     return SecretIndex(work_tree, git_dir / "acode-secret-paths.json" if git_dir else None)

@@ -493,7 +493,6 @@ SERVICES_NOT_ACTIONS = {
     "current_role_of": "a read",
     "record_and_publish": "a helper of the services above (audit and publish)",
     "session_create": "opens a new session",
-    "unified_diff": "a helper",
     "precondition_unmet": "a read",
     "transitions_from": "a read",
     "transition_decide": "the transition's decision; asks action_refusal",

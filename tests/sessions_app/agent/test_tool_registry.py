@@ -18,8 +18,10 @@ from sessions_app.agent.executor import tool_check, tool_execute
 from sessions_app.agent.loop import tool_definitions
 from sessions_app.agent.tool_context import tool_context
 from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolImpl, ToolResult
-from sessions_app.containment import ContentStore, SecretIndex, WorkspaceWriter, layer_apply
-from sessions_app.containment.layer import LayerChange
+from sessions_app.containment import ContentStore, SecretIndex, WorkspaceWriter
+from sessions_app.containment.applying import layer_apply
+from sessions_app.containment.layerscan import LayerChange, LayerScan
+from tests.sessions_app.containment.layerkit import RecordingJournal
 from sessions_app.services.jobs import job_create
 from tests.factories import make_role
 from tests.sessions_app.jobkit import session_in
@@ -116,7 +118,8 @@ def _layer_answer(role: RoleDef, root: Path, path: str, change: str) -> tuple[bo
         (ws / path).write_text("old\n")
     writer = WorkspaceWriter(ws, ContentStore(None), SecretIndex(ws, None))
     found = [LayerChange(path, change, "file", 0o644, 4, path)]
-    writes = layer_apply(writer, found, source_root=source, policy=role.write_policy)
+    writes = layer_apply(writer, LayerScan(changes=found), source_root=source,
+                         policy=role.write_policy, journal=RecordingJournal())  # fmt: skip
     if writes.allowed:
         return True, ""
     return False, writes.denied[0]["rule"]

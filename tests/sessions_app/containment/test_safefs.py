@@ -53,7 +53,7 @@ def test_round_trip(fs: WorkspaceFS, ws: Path) -> None:
     assert (ws / "a" / "b" / "c").is_dir()
     fs.delete("pkg/sub/new.py")
     assert not (ws / "pkg" / "sub" / "new.py").exists()
-    assert safefs.read_text(ws, "./README.md", 100) == "# Demo\nhello world\n"
+    assert safefs.read_bytes(ws, "./README.md", 100) == b"# Demo\nhello world\n"
 
 
 def test_list_dir_hides_git_and_reports_links(fs: WorkspaceFS, ws: Path, outside: Path) -> None:

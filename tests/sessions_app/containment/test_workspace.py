@@ -12,11 +12,13 @@ import pytest
 
 from roles.access import CHANGE_PERMISSIONS, WritePolicy, WriteRule
 from sessions_app.containment.content import ContentStore
-from sessions_app.containment.layer import copy_changes, layer_changes, layer_create
+from sessions_app.containment.commandwrites import WriteTarget, command_writes
+from sessions_app.containment.layer import layer_create
 from sessions_app.containment.sandbox import SandboxView, run_sandboxed, sandbox_available
 from sessions_app.containment.secretfiles import SecretIndex
 from sessions_app.containment.workspace import RuleRefused, check_argv, workspace_files
-from sessions_app.containment.writes import CommandWrites, WorkspaceWriter, layer_apply
+from sessions_app.containment.writes import CommandWrites, WorkspaceWriter
+from tests.sessions_app.containment.layerkit import LIMITS, RecordingJournal
 
 STATUS = sandbox_available()
 WRITER = frozenset(CHANGE_PERMISSIONS.values())  # may create, change and delete files
@@ -90,12 +92,10 @@ def command(
         assert outcome.exit_code == 0, outcome.output
         if sandboxed:
             assert tree(ws) == before, "the command changed the workspace itself"
-        found = (layer_changes if sandboxed else copy_changes)(layer, ws)
         writer = WorkspaceWriter(ws, ContentStore(None), SecretIndex(ws, None))
-        return layer_apply(
-            writer, found, source_root=layer.upper if sandboxed else layer.copy,
-            policy=policy(may_write=may_write, write_paths=globs),
-        )  # fmt: skip
+        rule = policy(may_write=may_write, write_paths=globs)
+        target = WriteTarget(writer, rule, RecordingJournal(), LIMITS)
+        return command_writes(layer, target, sandboxed=sandboxed)
     finally:
         layer.remove()
     assert not layer.path.exists()
@@ -179,6 +179,7 @@ def test_a_directory_swapped_for_a_link_is_discarded(ws: Path, tmp_path: Path) -
 def test_a_file_replaced_by_a_directory_where_allowed(ws: Path) -> None:
     writes = command(ws, "rm docs/guide.md && mkdir docs/guide.md && echo x > docs/guide.md/in",
                      globs=("docs/**",))  # fmt: skip
+    assert writes.denied == []
     assert {(c.path, c.after) for c in writes.allowed} == {
         ("docs/guide.md", None), ("docs/guide.md/in", "x\n"),
     }  # fmt: skip

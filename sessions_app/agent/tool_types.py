@@ -1,0 +1,94 @@
+"""What a tool implementation is given and gives back: the job's ``ToolContext`` (its
+workspace and the services that record, approve and ask on its behalf), the
+``ToolResult`` and the ``ToolImpl`` binding a declared tool to its code."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from roles.access import WritePolicy
+from sessions_app.containment import (
+    ApplyJournal,
+    LayerLimits,
+    RecordedWrite,
+    WorkspaceWriter,
+    WriteTarget,
+)
+
+
+@dataclass
+class ReviewState:
+    """Which pending changes the model was shown: ``shown`` the digest of those it last saw
+    whole (its context, or ``analyze_diff``), ``current`` that of ``pending_diffs`` now.
+    ``submit_review`` approves ``shown`` and nothing else."""
+
+    shown: str = ""
+    current: str = ""
+
+
+@dataclass
+class ToolContext:
+    """What an implementation may touch: the workspace and the session's pending changes.
+
+    ``writer`` is the only way a tool changes the workspace; ``record_change`` records what
+    it wrote as a pending change; ``journal`` records a command's changes as one unit.
+    ``git_dir`` (the session's git directory in server state, shown read-only to commands),
+    ``layers_root`` (where command layers are made), ``session_layer`` (what the session
+    keeps that the repository ignores), ``layer_limits`` and ``tracked`` (the repository's
+    tracked paths) are the session's. ``may_write`` (a command's workspace is writable),
+    ``network``, ``read_secrets`` and ``write_policy`` (what a command's changes are applied
+    by) are the role's, set by the executor for every call from the role as it is.
+    """
+
+    workspace: Path
+    writer: WorkspaceWriter
+    layers_root: Path
+    pending_diffs: dict[str, str]
+    record_change: Callable[[RecordedWrite], None]
+    approve_changes: Callable[[str, str], int]  # (summary, the digest the model was shown)
+    request_changes: Callable[[str, list[Any]], None]
+    ask_human: Callable[[str], None] | None = None  # None: no run, nobody to ask
+    git_dir: Path | None = None
+    command_timeout: float = 120.0
+    may_write: bool = False
+    network: bool = False
+    read_secrets: bool = False
+    write_policy: WritePolicy = field(default_factory=WritePolicy)
+    mcp: Any = None  # the job's MCP servers (services.mcp.JobMcpServers), closed with it
+    journal: ApplyJournal | None = None
+    session_layer: Path | None = None
+    layer_limits: LayerLimits = field(default_factory=lambda: LayerLimits(1 << 30, 200_000))
+    tracked: Callable[[], list[str]] = list
+    review: ReviewState = field(default_factory=ReviewState)  # shared by the call copies
+
+    def write_target(self) -> WriteTarget:
+        """Where a command's (or MCP server's) writes land, by the role's rule."""
+        assert self.journal is not None, "a write-capable context records through a journal"
+        return WriteTarget(self.writer, self.write_policy, self.journal, self.layer_limits,
+                           self.session_layer, self.tracked)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool returns to the model (already redacted) and records in the audit log.
+
+    ``write_denials`` lists what a command changed that the role may not change (discarded
+    with its layer, never applied): the executor audits them as a refusal.
+    """
+
+    output: str
+    target: str
+    summary: str
+    details: dict[str, Any] = field(default_factory=dict)
+    write_denials: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ToolImpl:
+    """The code that runs one declared tool, given the normalised arguments."""
+
+    name: str
+    run: Callable[[ToolContext, dict[str, Any]], ToolResult]
