@@ -28,6 +28,7 @@ from sessions_app.services.changes import (
 from sessions_app.services.jobs import job_event
 from sessions_app.services.mcp import JobMcpServers
 from sessions_app.services.runs import run_question_ask, run_review_record
+from sessions_app.services.tracking import PATH_MAX_CHARS
 from sessions_app.services.workspaces import (
     attached_git_dir,
     session_git_dir,
@@ -39,6 +40,18 @@ def run_of(job: Job) -> Any:
     """The run whose stage the job is (None for a job of its own): while that run executes,
     it is the one that may change the session (``permissions.action_refusal``)."""
     return job.run_stage.run_id if job.run_stage is not None else None
+
+
+def layer_limits() -> LayerLimits:
+    """What a command's layer may hold here (settings), and how its overlay is read."""
+    return LayerLimits(
+        settings.ACODE_LAYER_MAX_BYTES,
+        settings.ACODE_LAYER_MAX_ENTRIES,
+        # bwrap mounts the overlay in the user namespace it makes: "userxattr".
+        prefix="user.overlay.",
+        guarded=kernel_guards_overlay_xattrs(),
+        max_path=PATH_MAX_CHARS,
+    )
 
 
 def tool_context(
@@ -89,13 +102,7 @@ def tool_context(
         git_dir=git_dir,
         journal=SessionJournal(session, actor, run_id),
         session_layer=session_layer_path(layers, str(session.pk)),
-        layer_limits=LayerLimits(
-            settings.ACODE_LAYER_MAX_BYTES,
-            settings.ACODE_LAYER_MAX_ENTRIES,
-            # bwrap mounts the overlay in the user namespace it makes: "userxattr".
-            prefix="user.overlay.",
-            guarded=kernel_guards_overlay_xattrs(),
-        ),
+        layer_limits=layer_limits(),
         tracked=lambda: tracked_paths(git_dir or attached_git_dir(session)),
         pending_diffs=shown.diffs,
         review=ReviewState(shown=shown.digest, current=shown.digest),

@@ -27,81 +27,23 @@ from __future__ import annotations
 import os
 import stat as st
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from roles.decision.arguments import MAX_PATH_BYTES
 from sessions_app.containment.layer import Layer
+
+# What a scan reports; imported from here by name.
+from sessions_app.containment.layerreport import LayerChange as LayerChange
+from sessions_app.containment.layerreport import LayerLimits as LayerLimits
+from sessions_app.containment.layerreport import LayerOverBudget as LayerOverBudget
+from sessions_app.containment.layerreport import LayerScan as LayerScan
+from sessions_app.containment.layerreport import (
+    kernel_guards_overlay_xattrs as kernel_guards_overlay_xattrs,
+)
 from sessions_app.containment.nofollow import entry_names, lstat_at, open_dir, opened_file
 from sessions_app.containment.safefs import DIR_FLAGS
 
 COMPARE_CHUNK = 1 << 20
-KERNEL_ESCAPES_OVERLAY_XATTRS = (6, 7)
-
-
-@dataclass(frozen=True)
-class LayerChange:
-    """One thing a command changed, as a workspace-relative path.
-
-    ``change`` is created, modified or deleted; ``kind`` is what is there now (file, dir,
-    symlink, other) or, for a deletion, what was there. ``mode`` is the permission bits
-    (special bits included) of what is there now. ``source`` is where its content can be
-    read (relative to the layer's upper directory, or to the copy), for files. ``group``:
-    the path of the replaced entry this change stands or falls with ("" on its own).
-    """
-
-    path: str
-    change: str
-    kind: str
-    mode: int = 0
-    size: int = 0
-    source: str = ""
-    group: str = ""
-
-
-@dataclass(frozen=True)
-class LayerLimits:
-    """What one command's layer may hold, and how to read the kernel's overlay attributes:
-    ``prefix`` their namespace for this mount, ``guarded`` whether a command cannot set
-    attributes in it itself."""
-
-    max_bytes: int
-    max_entries: int
-    prefix: str = "user.overlay."
-    guarded: bool = True
-
-
-def kernel_guards_overlay_xattrs() -> bool:
-    """Linux 6.7+ stores a command's own ``user.overlay.*`` attributes escaped."""
-    release = os.uname().release.split("-")[0].split(".")
-    try:
-        return tuple(int(p) for p in release[:2]) >= KERNEL_ESCAPES_OVERLAY_XATTRS
-    except ValueError:  # pragma: no cover - a release without numbers
-        return False
-
-
-class LayerOverBudget(Exception):
-    """The layer holds more than its limits allow: nothing of it is applied."""
-
-    def __init__(self, what: str, count: int, limit: int) -> None:
-        super().__init__(f"the command's layer holds more than {limit} {what} ({count}+)")
-        self.what, self.count, self.limit = what, count, limit
-
-
-@dataclass
-class LayerScan:
-    """What a command left: ``changes`` to apply (by the role's rule), ``refused`` entries
-    the reader itself refuses (path, change, rule, group), ``ignored`` top-most paths the
-    repository ignores (kept in the session layer), ``scrub`` entries of those not kept
-    (refused), ``empty_dirs`` new directories left empty, and the counts."""
-
-    changes: list[LayerChange] = field(default_factory=list)
-    refused: list[dict[str, str]] = field(default_factory=list)
-    ignored: list[str] = field(default_factory=list)
-    scrub: list[str] = field(default_factory=list)
-    empty_dirs: list[str] = field(default_factory=list)
-    entries: int = 0
-    bytes: int = 0
 
 
 Ignored = Callable[[str, bool], bool]
@@ -220,7 +162,7 @@ class _Walk:
         if frame.mode == KEEP:
             self._vet_kept(path, info)
             return self._descend(frame, name, path, -1, "", KEEP) if is_dir else None
-        if len(path.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
+        if len(path.encode("utf-8", "surrogateescape")) > self.limits.max_path:
             self._refuse(path, "created", "path_length", frame.group, "the path is too long")
             return (
                 self._descend(frame, name, path, -1, frame.group or path, COUNT) if is_dir else None

@@ -12,6 +12,7 @@ job's changes count across its attempts.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections import Counter
 from collections.abc import Sequence
@@ -20,13 +21,15 @@ from typing import Any
 
 from django.db import transaction
 
-from sessions_app.containment import RecordedWrite, apply_resume, staging_leftovers
+from sessions_app.containment import RecordedWrite, Refused, apply_resume, staging_leftovers
 from sessions_app.models import AgentSession, AuditEventType, PendingChange, WorkspaceApply
 from sessions_app.permissions import SessionAction, action_check
 from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.locks import lock_session
 from sessions_app.services.sessions import actor_name, record_and_publish
 from sessions_app.services.tracking import change_path_check, track_decision
+
+logger = logging.getLogger(__name__)
 
 BATCH = 500
 STALE_STAGING = 3600.0
@@ -116,7 +119,10 @@ def workspace_apply_resume(session: AgentSession) -> int:
     root = Path(session.workspace)
     left = list(WorkspaceApply.objects.filter(session=session).order_by("id"))
     for row in left:
-        apply_resume(root, row.plan)
+        try:
+            apply_resume(root, row.plan)
+        except (OSError, Refused):  # said once, not retried forever
+            logger.exception("could not finish apply %s in session %s", row.pk, session.pk)
         WorkspaceApply.objects.filter(pk=row.pk).delete()
     if root.is_dir():
         staging_leftovers(root, keep={str(r.plan.get("staging")) for r in left},

@@ -257,17 +257,28 @@ def changes_commit(
             actor=who,
             target=", ".join(paths)[:1000],
             result=f"{len(paths)} approved",
-            details={
-                "paths": paths,
-                "summary": summary,
-                "commit": commit,
-                "branch": locked.branch if commit else "",
-                "committed": {c.path: c.content for c in approved},
-                "not_committed": described,
-            },
+            details=_approval_details(locked, paths, summary, commit, approved, described),
         )
         return ApprovalOutcome(len(paths), commit, locked.branch if commit else "",
                                _outcome_words(locked, commit, bool(approved)))  # fmt: skip
+
+
+def _approval_details(
+    session: AgentSession,
+    paths: list[str],
+    summary: str,
+    commit: str,
+    approved: list[ApprovedChange],
+    described: list[str],
+) -> dict[str, Any]:
+    return {
+        "paths": paths,
+        "summary": summary,
+        "commit": commit,
+        "branch": session.branch if commit else "",
+        "committed": {c.path: c.content for c in approved},
+        "not_committed": described,
+    }
 
 
 def _outcome_words(session: AgentSession, commit: str, recorded: bool) -> str:

@@ -18,6 +18,7 @@ from sessions_app.containment import CONTROL, RecordedWrite
 from sessions_app.models import ChangeKind, PendingChange
 
 PLACEHOLDER = "["  # binary, large or special content is shown as "[... bytes]" text
+PATH_MAX_CHARS = 1000  # PendingChange.path holds this much
 
 
 def change_path_check(path: str) -> None:
@@ -29,6 +30,12 @@ def change_path_check(path: str) -> None:
             "File names with control characters (newline, carriage return, escape...) are "
             "refused as pending changes.",
             {"path": path.encode("unicode_escape").decode("ascii")[:1000]},
+        )
+    if len(path) > PATH_MAX_CHARS:
+        raise AcodeError(
+            "ACODE-INP-001",
+            f"A pending change's path has at most {PATH_MAX_CHARS} characters.",
+            {"path": path[:200]},
         )
     if problem := git_path_problem(path):
         raise AcodeError(

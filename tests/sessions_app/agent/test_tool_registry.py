@@ -21,9 +21,9 @@ from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolImpl, ToolResult
 from sessions_app.containment import ContentStore, SecretIndex, WorkspaceWriter
 from sessions_app.containment.applying import layer_apply
 from sessions_app.containment.layerscan import LayerChange, LayerScan
-from tests.sessions_app.containment.layerkit import RecordingJournal
 from sessions_app.services.jobs import job_create
 from tests.factories import make_role
+from tests.sessions_app.containment.layerkit import RecordingJournal
 from tests.sessions_app.jobkit import session_in
 
 pytestmark = pytest.mark.django_db

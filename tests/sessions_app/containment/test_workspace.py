@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from roles.access import CHANGE_PERMISSIONS, WritePolicy, WriteRule
-from sessions_app.containment.content import ContentStore
 from sessions_app.containment.commandwrites import WriteTarget, command_writes
+from sessions_app.containment.content import ContentStore
 from sessions_app.containment.layer import layer_create
 from sessions_app.containment.sandbox import SandboxView, run_sandboxed, sandbox_available
 from sessions_app.containment.secretfiles import SecretIndex
