@@ -37,6 +37,7 @@ class CommittedFile:
 class DeliveredView:
     sha: str
     short: str
+    committed: bool
     subject: str
     body: str
     branch: str
@@ -79,6 +80,7 @@ def delivered_view(commit: DeliveredCommit) -> DeliveredView:
     return DeliveredView(
         sha=commit.sha,
         short=commit.sha[:12],
+        committed=commit.committed,
         subject=subject,
         body=body.strip(),
         branch=commit.branch,

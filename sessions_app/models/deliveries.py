@@ -29,8 +29,13 @@ class DeliveredCommit(models.Model):
         related_name="commits",
         help_text="The run whose approval or review committed it (empty: a review by hand).",
     )
-    sha = models.CharField(max_length=64)
-    branch = models.CharField(max_length=200)
+    sha = models.CharField(max_length=64, blank=True)
+    branch = models.CharField(max_length=200, blank=True)
+    committed = models.BooleanField(
+        default=True,
+        help_text="False: approved in an attached directory, which already held the changes "
+        "(applied when made); acode commits only in workspaces it created (no sha, branch).",
+    )
     message = models.TextField()
     files = models.JSONField(
         default=list, blank=True, help_text="[{path, kind, added, removed}] the commit changed."
@@ -49,10 +54,16 @@ class DeliveredCommit(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
-            models.UniqueConstraint(fields=["session", "sha"], name="unique_delivered_commit")
+            models.UniqueConstraint(
+                fields=["session", "sha"],
+                condition=models.Q(committed=True),
+                name="unique_delivered_commit",
+            )
         ]
 
     def __str__(self) -> str:
+        if not self.committed:
+            return f"applied in the attached directory ({self.created_at:%Y-%m-%d %H:%M})"
         return f"{self.sha[:12]} on {self.branch}"
 
     @property

@@ -16,7 +16,7 @@ from acode.errors import AcodeError
 from sessions_app.containment import RecordedWrite
 from sessions_app.models import AgentSession, AuditEventType, ChangeKind, PendingChange
 from sessions_app.permissions import SessionAction, action_check
-from sessions_app.services.deliveries import delivered_commit_record
+from sessions_app.services.deliveries import delivered_applied_record, delivered_commit_record
 from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.locks import lock_session
 from sessions_app.services.sessions import (
@@ -239,16 +239,18 @@ def changes_commit(
         message = _commit_message(locked, summary)
         commit = workspace_commit(locked, approved, message)
         who = actor_name(user, actor)
+        recorded = [r for r in rows if r.content_recorded]
+        approver = _approver(locked, user, who, run_id)
         if commit:
-            committed = [r for r in rows if r.content_recorded]
             delivered_commit_record(
-                session=locked,
-                sha=commit,
-                message=message,
-                committed=committed,
-                approved_by=_approver(locked, user, who, run_id),
+                session=locked, sha=commit, message=message, committed=recorded,
+                approved_by=approver, run_id=run_id,
+            )  # fmt: skip
+        elif recorded and not locked.workspace_managed:  # there already: said so, not committed
+            delivered_applied_record(
+                session=locked, message=message, approved=recorded, approved_by=approver,
                 run_id=run_id,
-            )
+            )  # fmt: skip
         locked.pending_changes.all().delete()
         record_and_publish(
             locked,

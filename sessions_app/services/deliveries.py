@@ -51,6 +51,30 @@ def diff_stat(diff: str) -> tuple[int, int]:
     return added, removed
 
 
+def _files(changes: Sequence[PendingChange]) -> list[dict[str, object]]:
+    files = []
+    for change in changes:
+        added, removed = diff_stat(change.diff)
+        files.append({"path": change.path, "kind": change.kind, "added": added, "removed": removed})
+    return files
+
+
+def delivered_applied_record(
+    *,
+    session: AgentSession,
+    message: str,
+    approved: Sequence[PendingChange],
+    approved_by: str,
+    run_id: uuid.UUID | None = None,
+) -> DeliveredCommit:
+    """Record an approval in an attached directory: the changes are there already (applied
+    when made) and nothing is committed; the pages, API and CLI show it as such."""
+    return DeliveredCommit.objects.create(
+        session=session, run_id=run_id, sha="", branch="", committed=False, message=message,
+        files=_files(approved), approved_by=approved_by, push_status=PushStatus.NONE,
+    )  # fmt: skip
+
+
 def delivered_commit_record(
     *,
     session: AgentSession,
@@ -62,10 +86,7 @@ def delivered_commit_record(
 ) -> DeliveredCommit:
     """Record a commit just made on the locked ``session``'s branch from ``committed``, and
     queue its push (after commit) when the session's repository is pushable."""
-    files = []
-    for change in committed:
-        added, removed = diff_stat(change.diff)
-        files.append({"path": change.path, "kind": change.kind, "added": added, "removed": removed})
+    files = _files(committed)
     repository = session.repository
     pushable = repository is not None and repository.pushable
     commit = DeliveredCommit.objects.create(

@@ -40,7 +40,11 @@ PUSH_WORDS = {"pending": "Pushing", "pushed": "Pushed", "failed": "Push failed"}
 def print_commit(
     console: Console, commit: dict[str, Any], *, indent: str = "", label: str = "Delivered: commit"
 ) -> None:
-    """A delivered commit: sha, branch, message, files, push, and how to get it."""
+    """A delivered commit: sha, branch, message, files, push, and how to get it (or an
+    approval in an attached directory: applied there, not committed)."""
+    if commit.get("committed") is False:
+        print_applied(console, commit, indent=indent)
+        return
     short = str(commit["sha"])[:12]
     console.print(f"{indent}{label} [bold]{esc(short)}[/] on branch {esc(commit['branch'])}")
     console.print(f"{indent}  {esc(commit['subject'])}")
@@ -69,6 +73,24 @@ def print_commit(
         f"{indent}  Get it: acode changes patch --commit {esc(short)} -o {esc(short)}.patch "
         "(then git am it)"
     )
+
+
+def print_applied(console: Console, commit: dict[str, Any], *, indent: str = "") -> None:
+    """An approval in an attached directory: the files are there; nothing was committed."""
+    console.print(
+        f"{indent}Approved in the attached directory (the changes are there, applied when "
+        "made; acode commits only in workspaces it created): nothing was committed"
+    )
+    console.print(f"{indent}  {esc(commit['subject'])}")
+    console.print(
+        f"{indent}  Approved by {esc(commit['approved_by'])} at {fmt_time(commit.get('created_at'))}"
+    )
+    files = commit.get("files") or []
+    console.print(f"{indent}  Files ({len(files)}):")
+    for f in files:
+        console.print(
+            f"{indent}    {esc(f['kind']):<9} {esc(f['path'])}  +{f['added']} -{f['removed']}"
+        )
 
 
 @app.callback(invoke_without_command=True)
@@ -146,12 +168,17 @@ def _commits(session_id: str) -> str:
 
 
 def print_delivered(console: Console, commits: list[dict[str, Any]]) -> None:
-    console.print(f"Delivered: {plural(len(commits), 'commit')}, newest first")
+    made = [c for c in commits if c.get("committed") is not False]
+    if made:
+        console.print(f"Delivered: {plural(len(made), 'commit')}, newest first")
+    else:
+        console.print(f"Approved: {plural(len(commits), 'time')}, newest first (not committed)")
     for commit in commits[:SHOWN_COMMITS]:
         print_commit(console, commit, indent="  ", label="Commit")
     if len(commits) > SHOWN_COMMITS:
         console.print(f"  … and {len(commits) - SHOWN_COMMITS} earlier (`--json` lists all)")
-    console.print("The whole branch: acode changes patch -o branch.patch")
+    if made:
+        console.print("The whole branch: acode changes patch -o branch.patch")
 
 
 @app.command("approve")
@@ -190,7 +217,7 @@ def approve(
         body = {"summary": summary, "digest": digest}
         result: dict[str, Any] = client.post(f"/api/sessions/{sid}/changes/approve/", body)
         count = int(result.get("approved") or 0)
-        commits: list[dict[str, Any]] = client.get(_commits(sid)) if result.get("commit") else []
+        commits: list[dict[str, Any]] = client.get(_commits(sid)) if count else []
     if as_json:
         emit_json(result)
         return
@@ -199,8 +226,11 @@ def approve(
         return
     out().print(f"[bold green][SUCCESS][/] Approved {plural(count, 'pending change')}; "
                 f"{esc(result.get('outcome') or '')}")  # fmt: skip
-    if commits:
-        print_commit(out(), commits[0])
+    newest = commits[0] if commits else {}
+    if result.get("commit") and newest.get("sha") == result["commit"]:
+        print_commit(out(), newest)
+    elif not result.get("commit") and newest.get("committed") is False:
+        print_applied(out(), newest)
 
 
 def _resolve_commit(client: ApiClient, sid: str, commit: str) -> str:

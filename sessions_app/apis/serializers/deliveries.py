@@ -33,10 +33,15 @@ def patch_url(commit: DeliveredCommit) -> str:
 
 
 class DeliveredCommitOutput(serializers.Serializer):
-    """A commit approved work became on the session branch, and whether it was pushed."""
+    """A commit approved work became on the session branch, and whether it was pushed; or,
+    in an attached directory, an approval of changes already there (``committed`` false)."""
 
-    sha = serializers.CharField()
-    branch = serializers.CharField(help_text="The session branch: acode/<session>.")
+    sha = serializers.CharField(help_text="'' when nothing was committed (see committed).")
+    branch = serializers.CharField(help_text="The session branch: acode/<session> ('' none).")
+    committed = serializers.BooleanField(
+        help_text="False: approved in an attached directory, which already holds the changes "
+        "(applied when they were made); acode commits only in workspaces it created."
+    )
     subject = serializers.CharField(help_text="The commit message's first line.")
     message = serializers.CharField()
     files = CommittedFileOutput(many=True, help_text="The files the commit changed.")
@@ -50,11 +55,11 @@ class DeliveredCommitOutput(serializers.Serializer):
     push_message = serializers.CharField(help_text="What git said, credentials masked.")
     pushed_at = serializers.DateTimeField(allow_null=True)
     patch_url = serializers.SerializerMethodField(
-        help_text="This commit as a patch (GET; apply with git am)."
+        help_text="This commit as a patch (GET; apply with git am); '' when not committed."
     )
 
     def get_patch_url(self, obj: DeliveredCommit) -> str:
-        return patch_url(obj)
+        return patch_url(obj) if obj.committed else ""
 
 
 class PatchQuery(Query):
