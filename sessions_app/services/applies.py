@@ -107,8 +107,10 @@ class SessionJournal:
         )
 
     def end(self) -> None:
+        """The moves are made: close the journal (under the session's lock, as it opened)."""
         if self._open is not None:
-            WorkspaceApply.objects.filter(pk=self._open.pk).delete()
+            with lock_session(self.session.pk):
+                WorkspaceApply.objects.filter(pk=self._open.pk).delete()
             self._open = None
 
 
