@@ -1,6 +1,12 @@
 """Command overhead by workspace size: the copy-on-write layer costs what a command changes,
 not what the repository holds.
 
+Target (issue "Approved equals committed, at any size"): applying a command that writes
+5,000 one-line files (``ACODE_BENCH_APPLY_FILES``) takes under 5 s at p50, the whole call:
+the sandbox, reading the layer, hashing and storing each blob, the pending-change rows
+written in bulk with their journal (a real session in the configured database), the files
+moved into place, the layer removed.
+
 Target (issue "Approved means exactly this"): the overhead acode adds to a command
 (``execute_command`` through the tool implementation: layer, secret-file view, sandbox,
 reading the layer, applying what the role may write, removing the layer) minus the same
@@ -23,10 +29,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from _report import record
-from _setup import fmt_time
+from _setup import django_setup, fmt_time
 
 from roles.access import CHANGE_PERMISSIONS, WritePolicy
 from sessions_app.agent.tools import ToolContext, execute_command
+from sessions_app.containment import LayerLimits
 from sessions_app.containment.content import ContentStore
 from sessions_app.containment.process import Limits, run_process
 from sessions_app.containment.sandbox import BASE_ENV, sandbox_available
@@ -35,6 +42,9 @@ from sessions_app.containment.writes import RecordedWrite, WorkspaceWriter
 
 RUNS = 30
 LARGE = int(os.environ.get("ACODE_BENCH_COMMAND_FILES", "50000"))
+MANY = int(os.environ.get("ACODE_BENCH_APPLY_FILES", "5000"))
+APPLY_RUNS = 7
+APPLY_TARGET = 5.0
 COMMANDS = {
     "true": ["true"],
     "write one file": ["sh", "-c", "echo changed > docs/out.md"],
@@ -56,6 +66,16 @@ def make_workspace(root: Path, files: int) -> Path:
     return ws
 
 
+class Journal:
+    """Keeps the writes in memory: the overhead figures measure containment, not rows."""
+
+    def begin(self, writes: list[RecordedWrite], plan: dict[str, object]) -> None:
+        self.writes = writes
+
+    def end(self) -> None:
+        pass
+
+
 def context(ws: Path, layers: Path) -> ToolContext:
     recorded: list[RecordedWrite] = []
     index = SecretIndex(ws, layers.parent / f"{ws.name}-secrets.json")
@@ -64,6 +84,7 @@ def context(ws: Path, layers: Path) -> ToolContext:
         writer=WorkspaceWriter(ws, ContentStore(None), index),
         layers_root=layers,
         pending_diffs={},
+        journal=Journal(),
         record_change=recorded.append,
         approve_changes=lambda summary, digest: 0,
         request_changes=lambda summary, comments: None,
@@ -113,6 +134,70 @@ def measure(ws: Path, layers: Path, argv: list[str]) -> tuple[float, float, int]
     return p50, p95, peak_memory(acode)
 
 
+def many_files(token: str) -> list[str]:
+    """``MANY`` new one-line files, in a new directory ``docs/<token>``."""
+    return ["sh", "-c", (
+        f"mkdir -p docs/{token}; i=0; while [ $i -lt {MANY} ]; do echo line $i > "
+        f"docs/{token}/f$i.md; i=$((i+1)); done"
+    )]  # fmt: skip
+
+
+def apply_context() -> ToolContext:
+    """A Coder's context in a real session (its rows and journal in the database)."""
+    from django.conf import settings
+    from django.contrib.auth.models import User
+
+    from sessions_app.agent.tool_context import layer_limits
+    from sessions_app.services.applies import SessionJournal
+    from sessions_app.services.plans import plan_set
+    from sessions_app.services.sessions import session_create
+    from sessions_app.services.transitions import session_transition
+    from sessions_app.services.workspaces import session_git_dir, workspace_writer
+
+    user, _ = User.objects.get_or_create(username="bench-apply")
+    session = session_create(owner=user, title="bench: apply 5,000 files")
+    plan_set(session=session, steps=["Write many files"], actor="bench")
+    for role in ("planner", "coder"):
+        session_transition(session=session, to_role=role, reason="bench", actor="bench")
+    session.refresh_from_db()
+    limits: LayerLimits = layer_limits()
+    return ToolContext(
+        workspace=Path(session.workspace), writer=workspace_writer(session),
+        layers_root=Path(settings.ACODE_LAYERS_ROOT),
+        git_dir=session_git_dir(session), pending_diffs={},
+        journal=SessionJournal(session, "bench"), layer_limits=limits,
+        record_change=lambda write: None, approve_changes=lambda summary, digest: 0,
+        request_changes=lambda summary, comments: None, may_write=True,
+        write_policy=WritePolicy(frozenset(CHANGE_PERMISSIONS.values()), ("docs/**",)),
+    )  # fmt: skip
+
+
+def measure_apply() -> None:
+    """The whole call of a command writing ``MANY`` new one-line files, p50 and p95."""
+    django_setup()
+    ctx = apply_context()
+    times, bare_times = [], []
+    for run in range(APPLY_RUNS):
+        argv = many_files(f"run{run}")
+        start = time.perf_counter()
+        result = execute_command(ctx, {"argv": argv})
+        times.append(time.perf_counter() - start)
+        assert f"and {MANY - 20} more" in result.output, result.output[-500:]
+        with tempfile.TemporaryDirectory(prefix="acode-bench-bare-") as scratch:
+            start = time.perf_counter()
+            run_process(argv, cwd=scratch, env=BASE_ENV, timeout=60, limits=Limits())
+            bare_times.append(time.perf_counter() - start)
+    times.sort()
+    p50, p95 = p50_p95(times)
+    bare = statistics.median(bare_times)
+    ok = "OK  " if p50 <= APPLY_TARGET else "MISS"
+    print(f"{ok} applying {MANY} one-line files: p50 {p50:.2f} s  p95 {p95:.2f} s  "
+          f"(the command alone {bare:.2f} s; {(p50 - bare) / MANY * 1e3:.2f} ms a file)")  # fmt: skip
+    record(f"applying {MANY} one-line files, whole call p50", p50, "s", target=APPLY_TARGET,
+           baseline=bare, note=f"p95 {p95:.2f} s; baseline: the same command run bare "
+           f"({bare:.2f} s); {APPLY_RUNS} runs")  # fmt: skip
+
+
 def main() -> None:
     status = sandbox_available()
     print(f"bwrap: {status.binary}  sandbox: {status.available}  overlay: {status.overlay}")
@@ -146,6 +231,7 @@ def main() -> None:
             )  # fmt: skip
             record(f"peak memory per command, {label}, {LARGE} files vs 3", l_mem / max(s_mem, 1),
                    "x", target=1.5, note=f"{l_mem // 1024} KiB vs {s_mem // 1024} KiB")  # fmt: skip
+    measure_apply()
 
 
 if __name__ == "__main__":

@@ -92,9 +92,9 @@ def tool_context(
         asked.append(question)
         job_event(job, JobEventKind.NOTE, {"message": "asked a person", "question": question})
 
-    workspace_apply_resume(session)  # what a dead attempt left half applied, first
-    git_dir = session_git_dir(session)
     layers = Path(settings.ACODE_LAYERS_ROOT)
+    workspace_apply_resume(session, layers)  # what a dead attempt left half applied, first
+    git_dir = session_git_dir(session)
     return ToolContext(
         workspace=Path(session.workspace),
         writer=workspace_writer(session),

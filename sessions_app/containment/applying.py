@@ -6,13 +6,13 @@
    the file tools are checked by too); a refused change refuses its ``group`` with it (a
    directory replaced by a file stands or falls with what the replacement deleted), and
    the refusal says which;
-2. **stages** each file it will write in a private directory of the workspace (copied from
-   the layer, hashed and stored in-process on the way): every failure happens here, before
-   anything is recorded or moved;
+2. **stages** the command's tree in a private directory beside its layer (one rename) and
+   hashes and stores each file it will write in-process: every failure happens here,
+   before anything is recorded or moved;
 3. **records** every change at once (``ApplyJournal.begin``: the pending changes and a
    journal of the moves left, in one transaction);
-4. **moves** the staged files into place (renames), deletes what goes, syncs once, and
-   closes the journal (``ApplyJournal.end``).
+4. **moves** the staged files into place (one rename each), deletes what goes, syncs once,
+   and closes the journal (``ApplyJournal.end``).
 
 A worker that dies between 3 and 4 leaves the journal: ``apply_resume`` finishes the
 moves, so the workspace always ends up as the pending changes say.
@@ -25,6 +25,7 @@ import ctypes
 import errno
 import os
 import secrets
+import stat as st
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,11 +34,18 @@ from typing import Any, Protocol
 from roles.access import WritePolicy
 from sessions_app.containment.layer import remove_tree
 from sessions_app.containment.layerscan import LayerChange, LayerScan
-from sessions_app.containment.nofollow import opened_path, read_head
+from sessions_app.containment.nofollow import open_dir, opened_file, read_head
 from sessions_app.containment.paths import split_path
-from sessions_app.containment.safefs import DIR_FLAGS, TMP_FLAGS, Refused, WorkspaceFS
+from sessions_app.containment.safefs import (
+    DIR_FLAGS,
+    READ_FLAGS,
+    TMP_FLAGS,
+    Refused,
+    WorkspaceFS,
+)
 from sessions_app.containment.writes import (
     TEXT_LIMIT,
+    Before,
     CommandWrites,
     RecordedWrite,
     WorkspaceWriter,
@@ -46,7 +54,7 @@ from sessions_app.containment.writes import (
     shown_path,
 )
 
-STAGING_PREFIX = ".acode-staging-"
+STAGING_PREFIX = "applying-"
 
 
 class ApplyJournal(Protocol):
@@ -83,12 +91,14 @@ def layer_apply(
     docstring); the rest is discarded and listed with its rule."""
     result = CommandWrites(empty_dirs=list(scan.empty_dirs))
     allowed = _decide(scan, policy, result)
-    plan = _Plan(f"{STAGING_PREFIX}{secrets.token_hex(8)}")
-    staging = writer.root / plan.staging
-    os.mkdir(staging, 0o700)
+    # Staged beside the command's layer (server state no sandbox sees), from where each
+    # file moves into the workspace with one rename.
+    staging = source_root.parent.parent / f"{STAGING_PREFIX}{secrets.token_hex(8)}"
+    plan = _Plan(str(staging))
+    adopted = _adopt(source_root, staging)
     recorded = False
     try:
-        _stage(writer, allowed, source_root, plan, result)
+        _stage(writer, allowed, staging if adopted else source_root, plan, result, adopted)
         if plan.ops:
             journal.begin(plan.writes, plan.as_dict())
             recorded = True  # from here on, a failure leaves the journal to finish it
@@ -152,23 +162,38 @@ def _without_groups(
     return kept
 
 
+def _adopt(source_root: Path, staging: Path) -> bool:
+    """Move the command's whole tree into the workspace as the staging directory (one
+    rename); False when they are on different file systems (then files are copied in)."""
+    try:
+        os.rename(source_root, staging)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        os.mkdir(staging, 0o700)
+        return False
+    os.chmod(staging, 0o700)
+    return True
+
+
 def _stage(
     writer: WorkspaceWriter,
     changes: list[LayerChange],
     source_root: Path,
     plan: _Plan,
     result: CommandWrites,
+    adopted: bool,
 ) -> None:
     """Stage every file to write and record every change; a failure refuses the change
     and its group (staged files of a refused group are left for the staging removal)."""
     staged: list[tuple[LayerChange, RecordedWrite, list[Any]]] = []
     failed: dict[str, str] = {}
-    staging = os.open(writer.root / plan.staging, DIR_FLAGS)
+    stager = _Stager(writer, source_root, Path(plan.staging), adopted)
     try:
         with WorkspaceFS(writer.root) as fs:
             for number, change in enumerate(changes):
                 try:
-                    write, op = _prepare(writer, fs, change, source_root, staging, number)
+                    write, op = stager.prepare(fs, change, number)
                 except (Refused, OSError) as exc:
                     problem = exc.reason if isinstance(exc, Refused) else str(exc)
                     result.denied.append({"path": shown_path(change.path), "change": change.change,
@@ -177,7 +202,7 @@ def _stage(
                     continue
                 staged.append((change, write, op))
     finally:
-        os.close(staging)
+        stager.close()
     kept = {id(c) for c in _without_groups([c for c, _, _ in staged], failed, result)}
     for change, write, op in staged:
         if id(change) in kept:
@@ -186,39 +211,98 @@ def _stage(
                 plan.writes.append(write)
 
 
-def _prepare(
-    writer: WorkspaceWriter,
-    fs: WorkspaceFS,
-    change: LayerChange,
-    source_root: Path,
-    staging: int,
-    number: int,
-) -> tuple[RecordedWrite, list[Any]]:
-    """What applying ``change`` records, and its move; a file's content is staged."""
-    if change.kind == "dir":  # deleted: its content went first
-        return RecordedWrite("", None, None, "", 0), ["rmdir", change.path]
-    replaced = bool(change.group)
-    before = writer.before(fs, change.path, replaced_dir=replaced)
-    if change.change == "deleted":
-        write = RecordedWrite(change.path, before.text, None, "", 0, before.content, before.mode)
-        return write, ["delete", change.path]
-    split_path(change.path)  # a path the writer can address, or Refused
-    mode = 0o755 if change.mode & 0o111 else 0o644
-    name = str(number)
-    with opened_path(source_root, change.source) as fd:
-        if fd < 0:
+class _Stager:
+    """Hashes and stores each file to write, in the command's tree moved into the staging
+    directory (``adopted``), or copied there from the command's tree on another file
+    system; the directories it reads are opened once each, never through a link."""
+
+    def __init__(
+        self, writer: WorkspaceWriter, source_root: Path, staging: Path, adopted: bool
+    ) -> None:
+        self.writer, self.adopted = writer, adopted
+        self.staging = os.open(staging, DIR_FLAGS)
+        self.dirs = _DirCache(os.open(source_root, DIR_FLAGS))
+
+    def close(self) -> None:
+        os.close(self.staging)
+        self.dirs.close()
+
+    def prepare(
+        self, fs: WorkspaceFS, change: LayerChange, number: int
+    ) -> tuple[RecordedWrite, list[Any]]:
+        """What applying ``change`` records, and its move; a file's content is staged."""
+        if change.kind == "dir":  # deleted: its content went first
+            return RecordedWrite("", None, None, "", 0), ["rmdir", change.path]
+        replaced = bool(change.group)
+        if change.change == "created" and not replaced:  # not in the workspace: nothing before
+            before = Before()
+        else:
+            before = self.writer.before(fs, change.path, replaced_dir=replaced)
+        if change.change == "deleted":
+            write = RecordedWrite(change.path, before.text, None, "", 0, before.content,
+                                  before.mode)  # fmt: skip
+            return write, ["delete", change.path]
+        split_path(change.path)  # a path the writer can address, or Refused
+        mode = 0o755 if change.mode & 0o111 else 0o644
+        name = change.source if self.adopted else str(number)
+        fd = self._take(change.source, name)
+        try:
+            os.fchmod(fd, mode)
+            blob = self.writer.store.put_fd(fd)
+            after = as_text(read_head(fd, TEXT_LIMIT))
+        finally:
+            os.close(fd)
+        write = RecordedWrite(change.path, before.text, after, blob, git_mode(mode),
+                              before.content, before.mode)  # fmt: skip
+        return write, ["put", name, change.path, mode, replaced]
+
+    def _take(self, source: str, name: str) -> int:
+        """The file at ``source`` as the staged file ``name``, opened (a regular file only)."""
+        *dirs, last = source.split("/")
+        parent = self.dirs.get(dirs)
+        if parent < 0:
             raise Refused("it is not a regular file")
-        blob, after = writer.store.put_fd(fd), as_text(read_head(fd, TEXT_LIMIT))
-        _copy(fd, staging, name, mode)
-    write = RecordedWrite(change.path, before.text, after, blob, git_mode(mode),
-                          before.content, before.mode)  # fmt: skip
-    return write, ["put", name, change.path, mode]
+        info = os.stat(last, dir_fd=parent, follow_symlinks=False)
+        if not st.S_ISREG(info.st_mode):
+            raise Refused("it is not a regular file")
+        if not self.adopted:
+            with opened_file(parent, last) as fd:
+                if fd < 0:
+                    raise Refused("it is not a regular file") from None
+                _copy(fd, self.staging, name)
+            parent, last = self.staging, name
+        fd = os.open(last, READ_FLAGS, dir_fd=parent)
+        if not st.S_ISREG(os.fstat(fd).st_mode):  # pragma: no cover - checked just now
+            os.close(fd)
+            raise Refused("it is not a regular file")
+        os.set_blocking(fd, True)
+        return fd
 
 
-def _copy(source: int, staging: int, name: str, mode: int) -> None:
+class _DirCache:
+    """Directories under one opened root, each opened once (without following links)."""
+
+    def __init__(self, root: int) -> None:
+        self.fds: dict[tuple[str, ...], int] = {(): root}
+
+    def get(self, names: list[str]) -> int:
+        key = tuple(names)
+        if key not in self.fds:
+            if not names:  # pragma: no cover - the root is always there
+                return -1
+            parent = self.get(names[:-1])
+            self.fds[key] = open_dir(parent, names[-1]) if parent >= 0 else -1
+        return self.fds[key]
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            if fd >= 0:
+                os.close(fd)
+
+
+def _copy(source: int, staging: int, name: str) -> None:
     out = os.open(name, TMP_FLAGS, 0o600, dir_fd=staging)
     try:
-        os.fchmod(out, mode)
         os.lseek(source, 0, os.SEEK_SET)
         while chunk := os.read(source, 1 << 20):
             view = memoryview(chunk)
@@ -232,45 +316,58 @@ def apply_resume(root: Path, plan: dict[str, Any]) -> None:
     """Make the moves of ``plan`` that are not made yet (each is idempotent), remove the
     staging directory and sync: what applying does after recording, and what finishes an
     apply a dead worker left half done."""
-    staging = Path(root) / str(plan["staging"])
+    staging = Path(root) / str(plan["staging"])  # absolute: beside the command's layer
     with WorkspaceFS(root) as fs:
-        for op in plan["ops"]:
-            if op[0] == "delete":
-                with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-                    fs.delete(op[1])
-            elif op[0] == "rmdir":
-                fs.remove_empty_dir(op[1])
-            else:
-                _put(fs, staging, op[1], op[2], op[3])
+        try:
+            sources = _DirCache(os.open(staging, DIR_FLAGS))
+        except FileNotFoundError:
+            sources = _DirCache(-1)
+        parents: dict[tuple[str, ...], int] = {}  # opened once each (puts come last)
+        try:
+            for op in plan["ops"]:
+                if op[0] == "delete":
+                    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                        fs.delete(op[1])
+                elif op[0] == "rmdir":
+                    fs.remove_empty_dir(op[1])
+                else:
+                    _put(fs, sources, parents, op, replaces=bool(op[4:] and op[4]))
+        finally:
+            sources.close()
+            for fd in parents.values():
+                os.close(fd)
         _sync(fs)
     if staging.exists():
         remove_tree(staging)
 
 
-def _put(fs: WorkspaceFS, staging: Path, name: str, rel: str, mode: int) -> None:
-    """Move the staged file ``name`` to ``rel`` (gone: moved already)."""
-    *parents, last = split_path(rel)
-    try:
-        source = os.open(staging, DIR_FLAGS)
-    except FileNotFoundError:
+def _put(
+    fs: WorkspaceFS, sources: _DirCache, parents: dict[tuple[str, ...], int], op: list[Any],
+    *, replaces: bool,
+) -> None:  # fmt: skip
+    """Move the staged file ``op[1]`` to ``op[2]`` (gone: moved already)."""
+    staged, rel, mode = op[1], op[2], op[3]
+    *where, name = staged.split("/")
+    source = sources.get(where)
+    if source < 0:
         return
-    try:
-        if not os.path.lexists(f"/proc/self/fd/{source}/{name}"):
-            return
+    *dirs, last = split_path(rel)
+    if replaces:
         fs.remove_empty_dir(rel)  # a directory the command replaced, emptied by now
-        with fs.directory(parents, create=True) as parent:
-            try:
-                os.rename(name, last, src_dir_fd=source, dst_dir_fd=parent)
-            except FileNotFoundError:  # moved meanwhile by another resume
-                return
-            except OSError as exc:
-                if exc.errno != errno.EXDEV:  # a mount inside an attached directory
-                    raise
-                with opened_path(staging, name) as fd:
-                    fs.write_from(rel, fd, mode=mode)
-                os.unlink(name, dir_fd=source)
-    finally:
-        os.close(source)
+    key = tuple(dirs)
+    if key not in parents:
+        with fs.directory(dirs, create=True) as opened:
+            parents[key] = os.dup(opened)
+    try:
+        os.rename(name, last, src_dir_fd=source, dst_dir_fd=parents[key])
+    except FileNotFoundError:  # moved already (by an earlier try, or another resume)
+        return
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:  # a mount inside an attached directory
+            raise
+        with opened_file(source, name) as fd:
+            fs.write_from(rel, fd, mode=mode)
+        os.unlink(name, dir_fd=source)
 
 
 def staging_leftovers(root: Path, keep: set[str], *, older_than: float = 0.0) -> None:

@@ -61,12 +61,14 @@ def command_writes(layer: Layer, target: WriteTarget, *, sandboxed: bool) -> Com
         denial = {"path": "*", "change": "all", "rule": "layer_budget", "code": OVER_BUDGET,
                   "problem": str(exc)}  # fmt: skip
         return CommandWrites(denied=[denial], refusal=refusal)
+    kept: list[str] = []
+    if scan.ignored and session is not None:  # first: applying takes the rest of the tree
+        session_keep(layer.upper, session, scan.ignored, scan.scrub, target.limits.prefix)
+        kept = [p for p in scan.ignored if p not in set(scan.scrub)]
     writes = layer_apply(
         target.writer, scan, source_root=top, policy=target.policy, journal=target.journal
     )
-    if scan.ignored and session is not None:
-        session_keep(layer.upper, session, scan.ignored, scan.scrub, target.limits.prefix)
-        writes.kept = [p for p in scan.ignored if p not in set(scan.scrub)]
-    elif scan.ignored:  # no session layer (no sandbox): ignored output is not kept
+    writes.kept = kept
+    if scan.ignored and session is None:  # no session layer (no sandbox): not kept
         writes.empty_dirs += scan.ignored
     return writes

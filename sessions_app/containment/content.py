@@ -38,6 +38,11 @@ class ContentStore:
             return _sha1_blob_id(fd)
         return blob_from_fd(self._repository(), fd)
 
+    def id_of_fd(self, fd: int) -> str:
+        """The blob id of the opened file's whole content, without storing it."""
+        os.lseek(fd, 0, os.SEEK_SET)
+        return _sha1_blob_id(fd)
+
     def put_bytes(self, data: bytes) -> str:
         """The blob id of ``data`` (stored when there is a git directory)."""
         if self.git_dir is None:

@@ -117,7 +117,7 @@ class WorkspaceWriter:
             return Before(f"[{'symbolic link' if info.kind == 'symlink' else 'special file'}]\n")
         # Refuses a hard-linked file: its other name may be outside the workspace.
         with fs.opened(rel) as fd:
-            blob = self.store.put_fd(fd)
+            blob = self.store.id_of_fd(fd)  # its id only: the before side is never committed
             head = read_head(fd, EDIT_CAP) if info.size <= EDIT_CAP else b""
             mode = git_mode(os.fstat(fd).st_mode)
         if info.size > EDIT_CAP:

@@ -35,8 +35,8 @@ BATCH = 500
 STALE_STAGING = 3600.0
 AUDITED_PATHS = 1000
 ROW_FIELDS = [
-    "kind", "diff", "baseline", "role_id", "content", "mode", "content_recorded",
-    "baseline_content", "baseline_mode",
+    "kind", "diff", "baseline", "role", "content", "mode", "content_recorded",
+    "baseline_content", "baseline_mode", "updated_at",
 ]  # fmt: skip
 
 
@@ -60,22 +60,20 @@ def changes_track_batch(
         for start in range(0, len(paths), BATCH):
             chunk = paths[start : start + BATCH]
             existing |= {r.path: r for r in locked.pending_changes.filter(path__in=chunk)}
-        new, changed, gone, kinds = [], [], [], Counter[str]()
+        rows, gone, kinds = [], [], Counter[str]()
         for write in writes:
             row = existing.get(write.path)
             kind, fields = track_decision(row, write, locked.current_role_id)
             kinds[str(kind)] += 1
-            if fields is None:
-                if row is not None:
-                    gone.append(row.pk)
-            elif row is None:
-                new.append(PendingChange(session=locked, path=write.path, **fields))
-            else:
-                for name, value in fields.items():
-                    setattr(row, name, value)
-                changed.append(row)
-        PendingChange.objects.bulk_create(new, batch_size=BATCH)
-        PendingChange.objects.bulk_update(changed, ROW_FIELDS, batch_size=BATCH)
+            if fields is not None:
+                rows.append(PendingChange(session_id=locked.pk, path=write.path, **fields))
+            elif row is not None:
+                gone.append(row.pk)
+        # One upsert for new and changed rows alike (a row keeps its created_at).
+        PendingChange.objects.bulk_create(
+            rows, batch_size=BATCH, update_conflicts=True, unique_fields=["session", "path"],
+            update_fields=ROW_FIELDS,
+        )  # fmt: skip
         PendingChange.objects.filter(pk__in=gone).delete()
         journal = WorkspaceApply.objects.create(session=locked, plan=plan)
         record_and_publish(
@@ -114,10 +112,11 @@ class SessionJournal:
             self._open = None
 
 
-def workspace_apply_resume(session: AgentSession) -> int:
+def workspace_apply_resume(session: AgentSession, layers_root: Path) -> int:
     """Finish every apply a dead worker left in the session's workspace (its moves are
-    idempotent), and remove staging a worker left before recording anything (older than
-    ``STALE_STAGING`` seconds: a live apply's is younger); how many were finished."""
+    idempotent), and remove staging a worker left under ``layers_root`` before recording
+    anything (older than ``STALE_STAGING`` seconds: a live apply's is younger); how many
+    were finished."""
     root = Path(session.workspace)
     left = list(WorkspaceApply.objects.filter(session=session).order_by("id"))
     for row in left:
@@ -126,7 +125,8 @@ def workspace_apply_resume(session: AgentSession) -> int:
         except (OSError, Refused):  # said once, not retried forever
             logger.exception("could not finish apply %s in session %s", row.pk, session.pk)
         WorkspaceApply.objects.filter(pk=row.pk).delete()
-    if root.is_dir():
-        staging_leftovers(root, keep={str(r.plan.get("staging")) for r in left},
-                          older_than=STALE_STAGING)  # fmt: skip
+    if layers_root.is_dir():  # every journal's staging stays until its session resumes it
+        journals = WorkspaceApply.objects.values_list("plan", flat=True)
+        keep = {Path(str(plan.get("staging", ""))).name for plan in journals}
+        staging_leftovers(layers_root, keep=keep, older_than=STALE_STAGING)
     return len(left)

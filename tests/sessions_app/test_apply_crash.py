@@ -121,11 +121,11 @@ def test_an_apply_cut_off_half_way_is_finished_by_the_next_attempt(
     real = applying._put
     moved: list[str] = []
 
-    def put_then_die(fs: Any, staging: Path, name: str, rel: str, mode: int) -> None:
+    def put_then_die(fs: Any, source: int, parents: Any, op: list[Any], **kw: Any) -> None:
         if len(moved) == 50:
             raise _Killed
-        real(fs, staging, name, rel, mode)
-        moved.append(rel)
+        real(fs, source, parents, op, **kw)
+        moved.append(op[2])
 
     monkeypatch.setattr(applying, "_put", put_then_die)
     from roles.registry import registry
