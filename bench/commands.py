@@ -58,7 +58,7 @@ def make_workspace(root: Path, files: int) -> Path:
 
 def context(ws: Path, layers: Path) -> ToolContext:
     recorded: list[RecordedWrite] = []
-    index = SecretIndex(ws, layers.parent / f"{ws.name}-secrets.json")
+    index = SecretIndex(ws, layers.parent / f"{ws.name}-index", live=False)
     return ToolContext(
         workspace=ws,
         writer=WorkspaceWriter(ws, ContentStore(None), index),

@@ -83,6 +83,8 @@ def _declaration(row: McpToolDefinition, definition: Mapping[str, Any]) -> ToolD
         frozenset({server_permission(row.server.slug)}),
         kind="mcp",
         pinned_hash=row.approved_hash if row.offered else row.live_hash,
+        mcp_server=row.server.slug,
+        mcp_tool=row.name,
     )
 
 

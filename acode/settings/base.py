@@ -172,6 +172,9 @@ ACODE_GIT_ROOT = Path(env_str("ACODE_GIT_ROOT", str(VAR_DIR / "git")))
 # Scratch for the copy-on-write layer of each command (local to a worker; a filesystem that
 # can hold an overlayfs upper directory: ext4, xfs, btrfs, or tmpfs on Linux 6.6+).
 ACODE_LAYERS_ROOT = Path(env_str("ACODE_LAYERS_ROOT", str(VAR_DIR / "layers")))
+# Per-workspace indexes in server state (which files are hidden, the git view commands see),
+# shared between hosts like the workspaces and never mounted into a sandbox.
+ACODE_INDEX_ROOT = Path(env_str("ACODE_INDEX_ROOT", str(VAR_DIR / "index")))
 # Existing directories users with attach_workspace may start sessions on (none by default).
 ACODE_ATTACH_ROOTS = env_list("ACODE_ATTACH_ROOTS", [])
 ACODE_PROMPT_PACK = env_str("ACODE_PROMPT_PACK", "acode-standard")

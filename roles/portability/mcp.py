@@ -20,6 +20,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 
 from acode.inputs import JSON_VALUE_REF, NO_NUL
+from roles.decision.schemas import schema_problem
 from roles.mcp_models import McpArgumentLimit, McpServer, McpTransport
 from roles.models import Role
 from roles.services.mcp import (
@@ -128,6 +129,10 @@ def mcp_problems(data: Mapping[str, Any], known_roles: Collection[str]) -> list[
             )
         except ValidationError as exc:
             problems += [f"argument limit {lim['role']} {lim['tool']}: {m}" for m in exc.messages]
+            continue
+        problem = schema_problem(lim["schema"])
+        if problem:
+            problems.append(f"argument limit {lim['role']} {lim['tool']}: {problem}")
     return problems
 
 

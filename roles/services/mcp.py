@@ -15,10 +15,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
 from acode.errors import AcodeError
+from roles.decision.schemas import schema_problem
 from roles.mcp_models import (
     McpArgumentLimit,
     McpServer,
@@ -207,9 +209,13 @@ def mcp_server_status_record(*, server: McpServer, error: str = "") -> None:
 def mcp_argument_limit_save(
     *, limit: McpArgumentLimit, actor: str | None = None, user: AbstractBaseUser | None = None
 ) -> McpArgumentLimit:
-    """Save a role's narrowing of a tool's arguments (checked to be a JSON Schema); the
-    role and the roles below it get a new version, which records the limit."""
+    """Save a role's narrowing of a tool's arguments (a JSON Schema the decision can run:
+    ``roles.decision.schemas.schema_problem``); the role and the roles below it get a new
+    version, which records the limit."""
     limit.full_clean()
+    problem = schema_problem(limit.schema)
+    if problem:
+        raise ValidationError({"schema": problem})
     limit.save()
     data_changed(
         "argument limit", "saved", f"{limit.role.slug} {limit.tool}", actor_label(actor, user),

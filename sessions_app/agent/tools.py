@@ -8,9 +8,12 @@ with the arguments as the check normalised them (paths workspace-relative, comma
 checked argument lists): an implementation never normalises or checks them again.
 
 Files are opened only through ``safefs`` (no link followed, no hard-linked file, never
-``.git``), searched through ``safegrep`` (bounded in time), and changed only through the
-``WorkspaceWriter``. Commands run only in the sandbox, writing to a copy-on-write layer
-whose content the server applies, as far as the role may write, once the command is over.
+``.git``), searched through ``safegrep`` (linear time, over what the role may see of each
+file), and changed only through the ``WorkspaceWriter``. What a tool shows of a file is
+what every process acode starts sees of it (the one view: a file secret by name shows
+nothing, one holding secrets its redacted form). Commands run only in the sandbox, in the
+view ``process_view`` makes, writing to a copy-on-write layer whose content the server
+applies, as far as the role may write, once the command is over.
 """
 
 from __future__ import annotations
@@ -31,20 +34,22 @@ from sessions_app.containment import (
     Limits,
     RecordedWrite,
     Refused,
-    SandboxView,
     WorkspaceFS,
+    WorkspaceSight,
     WorkspaceWriter,
     copy_changes,
     is_binary,
+    is_secret_file,
     layer_apply,
     layer_changes,
     layer_create,
-    present_secret_files,
+    process_view,
     redact_file,
     redact_text,
     run_sandboxed,
     sandbox_required,
     search,
+    workspace_sight,
 )
 
 READ_CAP = 200_000
@@ -81,6 +86,13 @@ class ToolContext:
     write_policy: WritePolicy = field(default_factory=WritePolicy)
     mcp: Any = None  # the job's MCP servers (services.mcp.JobMcpServers), closed with it
 
+    def sight(self) -> WorkspaceSight:
+        """What the role's processes may see of the workspace (the one view's input)."""
+        return workspace_sight(
+            self.workspace, self.writer.secrets, git_dir=self.git_dir,
+            read_secrets=self.read_secrets,
+        )  # fmt: skip
+
 
 @dataclass(frozen=True)
 class ToolResult:
@@ -95,6 +107,7 @@ class ToolResult:
     summary: str
     details: dict[str, Any] = field(default_factory=dict)
     write_denials: list[dict[str, str]] = field(default_factory=list)
+    untrusted: bool = True  # the output holds outside text (False: acode's own words)
 
 
 @dataclass(frozen=True)
@@ -105,6 +118,12 @@ class ToolImpl:
     run: Callable[[ToolContext, dict[str, Any]], ToolResult]
 
 
+def _shown(ctx: ToolContext, rel: str, text: str) -> str:
+    """What the role sees of a file's text: the one view's (nothing of a secret file, the
+    rest with its secrets masked), unless the role may read secrets."""
+    return text if ctx.read_secrets else redact_file(rel, text)
+
+
 def read_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     rel = args["path"]
     with WorkspaceFS(ctx.workspace) as fs:
@@ -112,7 +131,7 @@ def read_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     if is_binary(data):
         raise Refused(f"{rel!r} is a binary file")
     text = data[:READ_CAP].decode("utf-8", "replace")
-    shown = redact_file(rel, text)
+    shown = _shown(ctx, rel, text)
     if len(data) > READ_CAP:
         shown += f"\n[truncated at {READ_CAP} bytes]"
     return ToolResult(shown, rel, f"{len(text)} characters read")
@@ -149,30 +168,37 @@ class _ScopedFS(WorkspaceFS):
 def grep_search(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     rel = args.get("path", ".")
     limit = int(args.get("max_results", 100))
+
+    def shown(path: str, data: bytes) -> bytes | None:
+        # Searched as the role sees it: a match never reveals a hidden value.
+        if ctx.read_secrets:
+            return data
+        if is_secret_file(path):
+            return None
+        return redact_text(data.decode("utf-8", "replace"), path=path).encode("utf-8")
+
     with _ScopedFS(ctx.workspace) as fs:
         found = search(
             fs, str(args.get("pattern", "")), rel=rel, max_matches=limit,
-            max_file_bytes=GREP_FILE_CAP,
+            max_file_bytes=GREP_FILE_CAP, shown=shown,
         )  # fmt: skip
-        # Lines are shown from the redacted whole file: a key block spans many lines.
-        redacted: dict[str, list[str]] = {}
-        hits = []
-        for match in found.matches:
-            if match.path not in redacted:
-                text = fs.read_text(match.path, GREP_FILE_CAP, truncate=True)
-                redacted[match.path] = redact_file(match.path, text).splitlines()
-            lines = redacted[match.path]
-            number = match.line_number
-            line = lines[number - 1] if 0 < number <= len(lines) else "[REDACTED]"
-            hits.append(f"{match.path}:{match.line_number}: {line[:300]}")
+    hits = [f"{m.path}:{m.line_number}: {m.line[:300]}" for m in found.matches]
     return ToolResult("\n".join(hits) or "(no matches)", rel, f"{len(hits)} matches")
 
 
 def analyze_diff(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     only = args.get("path") or ""
     diffs = {p: d for p, d in ctx.pending_diffs.items() if not only or p == only}
-    text = "\n".join(redact_text(d) for _, d in sorted(diffs.items())) or "(no pending changes)"
-    return ToolResult(text, only or "pending changes", f"{len(diffs)} changed files")
+    text = "\n".join(_shown_diff(ctx, p, d) for p, d in sorted(diffs.items()))
+    return ToolResult(text or "(no pending changes)", only or "pending changes",
+                      f"{len(diffs)} changed files")  # fmt: skip
+
+
+def _shown_diff(ctx: ToolContext, path: str, diff: str) -> str:
+    """A pending diff as the role sees the file: none of a secret file's lines."""
+    if not ctx.read_secrets and is_secret_file(path):
+        return f"--- {path}\n+++ {path}\n[REDACTED: {path} holds secrets; its diff is not shown]"
+    return diff if ctx.read_secrets else redact_text(diff)
 
 
 def _write(ctx: ToolContext, args: dict[str, Any], *, create: bool) -> ToolResult:
@@ -191,7 +217,7 @@ def _write(ctx: ToolContext, args: dict[str, Any], *, create: bool) -> ToolResul
     verb = "written" if exists else "created"
     return ToolResult(
         f"{rel}: {len(data)} bytes {verb}", rel, f"Success ({len(data)} bytes {verb})",
-        {"bytes": len(data)},
+        {"bytes": len(data)}, untrusted=False,
     )  # fmt: skip
 
 
@@ -212,7 +238,7 @@ def delete_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     if info.kind != "file":
         raise Refused(f"{rel!r} is a {info.kind}: links and special files are never touched")
     ctx.record_change(ctx.writer.delete(rel))
-    return ToolResult(f"{rel} deleted", rel, "Success (deleted)")
+    return ToolResult(f"{rel} deleted", rel, "Success (deleted)", untrusted=False)
 
 
 def command_ro_paths() -> list[Path]:
@@ -242,16 +268,11 @@ def _command(ctx: ToolContext, argv: list[str], timeout: float) -> ToolResult:
     layer = layer_create(ctx.layers_root) if ctx.may_write or not sandboxed else None
     writes = CommandWrites()
     try:
-        hidden = () if ctx.read_secrets else ctx.writer.secrets.paths()
-        view = SandboxView(
-            layer=layer,
-            hidden=tuple(present_secret_files(ctx.workspace, list(hidden))),
-            git_dir=ctx.git_dir,
-        )
+        view = process_view(ctx.sight(), workspace=ctx.workspace, layer=layer, env=command_env())
         result = run_sandboxed(
             argv, workspace=ctx.workspace, writable=ctx.may_write, network=ctx.network,
-            timeout=timeout, limits=Limits(max_output=OUTPUT_CAP), env=command_env(),
-            ro_paths=command_ro_paths(), view=view,
+            timeout=timeout, limits=Limits(max_output=OUTPUT_CAP), ro_paths=command_ro_paths(),
+            view=view,
         )  # fmt: skip
         if layer is not None:  # every process of the command is dead by now
             found = (layer_changes if sandboxed else copy_changes)(layer, ctx.workspace)
@@ -289,6 +310,7 @@ def _command(ctx: ToolContext, argv: list[str], timeout: float) -> ToolResult:
         "writable": ctx.may_write,
         "network": ctx.network,
         "hidden_secrets": len(view.hidden),
+        "git_view": view.git_view is not None,
         "duration": round(result.duration, 3),
         "recorded": [c.path for c in writes.allowed][:100],
         "discarded": len(writes.denied),
@@ -318,12 +340,18 @@ def submit_review(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     if verdict == "approve":
         count = ctx.approve_changes(summary)
         return ToolResult(
-            f"Approved {count} pending changes.", "pending changes", f"approved {count}"
+            f"Approved {count} pending changes.",
+            "pending changes",
+            f"approved {count}",
+            untrusted=False,
         )
     if verdict == "request_changes":
         ctx.request_changes(summary, list(args.get("comments", [])))
         return ToolResult(
-            "Revision requested; the changes stay pending.", "pending changes", "revision requested"
+            "Revision requested; the changes stay pending.",
+            "pending changes",
+            "revision requested",
+            untrusted=False,
         )
     raise Refused("verdict must be 'approve' or 'request_changes'")
 
@@ -343,6 +371,7 @@ def ask_human(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         "and you will get the answer in a new request.",
         "person",
         "asked",
+        untrusted=False,
     )
 
 

@@ -37,9 +37,10 @@ from mcp.shared.message import SessionMessage
 
 from acode.metrics import observe_mcp_call
 from sessions_app.containment import sandbox
-from sessions_app.containment.bwrap import SandboxView, bwrap_options
+from sessions_app.containment.bwrap import bwrap_options
 from sessions_app.containment.layer import Layer
 from sessions_app.containment.process import Limits, _launcher
+from sessions_app.containment.view import WorkspaceSight, process_view
 
 __all__ = [
     "McpConnection",
@@ -60,12 +61,15 @@ STDERR_KEPT = 2000  # characters of a server's stderr kept for its last error
 
 
 class McpFailure(Exception):
-    """A server could not be started, reached, or answered badly; ``code`` is an ACODE code."""
+    """A server could not be started, reached, or answered badly; ``code`` is an ACODE code,
+    ``message`` acode's words and ``detail`` the server's own (outside text: its error
+    message, the end of its stderr), which reaches a model only as untrusted data."""
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
+    def __init__(self, code: str, message: str, detail: str = "") -> None:
+        super().__init__(f"{message}: {detail}" if detail else message)
         self.code = code
         self.message = message
+        self.detail = detail
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,7 @@ class McpEndpoint:
     headers: Mapping[str, str] = field(default_factory=dict)
     network: bool = False
     workspace: Path | None = None  # None: an empty directory of its own
+    sight: WorkspaceSight | None = None  # what of the workspace it may see (the one view)
     ro_paths: tuple[Path, ...] = ()  # the server's own files (e.g. its node_modules)
     layer: Layer | None = None  # writes land here (the workspace stays as it was)
     start_timeout: float = 30.0
@@ -152,7 +157,9 @@ class McpConnection(AbstractContextManager["McpConnection"]):
         except Exception as exc:  # the SDK and transports raise many kinds; all mean "down"
             detail = self._describe(exc)
             self.close()
-            raise McpFailure(UNAVAILABLE, f"MCP server {self.endpoint.name}: {detail}") from exc
+            raise McpFailure(
+                UNAVAILABLE, f"MCP server {self.endpoint.name} could not be reached", detail
+            ) from exc
 
     def close(self) -> None:
         """Close the session and kill the server's sandbox (idempotent)."""
@@ -208,11 +215,15 @@ class McpConnection(AbstractContextManager["McpConnection"]):
             ) from exc
         except MCPError as exc:
             raise McpFailure(
-                TOOL_ERROR, f"MCP server {self.endpoint.name}: {exc.error.message}"
+                TOOL_ERROR,
+                f"MCP server {self.endpoint.name} answered with an error",
+                str(exc.error.message),
             ) from exc
         except Exception as exc:
             detail = self._describe(exc)
-            raise McpFailure(UNAVAILABLE, f"MCP server {self.endpoint.name}: {detail}") from exc
+            raise McpFailure(
+                UNAVAILABLE, f"MCP server {self.endpoint.name} failed", detail
+            ) from exc
 
     def _describe(self, exc: BaseException) -> str:
         if isinstance(exc, BaseExceptionGroup):
@@ -366,7 +377,10 @@ def _server_command(
         extra = [
             sandbox._checked_dir(p, "read-only path", allow_file=True) for p in endpoint.ro_paths
         ]
-        env = sandbox._command_env((), endpoint.env)
+        if endpoint.workspace is not None and endpoint.sight is None:
+            raise ValueError("a server in a workspace needs the role's sight of it (one view)")
+        sight = endpoint.sight if endpoint.workspace is not None else None
+        view = process_view(sight, workspace=Path(ws), layer=endpoint.layer, extra_env=endpoint.env)
     except ValueError as exc:
         raise McpFailure(UNAVAILABLE, f"MCP server {endpoint.name}: {exc}") from exc
     if not sandbox.sandbox_required():
@@ -377,6 +391,7 @@ def _server_command(
                 UNAVAILABLE, f"MCP server {endpoint.name}: writes need the sandbox's layer"
             )
         logger.warning("ACODE_SANDBOX=off: MCP server %s runs UNSANDBOXED", endpoint.name)
+        env = {k: v for k, v in view.env if k not in ("GIT_DIR", "GIT_WORK_TREE")}
         return list(endpoint.argv), ws, env, ()
     status = sandbox.sandbox_available()
     if not status.available or status.binary is None:
@@ -384,10 +399,7 @@ def _server_command(
     writable = endpoint.layer is not None
     if writable and not status.overlay:
         raise McpFailure("ACODE-TOL-004", f"MCP server {endpoint.name}: {status.overlay_reason}")
-    view = SandboxView(layer=endpoint.layer)
-    options = bwrap_options(
-        status, ws, writable, endpoint.network, endpoint.limits, env, extra, view, ""
-    )
+    options = bwrap_options(status, ws, writable, endpoint.network, endpoint.limits, extra, view)
     fd = os.memfd_create("bwrap-args", 0)  # inherited by bwrap, which reads it once
     os.write(fd, b"".join(os.fsencode(o) + b"\0" for o in options))
     os.lseek(fd, 0, os.SEEK_SET)

@@ -71,7 +71,7 @@ class WorkspaceWriter:
                 blob, after = self.store.put_fd(source), as_text(read_head(source, TEXT_LIMIT))
                 fs.write_from(rel, source, mode=0o644 if mode is None else mode)
             executable = bool(fs.mode(rel) & 0o111)
-        self.secrets.note(rel, exists=True)
+        self.secrets.note(rel, data=data, fd=source)  # scanned: hidden now if it holds secrets
         return RecordedWrite(rel, before, after, blob, GIT_EXECUTABLE if executable else GIT_FILE)
 
     def delete(self, rel: str) -> RecordedWrite:
@@ -79,7 +79,7 @@ class WorkspaceWriter:
         with WorkspaceFS(self.root) as fs:
             before = self._before(fs, rel)
             fs.delete(rel)
-        self.secrets.note(rel, exists=False)
+        self.secrets.note(rel, data=None)
         return RecordedWrite(rel, before, None, "", 0)
 
     @staticmethod

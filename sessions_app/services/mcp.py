@@ -26,17 +26,23 @@ from sessions_app.containment import (
     McpEndpoint,
     McpFailure,
     ToolResult,
+    WorkspaceSight,
     layer_apply,
     layer_changes,
     layer_create,
+    workspace_sight,
 )
+from sessions_app.services.secrets import workspace_index
 
 MISSING_SECRET = "ACODE-MCP-006"
 NOT_APPROVED = "ACODE-MCP-004"
 
 
-def mcp_endpoint(server: McpServer, *, workspace: Path | None = None) -> McpEndpoint:
-    """The contained endpoint of ``server``; ``McpFailure`` when a named secret is unset."""
+def mcp_endpoint(
+    server: McpServer, *, workspace: Path | None = None, sight: WorkspaceSight | None = None
+) -> McpEndpoint:
+    """The contained endpoint of ``server``; ``McpFailure`` when a named secret is unset.
+    ``sight``: what the role's processes may see of ``workspace`` (the one view)."""
     return McpEndpoint(
         name=server.slug,
         transport=server.transport,
@@ -46,6 +52,7 @@ def mcp_endpoint(server: McpServer, *, workspace: Path | None = None) -> McpEndp
         headers=_secrets(server, server.header_secrets),
         network=server.network,
         workspace=workspace,
+        sight=sight,
         ro_paths=tuple(Path(p) for p in server.read_only_paths),
         start_timeout=float(getattr(settings, "ACODE_MCP_START_TIMEOUT", 30)),
         call_timeout=float(server.call_timeout_seconds),
@@ -64,16 +71,15 @@ def _secrets(server: McpServer, names: Mapping[str, str]) -> dict[str, str]:
     return {target: os.environ[source] for target, source in names.items()}
 
 
-def mcp_server_refresh(
-    *, server: McpServer, actor: str = "system", workspace: Path | None = None
-) -> list[McpToolDefinition]:
+def mcp_server_refresh(*, server: McpServer, actor: str = "system") -> list[McpToolDefinition]:
     """List the server's tools now and pin them (``roles.services.mcp``); the server's
-    status and last error record how it went. Raises ``McpFailure`` when it cannot be reached."""
+    status and last error record how it went (it runs in an empty directory of its own).
+    Raises ``McpFailure`` when it cannot be reached."""
     try:
-        with McpConnection(mcp_endpoint(server, workspace=workspace)) as connection:
+        with McpConnection(mcp_endpoint(server)) as connection:
             listed = connection.list_tools()
     except McpFailure as failure:
-        mcp_server_status_record(server=server, error=f"{failure.code}: {failure.message}")
+        mcp_server_status_record(server=server, error=f"{failure.code}: {failure}")
         raise
     mcp_server_status_record(server=server)
     return mcp_definitions_record(
@@ -111,7 +117,9 @@ class JobMcpServers:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def connection(self, server: McpServer, *, writes: Any = None) -> McpConnection:
+    def connection(
+        self, server: McpServer, *, writes: Any = None, sight: WorkspaceSight | None = None
+    ) -> McpConnection:
         """The job's live connection to ``server`` (started, listed and pinned on first use).
 
         ``writes``: the tool context of a role that may write (``may_write``, ``writer``,
@@ -120,21 +128,30 @@ class JobMcpServers:
         if server.slug in self._open:
             return self._open[server.slug]
         layer = layer_create(writes.layers_root) if writes is not None else None
-        endpoint = mcp_endpoint(server, workspace=self.workspace)
-        connection = McpConnection(dataclasses.replace(endpoint, layer=layer))
+        if sight is None and self.workspace is not None:  # a role that reads no secrets
+            index = workspace_index(self.workspace, live=True)
+            sight = workspace_sight(self.workspace, index, git_dir=None, read_secrets=False)
+        try:
+            endpoint = mcp_endpoint(server, workspace=self.workspace, sight=sight)
+            connection = McpConnection(dataclasses.replace(endpoint, layer=layer))
+        except BaseException:
+            if layer is not None:
+                layer.remove()
+            raise
         try:
             connection.open()
             listed = connection.list_tools()
-        except McpFailure as failure:
+            mcp_definitions_record(
+                server=server, definitions=[t.as_dict() for t in listed], actor=self.actor
+            )
+        except BaseException as exc:  # whatever failed, the server it started dies now
             connection.close()
             if layer is not None:
                 layer.remove()
-            mcp_server_status_record(server=server, error=f"{failure.code}: {failure.message}")
+            if isinstance(exc, McpFailure):
+                mcp_server_status_record(server=server, error=f"{exc.code}: {exc}")
             raise
         mcp_server_status_record(server=server)
-        mcp_definitions_record(
-            server=server, definitions=[t.as_dict() for t in listed], actor=self.actor
-        )
         self._open[server.slug] = connection
         if layer is not None:
             self._layers[server.slug] = (layer, writes)
@@ -157,11 +174,13 @@ class JobMcpServers:
         *,
         pinned_hash: str = "",
         writes: Any = None,
+        sight: WorkspaceSight | None = None,
     ) -> ToolResult:
-        """``call`` by the server's slug and the tool's name (``writes``: see ``connection``)."""
+        """``call`` by the server's slug and the tool's name (``writes``, ``sight``: see
+        ``connection``)."""
         row = self._row(server, tool)
         if server not in self._open:  # starting it lists and pins it again: read it after
-            self.connection(row.server, writes=writes)
+            self.connection(row.server, writes=writes, sight=sight)
             row = self._row(server, tool)
         return self._checked_call(self._open[server], row, arguments, pinned_hash)
 

@@ -13,8 +13,9 @@ import pytest
 from roles.access import CHANGE_PERMISSIONS, WritePolicy, WriteRule
 from sessions_app.containment.content import ContentStore
 from sessions_app.containment.layer import copy_changes, layer_changes, layer_create
-from sessions_app.containment.sandbox import SandboxView, run_sandboxed, sandbox_available
+from sessions_app.containment.sandbox import run_sandboxed, sandbox_available
 from sessions_app.containment.secretfiles import SecretIndex
+from sessions_app.containment.view import process_view
 from sessions_app.containment.workspace import RuleRefused, check_argv, workspace_files
 from sessions_app.containment.writes import CommandWrites, WorkspaceWriter, layer_apply
 
@@ -85,13 +86,15 @@ def command(
         before = tree(ws)
         outcome = run_sandboxed(
             ["/bin/sh", "-c", script], workspace=ws, writable=True, timeout=30,
-            view=SandboxView(layer=layer),
+            view=process_view(None, workspace=ws, layer=layer),
         )  # fmt: skip
         assert outcome.exit_code == 0, outcome.output
         if sandboxed:
             assert tree(ws) == before, "the command changed the workspace itself"
         found = (layer_changes if sandboxed else copy_changes)(layer, ws)
-        writer = WorkspaceWriter(ws, ContentStore(None), SecretIndex(ws, None))
+        writer = WorkspaceWriter(
+            ws, ContentStore(None), SecretIndex(ws, ws.parent / "index", live=True)
+        )
         return layer_apply(
             writer, found, source_root=layer.upper if sandboxed else layer.copy,
             policy=policy(may_write=may_write, write_paths=globs),
