@@ -32,7 +32,8 @@ from roles.services.mcp import (
 
 SERVER_FIELDS = (
     "slug", "description", "transport", "command", "read_only_paths", "url", "env_secrets",
-    "header_secrets", "network", "call_timeout_seconds", "max_output_chars", "enabled",
+    "header_secrets", "network", "allow_private_network", "call_timeout_seconds",
+    "max_output_chars", "enabled",
 )  # fmt: skip
 _STRINGS = {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 4096}}
 _NAMES = {
@@ -59,6 +60,7 @@ MCP_PROPERTIES: dict[str, Any] = {
                 "env_secrets": _NAMES,
                 "header_secrets": _NAMES,
                 "network": {"type": "boolean"},
+                "allow_private_network": {"type": "boolean"},
                 "call_timeout_seconds": _COUNT,
                 "max_output_chars": _COUNT,
                 "enabled": {"type": "boolean"},

@@ -52,6 +52,7 @@ from sessions_app.containment import (
     Refused,
     RuleRefused,
     SandboxUnavailable,
+    is_secret_file,
     redact_text,
     sandbox_available,
     sandbox_required,
@@ -151,7 +152,20 @@ class ToolOutcome:
         return text
 
 
+def _audited_arguments(arguments: Any) -> Any:
+    """The arguments with what is written to a file as the view would show that file:
+    nothing of a file secret by its name (its whole content is the secret), the rest with
+    its secrets masked as in that file."""
+    if isinstance(arguments, dict) and isinstance(arguments.get("content"), str):
+        path = str(arguments.get("path", ""))
+        content = arguments["content"]
+        shown = "[REDACTED: written to a secret file]" if is_secret_file(path) else content
+        return {**arguments, "content": redact_text(shown, path=path)}
+    return arguments
+
+
 def _arguments_summary(arguments: Any) -> Any:
+    arguments = _audited_arguments(arguments)
     text = json.dumps(arguments, default=str)
     if len(text) > 2000:
         text = text[:2000] + "…"
@@ -245,7 +259,13 @@ def _decide(
         logger.exception("checking tool %s failed", tool)
         reason = f"The call could not be checked ({type(exc).__name__}: {exc}); it did not run."
         decision = deny(reason, "check_failed", TOOL_FAILED)
-    return decision, replay_record(arguments, host, facts, redact=redact_text)
+    audited = _audited_arguments(arguments)
+    return decision, replay_record(
+        arguments,
+        host,
+        facts,
+        redact=lambda text: redact_text(text) if audited == arguments else "",
+    )
 
 
 def _call_context(context: ToolContext, role: RoleDef) -> ToolContext:

@@ -31,6 +31,7 @@ from sessions_app.containment import (
     DEFAULT_SKIP_DIRS,
     SYSTEM_DIRS,
     CommandWrites,
+    LayerChange,
     Limits,
     RecordedWrite,
     Refused,
@@ -276,10 +277,12 @@ def _command(ctx: ToolContext, argv: list[str], timeout: float) -> ToolResult:
         )  # fmt: skip
         if layer is not None:  # every process of the command is dead by now
             found = (layer_changes if sandboxed else copy_changes)(layer, ctx.workspace)
+            found, refused = _unseen_kept(ctx, found, view.masks is not None)
             writes = layer_apply(
                 ctx.writer, found, source_root=layer.upper if sandboxed else layer.copy,
                 policy=ctx.write_policy, record=ctx.record_change,
             )  # fmt: skip
+            writes.denied += refused
     finally:
         if layer is not None:
             layer.remove()
@@ -309,13 +312,30 @@ def _command(ctx: ToolContext, argv: list[str], timeout: float) -> ToolResult:
         "sandboxed": result.sandboxed,
         "writable": ctx.may_write,
         "network": ctx.network,
-        "hidden_secrets": len(view.hidden),
+        "hidden_secrets": view.hidden_count,
         "git_view": view.git_view is not None,
         "duration": round(result.duration, 3),
         "recorded": [c.path for c in writes.allowed][:100],
         "discarded": len(writes.denied),
     }
     return ToolResult(output, " ".join(argv)[:1000], status, details, writes.denied)
+
+
+def _unseen_kept(
+    ctx: ToolContext, found: list[LayerChange], masked: bool
+) -> tuple[list[LayerChange], list[dict[str, str]]]:
+    """A command saw a hidden file only as its stand-in (empty, or redacted): what it wrote
+    over one was made from what it could not read, so it never replaces the real file."""
+    if not masked:
+        return found, []
+    hidden = set(ctx.writer.secrets.paths())
+    kept = [c for c in found if not (c.path in hidden and c.change == "modified")]
+    refused = [
+        {"path": c.path, "change": c.change, "rule": "hidden_file"}
+        for c in found
+        if c.path in hidden and c.change == "modified"
+    ]
+    return kept, refused
 
 
 def _listing(items: Iterable[str]) -> str:

@@ -23,7 +23,13 @@ from roles.access import CONTROL, FILE_NAME_PATTERN
 from sessions_app.containment.bwrap import GIT_VIEW_CONFIG, SYSTEM_DIRS, SandboxView
 from sessions_app.containment.content import ContentStore
 from sessions_app.containment.gitview import GitSource
-from sessions_app.containment.layer import Layer, copy_changes, layer_changes, layer_create
+from sessions_app.containment.layer import (
+    Layer,
+    LayerChange,
+    copy_changes,
+    layer_changes,
+    layer_create,
+)
 from sessions_app.containment.mcpclient import (
     McpConnection,
     McpEndpoint,
@@ -90,6 +96,7 @@ __all__ = [
     "GitSource",
     "Hidden",
     "Layer",
+    "LayerChange",
     "Limits",
     "McpConnection",
     "McpEndpoint",

@@ -58,12 +58,14 @@ def view_seal() -> object:
 @dataclass(frozen=True)
 class SandboxView:
     """What of the server a process sees besides the system (made only by
-    ``sessions_app.containment.view.process_view``): a layer for its writes, hidden files
-    with what stands in for each, directories masked empty, a git view (or, for a role that
-    reads secrets, the repository itself) and the whole environment."""
+    ``sessions_app.containment.view.process_view``): a layer for its writes, the masks tree
+    of the hidden files (what stands in for each, at its path), directories masked empty, a
+    git view (or, for a role that reads secrets, the repository itself) and the whole
+    environment."""
 
     layer: Layer | None = None
-    hidden: tuple[tuple[str, str], ...] = ()  # (workspace-relative file, host file shown)
+    masks: Path | None = None  # a tree of stand-ins laid over the workspace (hidden files)
+    hidden_count: int = 0
     git_view: Path | None = None  # a view repository, mounted whole
     git_dir: Path | None = None  # the real git directory (roles that read secrets)
     masked: tuple[str, ...] = ()  # workspace-relative directories shown empty
@@ -109,14 +111,19 @@ def bwrap_options(
     opts += ["--tmpfs", "/tmp"]
     for path in ro_paths:
         opts += ["--ro-bind", path, path]
+    # The workspace, with the masks tree above it when files are hidden (one mount however
+    # many: bwrap's last --overlay-src is the uppermost), under the command's layer.
+    sources = ["--overlay-src", workspace]
+    if view.masks is not None:
+        sources += ["--overlay-src", str(view.masks)]
     if writable:
         assert view.layer is not None
         upper, work = str(view.layer.upper), str(view.layer.work)
-        opts += ["--overlay-src", workspace, "--overlay", upper, work, workspace]
+        opts += [*sources, "--overlay", upper, work, workspace]
+    elif view.masks is not None:
+        opts += [*sources, "--ro-overlay", workspace]
     else:
         opts += ["--ro-bind", workspace, workspace]
-    for rel, shown in view.hidden:  # an empty file or a redacted copy in place of each
-        opts += ["--ro-bind", shown, f"{workspace}/{rel}"]
     for rel in view.masked:  # e.g. an attached workspace's .git: an empty directory
         opts += ["--tmpfs", f"{workspace}/{rel}", "--remount-ro", f"{workspace}/{rel}"]
     if view.git_view is not None:

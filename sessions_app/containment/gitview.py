@@ -106,7 +106,8 @@ def _build(source: GitSource, index: SecretIndex, target: Path) -> None:
     if not real.head_is_unborn:
         commit = real.head.peel(pygit2.Commit)
         builder = _TreeCopy(real, view, index)
-        entries = builder.copy(commit.tree, "")
+        with index.batch():
+            entries = builder.copy(commit.tree, "")
         pack = pygit2.PackBuilder(real)
         for oid in builder.kept:
             pack.add(oid)

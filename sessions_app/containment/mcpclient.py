@@ -280,6 +280,7 @@ class McpConnection(AbstractContextManager["McpConnection"]):
                 headers=dict(endpoint.headers),
                 timeout=httpx.Timeout(endpoint.call_timeout),
                 follow_redirects=False,  # the registered URL only, never where it points
+                trust_env=False,  # no proxy or .netrc of the server's environment
             )
             transport = streamable_http_client(endpoint.url, http_client=http)  # type: ignore[arg-type]
         try:

@@ -16,8 +16,6 @@ from __future__ import annotations
 import base64
 import os
 import re
-import threading
-import time
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import PurePosixPath
@@ -57,21 +55,17 @@ _SECRET_ENV_NAME = re.compile(
     re.IGNORECASE,
 )
 MIN_SECRET_LENGTH = 8
-KNOWN_VALUES_TTL = 10.0  # seconds a process keeps the known values before asking again
 
 _rules_provider: Callable[[], SecretRules] = lambda: NO_RULES  # noqa: E731
 _values_provider: Callable[[], Iterable[str]] = lambda: ()  # noqa: E731
-_cache_lock = threading.Lock()
-_cached: tuple[float, tuple[str, ...]] = (0.0, ())
 
 
 def configure_redaction(
     *, rules: Callable[[], SecretRules], values: Callable[[], Iterable[str]]
 ) -> None:
     """Say where the team's rules and the known secret values come from (the app, once)."""
-    global _rules_provider, _values_provider, _cached
+    global _rules_provider, _values_provider
     _rules_provider, _values_provider = rules, values
-    _cached = (0.0, ())
 
 
 def secret_rules() -> SecretRules:
@@ -95,15 +89,10 @@ def server_secret_values() -> list[str]:
 
 
 def known_secret_values() -> tuple[str, ...]:
-    """Every secret value acode knows of (its environment's, read each time, and the
-    configured provider's, kept a few seconds: settings, MCP servers' declared secrets,
-    model keys), longest first."""
-    global _cached
-    with _cache_lock:
-        stamp, provided = _cached
-        if time.monotonic() - stamp > KNOWN_VALUES_TTL:
-            provided = tuple(v for v in _values_provider() if v and len(v) >= MIN_SECRET_LENGTH)
-            _cached = (time.monotonic(), provided)
+    """Every secret value acode knows of (its environment's, and the configured provider's:
+    settings, MCP servers' declared secrets, model keys, kept current by the provider),
+    longest first."""
+    provided = (v for v in _values_provider() if v and len(v) >= MIN_SECRET_LENGTH)
     return tuple(sorted({*server_secret_values(), *provided}, key=len, reverse=True))
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 import sqlite3
 import stat as st
 from collections.abc import Iterator
@@ -85,6 +86,17 @@ class SecretIndex:
         self.home = Path(home)
         self.live = live
         self.rules = rules
+        self._held: sqlite3.Connection | None = None
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[SecretIndex]:
+        """One transaction for many reads and verdicts (a git view's build)."""
+        with self._db() as db:
+            self._held = db
+            try:
+                yield self
+            finally:
+                self._held = None
 
     # -- reading ----------------------------------------------------------------------
     def hidden(self) -> list[Hidden]:
@@ -98,6 +110,19 @@ class SecretIndex:
             Hidden(_path(key), why, self._copy(blob, _path(key)) if why == CONTENT else None)
             for key, why, blob in rows
         ]
+
+    @property
+    def masks_dir(self) -> Path:
+        """The masks tree: each hidden file's stand-in at its workspace path."""
+        return self.home / "masks"
+
+    def masks(self) -> tuple[Path | None, int]:
+        """The masks tree to lay over the workspace (None when nothing is hidden), and how
+        many files it hides, brought up to date first."""
+        with self._db() as db:
+            self._fresh(db)
+            count = db.execute("SELECT COUNT(*) FROM files WHERE hide != ''").fetchone()[0]
+        return (self.masks_dir if count else None), int(count)
 
     def paths(self) -> list[str]:
         """Workspace-relative paths of the hidden files, sorted."""
@@ -128,12 +153,12 @@ class SecretIndex:
         or removed it (both None/-1)."""
         with self._db() as db:
             if data is None and fd < 0:
-                db.execute("DELETE FROM files WHERE path = ?", (_key(path),))
+                self._forget(db, path)
                 return
             try:
                 info = os.lstat(self.root / path)
             except OSError:
-                db.execute("DELETE FROM files WHERE path = ?", (_key(path),))
+                self._forget(db, path)
                 return
             self._record(db, path, info, data if data is not None else _read_fd(fd))
 
@@ -141,12 +166,16 @@ class SecretIndex:
         """Scan the whole workspace again (after a checkout)."""
         with self._db() as db:
             db.execute("DELETE FROM files")
+            shutil.rmtree(self.masks_dir, ignore_errors=True)
             self._walk(db, known={})
             self._meta_set(db, "built", self.rules.version)
 
     # -- internals --------------------------------------------------------------------
     @contextlib.contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
+        if self._held is not None:  # inside batch(): its transaction
+            yield self._held
+            return
         self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
         db = sqlite3.connect(self.home / "secrets.sqlite3", timeout=60, isolation_level=None)
         try:
@@ -174,6 +203,7 @@ class SecretIndex:
         if self._meta(db, "built") != self.rules.version:
             db.execute("DELETE FROM files")
             db.execute("DELETE FROM verdicts")
+            shutil.rmtree(self.masks_dir, ignore_errors=True)
             self._walk(db, known={})
             self._meta_set(db, "built", self.rules.version)
         elif self.live:
@@ -203,8 +233,8 @@ class SecretIndex:
                     self._record(db, rel, info, None)
         finally:
             os.close(top)
-        gone = [_key(p) for p in set(known) - found]
-        db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in gone])
+        for gone in set(known) - found:
+            self._forget(db, gone)
 
     def _record(
         self, db: sqlite3.Connection, rel: str, info: os.stat_result, data: bytes | None
@@ -227,6 +257,30 @@ class SecretIndex:
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (_key(rel), *_signature(info), blob, why),
         )
+        self._mask(rel, self._copy(blob, rel) if why == CONTENT else None, hidden=bool(why))
+
+    def _forget(self, db: sqlite3.Connection, rel: str) -> None:
+        db.execute("DELETE FROM files WHERE path = ?", (_key(rel),))
+        self._mask(rel, None, hidden=False)
+
+    def _mask(self, rel: str, shown: Path | None, *, hidden: bool) -> None:
+        """Keep the masks tree true: a hidden file's stand-in at its path (the one view lays
+        this tree over the workspace: one mount however many files are hidden)."""
+        target = self.masks_dir / rel
+        if not hidden:
+            if target.is_file() or target.is_symlink():
+                target.unlink()
+                _prune_empty(target.parent, self.masks_dir)
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".acode-mask-{os.getpid()}-{target.name}"[:255])
+        tmp.unlink(missing_ok=True)
+        if shown is not None and shown.is_file():
+            shutil.copyfile(shown, tmp)
+        else:
+            tmp.write_bytes(b"")
+        os.chmod(tmp, 0o444)
+        os.replace(tmp, target)
 
     def _verdict(self, db: sqlite3.Connection, rel: str, blob: str, data: bytes) -> bool:
         row = db.execute(
@@ -312,6 +366,15 @@ def _key(path: str) -> bytes:
 
 def _path(key: bytes) -> str:
     return os.fsdecode(key)
+
+
+def _prune_empty(directory: Path, top: Path) -> None:
+    while directory != top and directory.is_relative_to(top):
+        try:
+            directory.rmdir()
+        except OSError:
+            return
+        directory = directory.parent
 
 
 def present(root: Path, hidden: list[Hidden]) -> list[Hidden]:

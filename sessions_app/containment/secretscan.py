@@ -226,6 +226,7 @@ _NOT_A_VALUE = re.compile(
     )$"""
 )
 SNIFF = 8192
+OUTPUT_NAME = "output.cfg"  # what output (text of no file) is scanned as
 
 
 def _entropy(text: str) -> float:
@@ -256,6 +257,8 @@ def is_plausible_secret(value: str, key: str = "", *, code: bool = False) -> boo
         return False
     if _IDENTIFIER.match(value) or _FILE_NAME.match(value) or (code and " " in value):
         return False
+    if any(mark in value for mark in ("(", ")", "->", "=>")) or value.endswith((":", ",")):
+        return False  # an expression or a signature, not a value
     bare = re.sub(r"[\W_]", "", value).lower()
     if key and bare == re.sub(r"[\W_]", "", key.split(".")[-1]).lower():
         return False
@@ -263,8 +266,9 @@ def is_plausible_secret(value: str, key: str = "", *, code: bool = False) -> boo
 
 
 def is_code(path: str) -> bool:
-    """Whether ``path`` is source code (secrets in it are quoted literals)."""
-    return PurePosixPath(path).suffix.lower() in CODE_SUFFIXES
+    """Whether ``path`` is source code (secrets in it are quoted literals); output (no path)
+    is judged like code: it is mostly code and logs, and a value with spaces is prose."""
+    return path in ("", OUTPUT_NAME) or PurePosixPath(path).suffix.lower() in CODE_SUFFIXES
 
 
 @cache
@@ -298,7 +302,7 @@ def scan_text(path: str, text: str, rules: SecretRules = NO_RULES) -> Scan:
     """The secret values in ``text`` (a file at ``path``, or a tool's output with path "")."""
     if rules.allow_paths and path and path_allowed(path, rules.allow_paths):
         return Scan()
-    filename = path or "output.cfg"  # output: configuration-style keyword rules
+    filename = path or OUTPUT_NAME  # output: configuration-style keyword rules
     text = _scannable(text)
     lines = text.split("\n")
     candidates = _candidate_lines(text, lines, rules)

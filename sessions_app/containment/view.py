@@ -7,8 +7,10 @@ process any other way. What it decides:
 
 - the workspace, read-only or as an overlay onto the process's copy-on-write layer;
 - every file the workspace's secret index hides (for its name or links: an empty file; for
-  its content: its redacted copy), unless the role may read secrets; the same index
-  ``read_file`` and search read, so what one door hides every door hides;
+  its content: its redacted copy), unless the role may read secrets: the index keeps a tree
+  of these stand-ins that is laid over the workspace as one more overlay layer (one mount,
+  however many files are hidden); the same index ``read_file`` and search read, so what
+  one door hides every door hides;
 - git: a view repository holding no hidden content (``gitview``) at ``/run/acode-git``,
   never the real git directory; an attached workspace's own ``.git`` directories are
   masked with an empty one;
@@ -19,9 +21,6 @@ process any other way. What it decides:
 from __future__ import annotations
 
 import logging
-import os
-import stat
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,13 +29,12 @@ from sessions_app.containment.bwrap import GIT_VIEW, SandboxView, view_seal
 from sessions_app.containment.gitview import GitSource, GitViewFailed, git_view
 from sessions_app.containment.layer import Layer
 from sessions_app.containment.safegit import GitRefused, checked_git_dir
-from sessions_app.containment.secretfiles import SecretIndex, present
+from sessions_app.containment.secretfiles import SecretIndex
 
 __all__ = [
     "BASE_ENV",
     "WorkspaceSight",
     "attached_git",
-    "empty_file",
     "process_view",
     "workspace_sight",
 ]
@@ -104,7 +102,8 @@ def process_view(
         if not name or "=" in name or "\0" in name or "\0" in value:
             raise ValueError(f"invalid environment variable {name!r}")
         full_env[name] = value
-    hidden: tuple[tuple[str, str], ...] = ()
+    masks: Path | None = None
+    hidden = 0
     git_mount: Path | None = None
     raw_git: Path | None = None
     masked: tuple[str, ...] = ()
@@ -113,21 +112,15 @@ def process_view(
         if sight.git is not None and sight.git.git_dir.parent != sight.workspace:
             raw_git = sight.git.git_dir
     elif sight is not None:
-        hidden = _hidden(sight)
+        masks, hidden = sight.index.masks()
         git_mount = _git_view(sight)
         masked = sight.masked_dirs
     if git_mount is not None or raw_git is not None:
         full_env.update(GIT_DIR=GIT_VIEW, GIT_WORK_TREE=str(workspace))
     return SandboxView(
-        layer=layer, hidden=hidden, git_view=git_mount, git_dir=raw_git, masked=masked,
+        layer=layer, masks=masks, hidden_count=hidden, git_view=git_mount, git_dir=raw_git, masked=masked,
         env=tuple(full_env.items()), seal=view_seal(),
     )  # fmt: skip
-
-
-def _hidden(sight: WorkspaceSight) -> tuple[tuple[str, str], ...]:
-    found = present(sight.workspace, sight.index.hidden())
-    empty = empty_file(sight.index.home.parent)
-    return tuple((h.path, str(h.copy) if h.copy is not None else empty) for h in found)
 
 
 def _git_view(sight: WorkspaceSight) -> Path | None:
@@ -138,26 +131,3 @@ def _git_view(sight: WorkspaceSight) -> Path | None:
     except GitViewFailed as exc:  # no git at all rather than the real one
         logger.warning("no git view for %s: %s", sight.workspace, exc)
         return None
-
-
-_empty_lock = threading.Lock()
-
-
-def empty_file(directory: Path) -> str:
-    """An empty, read-only regular file of the server's, mounted over files hidden whole (a
-    device such as /dev/null would not open on the sandbox's nodev mounts)."""
-    path = Path(directory) / "empty"
-    with _empty_lock:
-        try:
-            info = os.lstat(path)
-            if stat.S_ISREG(info.st_mode) and info.st_size == 0 and info.st_nlink == 1:
-                return str(path)
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = path.with_name(f".empty-{os.getpid()}-{threading.get_ident()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)
-        os.close(fd)
-        os.replace(tmp, path)
-    return str(path)

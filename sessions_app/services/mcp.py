@@ -8,16 +8,24 @@ registration gives; only those values reach the server (its sandbox starts empty
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 
+from roles.mcp_models import private_address, url_problem
 from roles.mcp_tools import mcp_tool_name
 from roles.models import McpServer, McpToolDefinition
-from roles.services.mcp import mcp_definitions_record, mcp_server_status_record
+from roles.services.mcp import (
+    acode_secret_names,
+    mcp_definitions_record,
+    mcp_server_status_record,
+)
 from sessions_app.containment import (
     CommandWrites,
     Layer,
@@ -36,13 +44,18 @@ from sessions_app.services.secrets import workspace_index
 
 MISSING_SECRET = "ACODE-MCP-006"
 NOT_APPROVED = "ACODE-MCP-004"
+UNAVAILABLE = "ACODE-MCP-001"
+ADDRESS_REFUSED = "ACODE-MCP-011"
 
 
 def mcp_endpoint(
     server: McpServer, *, workspace: Path | None = None, sight: WorkspaceSight | None = None
 ) -> McpEndpoint:
-    """The contained endpoint of ``server``; ``McpFailure`` when a named secret is unset.
-    ``sight``: what the role's processes may see of ``workspace`` (the one view)."""
+    """The contained endpoint of ``server``; ``McpFailure`` when a named secret is unset or
+    an HTTP server's address is refused. ``sight``: what the role's processes may see of
+    ``workspace`` (the one view)."""
+    if server.transport == "http":
+        _address_check(server)
     return McpEndpoint(
         name=server.slug,
         transport=server.transport,
@@ -61,7 +74,32 @@ def mcp_endpoint(
     )
 
 
+def _address_check(server: McpServer) -> None:
+    """The registration's URL as the rules stand now, and where its host resolves: a name
+    that resolves to a private address is refused like the address itself."""
+    problem = url_problem(server.url, allow_private=server.allow_private_network)
+    if problem is None and not server.allow_private_network:
+        host = urlsplit(server.url).hostname or ""
+        try:
+            infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+        except OSError as exc:
+            raise McpFailure(
+                UNAVAILABLE, f"MCP server {server.slug}: {host} does not resolve", str(exc)
+            ) from exc
+        for *_, sockaddr in infos:
+            if private_address(ipaddress.ip_address(str(sockaddr[0]).split("%")[0])):
+                problem = f"{host} resolves to {sockaddr[0]}, a private address"
+                break
+    if problem:
+        raise McpFailure(ADDRESS_REFUSED, f"MCP server {server.slug}: {problem}")
+
+
 def _secrets(server: McpServer, names: Mapping[str, str]) -> dict[str, str]:
+    own = sorted(source for source in names.values() if source in acode_secret_names())
+    if own:
+        raise McpFailure(
+            MISSING_SECRET, f"MCP server {server.slug}: {', '.join(own)} is acode's own setting"
+        )
     missing = [source for source in names.values() if source not in os.environ]
     if missing:
         raise McpFailure(
@@ -81,7 +119,7 @@ def mcp_server_refresh(*, server: McpServer, actor: str = "system") -> list[McpT
     except McpFailure as failure:
         mcp_server_status_record(server=server, error=f"{failure.code}: {failure}")
         raise
-    mcp_server_status_record(server=server)
+    mcp_server_status_record(server=server)  # before the listing: it may note refused names
     return mcp_definitions_record(
         server=server, definitions=[t.as_dict() for t in listed], actor=actor
     )
@@ -141,6 +179,7 @@ class JobMcpServers:
         try:
             connection.open()
             listed = connection.list_tools()
+            mcp_server_status_record(server=server)  # the listing may then note refused names
             mcp_definitions_record(
                 server=server, definitions=[t.as_dict() for t in listed], actor=self.actor
             )
@@ -151,7 +190,6 @@ class JobMcpServers:
             if isinstance(exc, McpFailure):
                 mcp_server_status_record(server=server, error=f"{exc.code}: {exc}")
             raise
-        mcp_server_status_record(server=server)
         self._open[server.slug] = connection
         if layer is not None:
             self._layers[server.slug] = (layer, writes)

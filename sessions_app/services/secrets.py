@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import transaction
 
 from roles.models import McpServer, ModelEndpoint
+from roles.registry import registry
 from sessions_app.containment import (
     SecretIndex,
     SecretRules,
@@ -64,7 +65,30 @@ def _forget_rules() -> None:
         _rules_cache = (0.0, SecretRules())
 
 
+_values_lock = threading.Lock()
+_values_cache: tuple[str, float, list[str]] = ("", 0.0, [])
+VALUES_TTL = 60.0  # model endpoints do not move the registry stamp: read them this often
+
+
 def known_values() -> list[str]:
+    """Secret values acode itself holds (``_known_values``), read again whenever role data
+    (MCP servers among it) moved, as the registry sees it."""
+    global _values_cache
+    try:
+        stamp = registry.stamp()
+    except Exception:  # no database here (a process before migrate, a unit test)
+        stamp = "no-database"
+    with _values_lock:
+        cached_stamp, at, values = _values_cache
+        if cached_stamp == stamp and time.monotonic() - at < VALUES_TTL:
+            return values
+    values = _known_values()
+    with _values_lock:
+        _values_cache = (stamp, time.monotonic(), values)
+    return values
+
+
+def _known_values() -> list[str]:
     """Secret values acode itself holds: its settings (secret key, database and broker
     passwords), model endpoints' keys and every MCP server's declared secrets."""
     values: set[str] = {str(settings.SECRET_KEY)}
