@@ -228,10 +228,6 @@ class RoleRegistry:
             self._checked_at = time.monotonic()
         return True
 
-    def stamp(self) -> str:
-        """The stamp of the role data this process reads now (checked as reads are)."""
-        return self._current().stamp
-
     def invalidate(self) -> None:
         """Forget the snapshot; the next read loads again."""
         self._state = None

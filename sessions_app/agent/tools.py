@@ -18,97 +18,44 @@ applies, as far as the role may write, once the command is over.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from roles.access import WritePolicy
 from roles.tools import declared_tools
+from sessions_app.agent.commands import (
+    OUTPUT_CAP,
+    command_env,
+    command_ro_paths,
+    execute_command,
+    run_tests,
+)
+from sessions_app.agent.toolkit import ToolContext, ToolResult
 from sessions_app.containment import (
-    BASE_ENV,
     DEFAULT_SKIP_DIRS,
-    SYSTEM_DIRS,
-    CommandWrites,
-    LayerChange,
-    Limits,
-    RecordedWrite,
     Refused,
     WorkspaceFS,
-    WorkspaceSight,
-    WorkspaceWriter,
-    copy_changes,
     is_binary,
     is_secret_file,
-    layer_apply,
-    layer_changes,
-    layer_create,
-    process_view,
     redact_file,
     redact_text,
-    run_sandboxed,
-    sandbox_required,
     search,
-    workspace_sight,
 )
 
+__all__ = [
+    "OUTPUT_CAP",
+    "TOOL_IMPLEMENTATIONS",
+    "ToolContext",
+    "ToolImpl",
+    "ToolResult",
+    "command_env",
+    "command_ro_paths",
+]
+
 READ_CAP = 200_000
-OUTPUT_CAP = 64_000
+
+
 GREP_FILE_CAP = 1 << 20
-MAX_LISTED_WRITES = 20
-
-
-@dataclass
-class ToolContext:
-    """What an implementation may touch: the workspace and the session's pending changes.
-
-    ``writer`` is the only way a tool changes the workspace; ``record_change`` records what
-    it wrote as a pending change. ``git_dir`` (the session's git directory in server state,
-    shown read-only to commands) and ``layers_root`` (where command layers are made) are the
-    session's. ``may_write`` (a command's workspace is writable), ``network``,
-    ``read_secrets`` and ``write_policy`` (what a command's changes are applied by) are the
-    role's, set by the executor for every call from the role as it is.
-    """
-
-    workspace: Path
-    writer: WorkspaceWriter
-    layers_root: Path
-    pending_diffs: dict[str, str]
-    record_change: Callable[[RecordedWrite], None]
-    approve_changes: Callable[[str], int]
-    request_changes: Callable[[str, list[Any]], None]
-    ask_human: Callable[[str], None] | None = None  # None: no run, nobody to ask
-    git_dir: Path | None = None
-    command_timeout: float = 120.0
-    may_write: bool = False
-    network: bool = False
-    read_secrets: bool = False
-    write_policy: WritePolicy = field(default_factory=WritePolicy)
-    mcp: Any = None  # the job's MCP servers (services.mcp.JobMcpServers), closed with it
-
-    def sight(self) -> WorkspaceSight:
-        """What the role's processes may see of the workspace (the one view's input)."""
-        return workspace_sight(
-            self.workspace, self.writer.secrets, git_dir=self.git_dir,
-            read_secrets=self.read_secrets,
-        )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class ToolResult:
-    """What a tool returns to the model (already redacted) and records in the audit log.
-
-    ``write_denials`` lists what a command changed that the role may not change (discarded
-    with its layer, never applied): the executor audits them as a refusal.
-    """
-
-    output: str
-    target: str
-    summary: str
-    details: dict[str, Any] = field(default_factory=dict)
-    write_denials: list[dict[str, str]] = field(default_factory=list)
-    untrusted: bool = True  # the output holds outside text (False: acode's own words)
 
 
 @dataclass(frozen=True)
@@ -240,118 +187,6 @@ def delete_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         raise Refused(f"{rel!r} is a {info.kind}: links and special files are never touched")
     ctx.record_change(ctx.writer.delete(rel))
     return ToolResult(f"{rel} deleted", rel, "Success (deleted)", untrusted=False)
-
-
-def command_ro_paths() -> list[Path]:
-    """Host paths a command needs read-only: this Python (venv and base) for ``python -m``."""
-    paths = []
-    for prefix in {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}:
-        inside_system = any(prefix.is_relative_to(d) for d in SYSTEM_DIRS)
-        if len(prefix.parts) >= 3 and not inside_system:
-            paths.append(prefix)
-    return sorted(paths)
-
-
-def command_env() -> dict[str, str]:
-    """Variables a command gets on top of the sandbox's base environment."""
-    return {
-        "PATH": f"{Path(sys.prefix) / 'bin'}:{BASE_ENV['PATH']}",
-        "PYTHONUNBUFFERED": "1",
-        # pytest's cache is scratch: in the sandbox's private /tmp, not the workspace.
-        "PYTEST_ADDOPTS": "-o cache_dir=/tmp/.acode-pytest-cache",
-    }
-
-
-def _command(ctx: ToolContext, argv: list[str], timeout: float) -> ToolResult:
-    # A write-capable command writes to a layer of its own; without the sandbox (development
-    # only) every command runs in a copy, so none can change the workspace directly.
-    sandboxed = sandbox_required()
-    layer = layer_create(ctx.layers_root) if ctx.may_write or not sandboxed else None
-    writes = CommandWrites()
-    try:
-        view = process_view(ctx.sight(), workspace=ctx.workspace, layer=layer, env=command_env())
-        result = run_sandboxed(
-            argv, workspace=ctx.workspace, writable=ctx.may_write, network=ctx.network,
-            timeout=timeout, limits=Limits(max_output=OUTPUT_CAP), ro_paths=command_ro_paths(),
-            view=view,
-        )  # fmt: skip
-        if layer is not None:  # every process of the command is dead by now
-            found = (layer_changes if sandboxed else copy_changes)(layer, ctx.workspace)
-            found, refused = _unseen_kept(ctx, found, view.masks is not None)
-            writes = layer_apply(
-                ctx.writer, found, source_root=layer.upper if sandboxed else layer.copy,
-                policy=ctx.write_policy, record=ctx.record_change,
-            )  # fmt: skip
-            writes.denied += refused
-    finally:
-        if layer is not None:
-            layer.remove()
-    if result.killed_reason and not result.timed_out:
-        status = f"killed ({result.killed_reason})"
-    else:
-        status = "timed out" if result.timed_out else f"exit {result.exit_code}"
-    text = redact_text(result.output)
-    if result.truncated:
-        text += f"\n[output truncated at {OUTPUT_CAP} bytes a stream]"
-    notes = []
-    if writes.allowed:
-        notes.append("recorded as pending changes: " + _listing(c.path for c in writes.allowed))
-    if writes.denied:
-        notes.append(
-            "discarded (your role may not change these): "
-            + _listing(f"{d['path']} ({d['change']}, {d['rule']})" for d in writes.denied)
-        )
-    if not result.sandboxed:
-        notes.append("ran WITHOUT the sandbox (ACODE_SANDBOX=off)")
-    output = f"$ {' '.join(argv)}\n{text}\n[{status}]" + "".join(f"\n[{n}]" for n in notes)
-    details = {
-        "exit_code": result.exit_code,
-        "timed_out": result.timed_out,
-        "killed_reason": result.killed_reason,
-        "truncated": result.truncated,
-        "sandboxed": result.sandboxed,
-        "writable": ctx.may_write,
-        "network": ctx.network,
-        "hidden_secrets": view.hidden_count,
-        "git_view": view.git_view is not None,
-        "duration": round(result.duration, 3),
-        "recorded": [c.path for c in writes.allowed][:100],
-        "discarded": len(writes.denied),
-    }
-    return ToolResult(output, " ".join(argv)[:1000], status, details, writes.denied)
-
-
-def _unseen_kept(
-    ctx: ToolContext, found: list[LayerChange], masked: bool
-) -> tuple[list[LayerChange], list[dict[str, str]]]:
-    """A command saw a hidden file only as its stand-in (empty, or redacted): what it wrote
-    over one was made from what it could not read, so it never replaces the real file."""
-    if not masked:
-        return found, []
-    hidden = set(ctx.writer.secrets.paths())
-    kept = [c for c in found if not (c.path in hidden and c.change == "modified")]
-    refused = [
-        {"path": c.path, "change": c.change, "rule": "hidden_file"}
-        for c in found
-        if c.path in hidden and c.change == "modified"
-    ]
-    return kept, refused
-
-
-def _listing(items: Iterable[str]) -> str:
-    names = list(items)
-    shown = ", ".join(names[:MAX_LISTED_WRITES])
-    more = len(names) - MAX_LISTED_WRITES
-    return shown + (f" and {more} more" if more > 0 else "")
-
-
-def execute_command(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    timeout = min(float(args.get("timeout_seconds", ctx.command_timeout)), ctx.command_timeout)
-    return _command(ctx, args["argv"], timeout)
-
-
-def run_tests(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    return _command(ctx, args["argv"], ctx.command_timeout)
 
 
 def submit_review(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:

@@ -8,7 +8,7 @@ access (``safefs``, ``nofollow``) and linear-time search (``safegrep``), server-
 (``safegit``), the content store (``content``), what is a secret (``secretscan``) and the
 per-workspace index of hidden files (``secretfiles``), redaction (``redaction``), the one
 way the server writes a workspace (``writes``, ``workspace``), and MCP servers run in the
-same sandbox (``mcpclient``).
+same sandbox (``mcpclient`` speaks to one, ``mcpserver`` starts it).
 
 Its imports point only down: the standard library, ``roles.access`` (the write rule) and
 ``acode.metrics``; never the sessions app's models, services or agent loop (import-linter

@@ -111,8 +111,22 @@ def bwrap_options(
     opts += ["--tmpfs", "/tmp"]
     for path in ro_paths:
         opts += ["--ro-bind", path, path]
-    # The workspace, with the masks tree above it when files are hidden (one mount however
-    # many: bwrap's last --overlay-src is the uppermost), under the command's layer.
+    opts += _workspace_mounts(workspace, writable, view)
+    if view.git_view is not None:
+        opts += ["--ro-bind", str(view.git_view), GIT_VIEW]
+    elif view.git_dir is not None:
+        opts += _git_view(view.git_dir)
+    opts += ["--remount-ro", "/", "--chdir", workspace, "--clearenv"]
+    for name, value in view.env:
+        opts += ["--setenv", name, value]
+    return opts
+
+
+def _workspace_mounts(workspace: str, writable: bool, view: SandboxView) -> list[str]:
+    """The workspace, with the masks tree above it when files are hidden (one mount however
+    many: bwrap's last --overlay-src is the uppermost), under the command's layer; then the
+    directories masked empty."""
+    opts: list[str] = []
     sources = ["--overlay-src", workspace]
     if view.masks is not None:
         sources += ["--overlay-src", str(view.masks)]
@@ -126,13 +140,6 @@ def bwrap_options(
         opts += ["--ro-bind", workspace, workspace]
     for rel in view.masked:  # e.g. an attached workspace's .git: an empty directory
         opts += ["--tmpfs", f"{workspace}/{rel}", "--remount-ro", f"{workspace}/{rel}"]
-    if view.git_view is not None:
-        opts += ["--ro-bind", str(view.git_view), GIT_VIEW]
-    elif view.git_dir is not None:
-        opts += _git_view(view.git_dir)
-    opts += ["--remount-ro", "/", "--chdir", workspace, "--clearenv"]
-    for name, value in view.env:
-        opts += ["--setenv", name, value]
     return opts
 
 

@@ -23,15 +23,10 @@ the environment (``MAX_TOKENS = 4096``, ``TOKEN_URL = "https://..."``,
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
 import re
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import PurePosixPath
 from typing import Any
 
 from detect_secrets.filters import allowlist, heuristic
@@ -40,83 +35,35 @@ from detect_secrets.util.code_snippet import get_code_snippet
 
 from acode.patterns import compile_re2
 from roles.access import path_allowed
-
-# -- secret by name -------------------------------------------------------------------
-_SECRET_NAMES = re.compile(
-    r"""^(?:
-        \.env(?:\..*)?|.*\.env|\.envrc|\.netrc|_netrc|\.npmrc|\.yarnrc(?:\.yml)?|\.pypirc|\.pgpass|
-        \.my\.cnf|\.git-credentials|\.gitcookies|\.vault-token|\.htpasswd|\.s3cfg|\.boto|
-        \.dockercfg|\.terraformrc|terraform\.rc|\.tfvars|.*\.tfvars(?:\.json)?|
-        terraform\.tfstate(?:\.backup)?|.*\.tfstate|kubeconfig(?:\..*)?|
-        id_(?:rsa|dsa|ecdsa|ed25519)(?:_sk)?(?:\.pub)?|.*\.pem|.*\.key|.*\.p12|.*\.pfx|
-        .*\.keystore|.*\.jks|.*\.ppk|.*\.asc|.*\.gpg|.*\.pgp|.*\.kdbx|.*\.keytab|.*\.ovpn|
-        credentials|credentials\.(?:json|ya?ml|toml|ini|xml|csv|txt|cfg|conf)|
-        client_secrets?(?:_.*)?\.json|.*service[-_]account.*\.json|
-        secrets?|secrets?\.(?:json|ya?ml|toml|ini|xml|txt|cfg|conf|env|properties)|.*\.secrets?|
-        wp-config\.php|local\.settings\.json|auth\.json|\.composer-auth\.json|
-        \.credentials(?:\.json)?|\.token|.*\.token|token\.json
-    )$""",
-    re.IGNORECASE | re.VERBOSE,
+from sessions_app.containment.secretnames import (
+    DETECTOR_VERSION,
+    NO_RULES,
+    SecretRules,
+    secret_by_name,
 )
-# Files secret by the directory they are in (the whole directory is a credential store).
-_SECRET_DIRS = {
-    ".ssh": None,  # every file in it
-    ".gnupg": None,
-    ".aws": None,
-    ".docker": {"config.json"},
-    ".kube": {"config"},
-    ".azure": None,
-    "gcloud": {"credentials.db", "access_tokens.db", "application_default_credentials.json"},
-    ".cargo": {"credentials", "credentials.toml"},
-    ".gem": {"credentials"},
-    ".config": None,  # checked further below (gh/hosts.yml, hub, ...)
-}
-_CONFIG_SECRETS = re.compile(
-    r"^(?:gh/hosts\.ya?ml|hub|gcloud/.*|git/credentials|rclone/rclone\.conf|pip/pip\.conf)$"
+from sessions_app.containment.secretvalues import (
+    OUTPUT_NAME,
+    is_code,
+    is_plausible_secret,
+    looks_like_token,
 )
 
-
-@dataclass(frozen=True)
-class SecretRules:
-    """A team's additions to the detector: ``patterns`` (RE2 syntax, linear time) mark
-    secrets in any file or output (the match, or its group named ``secret``);
-    ``allow_paths`` (write-path globs) are files never hidden for their name or content;
-    ``allow_values`` (RE2) are values known not to be secrets."""
-
-    patterns: tuple[str, ...] = ()
-    allow_paths: tuple[str, ...] = ()
-    allow_values: tuple[str, ...] = ()
-
-    @property
-    def version(self) -> str:
-        """Changes whenever what the detector decides could change (rules or detector)."""
-        data = json.dumps([DETECTOR_VERSION, self.patterns, self.allow_paths, self.allow_values])
-        return hashlib.sha256(data.encode()).hexdigest()[:16]
-
-
-NO_RULES = SecretRules()
-DETECTOR_VERSION = "2"  # bump when the built-in rules change: indexes are scanned again
-
-
-def secret_by_name(path: str, rules: SecretRules = NO_RULES) -> bool:
-    """Whether the file at ``path`` (workspace-relative) is a secret for its name alone."""
-    if rules.allow_paths and path_allowed(path, rules.allow_paths):
-        return False
-    parts = PurePosixPath(path).parts
-    if not parts:
-        return False
-    if _SECRET_NAMES.match(parts[-1]):
-        return True
-    for index, part in enumerate(parts[:-1]):
-        if part in _SECRET_DIRS:
-            names = _SECRET_DIRS[part]
-            rest = "/".join(parts[index + 1 :])
-            if part == ".config":
-                if _CONFIG_SECRETS.match(rest):
-                    return True
-            elif names is None or rest in names:
-                return True
-    return False
+__all__ = [
+    "DETECTOR_VERSION",
+    "KEY_REDACTED",
+    "NO_RULES",
+    "REDACTED",
+    "URL_MASK",
+    "Finding",
+    "Scan",
+    "SecretRules",
+    "apply_scan",
+    "is_binary",
+    "is_plausible_secret",
+    "mask_text",
+    "scan_text",
+    "secret_by_name",
+]
 
 
 # -- secret by content ------------------------------------------------------------------
@@ -186,21 +133,6 @@ _TOKEN_KEY = re.compile(
     (?P<value>"[^"\n]{1,500}"|'[^'\n]{1,500}'|[^\s,;'"]{1,500})
     """
 )
-_TOKEN_ALPHABET = re.compile(r"^[A-Za-z0-9_\-+/=.~]{16,}$")
-# Names that describe a secret rather than hold one (its type, field, variable, header...).
-_ABOUT_A_SECRET = re.compile(
-    r"(?i)(?:_|-|\b)(?:type|name|names|field|fields|prefix|suffix|url|uri|path|file|header|"
-    r"length|len|label|env|var|key_name|id|policy|format|pattern|regex|hint|help|error|"
-    r"message|title|placeholder|validator|hash(?:er)?|kind|count|limit|chars|alphabet)[\"'\]]?$"
-)
-# Values people write where a secret would go (examples, defaults of local services).
-PLACEHOLDERS = frozenset({
-    "pass", "passwd", "password", "password1", "password123", "secret", "secret123", "guest",
-    "tiger", "scott", "postgres", "root", "admin", "changeme", "change-me", "example",
-    "somepassword", "mypassword", "yourpassword", "your-password", "your_password", "test",
-    "testing", "user", "username", "dummy", "fake", "sample", "masterkey", "letmein",
-    "hunter2", "foobar", "foo", "bar", "xxx", "pwd", "pw", "s3cr3t", "redacted",
-})  # fmt: skip
 # A private key: its header, at least one line of key material, and (usually) its end.
 _KEY_LINE = r"[ \t\"']*[A-Za-z0-9+/=]{%s}[ \t\"',]*(?:\\n)?[ \t\"',]*\n"
 _KEY_HEAD = (
@@ -213,62 +145,7 @@ _PRIVATE_KEY_BLOCK = re.compile(
     f"{_KEY_HEAD}(?:{_KEY_LINE % '1,'})+{_KEY_END}"
     f"|{_KEY_HEAD}{_KEY_LINE % '16,'}(?:{_KEY_LINE % '1,'})*"
 )
-# Values that are code or configuration, not secrets.
-_NOT_A_VALUE = re.compile(
-    r"""(?x)^(?:
-        [-+]?\d[\d_.,]*[kKmMgG]?|(?i:true|false|yes|no|on|off|null|none|nil|undefined)|
-        [A-Za-z][\w+.\-]*://[^\s@]*|           # a URL without credentials
-        (?:str|int|bool|float|bytes|Any|Optional\[.*|SecretStr|list|dict|set|tuple)|
-        (?:os\.environ|os\.getenv|getenv|env|ENV|process\.env|settings|config|self|this|
-           request|options|args|kwargs)\b.*|
-        \$\{?\w+\}?|%\(?\w+\)?s?|\{\{.*\}\}|<[^>]*>|\*+|[xX]+|\.\.\.|\[REDACTED[^\]]*\]|
-        [\w.]+\(.*|[A-Z][A-Z0-9_]*
-    )$"""
-)
 SNIFF = 8192
-OUTPUT_NAME = "output.cfg"  # what output (text of no file) is scanned as
-
-
-def _entropy(text: str) -> float:
-    counts = Counter(text)
-    return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
-
-
-CODE_SUFFIXES = frozenset({
-    ".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".go", ".rb", ".java", ".kt",
-    ".scala", ".rs", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".swift", ".m", ".php", ".pl",
-    ".lua", ".dart", ".ex", ".exs", ".erl", ".clj", ".groovy", ".sh", ".bash", ".zsh",
-})  # fmt: skip
-_FILE_NAME = re.compile(r"^[\w.\-/]+\.[A-Za-z][A-Za-z0-9]{0,4}$")
-_IDENTIFIER = re.compile(
-    r"^(?:[a-z]+(?:_[a-z]+)+\d?|[a-z]+(?:[A-Z][a-z0-9]*)+|[A-Z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+"
-    r"|(?:string|number|boolean|object|array|integer)\??)$"
-)
-
-
-def is_plausible_secret(value: str, key: str = "", *, code: bool = False) -> bool:
-    """A value after a secret-like name ``key`` that could be a secret: not code (in a code
-    file, ``code``: nor text with spaces), a number, a URL without credentials, a file name,
-    a placeholder, the key's own name or an environment reference."""
-    value = value.strip().strip("\"'`").strip()
-    if len(value) < 6 or _NOT_A_VALUE.match(value) or value.lower() in PLACEHOLDERS:
-        return False
-    if key and _ABOUT_A_SECRET.search(key.strip()):
-        return False
-    if _IDENTIFIER.match(value) or _FILE_NAME.match(value) or (code and " " in value):
-        return False
-    if any(mark in value for mark in ("(", ")", "->", "=>")) or value.endswith((":", ",")):
-        return False  # an expression or a signature, not a value
-    bare = re.sub(r"[\W_]", "", value).lower()
-    if key and bare == re.sub(r"[\W_]", "", key.split(".")[-1]).lower():
-        return False
-    return not (value.isalpha() and value.islower() and len(value) < 12)
-
-
-def is_code(path: str) -> bool:
-    """Whether ``path`` is source code (secrets in it are quoted literals); output (no path)
-    is judged like code: it is mostly code and logs, and a value with spaces is prose."""
-    return path in ("", OUTPUT_NAME) or PurePosixPath(path).suffix.lower() in CODE_SUFFIXES
 
 
 @cache
@@ -359,7 +236,7 @@ def _line_secrets(
         if code and not quoted:
             continue  # in code, a bare value is a name
         key = match.group("key")
-        if not _looks_like_token(value) or not is_plausible_secret(value, key, code=code):
+        if not looks_like_token(value) or not is_plausible_secret(value, key, code=code):
             continue
         if not _filtered(value, line, None, filename):
             yield "Token Keyword", value
@@ -410,12 +287,6 @@ def _key_before(line: str, value: str) -> str:
     head = line[: max(line.find(value), 0)]
     names = re.findall(r"[\w.\-]+", head)
     return names[-1] if names else ""
-
-
-def _looks_like_token(value: str) -> bool:
-    return bool(
-        _TOKEN_ALPHABET.match(value) and any(c.isdigit() for c in value) and _entropy(value) >= 3.5
-    )
 
 
 def _key_block_lines(text: str) -> frozenset[int]:

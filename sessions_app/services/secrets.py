@@ -75,7 +75,7 @@ def known_values() -> list[str]:
     (MCP servers among it) moved, as the registry sees it."""
     global _values_cache
     try:
-        stamp = registry.stamp()
+        stamp = str(registry.describe()["stamp"])
     except Exception:  # no database here (a process before migrate, a unit test)
         stamp = "no-database"
     with _values_lock:

@@ -1,0 +1,69 @@
+"""What a tool implementation works with: the job's context (the workspace, the writer,
+the role's powers) and what it returns to the model and the audit log."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from roles.access import WritePolicy
+from sessions_app.containment import (
+    RecordedWrite,
+    WorkspaceSight,
+    WorkspaceWriter,
+    workspace_sight,
+)
+
+
+@dataclass
+class ToolContext:
+    """What an implementation may touch: the workspace and the session's pending changes.
+
+    ``writer`` is the only way a tool changes the workspace; ``record_change`` records what
+    it wrote as a pending change. ``git_dir`` (the session's git directory in server state,
+    shown read-only to commands) and ``layers_root`` (where command layers are made) are the
+    session's. ``may_write`` (a command's workspace is writable), ``network``,
+    ``read_secrets`` and ``write_policy`` (what a command's changes are applied by) are the
+    role's, set by the executor for every call from the role as it is.
+    """
+
+    workspace: Path
+    writer: WorkspaceWriter
+    layers_root: Path
+    pending_diffs: dict[str, str]
+    record_change: Callable[[RecordedWrite], None]
+    approve_changes: Callable[[str], int]
+    request_changes: Callable[[str, list[Any]], None]
+    ask_human: Callable[[str], None] | None = None  # None: no run, nobody to ask
+    git_dir: Path | None = None
+    command_timeout: float = 120.0
+    may_write: bool = False
+    network: bool = False
+    read_secrets: bool = False
+    write_policy: WritePolicy = field(default_factory=WritePolicy)
+    mcp: Any = None  # the job's MCP servers (services.mcp.JobMcpServers), closed with it
+
+    def sight(self) -> WorkspaceSight:
+        """What the role's processes may see of the workspace (the one view's input)."""
+        return workspace_sight(
+            self.workspace, self.writer.secrets, git_dir=self.git_dir,
+            read_secrets=self.read_secrets,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool returns to the model (already redacted) and records in the audit log.
+
+    ``write_denials`` lists what a command changed that the role may not change (discarded
+    with its layer, never applied): the executor audits them as a refusal.
+    """
+
+    output: str
+    target: str
+    summary: str
+    details: dict[str, Any] = field(default_factory=dict)
+    write_denials: list[dict[str, str]] = field(default_factory=list)
+    untrusted: bool = True  # the output holds outside text (False: acode's own words)
