@@ -78,7 +78,7 @@ class Journal:
 
 def context(ws: Path, layers: Path) -> ToolContext:
     recorded: list[RecordedWrite] = []
-    index = SecretIndex(ws, layers.parent / f"{ws.name}-secrets.json")
+    index = SecretIndex(ws, layers.parent / f"{ws.name}-index", live=False)
     return ToolContext(
         workspace=ws,
         writer=WorkspaceWriter(ws, ContentStore(None), index),

@@ -7,7 +7,9 @@ environment or the HTTP server's headers, and nothing else of acode's environmen
 
 from __future__ import annotations
 
+import ipaddress
 import re
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
@@ -33,6 +35,66 @@ def _names(value: object) -> bool:
     )
 
 
+# acode's own settings: never handed to a server as one of its secrets.
+OWN_SETTING_PREFIXES = ("ACODE_", "DJANGO_", "CELERY_")
+OWN_SETTINGS = frozenset({
+    "DATABASE_URL", "REDIS_URL", "SECRET_KEY", "PGPASSWORD", "PGPASSFILE", "PGSERVICEFILE",
+})  # fmt: skip
+
+
+def own_setting(name: str) -> bool:
+    """Whether ``name`` is one of acode's own settings' variables."""
+    upper = name.upper()
+    return upper in OWN_SETTINGS or upper.startswith(OWN_SETTING_PREFIXES)
+
+
+def url_problem(url: str, *, allow_private: bool) -> str | None:
+    """Why ``url`` may not be an MCP server's address: http(s) only, no user information
+    (credentials go in declared secrets), and no loopback, private or link-local address
+    unless an admin allowed the private network for this server."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        parts.port  # noqa: B018 - a bad port raises here
+    except ValueError as exc:
+        return f"Not a URL: {exc}."
+    if parts.scheme not in ("http", "https"):
+        return "Only http:// and https:// URLs."
+    if "@" in parts.netloc:
+        return "No user or password in the URL: name the credential in Header secrets instead."
+    if not host:
+        return "The URL needs a host."
+    if not allow_private and private_host(host):
+        return (
+            f"{host} is a loopback, private or link-local address; an admin may allow it for "
+            "this server (Allow private network)."
+        )
+    return None
+
+
+def private_host(host: str) -> bool:
+    """Whether ``host`` names (not resolves to: see ``roles.services.mcp``) a private place."""
+    if host.lower().rstrip(".") in ("localhost", "localhost.localdomain") or host.lower().endswith(
+        ".localhost"
+    ):
+        return True
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return private_address(address)
+
+
+def private_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Loopback, private, link-local, reserved, multicast or unspecified."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return bool(
+        address.is_loopback or address.is_private or address.is_link_local
+        or address.is_reserved or address.is_multicast or address.is_unspecified
+    )  # fmt: skip
+
+
 class McpTransport(models.TextChoices):
     STDIO = "stdio", "stdio (a command run in the sandbox)"
     HTTP = "http", "Streamable HTTP (a URL)"
@@ -51,7 +113,12 @@ class McpServer(models.Model):
         max_length=40,
         unique=True,
         validators=[
-            RegexValidator(r"__", "No double underscore: it separates names.", inverse_match=True)
+            RegexValidator(r"__", "No double underscore: it separates names.", inverse_match=True),
+            RegexValidator(
+                r"^_|_$",
+                "No underscore first or last: it would blur where names part.",
+                inverse_match=True,
+            ),
         ],
         help_text="Its tools are named mcp__<slug>__<tool>.",
     )
@@ -85,6 +152,11 @@ class McpServer(models.Model):
     network = models.BooleanField(
         default=False, help_text="stdio: the server may reach the network (else it has none)."
     )
+    allow_private_network = models.BooleanField(
+        default=False,
+        help_text="HTTP: the URL may be (or resolve to) a loopback, private or link-local "
+        "address. Off, such a server is refused: acode's own services live there.",
+    )
     call_timeout_seconds = models.PositiveIntegerField(default=60)
     max_output_chars = models.PositiveIntegerField(default=65536)
     enabled = models.BooleanField(default=True)
@@ -113,16 +185,24 @@ class McpServer(models.Model):
             )
         if self.transport == McpTransport.HTTP and not self.url:
             errors["url"] = "An HTTP server needs its URL."
+        elif self.url:
+            problem = url_problem(self.url, allow_private=self.allow_private_network)
+            if problem:
+                errors["url"] = problem
         if not _strings(self.read_only_paths) or any(
             not p.startswith("/") for p in self.read_only_paths
         ):
             errors["read_only_paths"] = "A list of absolute host paths."
         for field in ("env_secrets", "header_secrets"):
-            if not _names(getattr(self, field)):
+            value = getattr(self, field)
+            if not _names(value):
                 errors[field] = (
                     "An object mapping each name to the name of an environment variable of "
                     "acode's (letters, digits, _), never its value."
                 )
+            elif any(own_setting(v) for v in value.values()):
+                names = ", ".join(sorted(v for v in value.values() if own_setting(v)))
+                errors[field] = f"{names}: acode's own settings are never given to a server."
         if errors:
             raise ValidationError(errors)
 

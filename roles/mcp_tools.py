@@ -1,12 +1,12 @@
 """MCP tools as the one tool registry sees them: a declaration per approved definition,
 and the argument limits roles set.
 
-Naming: ``mcp__<server>__<tool>``. The issue suggests ``mcp.<server>.<tool>``, but tool
-names reach the model as OpenAI-style function names, which allow only letters, digits,
-``_`` and ``-`` (a dot is refused by OpenAI's API); ``__`` is what Claude Code's users know,
-and the name stays a valid slug, so a ``Tool`` row (enable, describe, order) and a role's
-allow-list name MCP tools exactly as built-in ones. Server slugs never contain ``__``, so
-the name splits back unambiguously.
+Naming: ``mcp__<server>__<tool>`` (``mcp_tool_name``). Tool names reach the model as
+OpenAI-style function names, which allow only letters, digits, ``_`` and ``-`` (a dot is
+refused by OpenAI's API, so it becomes ``_``); ``__`` is what Claude Code's users know, and
+the name stays a valid slug, so a ``Tool`` row (enable, describe, order) and a role's
+allow-list name MCP tools exactly as built-in ones. What is called is never read back out
+of the name: a declaration carries its server and tool (``ToolDeclaration.mcp_server``).
 
 Permissions: a tool of server S requires the permission ``mcp-S`` (per server); a role's
 allow-list narrows it to single tools (per tool); a child never exceeds its parent
@@ -15,6 +15,7 @@ allow-list narrows it to single tools (per tool); a child never exceeds its pare
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -25,6 +26,7 @@ from roles.tools import ToolDeclaration
 
 PREFIX = "mcp__"
 SEPARATOR = "__"
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 _STATE_REASON = {
     McpToolState.PENDING: "MCP definition not approved yet",
     McpToolState.CHANGED: "MCP definition changed since it was approved",
@@ -33,24 +35,43 @@ _STATE_REASON = {
 
 
 def mcp_tool_name(server: str, tool: str) -> str:
-    """The registry name of ``tool`` of ``server``."""
-    return f"{PREFIX}{server}{SEPARATOR}{tool}"
-
-
-def split_mcp_tool_name(name: str) -> tuple[str, str] | None:
-    """(server, tool) of a registry name, or None for a name that is not an MCP tool's."""
-    if not name.startswith(PREFIX):
-        return None
-    server, sep, tool = name[len(PREFIX) :].partition(SEPARATOR)
-    return (server, tool) if sep and server and tool else None
+    """The registry name of ``tool`` of ``server``: ``mcp__<server>__<tool>`` with a dot in
+    the tool's name as ``_`` (function names a model is offered allow no dot). A server's
+    slug has no ``__`` and no ``_`` at either end, so no two servers' names meet; two tools
+    of one server whose names meet this way are refused when it lists them."""
+    return f"{PREFIX}{server}{SEPARATOR}{tool.replace('.', '_')}"
 
 
 def mcp_tool_registered(name: str) -> bool:
     """Whether ``name`` is a tool some registered server has listed."""
-    parts = split_mcp_tool_name(name)
-    return parts is not None and (
-        McpToolDefinition.objects.filter(server__slug=parts[0], name=parts[1]).exists()
+    if not name.startswith(PREFIX):
+        return False
+    server = name[len(PREFIX) :].partition(SEPARATOR)[0]
+    return any(
+        mcp_tool_name(server, tool) == name
+        for tool in McpToolDefinition.objects.filter(server__slug=server).values_list(
+            "name", flat=True
+        )
     )
+
+
+def listing_refusals(server: str, names: list[str]) -> dict[str, str]:
+    """The tools of a listing that cannot be offered, with why: a name outside MCP's rules
+    (1 to 128 letters, digits, ``_ - .``), or one whose registry name another tool of the
+    listing also has."""
+    refused: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    for name in names:
+        if not TOOL_NAME.fullmatch(name):
+            refused[name] = "its name breaks MCP's rules (1-128 letters, digits, _ - .)"
+            continue
+        registry = mcp_tool_name(server, name)
+        if registry in seen:
+            other = seen[registry]
+            refused[name] = refused[other] = f"{name!r} and {other!r} are both named {registry}"
+        else:
+            seen[registry] = name
+    return refused
 
 
 def server_permission(server: str) -> str:
@@ -83,6 +104,8 @@ def _declaration(row: McpToolDefinition, definition: Mapping[str, Any]) -> ToolD
         frozenset({server_permission(row.server.slug)}),
         kind="mcp",
         pinned_hash=row.approved_hash if row.offered else row.live_hash,
+        mcp_server=row.server.slug,
+        mcp_tool=row.name,
     )
 
 

@@ -46,6 +46,8 @@ class ToolDeclaration:
     default_argv: tuple[str, ...] = ()
     kind: str = "builtin"
     pinned_hash: str = ""  # an MCP tool's approved definition hash (roles.mcp_tools)
+    mcp_server: str = ""  # an MCP tool's server slug and its own name there: what is called,
+    mcp_tool: str = ""  # never read back out of the registry name
 
     @property
     def required_permissions(self) -> tuple[str, ...]:

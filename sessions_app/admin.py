@@ -25,6 +25,7 @@ from sessions_app.models import (
     RunApproval,
     RunQuestion,
     RunStage,
+    SecretRule,
     WorkflowStage,
     WorkflowTemplate,
 )
@@ -36,6 +37,7 @@ from sessions_app.permissions import (
     sessions_visible_to,
 )
 from sessions_app.services.runs.portability import stage_order_problems
+from sessions_app.services.secrets import secret_rule_delete, secret_rule_save
 from sessions_app.services.sessions import session_update
 from sessions_app.services.workspaces import masked_remote
 
@@ -193,6 +195,25 @@ class RepositoryAdmin(admin.ModelAdmin):
     @admin.display(description="source", ordering="source")
     def shown_source(self, obj: Repository) -> str:
         return masked_remote(obj.source)
+
+
+@admin.register(SecretRule)
+class SecretRuleAdmin(admin.ModelAdmin):
+    """A team's secret rules: patterns that mark secrets, and files or values that are not."""
+
+    list_display = ("kind", "value", "description", "created_by", "created_at")
+    list_filter = ("kind",)
+    search_fields = ("value", "description")
+
+    def save_model(self, request: HttpRequest, obj: SecretRule, form: Any, change: bool) -> None:
+        secret_rule_save(rule=obj, actor=request.user.get_username())
+
+    def delete_model(self, request: HttpRequest, obj: SecretRule) -> None:
+        secret_rule_delete(rule=obj, actor=request.user.get_username())
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[SecretRule]) -> None:
+        for rule in queryset:
+            secret_rule_delete(rule=rule, actor=request.user.get_username())
 
 
 @admin.register(DeliveredCommit)

@@ -19,6 +19,9 @@ class SessionsAppConfig(AppConfig):
         from sessions_app import readiness, receivers
 
         receivers.connect()
+        from sessions_app.services.secrets import redaction_configure
+
+        redaction_configure()  # every door redacts with the team's rules and known values
         from roles.history import decision_history_register
         from sessions_app.selectors.decisions import recorded_decisions
 

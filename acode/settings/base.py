@@ -172,6 +172,9 @@ ACODE_GIT_ROOT = Path(env_str("ACODE_GIT_ROOT", str(VAR_DIR / "git")))
 # Scratch for the copy-on-write layer of each command (local to a worker; a filesystem that
 # can hold an overlayfs upper directory: ext4, xfs, btrfs, or tmpfs on Linux 6.6+).
 ACODE_LAYERS_ROOT = Path(env_str("ACODE_LAYERS_ROOT", str(VAR_DIR / "layers")))
+# Per-workspace indexes in server state (which files are hidden, the git view commands see),
+# shared between hosts like the workspaces and never mounted into a sandbox.
+ACODE_INDEX_ROOT = Path(env_str("ACODE_INDEX_ROOT", str(VAR_DIR / "index")))
 # What one command's layer may hold (bytes by apparent size: sparse files count whole), past
 # which none of its writes are applied (ACODE-TOL-005); what the session keeps counts too.
 ACODE_LAYER_MAX_BYTES = env_int("ACODE_LAYER_MAX_BYTES", 1 << 30)

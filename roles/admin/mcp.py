@@ -10,11 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from acode.errors import AcodeError
 from roles.admin.base import ServiceAdmin
 from roles.models import McpArgumentLimit, McpServer, McpToolDefinition
 from roles.services.mcp import (
@@ -83,11 +86,35 @@ class McpToolDefinitionAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # definitions come from the server's listing, never typed in
 
-    @admin.action(description="Approve the definitions listed now", permissions=["change"])
-    def approve(self, request: HttpRequest, queryset: QuerySet[McpToolDefinition]) -> None:
+    @admin.action(description="Approve the definitions listed now…", permissions=["change"])
+    def approve(
+        self, request: HttpRequest, queryset: QuerySet[McpToolDefinition]
+    ) -> HttpResponse | None:
+        """First a page showing each definition (description, schema, change, hash); its
+        confirmation approves exactly the hash shown, and nothing the server says since."""
+        if "confirm" not in request.POST:
+            return TemplateResponse(
+                request, "admin/roles/mcp_approve_confirm.html",
+                {**self.admin_site.each_context(request), "title": "Approve MCP tool definitions",
+                 "tools": [(t, definition_diff(t)) for t in queryset], "opts": self.model._meta,
+                 "action_checkbox_name": ACTION_CHECKBOX_NAME},
+            )  # fmt: skip
+        approved = 0
         for tool in queryset:
-            mcp_tool_approve(tool=tool, user=request.user)  # type: ignore[arg-type]
-        self.message_user(request, f"Approved {queryset.count()} definition(s).", messages.SUCCESS)
+            shown = str(request.POST.get(f"hash-{tool.pk}", ""))
+            try:
+                if not shown:
+                    raise AcodeError("ACODE-API-409", f"{tool}: no definition was shown.", {})
+                mcp_tool_approve(tool=tool, user=request.user, expected_hash=shown)  # type: ignore[arg-type]
+                approved += 1
+            except AcodeError as exc:  # changed since shown, or a protected role would gain it
+                self.message_user(
+                    request, f"{exc.code}: {exc.message} Nothing was approved for {tool}.",
+                    messages.ERROR,
+                )  # fmt: skip
+        if approved:
+            self.message_user(request, f"Approved {approved} definition(s).", messages.SUCCESS)
+        return None
 
 
 @admin.register(McpArgumentLimit)

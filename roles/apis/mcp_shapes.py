@@ -46,6 +46,10 @@ class McpServerInput(Input):
         help_text="Header sent -> name of acode's variable holding its value.",
     )
     network = serializers.BooleanField(required=False)
+    allow_private_network = serializers.BooleanField(
+        required=False,
+        help_text="HTTP: the URL may be (or resolve to) a loopback, private or link-local address.",
+    )
     call_timeout_seconds = serializers.IntegerField(min_value=1, max_value=3600, required=False)
     max_output_chars = serializers.IntegerField(min_value=1, max_value=10_000_000, required=False)
     enabled = serializers.BooleanField(required=False)

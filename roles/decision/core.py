@@ -22,14 +22,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, best_match
+from jsonschema.exceptions import best_match
 
 from roles.access import RoleAccess, RoleSpec, WritePolicy
 from roles.commands import command_rule_check
 from roles.commands.workspace import WorkspaceFacts
 from roles.decision.arguments import Refused, RuleRefused, check_argv, normalised_path
 from roles.decision.facts import HostFacts, sandbox_problem
+from roles.decision.schemas import argument_validator, limit_validator, non_finite, workspace_links
 from roles.tools import ToolDeclaration
 
 DENIED = "ACODE-ROL-003"
@@ -76,16 +76,17 @@ class Decision:
     arguments: dict[str, Any] = field(default_factory=dict)
 
 
-_VALIDATORS: dict[ToolDeclaration, Draft202012Validator] = {}
+_VALIDATORS: dict[ToolDeclaration, Any] = {}
 
 
-def _validator(declaration: ToolDeclaration) -> Draft202012Validator:
-    """One compiled validator per declaration (immutable, keyed by identity)."""
+def _validator(declaration: ToolDeclaration) -> Any:
+    """One compiled validator per declaration (immutable, keyed by identity): RE2 patterns,
+    references only inside the schema (``roles.decision.schemas``)."""
     validator = _VALIDATORS.get(declaration)
     if validator is None:
         if len(_VALIDATORS) > 512:  # declarations built from data (MCP) come and go
             _VALIDATORS.clear()
-        validator = Draft202012Validator(dict(declaration.argument_schema))
+        validator = argument_validator(declaration.argument_schema)
         _VALIDATORS[declaration] = validator
     return validator
 
@@ -116,29 +117,53 @@ def decide(
         )
     if not isinstance(arguments, dict):
         return deny("Tool arguments must be a JSON object.", "schema", BAD_ARGUMENTS)
+    odd = non_finite(arguments)
+    if odd:
+        reason = f"Invalid arguments for {tool}: {odd}: NaN and Infinity are not JSON numbers"
+        return deny(reason, "schema", BAD_ARGUMENTS)
     try:
         errors = sorted(_validator(declaration).iter_errors(arguments), key=lambda e: list(e.path))
-    except SchemaError as exc:
+    except Exception as exc:  # a reference that does not resolve here, a bad schema
+        problem = getattr(exc, "message", None) or str(exc)
         return deny(
-            f"Tool {tool!r} has an invalid argument schema: {exc.message}", "schema", BAD_ARGUMENTS
+            f"Tool {tool!r} has an invalid argument schema: {problem}", "schema", BAD_ARGUMENTS
         )
     if errors:
         where = "/".join(str(p) for p in errors[0].path) or "arguments"
         return deny(
             f"Invalid arguments for {tool}: {where}: {errors[0].message}", "schema", BAD_ARGUMENTS
         )
-    for owner, fragment in role.argument_limits.get(tool, ()):
-        error = best_match(Draft202012Validator(dict(fragment)).iter_errors(arguments))
-        if error is not None:
-            where = "/".join(str(p) for p in error.path) or "arguments"
-            reason = f"Role {owner} limits {tool}'s arguments: {where}: {error.message}"
-            return deny(reason, f"argument_limits[{owner}]: {tool}", target=where)
+    refusal = _limits_check(role, tool, arguments, workspace)
+    if refusal is not None:
+        return refusal
     if declaration.command:
         return _check_command(role, declaration, arguments, host, workspace)
     if declaration.path and "path" in arguments:
         return _check_path(role, declaration, arguments)
     rule = f"permission: {', '.join(declaration.required_permissions)}"
     return Decision(True, declaration=declaration, rule=rule, arguments=dict(arguments))
+
+
+def _limits_check(
+    role: PolicyRole, tool: str, arguments: dict[str, Any], workspace: WorkspaceFacts
+) -> Decision | None:
+    """The role's (and its ancestors') argument limits, paths judged in ``workspace``."""
+    token = workspace_links.set(workspace)
+    try:
+        for owner, fragment in role.argument_limits.get(tool, ()):
+            try:
+                error = best_match(limit_validator(fragment).iter_errors(arguments))
+            except Exception as exc:  # a limit that cannot run refuses the call
+                problem = getattr(exc, "message", None) or str(exc)
+                error_reason = f"Role {owner}'s limit on {tool} cannot be checked: {problem}"
+                return deny(error_reason, f"argument_limits[{owner}]: {tool}")
+            if error is not None:
+                where = "/".join(str(p) for p in error.path) or "arguments"
+                reason = f"Role {owner} limits {tool}'s arguments: {where}: {error.message}"
+                return deny(reason, f"argument_limits[{owner}]: {tool}", target=where)
+    finally:
+        workspace_links.reset(token)
+    return None
 
 
 def _check_path(

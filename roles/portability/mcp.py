@@ -20,6 +20,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 
 from acode.inputs import JSON_VALUE_REF, NO_NUL
+from roles.decision.schemas import schema_problem
 from roles.mcp_models import McpArgumentLimit, McpServer, McpTransport
 from roles.models import Role
 from roles.services.mcp import (
@@ -31,7 +32,8 @@ from roles.services.mcp import (
 
 SERVER_FIELDS = (
     "slug", "description", "transport", "command", "read_only_paths", "url", "env_secrets",
-    "header_secrets", "network", "call_timeout_seconds", "max_output_chars", "enabled",
+    "header_secrets", "network", "allow_private_network", "call_timeout_seconds",
+    "max_output_chars", "enabled",
 )  # fmt: skip
 _STRINGS = {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 4096}}
 _NAMES = {
@@ -58,6 +60,7 @@ MCP_PROPERTIES: dict[str, Any] = {
                 "env_secrets": _NAMES,
                 "header_secrets": _NAMES,
                 "network": {"type": "boolean"},
+                "allow_private_network": {"type": "boolean"},
                 "call_timeout_seconds": _COUNT,
                 "max_output_chars": _COUNT,
                 "enabled": {"type": "boolean"},
@@ -128,6 +131,10 @@ def mcp_problems(data: Mapping[str, Any], known_roles: Collection[str]) -> list[
             )
         except ValidationError as exc:
             problems += [f"argument limit {lim['role']} {lim['tool']}: {m}" for m in exc.messages]
+            continue
+        problem = schema_problem(lim["schema"])
+        if problem:
+            problems.append(f"argument limit {lim['role']} {lim['tool']}: {problem}")
     return problems
 
 

@@ -11,26 +11,34 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
 from acode.errors import AcodeError
+from roles.decision.schemas import schema_problem
 from roles.mcp_models import (
+    OWN_SETTINGS,
     McpArgumentLimit,
     McpServer,
     McpServerStatus,
     McpToolDefinition,
     McpToolState,
+    own_setting,
 )
-from roles.mcp_tools import mcp_tool_name, server_permission
-from roles.models import Permission
+from roles.mcp_tools import listing_refusals, mcp_tool_name, server_permission
+from roles.models import ModelEndpoint, Permission
 from roles.services.common import actor_label, data_changed, role_versions_record
 from roles.services.examples import role_examples_enforce
 from roles.services.protection import reviewed_write
+
+NAMES_REFUSED = "ACODE-MCP-010"
 
 
 def definition_hash(definition: Mapping[str, Any]) -> str:
@@ -65,9 +73,12 @@ def mcp_definitions_record(
     existing = {
         t.name: t for t in McpToolDefinition.objects.select_for_update().filter(server=server)
     }
+    listed = [_definition(raw) for raw in definitions]
+    refused = listing_refusals(server.slug, [str(d["name"]) for d in listed])
     seen: list[McpToolDefinition] = []
-    for raw in definitions:
-        definition = _definition(raw)
+    for definition in listed:
+        if str(definition["name"]) in refused:
+            continue  # not offered, and no longer offered if it was (left missing below)
         digest = definition_hash(definition)
         name = str(definition["name"])
         tool = existing.pop(name, None)
@@ -93,6 +104,10 @@ def mcp_definitions_record(
             tool.state = McpToolState.MISSING
             tool.save(update_fields=["state"])
             data_changed("mcp tool", "definition missing", _tool_label(tool), actor)
+    if refused:
+        reasons = "; ".join(sorted(set(refused.values())))
+        mcp_server_status_record(server=server, error=f"{NAMES_REFUSED}: not offered: {reasons}")
+        data_changed("mcp tool", "names refused", server.slug, actor, {"refused": refused})
     # A tool withheld or offered again moves roles' tools. Offered again is a definition an
     # admin approved, so a protected role may get it back (roles.services.protection).
     with reviewed_write():
@@ -166,12 +181,34 @@ def mcp_tool_approve(
     return tool
 
 
+def acode_secret_names() -> set[str]:
+    """Variables holding acode's own secrets, which no server may be given: its settings
+    (``ACODE_*``, ``DATABASE_URL``...) and every model endpoint's key."""
+    names = {n for n in os.environ if own_setting(n)} | set(OWN_SETTINGS)
+    names.add(str(settings.ACODE_LLM_API_KEY_ENV))
+    names.update(
+        ModelEndpoint.objects.exclude(api_key_env="").values_list("api_key_env", flat=True)
+    )
+    return names
+
+
 @transaction.atomic
 def mcp_server_save(
     *, server: McpServer, actor: str | None = None, user: AbstractBaseUser | None = None
 ) -> McpServer:
-    """Save a registration (its secrets are names of acode's variables, never values)."""
+    """Save a registration (its secrets are names of acode's variables, never values, and
+    never one of acode's own)."""
     server.full_clean()
+    taken = sorted(
+        name
+        for name in {**server.env_secrets, **server.header_secrets}.values()
+        if name in acode_secret_names() or own_setting(name)
+    )
+    if taken:
+        field = "env_secrets" if server.transport == "stdio" else "header_secrets"
+        raise ValidationError(
+            {field: f"{', '.join(taken)}: acode's own secrets are never given to a server."}
+        )
     server.save()
     # The permission that grants its tools exists as soon as the server does.
     Permission.objects.get_or_create(
@@ -195,7 +232,8 @@ def mcp_server_delete(
 
 
 def mcp_server_status_record(*, server: McpServer, error: str = "") -> None:
-    """What the last attempt to reach the server gave: ok, or the error (admin shows it)."""
+    """What the last attempt to reach the server gave: ok, or the error (admin shows it).
+    Callers record it before the listing, which may then record refused tool names."""
     McpServer.objects.filter(pk=server.pk).update(
         status=McpServerStatus.ERROR if error else McpServerStatus.OK,
         last_error=error[:4000],
@@ -207,9 +245,13 @@ def mcp_server_status_record(*, server: McpServer, error: str = "") -> None:
 def mcp_argument_limit_save(
     *, limit: McpArgumentLimit, actor: str | None = None, user: AbstractBaseUser | None = None
 ) -> McpArgumentLimit:
-    """Save a role's narrowing of a tool's arguments (checked to be a JSON Schema); the
-    role and the roles below it get a new version, which records the limit."""
+    """Save a role's narrowing of a tool's arguments (a JSON Schema the decision can run:
+    ``roles.decision.schemas.schema_problem``); the role and the roles below it get a new
+    version, which records the limit."""
     limit.full_clean()
+    problem = schema_problem(limit.schema)
+    if problem:
+        raise ValidationError({"schema": problem})
     limit.save()
     data_changed(
         "argument limit", "saved", f"{limit.role.slug} {limit.tool}", actor_label(actor, user),

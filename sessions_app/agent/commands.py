@@ -1,7 +1,8 @@
-"""The command tools (``execute_command``, ``run_tests``): a command runs only in the
-sandbox, writing to a copy-on-write layer of its own; once it is over, what it wrote is
-applied as far as the role may write (``containment.command_writes``), what the repository
-ignores is kept in the session's layer, and the layer is removed."""
+"""The command tools (``execute_command``, ``run_tests``): a program run in the sandbox, in
+the one view of the workspace (``process_view``), writing to a copy-on-write layer whose
+content the server applies, as far as the role may write, once every process is dead
+(``containment.command_writes``: as one unit; what the repository ignores is kept in the
+session's layer)."""
 
 from __future__ import annotations
 
@@ -10,16 +11,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from sessions_app.agent.tool_types import ToolContext, ToolResult
+from sessions_app.agent.toolkit import ToolContext, ToolResult
 from sessions_app.containment import (
     BASE_ENV,
     SYSTEM_DIRS,
     CommandWrites,
     Limits,
-    SandboxView,
     command_writes,
     layer_create,
-    present_secret_files,
+    process_view,
     redact_text,
     run_sandboxed,
     sandbox_required,
@@ -56,28 +56,25 @@ def _command(ctx: ToolContext, argv: list[str], timeout: float) -> ToolResult:
     layer = layer_create(ctx.layers_root) if ctx.may_write or not sandboxed else None
     writes = CommandWrites()
     try:
-        hidden = () if ctx.read_secrets else ctx.writer.secrets.paths()
-        view = SandboxView(
-            layer=layer,
-            hidden=tuple(present_secret_files(ctx.workspace, list(hidden))),
-            git_dir=ctx.git_dir,
+        view = process_view(
+            ctx.sight(), workspace=ctx.workspace, layer=layer, env=command_env(),
             session_layer=ctx.session_layer,
-        )
+        )  # fmt: skip
         result = run_sandboxed(
             argv, workspace=ctx.workspace, writable=ctx.may_write, network=ctx.network,
-            timeout=timeout, limits=Limits(max_output=OUTPUT_CAP), env=command_env(),
-            ro_paths=command_ro_paths(), view=view,
+            timeout=timeout, limits=Limits(max_output=OUTPUT_CAP), ro_paths=command_ro_paths(),
+            view=view,
         )  # fmt: skip
         if layer is not None:  # every process of the command is dead by now
             writes = command_writes(layer, ctx.write_target(), sandboxed=sandboxed)
     finally:
         if layer is not None:
             layer.remove()
-    return _command_result(ctx, argv, result, writes, len(view.hidden))
+    return _command_result(ctx, argv, result, writes, view)
 
 
 def _command_result(
-    ctx: ToolContext, argv: list[str], result: Any, writes: CommandWrites, hidden: int
+    ctx: ToolContext, argv: list[str], result: Any, writes: CommandWrites, view: Any
 ) -> ToolResult:
     """What the model is told about a command, and what its outcome row records."""
     if result.killed_reason and not result.timed_out:
@@ -115,7 +112,8 @@ def _command_result(
         "sandboxed": result.sandboxed,
         "writable": ctx.may_write,
         "network": ctx.network,
-        "hidden_secrets": hidden,
+        "hidden_secrets": view.hidden_count,
+        "git_view": view.git_view is not None,
         "duration": round(result.duration, 3),
         "recorded": [c.path for c in writes.allowed][:100],
         "recorded_count": len(writes.allowed),

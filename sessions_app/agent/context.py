@@ -4,7 +4,8 @@ Strategies (spec "Context Management by Role"): ``broad`` (structure, key files,
 ranked by relevance to the task), ``focused`` (files the task or plan step names, and
 their tests), ``change_focused`` (pending diffs, changed files, related tests, the
 original request) and ``adaptive`` (picks one). ``.gitignore``d, binary and vendored
-files are left out, and every text is passed through secret redaction.
+files are left out. Every text passes the one channel (``agent.channel``): what comes from
+the workspace (files, diffs, its structure) as untrusted data, the request as text.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sessions_app.agent.channel import model_data, model_text
 from sessions_app.agent.selection import (
     KEY_FILES,
     candidate_files,
@@ -23,7 +25,7 @@ from sessions_app.agent.selection import (
     structure_outline,
     tests_for,
 )
-from sessions_app.containment import redact_file, redact_text
+from sessions_app.containment import is_secret_file, redact_file
 
 BUDGETS = {"broad": 16_000, "focused": 6_000, "change_focused": 8_000}
 ADAPTIVE_BROAD_BUDGET = 8_000
@@ -99,7 +101,7 @@ class _Builder:
         if text is None:
             return False
         text = redact_file(rel, text)
-        body = f"```\n{text}\n```"
+        body = model_data(text, source=f"workspace file {rel}")
         if self.add(f"File: {rel} ({mode})", body, path=rel, mode=mode):
             return True
         lines = text.splitlines()
@@ -107,9 +109,8 @@ class _Builder:
             excerpt = (
                 "\n".join(lines[:EXCERPT_LINES]) + f"\n… ({len(lines) - EXCERPT_LINES} more lines)"
             )
-            return self.add(
-                f"File: {rel} (excerpt)", f"```\n{excerpt}\n```", path=rel, mode="excerpt"
-            )
+            body = model_data(excerpt, source=f"workspace file {rel} (excerpt)")
+            return self.add(f"File: {rel} (excerpt)", body, path=rel, mode="excerpt")
         return False
 
     def finish(self) -> ContextBundle:
@@ -170,7 +171,7 @@ def build_context(
         notes.append(f"budget capped at {budget_cap} tokens by the model's context window")
         budget = budget_cap
     builder = _Builder(ContextBundle(role_name, chosen, strategy, budget, notes=notes))
-    request_text = redact_text(
+    request_text = model_text(
         request if not task or task == request else f"{request}\n\nSession task: {task}"
     )
     builder.add("Request", request_text, path="(request)", mode="request", force=True)
@@ -184,7 +185,7 @@ def build_context(
 
 
 def _fill_broad(builder: _Builder, workspace: Path, files: list[str], wanted: str) -> None:
-    outline = structure_outline(files)
+    outline = model_data(structure_outline(files), source="the workspace's file names")
     builder.add("Project structure", outline, path="(structure)", mode="structure", force=True)
     for key in KEY_FILES:
         if key in files:
@@ -211,7 +212,8 @@ def _fill_changes(
     if not pending:
         builder.bundle.notes.append("no pending changes")
     for path, diff in sorted(pending.items()):
-        body = f"```diff\n{redact_text(diff)}\n```"
+        shown = f"[REDACTED: {path} holds secrets]" if is_secret_file(path) else diff
+        body = model_data(shown, source=f"the pending change to {path}")
         builder.add(f"Diff: {path}", body, path=path, mode="diff", force=True)
     for path in sorted(pending):
         if path in files:

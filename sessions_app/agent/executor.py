@@ -45,14 +45,15 @@ from roles.decision import (
 )
 from roles.decision.recording import RecordingHost, RecordingWorkspace, replay_record
 from roles.registry import RoleDef
+from sessions_app.agent.channel import model_data, model_text
 from sessions_app.agent.mcp_tool import run_mcp_tool
 from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolContext, ToolResult
 from sessions_app.containment import (
     McpFailure,
-    PatternTimeout,
     Refused,
     RuleRefused,
     SandboxUnavailable,
+    is_secret_file,
     redact_text,
     sandbox_available,
     sandbox_required,
@@ -126,21 +127,46 @@ def tool_check(
 
 @dataclass(frozen=True)
 class ToolOutcome:
-    """What the model is told about its call, and how it ended."""
+    """What the model is told about its call, and how it ended.
+
+    ``output`` and ``detail`` (outside text an error quotes: a server's error message, an
+    exception about a file) reach the model as untrusted data; ``reason`` is acode's."""
 
     status: str  # ok | denied | error
     output: str
     code: str = ""
     reason: str = ""
     target: str = ""
+    detail: str = ""
+    source: str = ""  # what the outside text came from (the tool)
+    untrusted: bool = True  # the output is outside data (False: acode's own words)
 
     def for_model(self) -> str:
+        """The one channel's text for the model (``sessions_app.agent.channel``)."""
         if self.status == "ok":
-            return self.output
-        return f"ERROR {self.code}: {self.reason}"
+            if not self.untrusted:
+                return model_text(self.output)
+            return model_data(self.output, source=self.source or "a tool")
+        text = model_text(f"ERROR {self.code}: {self.reason}")
+        if self.detail:
+            text += "\n" + model_data(self.detail, source=self.source or "a tool")
+        return text
+
+
+def _audited_arguments(arguments: Any) -> Any:
+    """The arguments with what is written to a file as the view would show that file:
+    nothing of a file secret by its name (its whole content is the secret), the rest with
+    its secrets masked as in that file."""
+    if isinstance(arguments, dict) and isinstance(arguments.get("content"), str):
+        path = str(arguments.get("path", ""))
+        content = arguments["content"]
+        shown = "[REDACTED: written to a secret file]" if is_secret_file(path) else content
+        return {**arguments, "content": redact_text(shown, path=path)}
+    return arguments
 
 
 def _arguments_summary(arguments: Any) -> Any:
+    arguments = _audited_arguments(arguments)
     text = json.dumps(arguments, default=str)
     if len(text) > 2000:
         text = text[:2000] + "…"
@@ -234,7 +260,13 @@ def _decide(
         logger.exception("checking tool %s failed", tool)
         reason = f"The call could not be checked ({type(exc).__name__}: {exc}); it did not run."
         decision = deny(reason, "check_failed", TOOL_FAILED)
-    return decision, replay_record(arguments, host, facts, redact=redact_text)
+    audited = _audited_arguments(arguments)
+    return decision, replay_record(
+        arguments,
+        host,
+        facts,
+        redact=lambda text: redact_text(text) if audited == arguments else "",
+    )
 
 
 def _call_context(context: ToolContext, role: RoleDef) -> ToolContext:
@@ -258,10 +290,10 @@ def _run(audit: _CallAudit, decision: Decision, context: ToolContext) -> ToolOut
         else:
             result = TOOL_IMPLEMENTATIONS[tool].run(context, decision.arguments)
     except McpFailure as exc:  # a server down, slow, unapproved or failing: a clean error
-        error = _clean(exc.message)[:2000]
+        error, detail = _clean(exc.message)[:2000], _clean(exc.detail)[:4000]
         audit.row(AuditEventType.ROLE_ACTION, exc.code, phase="outcome", status="error",
-                  error=error)  # fmt: skip
-        return ToolOutcome("error", "", exc.code, error, audit.target)
+                  error=error, detail=detail)  # fmt: skip
+        return ToolOutcome("error", "", exc.code, error, audit.target, detail, tool)
     except AcodeError as exc:  # a service refused what the tool asked (a stale approval)
         return _refused_while_running(audit, decision, exc.code, "service", exc.message)
     except SandboxUnavailable as exc:
@@ -276,18 +308,20 @@ def _run(audit: _CallAudit, decision: Decision, context: ToolContext) -> ToolOut
         error = _clean(f"{type(exc).__name__}: {exc}")[:2000]
         audit.row(AuditEventType.ROLE_ACTION, TOOL_FAILED, phase="outcome", status="error",
                   error_type=type(exc).__name__, error=error)  # fmt: skip
-        return ToolOutcome("error", "", TOOL_FAILED, f"{tool} failed: {error}", audit.target)
+        # The exception's words may quote outside text (a file's bytes, a name in the
+        # workspace): they reach the model as data.
+        return ToolOutcome("error", "", TOOL_FAILED, f"{tool} failed ({type(exc).__name__})",
+                           audit.target, error, tool)  # fmt: skip
     _audit_write_denials(audit, result)
     audit.row(AuditEventType.ROLE_ACTION, result.summary, target=result.target, phase="outcome",
               status="ok", tool_name=tool, **result.details)  # fmt: skip
-    return ToolOutcome("ok", _clean(result.output), target=_clean(result.target))
+    return ToolOutcome("ok", _clean(result.output), target=_clean(result.target), source=tool,
+                       untrusted=result.untrusted)  # fmt: skip
 
 
 def _refusal_rule(exc: Refused) -> str:
     if isinstance(exc, RuleRefused):
         return exc.rule
-    if isinstance(exc, PatternTimeout):
-        return "regex_timeout"
     return "path"
 
 

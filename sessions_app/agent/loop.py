@@ -31,6 +31,7 @@ from acode.logs import bind_log_context, restore_log_context
 from roles.prompts import compose_prompt
 from roles.registry import RoleDef, registry
 from roles.selectors import endpoint_for
+from sessions_app.agent.channel import model_text
 from sessions_app.agent.context import build_context
 from sessions_app.agent.executor import tool_execute
 from sessions_app.agent.loop_state import EVENT_TEXT_CAP, LoopState, Stop
@@ -49,13 +50,14 @@ logger = logging.getLogger(__name__)
 
 
 def tool_definitions(role: RoleDef) -> list[dict[str, Any]]:
-    """What the model is offered: the role's effective tools, and nothing else."""
+    """What the model is offered: the role's effective tools, and nothing else (their
+    descriptions, an MCP server's among them, through the one channel)."""
     return [
         {
             "type": "function",
             "function": {
                 "name": spec.name,
-                "description": spec.description,
+                "description": model_text(spec.description),
                 "parameters": dict(spec.argument_schema) or {"type": "object", "properties": {}},
             },
         }
@@ -194,8 +196,8 @@ def _prepare(job: Job) -> LoopState:
     )
     job_event(job, JobEventKind.CONTEXT, context.as_dict())
     messages: list[dict[str, Any]] = [
-        {"role": "system", "content": prompt.text},
-        {"role": "user", "content": f"{context.text}\n\n## Your task\n{job.request}"},
+        {"role": "system", "content": model_text(prompt.text)},
+        {"role": "user", "content": f"{context.text}\n\n## Your task\n{model_text(job.request)}"},
     ]
     asked: list[str] = []
     return LoopState(

@@ -10,6 +10,7 @@ from django.conf import settings
 
 from acode.llm import Completion, EndpointUnavailable, Provider, provider_for
 from acode.metrics import observe_llm_call
+from sessions_app.agent.channel import messages_seal, model_text
 from sessions_app.agent.loop_state import EVENT_TEXT_CAP, LoopState, Stop
 from sessions_app.models import Job, JobEventKind, JobStatus
 from sessions_app.services.jobs import job_event, job_record_usage
@@ -20,8 +21,10 @@ UNPARSEABLE_LIMIT = 2
 
 
 def ask_model(run: LoopState, provider_override: Provider | None) -> Completion:
-    """Send what the model has not seen yet and record its answer and usage."""
+    """Send what the model has not seen yet (through the one channel's last pass) and
+    record its answer and usage."""
     job = run.job
+    messages_seal(run.messages[run.sent :])
     job_event(
         job,
         JobEventKind.LLM_REQUEST,
@@ -86,12 +89,16 @@ def unparseable_answer(run: LoopState, completion: Completion) -> None:
             f"{completion.unparseable}.",
             result=completion.content[:EVENT_TEXT_CAP],
         )
-    run.messages.append({"role": "assistant", "content": completion.content[:EVENT_TEXT_CAP]})
+    run.messages.append(
+        {"role": "assistant", "content": model_text(completion.content[:EVENT_TEXT_CAP])}
+    )
     run.messages.append(
         {
             "role": "user",
-            "content": f"Your answer could not be read: {completion.unparseable}. Answer with "
-            "exactly one JSON object: a tool call or the final answer, and keep it short.",
+            "content": model_text(
+                f"Your answer could not be read: {completion.unparseable}. Answer with "
+                "exactly one JSON object: a tool call or the final answer, and keep it short."
+            ),
         }
     )
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.conf import settings
 
-from sessions_app.agent.tools import ReviewState, ToolContext
+from sessions_app.agent.toolkit import ReviewState, ToolContext
 from sessions_app.containment import (
     LayerLimits,
     RecordedWrite,

@@ -8,39 +8,68 @@ with the arguments as the check normalised them (paths workspace-relative, comma
 checked argument lists): an implementation never normalises or checks them again.
 
 Files are opened only through ``safefs`` (no link followed, no hard-linked file, never
-``.git``), searched through ``safegrep`` (bounded in time), and changed only through the
-``WorkspaceWriter``. Commands run only in the sandbox, writing to a copy-on-write layer
-whose content the server applies, as far as the role may write, once the command is over.
+``.git``), searched through ``safegrep`` (linear time, over what the role may see of each
+file), and changed only through the ``WorkspaceWriter``. What a tool shows of a file is
+what every process acode starts sees of it (the one view: a file secret by name shows
+nothing, one holding secrets its redacted form). Commands run only in the sandbox, in the
+view ``process_view`` makes, writing to a copy-on-write layer whose content the server
+applies, as far as the role may write, once the command is over.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from roles.tools import declared_tools
-from sessions_app.agent.commands import OUTPUT_CAP as OUTPUT_CAP
-from sessions_app.agent.commands import command_env as command_env
-from sessions_app.agent.commands import command_ro_paths as command_ro_paths
-from sessions_app.agent.commands import execute_command, run_tests
-
-# What implementations are given and give back; imported from here by name.
-from sessions_app.agent.tool_types import ReviewState as ReviewState
-from sessions_app.agent.tool_types import ToolContext as ToolContext
-from sessions_app.agent.tool_types import ToolImpl as ToolImpl
-from sessions_app.agent.tool_types import ToolResult as ToolResult
+from sessions_app.agent.commands import (
+    OUTPUT_CAP,
+    command_env,
+    command_ro_paths,
+    execute_command,
+    run_tests,
+)
+from sessions_app.agent.toolkit import ToolContext, ToolResult
 from sessions_app.containment import (
     DEFAULT_SKIP_DIRS,
     Refused,
     WorkspaceFS,
     is_binary,
+    is_secret_file,
     redact_file,
     redact_text,
     search,
 )
 
+__all__ = [
+    "OUTPUT_CAP",
+    "TOOL_IMPLEMENTATIONS",
+    "ToolContext",
+    "ToolImpl",
+    "ToolResult",
+    "command_env",
+    "command_ro_paths",
+]
+
 READ_CAP = 200_000
+
+
 GREP_FILE_CAP = 1 << 20
+
+
+@dataclass(frozen=True)
+class ToolImpl:
+    """The code that runs one declared tool, given the normalised arguments."""
+
+    name: str
+    run: Callable[[ToolContext, dict[str, Any]], ToolResult]
+
+
+def _shown(ctx: ToolContext, rel: str, text: str) -> str:
+    """What the role sees of a file's text: the one view's (nothing of a secret file, the
+    rest with its secrets masked), unless the role may read secrets."""
+    return text if ctx.read_secrets else redact_file(rel, text)
 
 
 def read_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -50,7 +79,7 @@ def read_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     if is_binary(data):
         raise Refused(f"{rel!r} is a binary file")
     text = data[:READ_CAP].decode("utf-8", "replace")
-    shown = redact_file(rel, text)
+    shown = _shown(ctx, rel, text)
     if len(data) > READ_CAP:
         shown += f"\n[truncated at {READ_CAP} bytes]"
     return ToolResult(shown, rel, f"{len(text)} characters read")
@@ -87,33 +116,40 @@ class _ScopedFS(WorkspaceFS):
 def grep_search(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     rel = args.get("path", ".")
     limit = int(args.get("max_results", 100))
+
+    def shown(path: str, data: bytes) -> bytes | None:
+        # Searched as the role sees it: a match never reveals a hidden value.
+        if ctx.read_secrets:
+            return data
+        if is_secret_file(path):
+            return None
+        return redact_text(data.decode("utf-8", "replace"), path=path).encode("utf-8")
+
     with _ScopedFS(ctx.workspace) as fs:
         found = search(
             fs, str(args.get("pattern", "")), rel=rel, max_matches=limit,
-            max_file_bytes=GREP_FILE_CAP,
+            max_file_bytes=GREP_FILE_CAP, shown=shown,
         )  # fmt: skip
-        # Lines are shown from the redacted whole file: a key block spans many lines.
-        redacted: dict[str, list[str]] = {}
-        hits = []
-        for match in found.matches:
-            if match.path not in redacted:
-                text = fs.read_text(match.path, GREP_FILE_CAP, truncate=True)
-                redacted[match.path] = redact_file(match.path, text).splitlines()
-            lines = redacted[match.path]
-            number = match.line_number
-            line = lines[number - 1] if 0 < number <= len(lines) else "[REDACTED]"
-            hits.append(f"{match.path}:{match.line_number}: {line[:300]}")
+    hits = [f"{m.path}:{m.line_number}: {m.line[:300]}" for m in found.matches]
     return ToolResult("\n".join(hits) or "(no matches)", rel, f"{len(hits)} matches")
 
 
 def analyze_diff(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     only = args.get("path") or ""
     diffs = {p: d for p, d in ctx.pending_diffs.items() if not only or p == only}
-    text = "\n".join(redact_text(d) for _, d in sorted(diffs.items())) or "(no pending changes)"
+    text = "\n".join(_shown_diff(ctx, p, d) for p, d in sorted(diffs.items()))
     if not only:  # the model has now seen every pending change as it is
         ctx.review.shown = ctx.review.current
     details = {"digest": ctx.review.current} if not only else {}
-    return ToolResult(text, only or "pending changes", f"{len(diffs)} changed files", details)
+    return ToolResult(text or "(no pending changes)", only or "pending changes",
+                      f"{len(diffs)} changed files", details)  # fmt: skip
+
+
+def _shown_diff(ctx: ToolContext, path: str, diff: str) -> str:
+    """A pending diff as the role sees the file: none of a secret file's lines."""
+    if not ctx.read_secrets and is_secret_file(path):
+        return f"--- {path}\n+++ {path}\n[REDACTED: {path} holds secrets; its diff is not shown]"
+    return diff if ctx.read_secrets else redact_text(diff)
 
 
 def _write(ctx: ToolContext, args: dict[str, Any], *, create: bool) -> ToolResult:
@@ -132,7 +168,7 @@ def _write(ctx: ToolContext, args: dict[str, Any], *, create: bool) -> ToolResul
     verb = "written" if exists else "created"
     return ToolResult(
         f"{rel}: {len(data)} bytes {verb}", rel, f"Success ({len(data)} bytes {verb})",
-        {"bytes": len(data)},
+        {"bytes": len(data)}, untrusted=False,
     )  # fmt: skip
 
 
@@ -153,7 +189,7 @@ def delete_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     if info.kind != "file":
         raise Refused(f"{rel!r} is a {info.kind}: links and special files are never touched")
     ctx.record_change(ctx.writer.delete(rel))
-    return ToolResult(f"{rel} deleted", rel, "Success (deleted)")
+    return ToolResult(f"{rel} deleted", rel, "Success (deleted)", untrusted=False)
 
 
 def submit_review(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -163,14 +199,21 @@ def submit_review(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     if verdict == "approve":
         count = ctx.approve_changes(summary, ctx.review.shown)
         return ToolResult(
-            f"Approved {count} pending changes.", "pending changes", f"approved {count}", shown
+            f"Approved {count} pending changes.",
+            "pending changes",
+            f"approved {count}",
+            shown,
+            untrusted=False,
         )
     if verdict == "request_changes":
         ctx.request_changes(summary, list(args.get("comments", [])))
         return ToolResult(
-            "Revision requested; the changes stay pending.", "pending changes",
-            "revision requested", shown,
-        )  # fmt: skip
+            "Revision requested; the changes stay pending.",
+            "pending changes",
+            "revision requested",
+            shown,
+            untrusted=False,
+        )
     raise Refused("verdict must be 'approve' or 'request_changes'")
 
 
@@ -189,6 +232,7 @@ def ask_human(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         "and you will get the answer in a new request.",
         "person",
         "asked",
+        untrusted=False,
     )
 
 

@@ -1,11 +1,14 @@
 """Containment: the OS library that keeps an agent's work inside its workspace.
 
-What it holds: the command sandbox (bubblewrap, ``sandbox``; what a command sees,
-``bwrap``) and its copy-on-write layer (``layer``), bounded child processes (``process``),
-link-proof file access (``safefs``, ``nofollow``) and time-bounded search (``safegrep``),
-server-side git (``safegit``), the content store (``content``), the secret-file index
-(``secretfiles``), redaction (``redaction``), and the one way the server writes a workspace
-(``writes``, ``workspace``), and MCP servers run in the same sandbox (``mcpclient``).
+What it holds: the one view of a workspace every process acode starts gets (``view``: its
+mounts, hidden files, git view and environment; ``bwrap`` turns it into bubblewrap's
+options, ``gitview`` builds the git it shows), the command sandbox (``sandbox``) and its
+copy-on-write layer (``layer``), bounded child processes (``process``), link-proof file
+access (``safefs``, ``nofollow``) and linear-time search (``safegrep``), server-side git
+(``safegit``), the content store (``content``), what is a secret (``secretscan``) and the
+per-workspace index of hidden files (``secretfiles``), redaction (``redaction``), the one
+way the server writes a workspace (``writes``, ``workspace``), and MCP servers run in the
+same sandbox (``mcpclient`` speaks to one, ``mcpserver`` starts it).
 
 Its imports point only down: the standard library, ``roles.access`` (the write rule) and
 ``acode.metrics``; never the sessions app's models, services or agent loop (import-linter
@@ -17,7 +20,8 @@ list.
 from __future__ import annotations
 
 from roles.access import CONTROL, FILE_NAME_PATTERN
-from sessions_app.containment.applying import ApplyJournal, apply_resume, staging_leftovers
+from sessions_app.containment.applying import ApplyJournal
+from sessions_app.containment.applymoves import apply_resume, staging_leftovers
 from sessions_app.containment.bwrap import GIT_VIEW_CONFIG, SYSTEM_DIRS, SandboxView
 from sessions_app.containment.commandwrites import WriteTarget, command_writes
 from sessions_app.containment.content import ContentStore
@@ -27,6 +31,7 @@ from sessions_app.containment.gitobjects import (
     commit_changes,
     tracked_paths,
 )
+from sessions_app.containment.gitview import GitSource
 from sessions_app.containment.layer import Layer, layer_create
 from sessions_app.containment.layerscan import (
     LayerChange,
@@ -42,10 +47,16 @@ from sessions_app.containment.mcpclient import (
 )
 from sessions_app.containment.process import Limits
 from sessions_app.containment.redaction import (
+    REDACTED,
     URL_MASK,
+    configure_redaction,
+    encodings,
+    is_secret_file,
+    known_secret_values,
     redact_file,
     redact_text,
     redact_userinfo,
+    secret_rules,
 )
 from sessions_app.containment.safefs import (
     DEFAULT_SKIP_DIRS,
@@ -55,16 +66,22 @@ from sessions_app.containment.safefs import (
     split_path,
 )
 from sessions_app.containment.safegit import GitRefused, clone, init_repository, push, run_git
-from sessions_app.containment.safegrep import PatternTimeout, search
+from sessions_app.containment.safegrep import search
 from sessions_app.containment.sandbox import (
-    BASE_ENV,
     SandboxUnavailable,
     run_sandboxed,
     sandbox_available,
     sandbox_required,
 )
-from sessions_app.containment.secretfiles import SecretIndex, present_secret_files
+from sessions_app.containment.secretfiles import Hidden, SecretIndex, workspace_key
+from sessions_app.containment.secretscan import SecretRules
 from sessions_app.containment.sessionlayer import session_layer_path
+from sessions_app.containment.view import (
+    BASE_ENV,
+    WorkspaceSight,
+    process_view,
+    workspace_sight,
+)
 from sessions_app.containment.workspace import RuleRefused, check_argv, is_binary, workspace_files
 from sessions_app.containment.writes import CommandWrites, RecordedWrite, WorkspaceWriter
 
@@ -74,6 +91,7 @@ __all__ = [
     "DEFAULT_SKIP_DIRS",
     "FILE_NAME_PATTERN",
     "GIT_VIEW_CONFIG",
+    "REDACTED",
     "SYSTEM_DIRS",
     "URL_MASK",
     "ApplyJournal",
@@ -81,6 +99,8 @@ __all__ = [
     "CommitMismatch",
     "ContentStore",
     "GitRefused",
+    "GitSource",
+    "Hidden",
     "Layer",
     "LayerChange",
     "LayerLimits",
@@ -88,17 +108,18 @@ __all__ = [
     "McpConnection",
     "McpEndpoint",
     "McpFailure",
-    "PatternTimeout",
     "RecordedWrite",
     "Refused",
     "RuleRefused",
     "SandboxUnavailable",
     "SandboxView",
     "SecretIndex",
+    "SecretRules",
     "ToolDefinition",
     "ToolResult",
     "TreeChange",
     "WorkspaceFS",
+    "WorkspaceSight",
     "WorkspaceWriter",
     "WriteTarget",
     "apply_resume",
@@ -106,11 +127,15 @@ __all__ = [
     "clone",
     "command_writes",
     "commit_changes",
+    "configure_redaction",
+    "encodings",
     "init_repository",
     "is_binary",
+    "is_secret_file",
     "kernel_guards_overlay_xattrs",
+    "known_secret_values",
     "layer_create",
-    "present_secret_files",
+    "process_view",
     "push",
     "read_bytes",
     "redact_file",
@@ -121,9 +146,12 @@ __all__ = [
     "sandbox_available",
     "sandbox_required",
     "search",
+    "secret_rules",
     "session_layer_path",
     "split_path",
     "staging_leftovers",
     "tracked_paths",
     "workspace_files",
+    "workspace_key",
+    "workspace_sight",
 ]

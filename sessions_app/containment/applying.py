@@ -20,21 +20,19 @@ moves, so the workspace always ends up as the pending changes say.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import errno
 import os
 import secrets
 import stat as st
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from roles.access import WritePolicy
+from sessions_app.containment.applymoves import STAGING_PREFIX, DirCache, apply_resume
 from sessions_app.containment.layer import remove_tree
 from sessions_app.containment.layerscan import LayerChange, LayerScan
-from sessions_app.containment.nofollow import open_dir, opened_file, read_head
+from sessions_app.containment.nofollow import opened_file, read_head
 from sessions_app.containment.paths import split_path
 from sessions_app.containment.safefs import (
     DIR_FLAGS,
@@ -53,8 +51,6 @@ from sessions_app.containment.writes import (
     git_mode,
     shown_path,
 )
-
-STAGING_PREFIX = "applying-"
 
 
 class ApplyJournal(Protocol):
@@ -103,8 +99,7 @@ def layer_apply(
             journal.begin(plan.writes, plan.as_dict())
             recorded = True  # from here on, a failure leaves the journal to finish it
             apply_resume(writer.root, plan.as_dict())
-            for write in plan.writes:
-                writer.secrets.note(write.path, exists=write.after is not None)
+            _note_secrets(writer, plan.writes)
             journal.end()
     finally:
         if not recorded and staging.exists():
@@ -160,6 +155,21 @@ def _without_groups(
             "problem": f"refused with {shown_path(culprit)}",
         })  # fmt: skip
     return kept
+
+
+def _note_secrets(writer: WorkspaceWriter, writes: list[RecordedWrite]) -> None:
+    """The workspace's secret index learns every file written or removed (scanned by
+    content), in one transaction."""
+    with writer.secrets.batch(), WorkspaceFS(writer.root) as fs:
+        for write in writes:
+            if write.after is None:
+                writer.secrets.note(write.path, data=None)
+                continue
+            try:
+                with fs.opened(write.path) as fd:
+                    writer.secrets.note(write.path, data=None, fd=fd)
+            except (OSError, Refused):  # gone or not a plain file: the index rescans it
+                writer.secrets.note(write.path, data=None)
 
 
 def _adopt(source_root: Path, staging: Path) -> bool:
@@ -221,7 +231,7 @@ class _Stager:
     ) -> None:
         self.writer, self.adopted = writer, adopted
         self.staging = os.open(staging, DIR_FLAGS)
-        self.dirs = _DirCache(os.open(source_root, DIR_FLAGS))
+        self.dirs = DirCache(os.open(source_root, DIR_FLAGS))
 
     def close(self) -> None:
         os.close(self.staging)
@@ -279,27 +289,6 @@ class _Stager:
         return fd
 
 
-class _DirCache:
-    """Directories under one opened root, each opened once (without following links)."""
-
-    def __init__(self, root: int) -> None:
-        self.fds: dict[tuple[str, ...], int] = {(): root}
-
-    def get(self, names: list[str]) -> int:
-        key = tuple(names)
-        if key not in self.fds:
-            if not names:  # pragma: no cover - the root is always there
-                return -1
-            parent = self.get(names[:-1])
-            self.fds[key] = open_dir(parent, names[-1]) if parent >= 0 else -1
-        return self.fds[key]
-
-    def close(self) -> None:
-        for fd in self.fds.values():
-            if fd >= 0:
-                os.close(fd)
-
-
 def _copy(source: int, staging: int, name: str) -> None:
     out = os.open(name, TMP_FLAGS, 0o600, dir_fd=staging)
     try:
@@ -310,85 +299,3 @@ def _copy(source: int, staging: int, name: str) -> None:
                 view = view[os.write(out, view) :]
     finally:
         os.close(out)
-
-
-def apply_resume(root: Path, plan: dict[str, Any]) -> None:
-    """Make the moves of ``plan`` that are not made yet (each is idempotent), remove the
-    staging directory and sync: what applying does after recording, and what finishes an
-    apply a dead worker left half done."""
-    staging = Path(root) / str(plan["staging"])  # absolute: beside the command's layer
-    with WorkspaceFS(root) as fs:
-        try:
-            sources = _DirCache(os.open(staging, DIR_FLAGS))
-        except FileNotFoundError:
-            sources = _DirCache(-1)
-        parents: dict[tuple[str, ...], int] = {}  # opened once each (puts come last)
-        try:
-            for op in plan["ops"]:
-                if op[0] == "delete":
-                    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-                        fs.delete(op[1])
-                elif op[0] == "rmdir":
-                    fs.remove_empty_dir(op[1])
-                else:
-                    _put(fs, sources, parents, op, replaces=bool(op[4:] and op[4]))
-        finally:
-            sources.close()
-            for fd in parents.values():
-                os.close(fd)
-        _sync(fs)
-    if staging.exists():
-        remove_tree(staging)
-
-
-def _put(
-    fs: WorkspaceFS, sources: _DirCache, parents: dict[tuple[str, ...], int], op: list[Any],
-    *, replaces: bool,
-) -> None:  # fmt: skip
-    """Move the staged file ``op[1]`` to ``op[2]`` (gone: moved already)."""
-    staged, rel, mode = op[1], op[2], op[3]
-    *where, name = staged.split("/")
-    source = sources.get(where)
-    if source < 0:
-        return
-    *dirs, last = split_path(rel)
-    if replaces:
-        fs.remove_empty_dir(rel)  # a directory the command replaced, emptied by now
-    key = tuple(dirs)
-    if key not in parents:
-        with fs.directory(dirs, create=True) as opened:
-            parents[key] = os.dup(opened)
-    try:
-        os.rename(name, last, src_dir_fd=source, dst_dir_fd=parents[key])
-    except FileNotFoundError:  # moved already (by an earlier try, or another resume)
-        return
-    except OSError as exc:
-        if exc.errno != errno.EXDEV:  # a mount inside an attached directory
-            raise
-        with opened_file(source, name) as fd:
-            fs.write_from(rel, fd, mode=mode)
-        os.unlink(name, dir_fd=source)
-
-
-def staging_leftovers(root: Path, keep: set[str], *, older_than: float = 0.0) -> None:
-    """Remove staging directories no journal names, last changed more than
-    ``older_than`` seconds ago (a worker died before recording)."""
-    now = time.time()
-    with os.scandir(root) as entries:
-        stale = [
-            e.name for e in entries
-            if e.name.startswith(STAGING_PREFIX) and e.name not in keep
-            and now - e.stat(follow_symlinks=False).st_mtime >= older_than
-        ]  # fmt: skip
-    for name in stale:
-        remove_tree(Path(root) / name)
-
-
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _sync(fs: WorkspaceFS) -> None:
-    """One sync of the workspace's filesystem for all the renames (not one per file)."""
-    with fs.directory([]) as fd:
-        if _libc.syncfs(fd) != 0:  # pragma: no cover - syncfs of an open fd does not fail
-            os.sync()

@@ -1,15 +1,15 @@
-"""What a sandboxed command sees: bubblewrap's options for the mounts, namespaces, user and
-environment of one command (``sandbox`` decides whether and how it runs).
+"""bubblewrap's options for a view: the mounts, namespaces, user and environment of one
+process (``view`` decides what it sees, ``sandbox`` whether and how it runs).
 
 The system directories read-only, a curated part of ``/etc``, its own ``/proc``, ``/dev``
-and ``/tmp``, the workspace (read-only, or an overlay onto the command's layer), secret
-files shown empty and a read-only view of the session's git directory.
+and ``/tmp``, the workspace (read-only, or an overlay onto the process's layer), hidden
+files shown empty or redacted, masked directories and a read-only git view.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,16 +47,32 @@ class SandboxStatus:
     overlay_reason: str = ""
 
 
+_SEAL = object()
+
+
+def view_seal() -> object:
+    """The mark of a view made by ``view.process_view`` (the one view)."""
+    return _SEAL
+
+
 @dataclass(frozen=True)
 class SandboxView:
-    """What of the server a command sees besides the system: a layer for its writes,
-    secret files shown empty, and a read-only view of a git directory."""
+    """What of the server a process sees besides the system (made only by
+    ``sessions_app.containment.view.process_view``): a layer for its writes, the masks tree
+    of the hidden files (what stands in for each, at its path), directories masked empty, a
+    git view (or, for a role that reads secrets, the repository itself) and the whole
+    environment."""
 
     layer: Layer | None = None
-    hidden: tuple[str, ...] = ()  # workspace-relative regular files shown empty
-    git_dir: Path | None = None
+    masks: Path | None = None  # a tree of stand-ins laid over the workspace (hidden files)
+    hidden_count: int = 0
+    git_view: Path | None = None  # a view repository, mounted whole
+    git_dir: Path | None = None  # the real git directory (roles that read secrets)
+    masked: tuple[str, ...] = ()  # workspace-relative directories shown empty
+    env: tuple[tuple[str, str], ...] = ()
+    seal: object = None
     # The session's layer (what the repository ignores, kept between commands): a lower
-    # layer above the workspace, never applied to it.
+    # layer above the workspace, under the masks, never applied to the workspace.
     session_layer: Path | None = None
 
 
@@ -66,13 +82,13 @@ def bwrap_options(
     writable: bool,
     network: bool,
     limits: Limits,
-    env: Mapping[str, str],
     ro_paths: Sequence[str],
     view: SandboxView,
-    empty_file: str,
 ) -> list[str]:
-    """bubblewrap's options for one command: the mounts, namespaces, user and environment
-    described in ``sandbox``'s docstring. ``empty_file`` is mounted over each hidden file."""
+    """bubblewrap's options for one process: the mounts, namespaces, user and environment
+    described in ``sandbox``'s docstring, of a view ``process_view`` made."""
+    if view.seal is not view_seal():
+        raise ValueError("a sandbox view must come from process_view (the one view)")
     opts = ["--unshare-all", "--unshare-user", "--die-with-parent", "--new-session"]
     opts += ["--hostname", "sandbox", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
     if os.geteuid() == 0:
@@ -98,26 +114,37 @@ def bwrap_options(
     opts += ["--tmpfs", "/tmp"]
     for path in ro_paths:
         opts += ["--ro-bind", path, path]
-    lowers = ["--overlay-src", workspace]  # bwrap stacks them in order: the first lowest
+    opts += _workspace_mounts(workspace, writable, view)
+    if view.git_view is not None:
+        opts += ["--ro-bind", str(view.git_view), GIT_VIEW]
+    elif view.git_dir is not None:
+        opts += _git_view(view.git_dir)
+    opts += ["--remount-ro", "/", "--chdir", workspace, "--clearenv"]
+    for name, value in view.env:
+        opts += ["--setenv", name, value]
+    return opts
+
+
+def _workspace_mounts(workspace: str, writable: bool, view: SandboxView) -> list[str]:
+    """The workspace, with the session's layer above it and the masks tree above both when
+    files are hidden (one mount however many: bwrap's last --overlay-src is the uppermost),
+    under the command's layer; then the directories masked empty."""
+    opts: list[str] = []
+    sources = ["--overlay-src", workspace]
     if view.session_layer is not None and view.session_layer.is_dir():
-        lowers += ["--overlay-src", str(view.session_layer)]
+        sources += ["--overlay-src", str(view.session_layer)]
+    if view.masks is not None:
+        sources += ["--overlay-src", str(view.masks)]
     if writable:
         assert view.layer is not None
         upper, work = str(view.layer.upper), str(view.layer.work)
-        opts += [*lowers, "--overlay", upper, work, workspace]
-    elif len(lowers) > 2:
-        opts += [*lowers, "--ro-overlay", workspace]
+        opts += [*sources, "--overlay", upper, work, workspace]
+    elif len(sources) > 2:  # masks or a session layer: a read-only overlay
+        opts += [*sources, "--ro-overlay", workspace]
     else:
         opts += ["--ro-bind", workspace, workspace]
-    for rel in view.hidden:  # an empty, read-only file in place of each secret
-        opts += ["--ro-bind", empty_file, f"{workspace}/{rel}"]
-    env = dict(env)
-    if view.git_dir is not None:
-        opts += _git_view(view.git_dir)
-        env.update(GIT_DIR=GIT_VIEW, GIT_WORK_TREE=workspace)
-    opts += ["--remount-ro", "/", "--chdir", workspace, "--clearenv"]
-    for name, value in env.items():
-        opts += ["--setenv", name, value]
+    for rel in view.masked:  # e.g. an attached workspace's .git: an empty directory
+        opts += ["--tmpfs", f"{workspace}/{rel}", "--remount-ro", f"{workspace}/{rel}"]
     return opts
 
 

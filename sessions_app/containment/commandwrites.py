@@ -19,6 +19,7 @@ from sessions_app.containment.layer import Layer
 from sessions_app.containment.layerscan import (
     LayerLimits,
     LayerOverBudget,
+    LayerScan,
     copy_changes,
     layer_changes,
 )
@@ -40,6 +41,8 @@ class WriteTarget:
     limits: LayerLimits
     session_layer: Path | None = None
     tracked: Callable[[], list[str]] = field(default=list)
+    # The files the process saw only as stand-ins (None: it saw every file as it is).
+    hidden: Callable[[], list[str]] | None = None
 
 
 def command_writes(layer: Layer, target: WriteTarget, *, sandboxed: bool) -> CommandWrites:
@@ -65,6 +68,8 @@ def command_writes(layer: Layer, target: WriteTarget, *, sandboxed: bool) -> Com
     if scan.ignored and session is not None:  # first: applying takes the rest of the tree
         session_keep(layer.upper, session, scan.ignored, scan.scrub, target.limits.prefix)
         kept = [p for p in scan.ignored if p not in set(scan.scrub)]
+    if target.hidden is not None:
+        _unseen_kept(scan, set(target.hidden()))
     writes = layer_apply(
         target.writer, scan, source_root=top, policy=target.policy, journal=target.journal
     )
@@ -72,3 +77,19 @@ def command_writes(layer: Layer, target: WriteTarget, *, sandboxed: bool) -> Com
     if scan.ignored and session is None:  # no session layer (no sandbox): not kept
         writes.empty_dirs += scan.ignored
     return writes
+
+
+def _unseen_kept(scan: LayerScan, hidden: set[str]) -> None:
+    """A process saw a hidden file only as its stand-in (empty, or redacted): what it wrote
+    over one was made from what it could not read, so it never replaces the real file
+    (rule ``hidden_file``; what stands or falls with it is refused too)."""
+    if not hidden:
+        return
+    kept = []
+    for change in scan.changes:
+        if change.path in hidden and change.change == "modified":
+            scan.refused.append({"path": change.path, "change": change.change,
+                                 "rule": "hidden_file", "group": change.group or change.path})  # fmt: skip
+        else:
+            kept.append(change)
+    scan.changes = kept

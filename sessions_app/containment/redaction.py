@@ -1,41 +1,51 @@
-"""Keep secrets out of everything sent to a model: context, tool results, command output."""
+"""Keep secrets out of everything sent to a model or stored in an audit row.
+
+One function, ``redact_text``, masks: credentials in URLs, whatever the secret detector
+(``secretscan``: token formats, private keys, keyword assignments, a team's patterns) finds,
+and the known secret values (the server's own settings, every MCP server's declared
+secrets, model endpoints' keys) in the encodings a command could print them in (plain,
+base64 at every alignment, hex, percent-encoding). ``redact_file`` is what a model may see
+of a file: nothing of a file secret by its name, the rest redacted.
+
+Which rules and known values apply is configured once per process by the application
+(``configure``): containment reads no database itself.
+"""
 
 from __future__ import annotations
 
+import base64
 import os
 import re
+from collections.abc import Callable, Iterable
+from functools import lru_cache
 from pathlib import PurePosixPath
+from urllib.parse import quote
 
-REDACTED = "[REDACTED]"
-
-_SECRET_FILES = re.compile(
-    r"""^(?:
-        \.env(?:\..*)?|.*\.env|\.envrc|\.netrc|\.npmrc|\.pypirc|\.pgpass|
-        id_(?:rsa|dsa|ecdsa|ed25519)(?:\.pub)?|.*\.pem|.*\.key|.*\.p12|.*\.pfx|.*\.keystore|
-        credentials(?:\..*)?|secrets?(?:\..*)?|.*\.secret
-    )$""",
-    re.IGNORECASE | re.VERBOSE,
-)
-
-_PRIVATE_KEY = re.compile(
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.DOTALL
-)
-_ASSIGNMENT = re.compile(
-    r"""(?P<key>\b[\w.-]*(?:password|passwd|pwd|secret|api[_-]?key|apikey|token|access[_-]?key|private[_-]?key|auth[_-]?key|client[_-]?secret)[\w.-]*)
-        (?P<sep>\s*["']?\s*[:=]\s*)
-        (?P<value>"[^"\n]*"|'[^'\n]*'|[^\s,;]+)""",
-    re.IGNORECASE | re.VERBOSE,
-)
-_TOKENS = re.compile(
-    r"\b(?:AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}|sk-[A-Za-z0-9_-]{20,}|xox[abpr]-[A-Za-z0-9-]{10,}|glpat-[A-Za-z0-9_-]{20})\b"
+from sessions_app.containment.secretscan import (
+    KEY_REDACTED,
+    NO_RULES,
+    REDACTED,
+    URL_MASK,
+    SecretRules,
+    mask_text,
+    secret_by_name,
 )
 
-# scheme://user:password@host (git remotes, database and broker URLs): the password goes.
-_URL_CREDENTIALS = re.compile(
-    r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@\[\]'\"]*:)(?P<password>[^\s/?#'\"]+)"
-    r"(?=@[^\s@/?#'\"]+(?:[\s/?#'\"]|$))"
-)
-URL_MASK = "***"
+__all__ = [
+    "KEY_REDACTED",
+    "REDACTED",
+    "URL_MASK",
+    "configure_redaction",
+    "encodings",
+    "is_secret_file",
+    "known_secret_values",
+    "redact_file",
+    "redact_text",
+    "redact_userinfo",
+    "secret_rules",
+    "server_secret_values",
+]
+
 # scheme://userinfo@host: the whole user part, for URLs shown to people (redact_userinfo).
 _URL_USERINFO = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#@'\"]+@")
 # The server's own secrets (names like these in its environment): never echoed to a model,
@@ -46,33 +56,26 @@ _SECRET_ENV_NAME = re.compile(
 )
 MIN_SECRET_LENGTH = 8
 
-
-# Values that are code, not secrets: type annotations and obvious placeholders.
-_NOT_SECRET = re.compile(
-    r"^(?:str|int|bool|float|bytes|None|Any|Optional|list|dict|set|tuple|SecretStr|models\.\w+|"
-    r"forms\.\w+|serializers\.\w+|os\.environ.*|getenv\(.*|env\w*\(.*|self\.\w+|\w+\(|\{|\[|\(|\*+|<[^>]*>|\$\{?\w+\}?|\[REDACTED\]|[a-z][a-z0-9+.-]*://[^:@\s]*:\*\*\*@)",
-)
+_rules_provider: Callable[[], SecretRules] = lambda: NO_RULES  # noqa: E731
+_values_provider: Callable[[], Iterable[str]] = lambda: ()  # noqa: E731
 
 
-def _mask_assignment(match: re.Match[str]) -> str:
-    value = match.group("value").strip("\"'")
-    if _NOT_SECRET.match(value) or not value:
-        return match.group(0)
-    return f"{match.group('key')}{match.group('sep')}{REDACTED}"
+def configure_redaction(
+    *, rules: Callable[[], SecretRules], values: Callable[[], Iterable[str]]
+) -> None:
+    """Say where the team's rules and the known secret values come from (the app, once)."""
+    global _rules_provider, _values_provider
+    _rules_provider, _values_provider = rules, values
+
+
+def secret_rules() -> SecretRules:
+    """The team's secret rules now."""
+    return _rules_provider()
 
 
 def is_secret_file(path: str) -> bool:
-    """Files whose whole content is a secret (``.env``, keys, credential files)."""
-    return bool(_SECRET_FILES.match(PurePosixPath(path).name))
-
-
-def _mask_key(match: re.Match[str]) -> str:
-    # As many lines as the key had: line numbers after it (grep results) stay right.
-    return "[REDACTED PRIVATE KEY]" + "\n" * match.group(0).count("\n")
-
-
-def _mask_url(match: re.Match[str]) -> str:
-    return f"{match.group('head')}{URL_MASK}"
+    """Files whose whole content is a secret (by name: ``.env``, keys, credential files)."""
+    return secret_by_name(path, secret_rules())
 
 
 def server_secret_values() -> list[str]:
@@ -85,17 +88,21 @@ def server_secret_values() -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
-def redact_text(text: str) -> str:
-    """Mask private keys, passwords in URLs, ``password=...``-style assignments, well-known
-    token formats and the values of the server's own secret environment variables."""
-    text = _PRIVATE_KEY.sub(_mask_key, text)
-    text = _URL_CREDENTIALS.sub(_mask_url, text)
-    text = _ASSIGNMENT.sub(_mask_assignment, text)
-    text = _TOKENS.sub(REDACTED, text)
-    for value in server_secret_values():
-        if value in text:
-            text = text.replace(value, REDACTED)
-    return text
+def known_secret_values() -> tuple[str, ...]:
+    """Every secret value acode knows of (its environment's, and the configured provider's:
+    settings, MCP servers' declared secrets, model keys, kept current by the provider),
+    longest first."""
+    provided = (v for v in _values_provider() if v and len(v) >= MIN_SECRET_LENGTH)
+    return tuple(sorted({*server_secret_values(), *provided}, key=len, reverse=True))
+
+
+def redact_text(text: str, *, path: str = "") -> str:
+    """``text`` with every secret masked: URL passwords, what the detector finds (as if
+    ``text`` were the file at ``path``; output when empty) and every known secret value in
+    any encoding it could have been printed in."""
+    text = mask_text(text, path, secret_rules())
+    known = _known_pattern(known_secret_values())
+    return known.sub(REDACTED, text) if known is not None else text
 
 
 def redact_userinfo(text: str) -> str:
@@ -109,4 +116,36 @@ def redact_file(path: str, text: str) -> str:
     """What a model may see of a file's content."""
     if is_secret_file(path):
         return f"[REDACTED: {PurePosixPath(path).name} holds secrets; its content is not shown]"
-    return redact_text(text)
+    return redact_text(text, path=path)
+
+
+@lru_cache(maxsize=8)
+def _known_pattern(values: tuple[str, ...]) -> re.Pattern[str] | None:
+    plain: set[str] = set(values)
+    encoded: set[str] = set()
+    for value in values:
+        encoded.update(encodings(value) - {value})
+    if not plain:
+        return None
+    # An encoded form may be wrapped (``base64`` breaks lines at 76 characters).
+    wrapped = ["(?:\r?\n)?".join(re.escape(c) for c in form) for form in encoded]
+    ordered = [re.escape(v) for v in sorted(plain, key=len, reverse=True)]
+    return re.compile("|".join(ordered + sorted(wrapped, key=len, reverse=True)))
+
+
+def encodings(value: str) -> set[str]:
+    """The forms a secret value takes when a command prints it encoded: itself, base64
+    (standard and URL-safe, at each of the three alignments a longer stream may put it at,
+    the part its own bytes decide), hex and percent-encoding."""
+    raw = value.encode("utf-8", "surrogateescape")
+    forms = {value, raw.hex(), raw.hex().upper(), quote(value, safe="")}
+    for shift in range(3):
+        encoded = base64.b64encode(b"\0" * shift + raw).decode()
+        # Characters touched by the padding bytes before or after are not the value's own.
+        start = (shift * 8 + 5) // 6 if shift else 0
+        end = (len(raw) + shift) * 8 // 6
+        core = encoded[start:end]
+        if len(core) >= MIN_SECRET_LENGTH:
+            forms.add(core)
+            forms.add(core.replace("+", "-").replace("/", "_"))
+    return {form for form in forms if len(form) >= MIN_SECRET_LENGTH}

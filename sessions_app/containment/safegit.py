@@ -134,7 +134,7 @@ def _run_pinned(
 ) -> CommandOutcome:
     if not args:
         raise ValueError("a git subcommand is required")
-    checked = _checked_git_dir(Path(git_dir))
+    checked = checked_git_dir(Path(git_dir))
     with tempfile.TemporaryDirectory(prefix="acode-git-home-") as home:
         full_env = git_env(home)
         full_env["GIT_DIR"] = str(checked)
@@ -206,7 +206,7 @@ def clone(
         return _run(argv, cwd=str(parent), env=env, timeout=timeout, limits=limits)
 
 
-def _checked_git_dir(git_dir: Path) -> Path:
+def checked_git_dir(git_dir: Path) -> Path:
     """``git_dir``, if it is a real directory that keeps git inside it."""
     if git_dir.is_symlink() or not git_dir.is_dir():
         raise GitRefused(f"{git_dir} is not a git directory (a file or link is refused)")

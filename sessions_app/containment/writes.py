@@ -86,7 +86,7 @@ class WorkspaceWriter:
                 blob, after = self.store.put_fd(source), as_text(read_head(source, TEXT_LIMIT))
                 fs.write_from(rel, source, mode=0o644 if mode is None else mode)
             now = git_mode(fs.mode(rel))
-        self.secrets.note(rel, exists=True)
+        self.secrets.note(rel, data=data, fd=source)  # scanned: hidden now if it holds secrets
         return RecordedWrite(rel, before.text, after, blob, now, before.content, before.mode)
 
     def delete(self, rel: str) -> RecordedWrite:
@@ -94,7 +94,7 @@ class WorkspaceWriter:
         with WorkspaceFS(self.root) as fs:
             before = self.before(fs, rel)
             fs.delete(rel)
-        self.secrets.note(rel, exists=False)
+        self.secrets.note(rel, data=None)
         return RecordedWrite(rel, before.text, None, "", 0, before.content, before.mode)
 
     def before(self, fs: WorkspaceFS, rel: str, *, replaced_dir: bool = False) -> Before:

@@ -38,6 +38,7 @@ from sessions_app.models.runs import (
     WorkflowStage,
     WorkflowTemplate,
 )
+from sessions_app.models.secrets import SecretRule, SecretRuleKind
 from sessions_app.models.sessions import (
     AgentSession,
     ChangeKind,
@@ -84,6 +85,8 @@ __all__ = [
     "RunQuestion",
     "RunStage",
     "RunStatus",
+    "SecretRule",
+    "SecretRuleKind",
     "SessionStatus",
     "SignalKind",
     "StagePurpose",

@@ -29,6 +29,7 @@ class AuditEventType(models.TextChoices):
     RUN_EVENT = "RunEvent", "Orchestrated run started, moved to a stage, paused or ended"
     RUN_DECISION = "RunDecision", "A person answered, approved, rejected or cancelled a run"
     BRANCH_PUSHED = "BranchPushed", "Approved work pushed to the repository's remote, or refused"
+    SECRET_RULE_CHANGED = "SecretRuleChanged", "A team's secret rule added, changed or removed"
 
 
 GLOBAL_CHAIN = "global"

@@ -8,16 +8,24 @@ registration gives; only those values reach the server (its sandbox starts empty
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 
+from roles.mcp_models import private_address, url_problem
 from roles.mcp_tools import mcp_tool_name
 from roles.models import McpServer, McpToolDefinition
-from roles.services.mcp import mcp_definitions_record, mcp_server_status_record
+from roles.services.mcp import (
+    acode_secret_names,
+    mcp_definitions_record,
+    mcp_server_status_record,
+)
 from sessions_app.containment import (
     CommandWrites,
     Layer,
@@ -26,16 +34,27 @@ from sessions_app.containment import (
     McpEndpoint,
     McpFailure,
     ToolResult,
+    WorkspaceSight,
     command_writes,
     layer_create,
+    workspace_sight,
 )
+from sessions_app.services.secrets import workspace_index
 
 MISSING_SECRET = "ACODE-MCP-006"
 NOT_APPROVED = "ACODE-MCP-004"
+UNAVAILABLE = "ACODE-MCP-001"
+ADDRESS_REFUSED = "ACODE-MCP-011"
 
 
-def mcp_endpoint(server: McpServer, *, workspace: Path | None = None) -> McpEndpoint:
-    """The contained endpoint of ``server``; ``McpFailure`` when a named secret is unset."""
+def mcp_endpoint(
+    server: McpServer, *, workspace: Path | None = None, sight: WorkspaceSight | None = None
+) -> McpEndpoint:
+    """The contained endpoint of ``server``; ``McpFailure`` when a named secret is unset or
+    an HTTP server's address is refused. ``sight``: what the role's processes may see of
+    ``workspace`` (the one view)."""
+    if server.transport == "http":
+        _address_check(server)
     return McpEndpoint(
         name=server.slug,
         transport=server.transport,
@@ -45,6 +64,7 @@ def mcp_endpoint(server: McpServer, *, workspace: Path | None = None) -> McpEndp
         headers=_secrets(server, server.header_secrets),
         network=server.network,
         workspace=workspace,
+        sight=sight,
         ro_paths=tuple(Path(p) for p in server.read_only_paths),
         start_timeout=float(getattr(settings, "ACODE_MCP_START_TIMEOUT", 30)),
         call_timeout=float(server.call_timeout_seconds),
@@ -53,7 +73,32 @@ def mcp_endpoint(server: McpServer, *, workspace: Path | None = None) -> McpEndp
     )
 
 
+def _address_check(server: McpServer) -> None:
+    """The registration's URL as the rules stand now, and where its host resolves: a name
+    that resolves to a private address is refused like the address itself."""
+    problem = url_problem(server.url, allow_private=server.allow_private_network)
+    if problem is None and not server.allow_private_network:
+        host = urlsplit(server.url).hostname or ""
+        try:
+            infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+        except OSError as exc:
+            raise McpFailure(
+                UNAVAILABLE, f"MCP server {server.slug}: {host} does not resolve", str(exc)
+            ) from exc
+        for *_, sockaddr in infos:
+            if private_address(ipaddress.ip_address(str(sockaddr[0]).split("%")[0])):
+                problem = f"{host} resolves to {sockaddr[0]}, a private address"
+                break
+    if problem:
+        raise McpFailure(ADDRESS_REFUSED, f"MCP server {server.slug}: {problem}")
+
+
 def _secrets(server: McpServer, names: Mapping[str, str]) -> dict[str, str]:
+    own = sorted(source for source in names.values() if source in acode_secret_names())
+    if own:
+        raise McpFailure(
+            MISSING_SECRET, f"MCP server {server.slug}: {', '.join(own)} is acode's own setting"
+        )
     missing = [source for source in names.values() if source not in os.environ]
     if missing:
         raise McpFailure(
@@ -63,18 +108,17 @@ def _secrets(server: McpServer, names: Mapping[str, str]) -> dict[str, str]:
     return {target: os.environ[source] for target, source in names.items()}
 
 
-def mcp_server_refresh(
-    *, server: McpServer, actor: str = "system", workspace: Path | None = None
-) -> list[McpToolDefinition]:
+def mcp_server_refresh(*, server: McpServer, actor: str = "system") -> list[McpToolDefinition]:
     """List the server's tools now and pin them (``roles.services.mcp``); the server's
-    status and last error record how it went. Raises ``McpFailure`` when it cannot be reached."""
+    status and last error record how it went (it runs in an empty directory of its own).
+    Raises ``McpFailure`` when it cannot be reached."""
     try:
-        with McpConnection(mcp_endpoint(server, workspace=workspace)) as connection:
+        with McpConnection(mcp_endpoint(server)) as connection:
             listed = connection.list_tools()
     except McpFailure as failure:
-        mcp_server_status_record(server=server, error=f"{failure.code}: {failure.message}")
+        mcp_server_status_record(server=server, error=f"{failure.code}: {failure}")
         raise
-    mcp_server_status_record(server=server)
+    mcp_server_status_record(server=server)  # before the listing: it may note refused names
     return mcp_definitions_record(
         server=server, definitions=[t.as_dict() for t in listed], actor=actor
     )
@@ -110,7 +154,9 @@ class JobMcpServers:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def connection(self, server: McpServer, *, writes: Any = None) -> McpConnection:
+    def connection(
+        self, server: McpServer, *, writes: Any = None, sight: WorkspaceSight | None = None
+    ) -> McpConnection:
         """The job's live connection to ``server`` (started, listed and pinned on first use).
 
         ``writes``: the tool context of a role that may write (``layers_root`` and its
@@ -119,21 +165,30 @@ class JobMcpServers:
         if server.slug in self._open:
             return self._open[server.slug]
         layer = layer_create(writes.layers_root) if writes is not None else None
-        endpoint = mcp_endpoint(server, workspace=self.workspace)
-        connection = McpConnection(dataclasses.replace(endpoint, layer=layer))
+        if sight is None and self.workspace is not None:  # a role that reads no secrets
+            index = workspace_index(self.workspace, live=True)
+            sight = workspace_sight(self.workspace, index, git_dir=None, read_secrets=False)
+        try:
+            endpoint = mcp_endpoint(server, workspace=self.workspace, sight=sight)
+            connection = McpConnection(dataclasses.replace(endpoint, layer=layer))
+        except BaseException:
+            if layer is not None:
+                layer.remove()
+            raise
         try:
             connection.open()
             listed = connection.list_tools()
-        except McpFailure as failure:
+            mcp_server_status_record(server=server)  # the listing may then note refused names
+            mcp_definitions_record(
+                server=server, definitions=[t.as_dict() for t in listed], actor=self.actor
+            )
+        except BaseException as exc:  # whatever failed, the server it started dies now
             connection.close()
             if layer is not None:
                 layer.remove()
-            mcp_server_status_record(server=server, error=f"{failure.code}: {failure.message}")
+            if isinstance(exc, McpFailure):
+                mcp_server_status_record(server=server, error=f"{exc.code}: {exc}")
             raise
-        mcp_server_status_record(server=server)
-        mcp_definitions_record(
-            server=server, definitions=[t.as_dict() for t in listed], actor=self.actor
-        )
         self._open[server.slug] = connection
         if layer is not None:
             self._layers[server.slug] = (layer, writes)
@@ -156,11 +211,13 @@ class JobMcpServers:
         *,
         pinned_hash: str = "",
         writes: Any = None,
+        sight: WorkspaceSight | None = None,
     ) -> ToolResult:
-        """``call`` by the server's slug and the tool's name (``writes``: see ``connection``)."""
+        """``call`` by the server's slug and the tool's name (``writes``, ``sight``: see
+        ``connection``)."""
         row = self._row(server, tool)
         if server not in self._open:  # starting it lists and pins it again: read it after
-            self.connection(row.server, writes=writes)
+            self.connection(row.server, writes=writes, sight=sight)
             row = self._row(server, tool)
         return self._checked_call(self._open[server], row, arguments, pinned_hash)
 

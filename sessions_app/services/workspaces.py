@@ -29,7 +29,6 @@ from sessions_app.containment import (
     CommitMismatch,
     ContentStore,
     GitRefused,
-    SecretIndex,
     TreeChange,
     WorkspaceWriter,
     clone,
@@ -41,6 +40,7 @@ from sessions_app.containment import (
 )
 from sessions_app.models import AgentSession, Repository
 from sessions_app.permissions import can_attach_workspace, repository_can_use
+from sessions_app.services.secrets import session_index, workspace_index
 
 COMMITTER = ("acode", "acode@localhost")
 NO_REPOSITORY = (
@@ -118,7 +118,7 @@ def _prepare(git_dir: Path, work_tree: Path) -> None:
     if fmt.exit_code == 0 and fmt.stdout.strip():
         lines += ["[extensions]", f"\tobjectformat = {fmt.stdout.strip()}"]
     (git_dir / GIT_VIEW_CONFIG).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    secret_index(work_tree, git_dir).rebuild()
+    workspace_index(work_tree, live=False).rebuild()
 
 
 def workspace_create(session_id: uuid.UUID, repository: Repository | None = None) -> Workspace:
@@ -187,16 +187,12 @@ def attached_git_dir(session: AgentSession) -> Path | None:
     return found
 
 
-def secret_index(work_tree: Path, git_dir: Path | None) -> SecretIndex:
-    """The workspace's secret files: kept beside its git directory, scanned when attached."""
-    return SecretIndex(work_tree, git_dir / "acode-secret-paths.json" if git_dir else None)
-
-
 def workspace_writer(session: AgentSession) -> WorkspaceWriter:
-    """The one way the server changes the session's workspace (content stored in its git)."""
+    """The one way the server changes the session's workspace (content stored in its git;
+    every write scanned into the workspace's secret index)."""
     root = Path(session.workspace)
     git_dir = session_git_dir(session)
-    return WorkspaceWriter(root, ContentStore(git_dir), secret_index(root, git_dir))
+    return WorkspaceWriter(root, ContentStore(git_dir), session_index(session))
 
 
 @dataclass(frozen=True)

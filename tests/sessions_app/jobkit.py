@@ -48,8 +48,10 @@ def session_in(
     workspace: Path | None = None,
     plan: bool = True,
     change: bool = False,
+    repository: str | None = None,
 ) -> AgentSession:
-    """A session moved into ``role`` through the real transition rules."""
+    """A session moved into ``role`` through the real transition rules (on an attached
+    ``workspace``, a clone of ``repository``, or an empty managed workspace)."""
     if workspace is not None:
         allow_attach(owner)
     session = session_create(
@@ -57,6 +59,7 @@ def session_in(
         title="t",
         task="Add JWT authentication",
         workspace=str(workspace) if workspace else None,
+        repository=repository,
     )
     if role == "default":
         return session

@@ -532,7 +532,6 @@ SERVICES_NOT_ACTIONS = {
     "runs_seed_defaults": "seeds workflow templates",
     "git_dir_of": "a name",
     "session_git_dir": "a read (moves a legacy .git out of the workspace, once)",
-    "secret_index": "a read",
     "workspace_writer": "the tools' writer: every change it makes is recorded by change_track",
     "pending_digest": "a read",
     "pending_snapshot": "a read",

@@ -21,7 +21,7 @@ from django.contrib.auth.models import User
 
 from roles.services import role_write
 from sessions_app.agent.tool_context import tool_context
-from sessions_app.containment import applying
+from sessions_app.containment import applymoves
 from sessions_app.models import AgentSession, Job, JobStatus, PendingChange, WorkspaceApply
 from sessions_app.services.jobs import job_create
 from sessions_app.services.runs import run_start
@@ -58,8 +58,9 @@ def test_a_run_survives_its_worker_killed_while_a_coder_applies_its_writes(
     user: User, tmp_path: Path
 ) -> None:
     queue = f"test-apply-{os.getpid()}-{int(time.time())}"
-    for role in RUN_ROLES:
-        role_write(data={"queue": queue}, create=False, slug=role, actor="test")
+    for role in RUN_ROLES:  # the Tester and Reviewer read 2,000 pending diffs
+        role_write(data={"queue": queue, "max_tokens": 5_000_000}, create=False, slug=role,
+                   actor="test")  # fmt: skip
     _coder_may_run_shell()
     scripted_model("planner", [[{"content": PLAN_ONE_STEP}]])
     scripted_model("coder", [calls(("execute_command", {"argv": ["sh", "-c", WRITE_MANY]}))])
@@ -118,7 +119,7 @@ def test_an_apply_cut_off_half_way_is_finished_by_the_next_attempt(
     session = session_in("coder", user, workspace=ws)
     job = job_create(session=session, request="notes", user=user)
     context = tool_context(job, session, [])
-    real = applying._put
+    real = applymoves._put
     moved: list[str] = []
 
     def put_then_die(fs: Any, source: int, parents: Any, op: list[Any], **kw: Any) -> None:
@@ -127,7 +128,7 @@ def test_an_apply_cut_off_half_way_is_finished_by_the_next_attempt(
         real(fs, source, parents, op, **kw)
         moved.append(op[2])
 
-    monkeypatch.setattr(applying, "_put", put_then_die)
+    monkeypatch.setattr(applymoves, "_put", put_then_die)
     from roles.registry import registry
     from sessions_app.agent.executor import tool_execute
 
@@ -139,7 +140,7 @@ def test_an_apply_cut_off_half_way_is_finished_by_the_next_attempt(
                                 + "; rm notes/old.md"]},
             actor="job:t", context=context, job=job,
         )  # fmt: skip
-    monkeypatch.setattr(applying, "_put", real)
+    monkeypatch.setattr(applymoves, "_put", real)
     assert PendingChange.objects.filter(session=session).count() == 201  # all recorded
     assert len(os.listdir(ws / "notes")) == 50  # half moved (old.md deleted first)
     tool_context(Job.objects.get(pk=job.pk), session, [])  # the next attempt starts

@@ -28,7 +28,7 @@ class Command(BaseCommand):
                 tools = mcp_server_refresh(server=server, actor="manage.py mcp_refresh")
             except McpFailure as failure:
                 failed.append(server.slug)
-                self.stderr.write(f"{server.slug}: {failure.code} {failure.message}")
+                self.stderr.write(f"{server.slug}: {failure.code} {failure}")
                 continue
             for tool in tools:
                 self.stdout.write(f"{server.slug}: {tool.name} ({tool.get_state_display()})")

@@ -116,7 +116,7 @@ def _layer_answer(role: RoleDef, root: Path, path: str, change: str) -> tuple[bo
     (source / path).write_text("new\n")
     if change != "created":
         (ws / path).write_text("old\n")
-    writer = WorkspaceWriter(ws, ContentStore(None), SecretIndex(ws, None))
+    writer = WorkspaceWriter(ws, ContentStore(None), SecretIndex(ws, root / "index", live=True))
     found = [LayerChange(path, change, "file", 0o644, 4, path)]
     writes = layer_apply(writer, LayerScan(changes=found), source_root=source,
                          policy=role.write_policy, journal=RecordingJournal())  # fmt: skip

@@ -37,7 +37,9 @@ def made(tmp_path: Path) -> tuple[Path, Layer]:
 
 
 def apply(ws: Path, layer: Layer, limits: LayerLimits = LIMITS) -> tuple[list[str], set[str]]:
-    writer = WorkspaceWriter(ws, ContentStore(None), SecretIndex(ws, None))
+    writer = WorkspaceWriter(
+        ws, ContentStore(None), SecretIndex(ws, ws.parent / "index", live=True)
+    )
     writes = command_writes(layer, WriteTarget(writer, ALL, RecordingJournal(), limits),
                             sandboxed=True)  # fmt: skip
     return sorted(w.path for w in writes.allowed), {d["rule"] for d in writes.denied}

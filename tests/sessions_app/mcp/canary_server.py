@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
 
 server = MCPServer("canary")
 
@@ -63,6 +65,32 @@ def big(n: int) -> str:
 @server.tool(name="describe-me", description=os.environ.get("CANARY_DESCRIPTION", "v1"))
 def describe_me(project: str) -> str:
     return f"project {project}"
+
+
+@server.tool(name="echo", description="Answer with the text given")
+def echo(text: str) -> str:
+    return text
+
+
+@server.tool(name="fail-soft", description="Answer with an error result (isError)")
+def fail_soft(message: str) -> str:
+    raise ToolError(message)
+
+
+@server.tool(name="fail-hard", description="Answer with a JSON-RPC error")
+def fail_hard(message: str) -> str:
+    raise MCPError(code=-32000, message=message)
+
+
+if os.environ.get("CANARY_EXTRA_TOOLS") == "collide":  # two names acode would offer as one
+
+    @server.tool(name="dup.name", description="One")
+    def dup_dot() -> str:
+        return "dot"
+
+    @server.tool(name="dup_name", description="Two")
+    def dup_underscore() -> str:
+        return "underscore"
 
 
 if __name__ == "__main__":

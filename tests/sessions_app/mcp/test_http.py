@@ -57,7 +57,11 @@ def test_an_http_server_is_listed_pinned_and_called(
 ) -> None:
     monkeypatch.setenv("TRACKER_TOKEN", "Bearer t0ken")
     server = make_server(
-        "remote", transport="http", url=http_url, header_secrets={"Authorization": "TRACKER_TOKEN"}
+        "remote",
+        transport="http",
+        url=http_url,
+        header_secrets={"Authorization": "TRACKER_TOKEN"},
+        allow_private_network=True,  # the test server listens on loopback
     )
     tools = mcp_server_refresh(server=server)
     assert "get-sum" in {t.name for t in tools}
@@ -72,7 +76,12 @@ def test_an_http_server_is_listed_pinned_and_called(
 def test_an_http_server_that_is_not_there_is_a_clean_error(
     make_server: Callable[..., Any],
 ) -> None:
-    server = make_server("gone", transport="http", url=f"http://127.0.0.1:{_free_port()}/mcp")
+    server = make_server(
+        "gone",
+        transport="http",
+        url=f"http://127.0.0.1:{_free_port()}/mcp",
+        allow_private_network=True,
+    )
 
     with pytest.raises(McpFailure) as failure:
         mcp_server_refresh(server=server)

@@ -75,7 +75,7 @@ def test_a_scripted_job_calls_an_mcp_tool_through_a_celery_worker(
     assert not server_left_running
     result = job.events.get(kind=JobEventKind.TOOL_RESULT)
     assert result.data["status"] == "ok"
-    assert result.data["output"].startswith(f'<untrusted-data source="{TOOL}">')
+    assert result.data["output"].startswith(f'<untrusted-data source="{TOOL}" boundary=')
     assert "project acode" in result.data["output"]
     rows = list(
         AuditEvent.objects.filter(details__tool=TOOL)

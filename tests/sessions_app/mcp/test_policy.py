@@ -114,7 +114,7 @@ def test_with_the_permission_get_env_runs_audited_and_shows_no_secret_of_acode(
     context.mcp.close()
 
     assert outcome.status == "ok", outcome
-    assert outcome.output.startswith(f'<untrusted-data source="{name}">')
+    assert outcome.for_model().startswith(f'<untrusted-data source="{name}" boundary=')
     assert '"HOME": "/tmp"' in outcome.output  # the sandbox's environment, redacted
     for name_or_value in ("acode-only", "ACODE_OWN_SECRET", "DATABASE_URL", "REDIS_URL"):
         assert name_or_value not in outcome.output

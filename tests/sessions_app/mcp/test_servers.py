@@ -222,7 +222,7 @@ def test_a_server_that_does_not_start_is_a_clean_error_with_its_status(
     broken = make_server("broken", command=["/usr/bin/false"])
 
     with pytest.raises(McpFailure) as failure:
-        mcp_server_refresh(server=broken, workspace=ws)
+        mcp_server_refresh(server=broken)
 
     assert failure.value.code == "ACODE-MCP-001"
     broken.refresh_from_db()
@@ -236,7 +236,7 @@ def test_a_missing_secret_is_named(make_server: type[McpServer], ws: Path) -> No
     )
 
     with pytest.raises(McpFailure) as failure:
-        mcp_server_refresh(server=server, workspace=ws)
+        mcp_server_refresh(server=server)
 
     assert failure.value.code == "ACODE-MCP-006"
     assert "NOT_SET_ANYWHERE" in failure.value.message

@@ -132,9 +132,12 @@ def test_coder_git_config_is_undone_and_planted_hooks_never_run(user: Any, area:
     marker = area.sentinel / "fsmonitor-ran"
     call = coder(user, area)
     set_it = call("execute_command", argv=["git", "config", "core.fsmonitor", f"touch {marker}"])
-    assert set_it.status == "ok"
-    assert (".git/config", "modified", "git_dir") in call.denied_writes()
+    # The command sees git through a read-only view, and the workspace's .git masked.
+    assert set_it.status == "ok" and "[exit 0]" not in set_it.output
+    planted = call("execute_command", argv=["sh", "-c", "echo x >> .git/config"])
+    assert planted.status == "ok"
     assert "fsmonitor" not in (area.ws / ".git" / "config").read_text()
+    assert "x" not in (area.ws / ".git" / "config").read_text().split()
     # Planted anyway (say by a run without the sandbox): a read-only role's searches,
     # listings and context never run it.
     for key, value in (

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('sessions_app', '0015_delivered_commits'),
+        ('sessions_app', '0016_secret_rules'),
     ]
 
     operations = [

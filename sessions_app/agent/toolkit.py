@@ -1,6 +1,5 @@
-"""What a tool implementation is given and gives back: the job's ``ToolContext`` (its
-workspace and the services that record, approve and ask on its behalf), the
-``ToolResult`` and the ``ToolImpl`` binding a declared tool to its code."""
+"""What a tool implementation works with: the job's context (the workspace, the writer,
+the role's powers) and what it returns to the model and the audit log."""
 
 from __future__ import annotations
 
@@ -14,8 +13,10 @@ from sessions_app.containment import (
     ApplyJournal,
     LayerLimits,
     RecordedWrite,
+    WorkspaceSight,
     WorkspaceWriter,
     WriteTarget,
+    workspace_sight,
 )
 
 
@@ -35,12 +36,12 @@ class ToolContext:
 
     ``writer`` is the only way a tool changes the workspace; ``record_change`` records what
     it wrote as a pending change; ``journal`` records a command's changes as one unit.
-    ``git_dir`` (the session's git directory in server state, shown read-only to commands),
-    ``layers_root`` (where command layers are made), ``session_layer`` (what the session
-    keeps that the repository ignores), ``layer_limits`` and ``tracked`` (the repository's
-    tracked paths) are the session's. ``may_write`` (a command's workspace is writable),
-    ``network``, ``read_secrets`` and ``write_policy`` (what a command's changes are applied
-    by) are the role's, set by the executor for every call from the role as it is.
+    ``git_dir`` (the session's git directory in server state), ``layers_root`` (where
+    command layers are made), ``session_layer`` (what the session keeps that the repository
+    ignores), ``layer_limits`` and ``tracked`` (the repository's tracked paths) are the
+    session's. ``may_write`` (a command's workspace is writable), ``network``,
+    ``read_secrets`` and ``write_policy`` (what a command's changes are applied by) are the
+    role's, set by the executor for every call from the role as it is.
     """
 
     workspace: Path
@@ -65,10 +66,19 @@ class ToolContext:
     review: ReviewState = field(default_factory=ReviewState)  # shared by the call copies
 
     def write_target(self) -> WriteTarget:
-        """Where a command's (or MCP server's) writes land, by the role's rule."""
+        """Where a command's (or MCP server's) writes land, by the role's rule; a role that
+        does not read secrets saw hidden files only as stand-ins."""
         assert self.journal is not None, "a write-capable context records through a journal"
+        hidden = None if self.read_secrets else self.writer.secrets.paths
         return WriteTarget(self.writer, self.write_policy, self.journal, self.layer_limits,
-                           self.session_layer, self.tracked)  # fmt: skip
+                           self.session_layer, self.tracked, hidden)  # fmt: skip
+
+    def sight(self) -> WorkspaceSight:
+        """What the role's processes may see of the workspace (the one view's input)."""
+        return workspace_sight(
+            self.workspace, self.writer.secrets, git_dir=self.git_dir,
+            read_secrets=self.read_secrets,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -84,11 +94,4 @@ class ToolResult:
     summary: str
     details: dict[str, Any] = field(default_factory=dict)
     write_denials: list[dict[str, str]] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class ToolImpl:
-    """The code that runs one declared tool, given the normalised arguments."""
-
-    name: str
-    run: Callable[[ToolContext, dict[str, Any]], ToolResult]
+    untrusted: bool = True  # the output holds outside text (False: acode's own words)

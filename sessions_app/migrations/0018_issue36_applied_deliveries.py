@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('sessions_app', '0016_issue36_baseline_and_applies'),
+        ('sessions_app', '0017_issue36_baseline_and_applies'),
     ]
 
     operations = [
