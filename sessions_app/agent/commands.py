@@ -66,7 +66,8 @@ def _command(ctx: ToolContext, argv: list[str], timeout: float) -> ToolResult:
             view=view,
         )  # fmt: skip
         if layer is not None:  # every process of the command is dead by now
-            writes = command_writes(layer, ctx.write_target(), sandboxed=sandboxed)
+            target = ctx.write_target(masked=view.masks is not None)
+            writes = command_writes(layer, target, sandboxed=sandboxed)
     finally:
         if layer is not None:
             layer.remove()

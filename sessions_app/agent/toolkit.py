@@ -65,11 +65,13 @@ class ToolContext:
     tracked: Callable[[], list[str]] = list
     review: ReviewState = field(default_factory=ReviewState)  # shared by the call copies
 
-    def write_target(self) -> WriteTarget:
-        """Where a command's (or MCP server's) writes land, by the role's rule; a role that
-        does not read secrets saw hidden files only as stand-ins."""
+    def write_target(self, *, masked: bool | None = None) -> WriteTarget:
+        """Where a command's (or MCP server's) writes land, by the role's rule; ``masked``:
+        the process saw hidden files only as stand-ins (by default: the role does not read
+        secrets)."""
         assert self.journal is not None, "a write-capable context records through a journal"
-        hidden = None if self.read_secrets else self.writer.secrets.paths
+        masked = not self.read_secrets if masked is None else masked
+        hidden = self.writer.secrets.paths if masked else None
         return WriteTarget(self.writer, self.write_policy, self.journal, self.layer_limits,
                            self.session_layer, self.tracked, hidden)  # fmt: skip
 

@@ -35,7 +35,7 @@ from sessions_app.models import (
     WorkflowStage,
     WorkflowTemplate,
 )
-from sessions_app.services.changes import change_record
+from sessions_app.services.changes import change_record, pending_digest
 from sessions_app.services.jobs import job_create
 from sessions_app.services.plans import plan_set
 from sessions_app.services.runs import run_start
@@ -179,7 +179,6 @@ BODIES: dict[str, Any] = {
     "PUT /api/sessions/{id}/plan/": {"steps": ["Only step"]},
     "PATCH /api/sessions/{id}/plan/steps/{number}/": {"status": "done"},
     "POST /api/sessions/{id}/changes/": {"path": "b.py", "kind": "created", "diff": "+b"},
-    "POST /api/sessions/{id}/changes/approve/": {"summary": "Looks right", "digest": "0" * 64},
     "POST /api/sessions/{id}/jobs/": {"request": "Explain the code"},
     "POST /api/sessions/{id}/runs/": {"request": "Explain the code"},
     "POST /api/runs/{id}/answer/": {"answer": "Yes"},
@@ -286,6 +285,9 @@ def call(operation: str, actor: str, world: dict[str, Any]) -> Any:
         return client.generic("POST", url, yaml_text, content_type="application/yaml")
     if operation == "POST /api/runs/{id}/approve/":
         body = json.dumps({"digest": world["digest"]})
+        return client.generic(method, url, body, "application/json")
+    if operation == "POST /api/sessions/{id}/changes/approve/":  # what is pending now
+        body = json.dumps({"summary": "Looks right", "digest": pending_digest(world["session"])})
         return client.generic(method, url, body, "application/json")
     if method == "GET":
         return client.get(url, QUERIES.get(operation, {}))

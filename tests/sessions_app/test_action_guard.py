@@ -519,6 +519,7 @@ SERVICES_NOT_ACTIONS = {
     "workspace_push": "delivered_commit_push's git, after the commit (the branch only)",
     "diff_stat": "a helper",
     "delivered_commit_record": "changes_commit's record of its commit, behind its guard",
+    "delivered_applied_record": "changes_commit's record of an approval in an attached directory",
     "delivered_commit_push": "the worker pushing a commit already made: no session state, its "
     "own audit row",
     "deliveries_push_stalled": "redelivery of pushes already queued",
@@ -532,6 +533,7 @@ SERVICES_NOT_ACTIONS = {
     "runs_seed_defaults": "seeds workflow templates",
     "git_dir_of": "a name",
     "session_git_dir": "a read (moves a legacy .git out of the workspace, once)",
+    "attached_git_dir": "a read",
     "workspace_writer": "the tools' writer: every change it makes is recorded by change_track",
     "pending_digest": "a read",
     "pending_snapshot": "a read",

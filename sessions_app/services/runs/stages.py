@@ -258,7 +258,8 @@ def run_review_record(
     assert job.run_stage_id is not None
     RunStage.objects.filter(pk=job.run_stage_id).update(
         verdict={
-            "verdict": verdict, "summary": summary[:4000], "findings": findings, "digest": digest,
+            "verdict": verdict, "summary": summary[:4000], "findings": findings,
+            **({"digest": digest} if digest else {}),  # an approval: what it saw
         }
     )  # fmt: skip
 

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.conf import settings
 
 from sessions_app.models import AgentSession, PendingChange, WorkspaceApply
 from sessions_app.services.transitions import session_transition
@@ -30,16 +29,18 @@ pytestmark = [pytest.mark.django_db, needs_sandbox]
 __all__ = ["managed"]  # the fixture, shared with the approval suite
 
 
-def layers_left() -> list[str]:
-    root = Path(settings.ACODE_LAYERS_ROOT)
-    return sorted(p.name for p in root.glob("layer-*")) if root.is_dir() else []
+def layers_left(root: Path) -> list[str]:
+    return sorted(p.name for p in root.glob("layer-*")) + sorted(
+        p.name for p in root.glob("applying-*")
+    )
 
 
 @pytest.fixture(autouse=True)
-def _no_layer_outlives_a_call() -> Any:
-    before = layers_left()
+def _no_layer_outlives_a_call(settings: Any, tmp_path: Path) -> Any:
+    """This test's layers in a root of its own (other tests make theirs meanwhile)."""
+    settings.ACODE_LAYERS_ROOT = tmp_path / "layers"
     yield
-    assert layers_left() == before, "a command's layer was left behind"
+    assert layers_left(tmp_path / "layers") == [], "a command's layer was left behind"
 
 
 def discarded(call: Caller) -> dict[str, dict[str, str]]:
