@@ -7,6 +7,7 @@ copy-on-write layer (``layer``), bounded child processes (``process``), link-pro
 access (``safefs``, ``nofollow``) and linear-time search (``safegrep``), server-side git
 (``safegit``), the content store (``content``), what is a secret (``secretscan``) and the
 per-workspace index of hidden files (``secretfiles``), redaction (``redaction``), the one
+channel every text to a model passes (``channel``), the one
 way the server writes a workspace (``writes``, ``workspace``), and MCP servers run in the
 same sandbox (``mcpclient`` speaks to one, ``mcpserver`` starts it).
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from roles.access import CONTROL, FILE_NAME_PATTERN
 from sessions_app.containment.bwrap import GIT_VIEW_CONFIG, SYSTEM_DIRS, SandboxView
+from sessions_app.containment.channel import messages_seal, model_data, model_text
 from sessions_app.containment.content import ContentStore
 from sessions_app.containment.gitview import GitSource
 from sessions_app.containment.layer import (
@@ -125,6 +127,9 @@ __all__ = [
     "layer_apply",
     "layer_changes",
     "layer_create",
+    "messages_seal",
+    "model_data",
+    "model_text",
     "process_view",
     "push",
     "read_bytes",
