@@ -114,9 +114,9 @@ def _unseen_kept(
 ) -> tuple[list[LayerChange], list[dict[str, str]]]:
     """A command saw a hidden file only as its stand-in (empty, or redacted): what it wrote
     over one was made from what it could not read, so it never replaces the real file."""
-    if not masked:
+    if not masked or not found:
         return found, []
-    hidden = set(ctx.writer.secrets.paths())
+    hidden = ctx.writer.secrets.hidden_among([c.path for c in found if c.change == "modified"])
     kept = [c for c in found if not (c.path in hidden and c.change == "modified")]
     refused = [
         {"path": c.path, "change": c.change, "rule": "hidden_file"}
