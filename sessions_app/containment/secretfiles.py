@@ -180,7 +180,7 @@ class SecretIndex:
         path = self.home / "secrets.sqlite3"
         if path not in _READY:
             self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
-        db = sqlite3.connect(path, timeout=60, isolation_level=None)
+        db = sqlite3.connect(path, timeout=300, isolation_level=None)  # a first scan may be long
         try:
             if path not in _READY:
                 db.executescript(SCHEMA)
