@@ -146,7 +146,7 @@ def main() -> None:
         seconds, memory = peak(indexes[LARGE].rebuild)
         hidden = len(indexes[LARGE].paths())
         print(
-            f"info index {LARGE} files: {seconds:.1f} s, peak {memory >> 20} MiB, {hidden} hidden"
+            f"info index {LARGE} files: {seconds:.1f} s, peak RSS +{memory >> 20} MiB, {hidden} hidden"
         )
         record(f"secret index build, {LARGE} files", seconds, "s",
                note=f"peak resident memory +{memory >> 20} MiB; {hidden} files hidden")  # fmt: skip
