@@ -32,6 +32,11 @@ def is_invisible(char: str) -> bool:
     )
 
 
+def storable(text: str) -> str:
+    """Text every database, hash and model accepts: NUL and lone surrogates become U+FFFD."""
+    return FORBIDDEN_CHARACTERS.sub("\ufffd", text)
+
+
 def is_blank(text: str) -> bool:
     """True when the text has no visible character."""
     return all(is_invisible(char) for char in text)

@@ -72,6 +72,16 @@ def url_problem(url: str, *, allow_private: bool) -> str | None:
     return None
 
 
+def shown_url(url: str) -> str:
+    """A URL as the API, admin and an export show it: never its user part (a URL saved
+    before credentials were refused there still holds them)."""
+    head, sep, rest = url.partition("://")
+    netloc, slash, path = rest.partition("/")
+    if sep and "@" in netloc:
+        return f"{head}://***@{netloc.rpartition('@')[2]}{slash}{path}"
+    return url
+
+
 def private_host(host: str) -> bool:
     """Whether ``host`` names (not resolves to: see ``roles.services.mcp``) a private place."""
     if host.lower().rstrip(".") in ("localhost", "localhost.localdomain") or host.lower().endswith(

@@ -49,7 +49,8 @@ SERVER = OpenApiParameter("slug", str, OpenApiParameter.PATH, description="The s
 TOOL = OpenApiParameter("tool", str, OpenApiParameter.PATH, description="A tool's name.")
 SERVER_FIELDS = (
     "slug", "description", "transport", "command", "read_only_paths", "url", "env_secrets",
-    "header_secrets", "network", "call_timeout_seconds", "max_output_chars", "enabled",
+    "header_secrets", "network", "allow_private_network", "call_timeout_seconds",
+    "max_output_chars", "enabled",
 )  # fmt: skip
 
 

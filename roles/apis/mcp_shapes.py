@@ -8,6 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from acode.inputs import JSON_VALUE_REF, NO_NUL, Input, Text
+from roles.mcp_models import shown_url
 
 SLUG_PATTERN = "^[-a-zA-Z0-9_]+$"  # the model's SlugField (its other checks answer 409)
 
@@ -63,6 +64,11 @@ class McpServerOutput(McpServerInput, serializers.Serializer):
     status = serializers.CharField()
     last_error = serializers.CharField()
     checked_at = serializers.DateTimeField(allow_null=True)
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        data: dict[str, Any] = super().to_representation(instance)
+        data["url"] = shown_url(str(data.get("url") or ""))
+        return data
 
 
 # Not JSONField(allow_null=True): its schema, oneOf [{}, null], refuses null (both match).

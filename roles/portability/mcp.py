@@ -21,7 +21,7 @@ from django.core.exceptions import ValidationError
 
 from acode.inputs import JSON_VALUE_REF, NO_NUL
 from roles.decision.schemas import schema_problem
-from roles.mcp_models import McpArgumentLimit, McpServer, McpTransport
+from roles.mcp_models import McpArgumentLimit, McpServer, McpTransport, shown_url
 from roles.models import Role
 from roles.services.mcp import (
     mcp_argument_limit_delete,
@@ -92,7 +92,10 @@ def export_mcp() -> dict[str, Any]:
     """The MCP sections, only when there is something in them (so documents of
     installations without MCP stay as they were)."""
     out: dict[str, Any] = {}
-    servers = [{f: getattr(s, f) for f in SERVER_FIELDS} for s in McpServer.objects.all()]
+    servers = [
+        {f: shown_url(s.url) if f == "url" else getattr(s, f) for f in SERVER_FIELDS}
+        for s in McpServer.objects.all()
+    ]
     limits = [
         {"role": role, "tool": tool, "schema": schema}
         for role, tool, schema in McpArgumentLimit.objects.order_by(

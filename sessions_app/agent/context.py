@@ -4,7 +4,7 @@ Strategies (spec "Context Management by Role"): ``broad`` (structure, key files,
 ranked by relevance to the task), ``focused`` (files the task or plan step names, and
 their tests), ``change_focused`` (pending diffs, changed files, related tests, the
 original request) and ``adaptive`` (picks one). ``.gitignore``d, binary and vendored
-files are left out. Every text passes the one channel (``agent.channel``): what comes from
+files are left out. Every text passes the one channel (``containment.channel``): what comes from
 the workspace (files, diffs, its structure) as untrusted data, the request as text.
 """
 
@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sessions_app.agent.channel import model_data, model_text
 from sessions_app.agent.selection import (
     KEY_FILES,
     candidate_files,
@@ -25,7 +24,7 @@ from sessions_app.agent.selection import (
     structure_outline,
     tests_for,
 )
-from sessions_app.containment import is_secret_file, redact_file
+from sessions_app.containment import is_secret_file, model_data, model_text, redact_file
 
 BUDGETS = {"broad": 16_000, "focused": 6_000, "change_focused": 8_000}
 ADAPTIVE_BROAD_BUDGET = 8_000

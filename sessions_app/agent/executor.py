@@ -45,7 +45,6 @@ from roles.decision import (
 )
 from roles.decision.recording import RecordingHost, RecordingWorkspace, replay_record
 from roles.registry import RoleDef
-from sessions_app.agent.channel import model_data, model_text
 from sessions_app.agent.mcp_tool import run_mcp_tool
 from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolContext, ToolResult
 from sessions_app.containment import (
@@ -54,6 +53,8 @@ from sessions_app.containment import (
     RuleRefused,
     SandboxUnavailable,
     is_secret_file,
+    model_data,
+    model_text,
     redact_text,
     sandbox_available,
     sandbox_required,
@@ -142,7 +143,7 @@ class ToolOutcome:
     untrusted: bool = True  # the output is outside data (False: acode's own words)
 
     def for_model(self) -> str:
-        """The one channel's text for the model (``sessions_app.agent.channel``)."""
+        """The one channel's text for the model (``sessions_app.containment.channel``)."""
         if self.status == "ok":
             if not self.untrusted:
                 return model_text(self.output)

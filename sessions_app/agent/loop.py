@@ -31,7 +31,6 @@ from acode.logs import bind_log_context, restore_log_context
 from roles.prompts import compose_prompt
 from roles.registry import RoleDef, registry
 from roles.selectors import endpoint_for
-from sessions_app.agent.channel import model_text
 from sessions_app.agent.context import build_context
 from sessions_app.agent.executor import tool_execute
 from sessions_app.agent.loop_state import EVENT_TEXT_CAP, LoopState, Stop
@@ -40,6 +39,7 @@ from sessions_app.agent.model_calls import ask_model, assistant_message, unparse
 from sessions_app.agent.plans import PLAN_ANSWER_SCHEMA, plan_from_answer
 from sessions_app.agent.tool_context import run_of, tool_context
 from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS
+from sessions_app.containment import model_text
 from sessions_app.models import AgentSession, Job, JobEventKind, JobStatus
 from sessions_app.services.changes import pending_snapshot
 from sessions_app.services.jobs import job_event, job_finish, job_heartbeat, job_start

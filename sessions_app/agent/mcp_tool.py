@@ -39,7 +39,7 @@ def run_mcp_tool(
         raise McpFailure(
             TOOL_ERROR, f"{declaration.name} answered with an error", result.text[:4000]
         )
-    output = result.text  # the one channel marks it as untrusted (agent.channel)
+    output = result.text  # the one channel marks it as untrusted (containment.channel)
     summary = "ok (output truncated)" if result.truncated else "ok"
     details = {
         "server": server,

@@ -10,8 +10,8 @@ from django.conf import settings
 
 from acode.llm import Completion, EndpointUnavailable, Provider, provider_for
 from acode.metrics import observe_llm_call
-from sessions_app.agent.channel import messages_seal, model_text
 from sessions_app.agent.loop_state import EVENT_TEXT_CAP, LoopState, Stop
+from sessions_app.containment import messages_seal, model_text
 from sessions_app.models import Job, JobEventKind, JobStatus
 from sessions_app.services.jobs import job_event, job_record_usage
 

@@ -71,7 +71,7 @@ class ToolContext:
         secrets)."""
         assert self.journal is not None, "a write-capable context records through a journal"
         masked = not self.read_secrets if masked is None else masked
-        hidden = self.writer.secrets.paths if masked else None
+        hidden = self.writer.secrets.hidden_among if masked else None
         return WriteTarget(self.writer, self.write_policy, self.journal, self.layer_limits,
                            self.session_layer, self.tracked, hidden)  # fmt: skip
 

@@ -98,6 +98,8 @@ def list_directory(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
             lines.append(f"{name} -> (symlink)")
         elif entry.kind == "other":
             lines.append(f"{name}  (special file)")
+        elif not ctx.read_secrets and is_secret_file(entry.path):
+            lines.append(f"{name}  (holds secrets: not shown)")  # not even its length
         else:
             lines.append(f"{name}  ({entry.size} bytes)")
     return ToolResult("\n".join(lines) or "(empty)", rel, f"{len(lines)} entries")

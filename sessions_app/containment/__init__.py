@@ -7,6 +7,7 @@ copy-on-write layer (``layer``), bounded child processes (``process``), link-pro
 access (``safefs``, ``nofollow``) and linear-time search (``safegrep``), server-side git
 (``safegit``), the content store (``content``), what is a secret (``secretscan``) and the
 per-workspace index of hidden files (``secretfiles``), redaction (``redaction``), the one
+channel every text to a model passes (``channel``), the one
 way the server writes a workspace (``writes``, ``workspace``), and MCP servers run in the
 same sandbox (``mcpclient`` speaks to one, ``mcpserver`` starts it).
 
@@ -23,6 +24,7 @@ from roles.access import CONTROL, FILE_NAME_PATTERN
 from sessions_app.containment.applying import ApplyJournal
 from sessions_app.containment.applymoves import apply_resume, staging_leftovers
 from sessions_app.containment.bwrap import GIT_VIEW_CONFIG, SYSTEM_DIRS, SandboxView
+from sessions_app.containment.channel import messages_seal, model_data, model_text
 from sessions_app.containment.commandwrites import WriteTarget, command_writes
 from sessions_app.containment.content import ContentStore
 from sessions_app.containment.gitobjects import (
@@ -135,6 +137,9 @@ __all__ = [
     "kernel_guards_overlay_xattrs",
     "known_secret_values",
     "layer_create",
+    "messages_seal",
+    "model_data",
+    "model_text",
     "process_view",
     "push",
     "read_bytes",

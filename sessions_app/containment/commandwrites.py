@@ -41,8 +41,8 @@ class WriteTarget:
     limits: LayerLimits
     session_layer: Path | None = None
     tracked: Callable[[], list[str]] = field(default=list)
-    # The files the process saw only as stand-ins (None: it saw every file as it is).
-    hidden: Callable[[], list[str]] | None = None
+    # Which of some paths the process saw only as stand-ins (None: it saw every file as is).
+    hidden: Callable[[list[str]], set[str]] | None = None
 
 
 def command_writes(layer: Layer, target: WriteTarget, *, sandboxed: bool) -> CommandWrites:
@@ -69,7 +69,7 @@ def command_writes(layer: Layer, target: WriteTarget, *, sandboxed: bool) -> Com
         session_keep(layer.upper, session, scan.ignored, scan.scrub, target.limits.prefix)
         kept = [p for p in scan.ignored if p not in set(scan.scrub)]
     if target.hidden is not None:
-        _unseen_kept(scan, set(target.hidden()))
+        _unseen_kept(scan, target.hidden)
     writes = layer_apply(
         target.writer, scan, source_root=top, policy=target.policy, journal=target.journal
     )
@@ -79,10 +79,15 @@ def command_writes(layer: Layer, target: WriteTarget, *, sandboxed: bool) -> Com
     return writes
 
 
-def _unseen_kept(scan: LayerScan, hidden: set[str]) -> None:
+def _unseen_kept(scan: LayerScan, hidden_among: Callable[[list[str]], set[str]]) -> None:
     """A process saw a hidden file only as its stand-in (empty, or redacted): what it wrote
     over one was made from what it could not read, so it never replaces the real file
-    (rule ``hidden_file``; what stands or falls with it is refused too)."""
+    (rule ``hidden_file``; what stands or falls with it is refused too). Only the paths it
+    modified are looked up."""
+    modified = [c.path for c in scan.changes if c.change == "modified"]
+    hidden: set[str] = set()
+    for start in range(0, len(modified), 900):
+        hidden |= hidden_among(modified[start : start + 900])
     if not hidden:
         return
     kept = []

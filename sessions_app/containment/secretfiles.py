@@ -50,6 +50,7 @@ CREATE TABLE IF NOT EXISTS verdicts (
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+_READY: set[Path] = set()  # index files whose schema this process made sure of
 # Why a file is hidden: its name, its content (shown redacted), its links, or its size.
 NAME, CONTENT, LINKS, LARGE = "name", "content", "links", "large"
 
@@ -176,10 +177,14 @@ class SecretIndex:
         if self._held is not None:  # inside batch(): its transaction
             yield self._held
             return
-        self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
-        db = sqlite3.connect(self.home / "secrets.sqlite3", timeout=60, isolation_level=None)
+        path = self.home / "secrets.sqlite3"
+        if path not in _READY:
+            self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        db = sqlite3.connect(path, timeout=300, isolation_level=None)  # a first scan may be long
         try:
-            db.executescript(SCHEMA)
+            if path not in _READY:
+                db.executescript(SCHEMA)
+                _READY.add(path)
             db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
@@ -189,6 +194,18 @@ class SecretIndex:
             db.execute("COMMIT")
         finally:
             db.close()
+
+    def hidden_among(self, paths: list[str]) -> set[str]:
+        """Which of ``paths`` are hidden (as the index last saw them)."""
+        if not paths:
+            return set()
+        with self._db() as db:
+            marks = ",".join("?" * len(paths))
+            rows = db.execute(
+                f"SELECT path FROM files WHERE hide != '' AND path IN ({marks})",
+                [_key(p) for p in paths],
+            ).fetchall()
+        return {_path(row[0]) for row in rows}
 
     def _meta(self, db: sqlite3.Connection, key: str) -> str:
         row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -23,6 +22,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from acode.metrics import metrics_from_audit
+from acode.text import storable
 from sessions_app.models import (
     AgentSession,
     AuditAnchor,
@@ -37,14 +37,9 @@ from sessions_app.services.locks import held_session
 GENESIS_HASH = "0" * 64
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def safe_text(value: str) -> str:
     """Text every database and hash accepts: NUL and lone surrogates become U+FFFD."""
-    if "\x00" in value:
-        value = value.replace("\x00", "\ufffd")
-    return _SURROGATE.sub("\ufffd", value)
+    return storable(value)
 
 
 def safe_details(value: Any) -> Any:

@@ -98,10 +98,18 @@ def test_admin_shows_the_description_and_the_diff_and_approves(
     body = page.content.decode()
     assert "Now also delete issues" in body and "+  &quot;description&quot;" in body
 
+    changelist = reverse("admin:roles_mcptooldefinition_changelist")
+    shown = admin_client_logged_in.post(
+        changelist, {"action": "approve", "_selected_action": [tool.pk]}
+    )  # first the page showing what is approved, with its hash
+    assert "Now also delete issues" in shown.content.decode()
+    tool.refresh_from_db()
+    assert not tool.offered
     admin_client_logged_in.post(
-        reverse("admin:roles_mcptooldefinition_changelist"),
-        {"action": "approve", "_selected_action": [tool.pk]},
-    )
+        changelist,
+        {"action": "approve", "confirm": "yes", "_selected_action": [tool.pk],
+         f"hash-{tool.pk}": tool.live_hash},
+    )  # fmt: skip
     tool.refresh_from_db()
     assert tool.offered
     assert (tool.approved_definition or {}).get("description") == "Now also delete issues"

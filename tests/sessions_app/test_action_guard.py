@@ -349,6 +349,7 @@ ADMIN_NOT_ON_A_SESSION = {
     "repository": "repositories sessions may clone",
     "workflowtemplate": "workflow templates (a run keeps its own stages)",
     "risksignal": "risk signals",
+    "secretrule": "a team's secret rules (what the detector hides in every workspace)",
 }
 
 

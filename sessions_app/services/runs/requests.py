@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sessions_app.containment import model_data
 from sessions_app.models import (
     AgentSession,
     Run,
@@ -116,9 +117,15 @@ def stage_request(run: Run, session: AgentSession, stage: RunStage, step: PlanSt
 
 
 def _evidence_text(evidence: dict[str, Any]) -> str:
+    """The Tester's run as the next model reads it: the command's output is outside text,
+    so it goes through the one channel as untrusted data (cut first, so the wrapper stays
+    whole)."""
     if not evidence.get("ran"):
         return f"The Tester ran no tests. {evidence.get('summary', '')}".strip()
+    output = model_data(
+        str(evidence.get("output", ""))[: MAX_REQUEST_CHARS // 4], source="the Tester's test run"
+    )
     return (
         f"{evidence.get('command', '')}: {evidence.get('status', '')}\n"
-        f"{evidence.get('output', '')}\n{evidence.get('summary', '')}"
+        f"{output}\n{evidence.get('summary', '')}"
     ).strip()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from sessions_app.containment.redaction import redact_file, redact_text
@@ -51,3 +53,22 @@ def test_the_servers_own_secrets_are_masked(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_secret_files_are_never_shown() -> None:
     assert "hunter2" not in redact_file("config/.env", "DB_PASSWORD=hunter2\n")
+
+
+@pytest.mark.django_db
+def test_acodes_own_settings_and_a_servers_declared_secret_are_masked_in_every_encoding(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from roles.models import McpServer
+    from roles.services.mcp import mcp_server_save
+    from sessions_app.containment import encodings
+
+    settings.SECRET_KEY = "django-key-for-this-test-0d9c8b7a"
+    monkeypatch.setenv("PLAIN_NAMED_VALUE", "value-known-only-by-its-registration")
+    mcp_server_save(
+        server=McpServer(slug="srv", command=["true"], env_secrets={"X": "PLAIN_NAMED_VALUE"}),
+        actor="test",
+    )
+    for value in (settings.SECRET_KEY, "value-known-only-by-its-registration"):
+        for form in encodings(value):
+            assert form not in redact_text(f"before {form} after"), form

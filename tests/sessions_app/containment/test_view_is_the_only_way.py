@@ -27,7 +27,7 @@ SPAWNERS = {
 # Where a process may be started, and why that is not a door for a role.
 ALLOWED = {
     "sessions_app/containment/process.py": "the one runner: the sandbox and the server's git use it",
-    "sessions_app/containment/mcpclient.py": "starts bwrap with the options of process_view's view",
+    "sessions_app/containment/mcpserver.py": "starts bwrap with the options of process_view's view",
     "sessions_app/containment/sandbox.py": "asks bwrap --help (no workspace, no role)",
     "acode/devserver.py": "make run: the server's own processes",
     "acode/modelserver.py": "the embedded model server",

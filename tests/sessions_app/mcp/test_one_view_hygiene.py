@@ -351,3 +351,20 @@ def test_a_server_is_never_started_for_a_role_without_its_permission(
     )  # fmt: skip
     assert outcome.status == "denied"
     assert context.mcp._open == {}
+
+
+def test_a_url_saved_with_credentials_before_the_rules_is_never_shown(
+    db: Any, admin_user: Any
+) -> None:
+    from rest_framework.test import APIClient
+
+    from roles.portability.mcp import export_mcp
+
+    McpServer.objects.create(
+        slug="legacy", transport="http", url="https://svc:pw-42x@mcp.example.com/m"
+    )
+    client = APIClient()
+    client.force_authenticate(admin_user)
+    shown = client.get("/api/mcp-servers/legacy/").json()
+    assert shown["url"] == "https://***@mcp.example.com/m"
+    assert "pw-42x" not in str(export_mcp())

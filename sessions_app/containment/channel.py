@@ -19,8 +19,8 @@ import secrets
 from collections.abc import MutableMapping
 from typing import Any
 
-from sessions_app.containment import redact_text
-from sessions_app.services.audit import safe_text
+from acode.text import storable
+from sessions_app.containment.redaction import redact_text
 
 __all__ = ["messages_seal", "model_data", "model_text"]
 
@@ -30,7 +30,7 @@ _SOURCE = re.compile(r"[^\w .:/@\-]")
 
 def model_text(text: str) -> str:
     """Text of acode, a person or the model, as a model may read it."""
-    return safe_text(redact_text(text))
+    return storable(redact_text(text))
 
 
 def model_data(text: str, *, source: str) -> str:
