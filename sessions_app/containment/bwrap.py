@@ -74,6 +74,7 @@ class SandboxView:
     # The session's layer (what the repository ignores, kept between commands): a lower
     # layer above the workspace, under the masks, never applied to the workspace.
     session_layer: Path | None = None
+    session_masks: Path | None = None  # the stand-ins of what the session layer hides
 
 
 def bwrap_options(
@@ -133,6 +134,8 @@ def _workspace_mounts(workspace: str, writable: bool, view: SandboxView) -> list
     sources = ["--overlay-src", workspace]
     if view.session_layer is not None and view.session_layer.is_dir():
         sources += ["--overlay-src", str(view.session_layer)]
+        if view.session_masks is not None:
+            sources += ["--overlay-src", str(view.session_masks)]
     if view.masks is not None:
         sources += ["--overlay-src", str(view.masks)]
     if writable:

@@ -23,7 +23,7 @@ from sessions_app.containment.layerscan import (
     copy_changes,
     layer_changes,
 )
-from sessions_app.containment.sessionlayer import IgnoreRules, session_keep
+from sessions_app.containment.sessionlayer import IgnoreRules, session_keep, session_layer_index
 from sessions_app.containment.writes import CommandWrites, WorkspaceWriter
 
 OVER_BUDGET = "ACODE-TOL-005"
@@ -68,6 +68,7 @@ def command_writes(layer: Layer, target: WriteTarget, *, sandboxed: bool) -> Com
     if scan.ignored and session is not None:  # first: applying takes the rest of the tree
         session_keep(layer.upper, session, scan.ignored, scan.scrub, target.limits.prefix)
         kept = [p for p in scan.ignored if p not in set(scan.scrub)]
+        session_layer_index(session).note_under(kept)  # scanned: hidden as in the workspace
     if target.hidden is not None:
         _unseen_kept(scan, target.hidden)
     writes = layer_apply(

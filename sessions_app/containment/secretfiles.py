@@ -28,17 +28,21 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from sessions_app.containment.safefs import DIR_FLAGS, READ_FLAGS, walk_tree
+from sessions_app.containment.safefs import walk_tree
 from sessions_app.containment.secretscan import (
     NO_RULES,
     SecretRules,
-    is_binary,
-    mask_text,
     secret_by_name,
+)
+from sessions_app.containment.secretstandins import (
+    SCAN_CAP,
+    mask_write,
+    read_fd,
+    read_nofollow,
+    shown_content,
 )
 
 SKIPPED_DIRS = frozenset({".git"})
-SCAN_CAP = 16 << 20  # bytes of a file the detector reads; a larger text file is hidden whole
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
     path BLOB PRIMARY KEY, size INTEGER, mtime INTEGER, ino INTEGER, nlink INTEGER,
@@ -161,7 +165,7 @@ class SecretIndex:
             except OSError:
                 self._forget(db, path)
                 return
-            self._record(db, path, info, data if data is not None else _read_fd(fd))
+            self._record(db, path, info, data if data is not None else read_fd(fd))
 
     def rebuild(self) -> None:
         """Scan the whole workspace again (after a checkout)."""
@@ -230,7 +234,23 @@ class SecretIndex:
             }
             self._walk(db, known=known)
 
-    def _walk(self, db: sqlite3.Connection, *, known: dict[str, tuple[int, ...]]) -> None:
+    def note_under(self, rels: list[str]) -> None:
+        """The server put what is now at each of ``rels`` (a file, or a whole directory) in
+        place of what was there: what a session keeps of a command (its session layer)."""
+        with self._db() as db:
+            for rel in rels:
+                key = _key(rel)
+                below = db.execute(
+                    "SELECT path FROM files WHERE path = ? OR (path > ? AND path < ?)",
+                    (key, key + b"/", key + b"0"),
+                ).fetchall()
+                for (row,) in below:
+                    self._forget(db, _path(row))
+                self._walk(db, known={}, under=rel)
+
+    def _walk(
+        self, db: sqlite3.Connection, *, known: dict[str, tuple[int, ...]], under: str = ""
+    ) -> None:
         pending: dict[str, os.stat_result] = {}  # the directory being yielded, by name
 
         def keep(entry: os.DirEntry[str]) -> bool:
@@ -240,9 +260,15 @@ class SecretIndex:
             return True
 
         found: set[str] = set()
-        top = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            walk = walk_tree(top, "", descend=lambda n: n not in SKIPPED_DIRS, keep=keep)
+            top = os.open(self.root / under, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:  # a file (or nothing) there
+            info = _lstat(self.root / under) if under else None
+            if info is not None and st.S_ISREG(info.st_mode):
+                self._record(db, under, info, None)
+            return
+        try:
+            walk = walk_tree(top, under, descend=lambda n: n not in SKIPPED_DIRS, keep=keep)
             for rel in walk:  # a directory's files are yielded before the next is read
                 info = pending.pop(rel.rpartition("/")[2])
                 found.add(rel)
@@ -263,7 +289,7 @@ class SecretIndex:
             why = LINKS
         else:
             if data is None:
-                data = self._read(rel)
+                data = read_nofollow(self.root, rel)
             if data is None or len(data) > SCAN_CAP:
                 why = LARGE if data is not None else ""
             else:
@@ -274,30 +300,13 @@ class SecretIndex:
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (_key(rel), *_signature(info), blob, why),
         )
-        self._mask(rel, self._copy(blob, rel) if why == CONTENT else None, hidden=bool(why))
+        mask_write(
+            self.masks_dir, rel, self._copy(blob, rel) if why == CONTENT else None, hidden=bool(why)
+        )
 
     def _forget(self, db: sqlite3.Connection, rel: str) -> None:
         db.execute("DELETE FROM files WHERE path = ?", (_key(rel),))
-        self._mask(rel, None, hidden=False)
-
-    def _mask(self, rel: str, shown: Path | None, *, hidden: bool) -> None:
-        """Keep the masks tree true: a hidden file's stand-in at its path (the one view lays
-        this tree over the workspace: one mount however many files are hidden)."""
-        target = self.masks_dir / rel
-        if not hidden:
-            if target.is_file() or target.is_symlink():
-                target.unlink()
-                _prune_empty(target.parent, self.masks_dir)
-            return
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".acode-mask-{os.getpid()}-{target.name}"[:255])
-        tmp.unlink(missing_ok=True)
-        if shown is not None and shown.is_file():
-            shutil.copyfile(shown, tmp)
-        else:
-            tmp.write_bytes(b"")
-        os.chmod(tmp, 0o444)
-        os.replace(tmp, target)
+        mask_write(self.masks_dir, rel, None, hidden=False)
 
     def _verdict(self, db: sqlite3.Connection, rel: str, blob: str, data: bytes) -> bool:
         row = db.execute(
@@ -329,47 +338,12 @@ class SecretIndex:
         os.chmod(tmp, 0o444)
         os.replace(tmp, target)
 
-    def _read(self, rel: str) -> bytes | None:
-        """The file's bytes (up to one past the cap), read without following links."""
-        names = rel.split("/")
-        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            for name in names[:-1]:
-                child = os.open(name, DIR_FLAGS, dir_fd=fd)
-                os.close(fd)
-                fd = child
-            file_fd = os.open(names[-1], READ_FLAGS, dir_fd=fd)
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
-        try:
-            if not st.S_ISREG(os.fstat(file_fd).st_mode):
-                return None
-            os.set_blocking(file_fd, True)
-            return _read_fd(file_fd)
-        finally:
-            os.close(file_fd)
 
-
-def shown_content(path: str, data: bytes, rules: SecretRules = NO_RULES) -> bytes:
-    """What a role sees of a file's bytes: the same bytes when they hold no secret, else
-    the text with its secrets masked (binary content holding one: nothing at all)."""
-    binary = is_binary(data)
-    text = data.decode("latin-1" if binary else "utf-8", "replace")
-    masked = mask_text(text, path, rules)
-    if masked == text:
-        return data
-    return b"" if binary else masked.encode("utf-8")
-
-
-def _read_fd(fd: int) -> bytes:
-    os.lseek(fd, 0, os.SEEK_SET)
-    chunks, left = [], SCAN_CAP + 1
-    while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None
 
 
 def _signature(info: os.stat_result) -> tuple[int, int, int, int]:
@@ -383,34 +357,3 @@ def _key(path: str) -> bytes:
 
 def _path(key: bytes) -> str:
     return os.fsdecode(key)
-
-
-def _prune_empty(directory: Path, top: Path) -> None:
-    while directory != top and directory.is_relative_to(top):
-        try:
-            directory.rmdir()
-        except OSError:
-            return
-        directory = directory.parent
-
-
-def present(root: Path, hidden: list[Hidden]) -> list[Hidden]:
-    """Those of ``hidden`` that are still regular files, reached without following links
-    (what the sandbox may mount over: a mount never creates a missing file)."""
-    out = []
-    for item in hidden:
-        names = item.path.split("/")
-        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            for name in names[:-1]:
-                child = os.open(name, DIR_FLAGS, dir_fd=fd)
-                os.close(fd)
-                fd = child
-            info = os.stat(names[-1], dir_fd=fd, follow_symlinks=False)
-            if st.S_ISREG(info.st_mode):
-                out.append(item)
-        except OSError:
-            continue
-        finally:
-            os.close(fd)
-    return out

@@ -25,6 +25,7 @@ import pathspec
 from sessions_app.containment.layer import remove_at
 from sessions_app.containment.nofollow import open_dir, opened_path, read_head
 from sessions_app.containment.safefs import DIR_FLAGS
+from sessions_app.containment.secretfiles import SecretIndex
 
 GITIGNORE_CAP = 1 << 20
 
@@ -195,6 +196,13 @@ def _opaque(parent: int, name: str, prefix: str) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def session_layer_index(layer: Path) -> SecretIndex:
+    """The secret index of a session's layer: what a role that reads secrets kept there (a
+    build's ``.env``, a generated key) is hidden from a role that does not, as in the
+    workspace. Only the server moves files in (``session_keep``), so it is kept, not walked."""
+    return SecretIndex(layer, layer.with_name(f"{layer.name}.index"), live=False)
 
 
 def session_layer_path(layers_root: Path, session_id: str) -> Path:

@@ -30,6 +30,7 @@ from sessions_app.containment.gitview import GitSource, GitViewFailed, git_view
 from sessions_app.containment.layer import Layer
 from sessions_app.containment.safegit import GitRefused, checked_git_dir
 from sessions_app.containment.secretfiles import SecretIndex
+from sessions_app.containment.sessionlayer import session_layer_index
 
 __all__ = [
     "BASE_ENV",
@@ -105,6 +106,7 @@ def process_view(
             raise ValueError(f"invalid environment variable {name!r}")
         full_env[name] = value
     masks: Path | None = None
+    session_masks: Path | None = None
     hidden = 0
     git_mount: Path | None = None
     raw_git: Path | None = None
@@ -115,6 +117,9 @@ def process_view(
             raw_git = sight.git.git_dir
     elif sight is not None:
         masks, hidden = sight.index.masks()
+        if session_layer is not None and session_layer.is_dir():
+            session_masks, kept_hidden = session_layer_index(session_layer).masks()
+            hidden += kept_hidden
         git_mount = _git_view(sight)
         masked = sight.masked_dirs
     if git_mount is not None or raw_git is not None:
@@ -122,6 +127,7 @@ def process_view(
     return SandboxView(
         layer=layer, masks=masks, hidden_count=hidden, git_view=git_mount, git_dir=raw_git, masked=masked,
         env=tuple(full_env.items()), seal=view_seal(), session_layer=session_layer,
+        session_masks=session_masks,
     )  # fmt: skip
 
 

@@ -228,3 +228,23 @@ def test_code_that_holds_no_secret_is_visible_and_unredacted(user: Any, area: Ar
     tester = Caller(session_in("tester", user, workspace=area.ws), user, area)
     passed = attempt(tester, "run_tests", argv=["python", "-m", "pytest", "-q", "tests"])
     assert "2 passed" in passed.output and "error" not in passed.output, passed.output
+
+
+def test_what_a_role_that_reads_secrets_kept_for_the_session_is_hidden_from_one_that_does_not(
+    user: Any, area: Area
+) -> None:
+    from roles.registry import registry
+    from roles.services import role_write
+
+    (area.ws / ".gitignore").write_text("build/\n")
+    git("add", "-A", cwd=area.ws)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "c", cwd=area.ws)
+    call = coder(user, area)
+    permissions = [*registry.get("coder").spec.permissions, "read_secrets"]
+    role_write(data={"permissions": permissions}, create=False, slug="coder", actor="test")
+    kept = call("execute_command", argv=["sh", "-c", f"mkdir -p build && echo 'K={VALUE}' > build/.env"])
+    assert kept.status == "ok" and not (area.ws / "build").exists()  # kept for the session only
+    assert VALUE in call("execute_command", argv=["cat", "build/.env"]).output  # it may read it
+    permissions.remove("read_secrets")
+    role_write(data={"permissions": permissions}, create=False, slug="coder", actor="test")
+    sh(call, "cat build/.env; base64 build/.env; ls -la build")
