@@ -232,7 +232,11 @@ def world(django_user_model: Any, settings: Any) -> dict[str, Any]:
     # An endpoint nothing listens on: the check answers at once that it is unreachable.
     ModelEndpoint.objects.create(name="scratch", base_url="http://127.0.0.1:9/v1", model="m")
     mcp = McpServer.objects.create(
-        slug="matrix-gate", transport="http", url="http://127.0.0.1:9/mcp", call_timeout_seconds=2
+        slug="matrix-gate",
+        transport="http",
+        url="http://127.0.0.1:9/mcp",
+        call_timeout_seconds=2,
+        allow_private_network=True,  # a local server an admin allowed on purpose
     )
     mcp_definitions_record(server=mcp, definitions=[{"name": "issues"}])
     McpArgumentLimit.objects.create(
