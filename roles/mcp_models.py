@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
@@ -48,9 +48,15 @@ def own_setting(name: str) -> bool:
     return upper in OWN_SETTINGS or upper.startswith(OWN_SETTING_PREFIXES)
 
 
+# Query parameters that carry credentials (``?api_key=``, ``?access_token=``, ``&sig=``).
+_SECRET_QUERY = re.compile(
+    r"(?i)key|token|secret|pass|pwd|auth|sig|credential|session|bearer|code$"
+)
+
+
 def url_problem(url: str, *, allow_private: bool) -> str | None:
     """Why ``url`` may not be an MCP server's address: http(s) only, no user information
-    (credentials go in declared secrets), and no loopback, private or link-local address
+    nor credentials in its query (they go in declared secrets), and no loopback, private or link-local address
     unless an admin allowed the private network for this server."""
     try:
         parts = urlsplit(url)
@@ -64,6 +70,16 @@ def url_problem(url: str, *, allow_private: bool) -> str | None:
         return "No user or password in the URL: name the credential in Header secrets instead."
     if not host:
         return "The URL needs a host."
+    secret_query = [
+        name
+        for name, _ in parse_qsl(parts.query, keep_blank_values=True)
+        if _SECRET_QUERY.search(name)
+    ]
+    if secret_query:
+        return (
+            f"No credentials in the URL ({', '.join(secret_query)}): a URL is "
+            "shown and exported; name the credential in Header secrets instead."
+        )
     if not allow_private and private_host(host):
         return (
             f"{host} is a loopback, private or link-local address; an admin may allow it for "
@@ -73,12 +89,20 @@ def url_problem(url: str, *, allow_private: bool) -> str | None:
 
 
 def shown_url(url: str) -> str:
-    """A URL as the API, admin and an export show it: never its user part (a URL saved
-    before credentials were refused there still holds them)."""
+    """A URL as the API, admin and an export show it: never its user part nor a credential
+    in its query (a URL saved before they were refused still holds them)."""
     head, sep, rest = url.partition("://")
     netloc, slash, path = rest.partition("/")
     if sep and "@" in netloc:
-        return f"{head}://***@{netloc.rpartition('@')[2]}{slash}{path}"
+        url = f"{head}://***@{netloc.rpartition('@')[2]}{slash}{path}"
+    base, mark, query = url.partition("?")
+    if mark and any(_SECRET_QUERY.search(name) for name, _ in parse_qsl(query, True)):
+        query, _, fragment = query.partition("#")
+        pairs = [
+            (name, "***" if _SECRET_QUERY.search(name) else value)
+            for name, value in parse_qsl(query, keep_blank_values=True)
+        ]
+        url = f"{base}?{urlencode(pairs, safe='*')}" + (f"#{fragment}" if fragment else "")
     return url
 
 

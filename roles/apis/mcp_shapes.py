@@ -95,8 +95,9 @@ class McpToolOutput(serializers.Serializer):
 class McpApproveInput(Input):
     hash = Text(
         max_length=64,
-        required=False,
-        help_text="The live_hash of the definition you read (GET .../tools/).",
+        required=True,
+        help_text="The live_hash of the definition you read (GET .../tools/): required, so "
+        "nothing is approved unread.",
     )
 
 

@@ -19,6 +19,7 @@ finds NaN and Infinity, which JSON has not and no argument may carry.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
@@ -92,8 +93,37 @@ def _pattern_properties(
                 yield from validator.descend(value, subschema, path=key, schema_path=pattern)
 
 
+def _unique_items(
+    validator: Any, unique: Any, instance: Any, schema: Any
+) -> Iterator[ValidationError]:
+    """``uniqueItems`` in one pass (a canonical form of each item, hashed), where the
+    library compares unhashable items pair by pair: a long array of objects would hold the
+    decision for seconds."""
+    if not unique or not validator.is_type(instance, "array"):
+        return
+    seen: set[str] = set()
+    for item in instance:
+        key = json.dumps(_canonical(item), sort_keys=True, separators=(",", ":"))
+        if key in seen:
+            yield ValidationError(f"{instance!r} has non-unique elements"[:300])
+            return
+        seen.add(key)
+
+
+def _canonical(value: Any) -> Any:
+    """JSON Schema's equality as JSON text: 1 and 1.0 are equal, true and 1 are not."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _canonical(v) for k, v in value.items()}
+    return value
+
+
 _ArgumentValidator = validators.extend(
-    Draft202012Validator, {"pattern": _pattern, "patternProperties": _pattern_properties}
+    Draft202012Validator,
+    {"pattern": _pattern, "patternProperties": _pattern_properties, "uniqueItems": _unique_items},
 )
 
 

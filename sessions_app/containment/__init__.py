@@ -75,8 +75,9 @@ from sessions_app.containment.sandbox import (
     sandbox_available,
     sandbox_required,
 )
-from sessions_app.containment.secretfiles import Hidden, SecretIndex, workspace_key
+from sessions_app.containment.secretfiles import Hidden, SecretIndex
 from sessions_app.containment.secretscan import SecretRules
+from sessions_app.containment.secretstore import workspace_key
 from sessions_app.containment.sessionlayer import session_layer_path
 from sessions_app.containment.view import (
     BASE_ENV,

@@ -27,10 +27,10 @@ from typing import Any
 import pygit2
 
 from sessions_app.containment.safegit import run_git
-from sessions_app.containment.secretfiles import SCAN_CAP, SecretIndex
+from sessions_app.containment.secretfiles import LINKS, SCAN_CAP, SecretIndex
 from sessions_app.containment.secretscan import secret_by_name
 
-VIEW_VERSION = "1"
+VIEW_VERSION = "2"
 KEEP_VIEWS = 3
 FILE_MODES = (pygit2.enums.FileMode.BLOB, pygit2.enums.FileMode.BLOB_EXECUTABLE)
 VIEW_CONFIG = (
@@ -78,8 +78,15 @@ def git_view(source: GitSource, index: SecretIndex) -> Path:
     return view
 
 
+def linked_paths(index: SecretIndex) -> frozenset[str]:
+    """Work-tree files the index hides for their links (as the view just brought it up to
+    date)."""
+    return frozenset(h.path for h in index.hidden(refresh=False) if h.why == LINKS)
+
+
 def _view_key(source: GitSource, index: SecretIndex) -> str:
-    parts = [VIEW_VERSION, index.rules.version]
+    linked = "\0".join(sorted(linked_paths(index)))
+    parts = [VIEW_VERSION, index.rules.version, hashlib.sha256(linked.encode()).hexdigest()]
     for name in ("HEAD", "index", "packed-refs"):
         path = source.git_dir / name
         try:
@@ -145,6 +152,9 @@ class _TreeCopy:
         self.real, self.view, self.index = real, view, index
         self.kept: list[pygit2.Oid] = []
         self._empty: pygit2.Oid | None = None
+        # Work-tree files hidden for their links (a hard link's other name may be outside):
+        # what was committed at that path may be the outside file's content too.
+        self.linked = linked_paths(index)
 
     def copy(self, tree: pygit2.Tree, prefix: str) -> list[_Entry]:
         """The tree's entries as (name, oid or subtree entries, mode), decided."""
@@ -167,7 +177,7 @@ class _TreeCopy:
         return out
 
     def _file(self, path: str, oid: pygit2.Oid) -> pygit2.Oid:
-        if secret_by_name(path, self.index.rules):
+        if secret_by_name(path, self.index.rules) or path in self.linked:
             return self._empty_blob()
         blob = self.real[oid].peel(pygit2.Blob)
         if blob.size > SCAN_CAP:

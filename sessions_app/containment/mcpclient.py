@@ -94,6 +94,7 @@ class McpConnection(AbstractContextManager["McpConnection"]):
         self._client: Client | None = None
         self._portal: Any = None
         self._stderr: IO[bytes] | None = None
+        self._generation: int | None = None
 
     def __enter__(self) -> McpConnection:
         self.open()
@@ -104,6 +105,7 @@ class McpConnection(AbstractContextManager["McpConnection"]):
 
     def open(self) -> None:
         """Start (stdio) or reach (HTTP) the server and complete the MCP handshake."""
+        self._generation = self._view_generation()
         try:
             self._portal = self._stack.enter_context(start_blocking_portal())
             if self.endpoint.transport == "stdio":
@@ -133,6 +135,11 @@ class McpConnection(AbstractContextManager["McpConnection"]):
 
     def call_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
         """Call one tool; its text output is capped at ``endpoint.max_output`` characters."""
+        if self._generation is not None and self._view_generation() != self._generation:
+            # What the role may not read moved since the server started (another session
+            # wrote a secret file): its view is stale, so it starts again with the new one.
+            self.close()
+            self.open()
         started, outcome = time.monotonic(), "error"
         try:
             result: ToolResult = self._run(
@@ -146,6 +153,14 @@ class McpConnection(AbstractContextManager["McpConnection"]):
         finally:
             seconds = time.monotonic() - started
             observe_mcp_call(server=self.endpoint.name, tool=name, seconds=seconds, outcome=outcome)
+
+    def _view_generation(self) -> int | None:
+        """The generation of the hidden files a stdio server's view was built from (None:
+        the server sees no workspace, or sees all of it)."""
+        sight = self.endpoint.sight
+        if self.endpoint.transport != "stdio" or sight is None or sight.read_secrets:
+            return None
+        return sight.index.generation()
 
     def stderr_tail(self) -> str:
         """The end of what a stdio server wrote to stderr (for its last error)."""

@@ -3,8 +3,8 @@
 One function, ``redact_text``, masks: credentials in URLs, whatever the secret detector
 (``secretscan``: token formats, private keys, keyword assignments, a team's patterns) finds,
 and the known secret values (the server's own settings, every MCP server's declared
-secrets, model endpoints' keys) in the encodings a command could print them in (plain,
-base64 at every alignment, hex, percent-encoding). ``redact_file`` is what a model may see
+secrets, model endpoints' keys) in the encodings a command or a server could print them in
+(``encodings``), wrapped over lines or spaced out. ``redact_file`` is what a model may see
 of a file: nothing of a file secret by its name, the rest redacted.
 
 Which rules and known values apply is configured once per process by the application
@@ -14,6 +14,9 @@ Which rules and known values apply is configured once per process by the applica
 from __future__ import annotations
 
 import base64
+import codecs
+import html
+import json
 import os
 import re
 from collections.abc import Callable, Iterable
@@ -54,7 +57,8 @@ _SECRET_ENV_NAME = re.compile(
     r"SECRET|PASSWORD|PASSWD|TOKEN|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL|DATABASE_URL|_DSN",
     re.IGNORECASE,
 )
-MIN_SECRET_LENGTH = 8
+MIN_SECRET_LENGTH = 8  # of a value found in the environment by its name
+MIN_DECLARED_LENGTH = 6  # of a value declared secret (an MCP server's, a setting's)
 
 _rules_provider: Callable[[], SecretRules] = lambda: NO_RULES  # noqa: E731
 _values_provider: Callable[[], Iterable[str]] = lambda: ()  # noqa: E731
@@ -92,7 +96,7 @@ def known_secret_values() -> tuple[str, ...]:
     """Every secret value acode knows of (its environment's, and the configured provider's:
     settings, MCP servers' declared secrets, model keys, kept current by the provider),
     longest first."""
-    provided = (v for v in _values_provider() if v and len(v) >= MIN_SECRET_LENGTH)
+    provided = (v for v in _values_provider() if v and len(v) >= MIN_DECLARED_LENGTH)
     return tuple(sorted({*server_secret_values(), *provided}, key=len, reverse=True))
 
 
@@ -119,33 +123,54 @@ def redact_file(path: str, text: str) -> str:
     return redact_text(text, path=path)
 
 
+# What may stand between the characters of a printed secret: a line break (``base64`` and
+# ``fold`` wrap), spaces (``xxd``, ``od``, a spaced-out answer), NUL or its replacement
+# (UTF-16 printed as bytes).
+_BETWEEN = "[\\s\\x00\\ufffd]{0,2}"
+
+
 @lru_cache(maxsize=8)
 def _known_pattern(values: tuple[str, ...]) -> re.Pattern[str] | None:
-    plain: set[str] = set(values)
-    encoded: set[str] = set()
+    forms: set[str] = set()
     for value in values:
-        encoded.update(encodings(value) - {value})
-    if not plain:
+        forms.update(encodings(value))
+    if not forms:
         return None
-    # An encoded form may be wrapped (``base64`` breaks lines at 76 characters).
-    wrapped = ["(?:\r?\n)?".join(re.escape(c) for c in form) for form in encoded]
-    ordered = [re.escape(v) for v in sorted(plain, key=len, reverse=True)]
-    return re.compile("|".join(ordered + sorted(wrapped, key=len, reverse=True)))
+    spread = [_BETWEEN.join(re.escape(c) for c in form) for form in forms]
+    return re.compile("|".join(sorted(spread, key=len, reverse=True)))
 
 
 def encodings(value: str) -> set[str]:
-    """The forms a secret value takes when a command prints it encoded: itself, base64
-    (standard and URL-safe, at each of the three alignments a longer stream may put it at,
-    the part its own bytes decide), hex and percent-encoding."""
+    """The forms a secret value takes when a command or a server prints it encoded: itself,
+    base64 (standard and URL-safe, at each of the three alignments a longer stream may put
+    it at, the part its own bytes decide), base32 likewise, hex, percent-encoding, a JSON
+    string's escapes, HTML character references, reversed and rot13."""
     raw = value.encode("utf-8", "surrogateescape")
-    forms = {value, raw.hex(), raw.hex().upper(), quote(value, safe="")}
-    for shift in range(3):
-        encoded = base64.b64encode(b"\0" * shift + raw).decode()
+    forms = {
+        value, raw.hex(), raw.hex().upper(), quote(value, safe=""), json.dumps(value)[1:-1],
+        json.dumps(value, ensure_ascii=False)[1:-1], html.escape(value),
+        "".join(f"&#{ord(c)};" for c in value), "".join(f"&#x{ord(c):x};" for c in value),
+        value[::-1], codecs.encode(value, "rot13"),
+    }  # fmt: skip
+    forms.update(_aligned(raw, base64.b64encode, 3, 6))
+    forms.update(
+        form.replace("+", "-").replace("/", "_") for form in _aligned(raw, base64.b64encode, 3, 6)
+    )
+    forms.update(_aligned(raw, base64.b32encode, 5, 5))
+    shortest = min(MIN_SECRET_LENGTH, len(value))
+    return {form for form in forms if len(form) >= shortest}
+
+
+def _aligned(raw: bytes, encode: Callable[[bytes], bytes], group: int, bits: int) -> set[str]:
+    """The characters of ``encode`` (a base-2^``bits`` code over ``group``-byte blocks) that
+    only ``raw``'s own bytes decide, at each alignment a longer stream may put it at."""
+    forms = set()
+    for shift in range(group):
+        encoded = encode(b"\0" * shift + raw).decode()
         # Characters touched by the padding bytes before or after are not the value's own.
-        start = (shift * 8 + 5) // 6 if shift else 0
-        end = (len(raw) + shift) * 8 // 6
+        start = -(-shift * 8 // bits) if shift else 0
+        end = (len(raw) + shift) * 8 // bits
         core = encoded[start:end]
-        if len(core) >= MIN_SECRET_LENGTH:
+        if core:
             forms.add(core)
-            forms.add(core.replace("+", "-").replace("/", "_"))
-    return {form for form in forms if len(form) >= MIN_SECRET_LENGTH}
+    return forms

@@ -253,7 +253,8 @@ class WorkspaceFS:
         """
         names = split_path(rel, directory=True)
 
-        def descend(name: str) -> bool:
+        def descend(rel: str) -> bool:
+            name = rel.rpartition("/")[2]
             return _addressable(name) and name not in skip_dirs
 
         with self._dir(names) as top:
@@ -268,7 +269,8 @@ def walk_tree(
     keep: Callable[[os.DirEntry[str]], bool],
 ) -> Iterator[str]:
     """Paths (``prefix`` joined) of the entries ``keep`` accepts under the opened directory
-    ``top`` (left open), depth first: a directory's by name, then its subdirectories'.
+    ``top`` (left open), depth first: a directory's by name, then its subdirectories'
+    (``descend`` gets each one's path, ``prefix`` joined).
 
     The one descriptor walk: each directory is opened relative to its parent's fd with
     ``O_NOFOLLOW``, so links are never followed; a directory ``descend`` refuses is not
@@ -351,7 +353,7 @@ def _scan(
     with os.scandir(fd) as entries:
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
-                if descend(entry.name):
+                if descend(_join(prefix, entry.name)):
                     subdirs.append(entry.name)
             elif keep(entry):
                 files.append(_join(prefix, entry.name))

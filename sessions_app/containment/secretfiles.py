@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import sqlite3
@@ -28,6 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from roles.access import path_allowed
 from sessions_app.containment.safefs import walk_tree
 from sessions_app.containment.secretscan import (
     NO_RULES,
@@ -41,20 +43,19 @@ from sessions_app.containment.secretstandins import (
     read_nofollow,
     shown_content,
 )
+from sessions_app.containment.secretstore import (
+    blob_id,
+    index_db,
+    key_path,
+    lstat_or_none,
+    meta_get,
+    meta_set,
+    path_key,
+    signature,
+    workspace_key,
+)
 
 SKIPPED_DIRS = frozenset({".git"})
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS files (
-    path BLOB PRIMARY KEY, size INTEGER, mtime INTEGER, ino INTEGER, nlink INTEGER,
-    blob TEXT, hide TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX IF NOT EXISTS files_hidden ON files (hide) WHERE hide != '';
-CREATE TABLE IF NOT EXISTS verdicts (
-    blob TEXT NOT NULL, path BLOB NOT NULL, secret INTEGER NOT NULL, PRIMARY KEY (blob, path)
-);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-"""
-_READY: set[Path] = set()  # index files whose schema this process made sure of
 # Why a file is hidden: its name, its content (shown redacted), its links, or its size.
 NAME, CONTENT, LINKS, LARGE = "name", "content", "links", "large"
 
@@ -68,16 +69,6 @@ class Hidden:
     copy: Path | None = None
 
 
-def workspace_key(workspace: Path) -> str:
-    """The index's name for a workspace: a digest of its real path."""
-    return hashlib.sha256(str(Path(workspace).resolve()).encode()).hexdigest()[:32]
-
-
-def blob_id(data: bytes) -> str:
-    """Git's blob id of ``data`` (SHA-1), the key verdicts are kept by."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
-
-
 class SecretIndex:
     """The hidden files of one workspace (see the module docstring).
 
@@ -85,12 +76,20 @@ class SecretIndex:
     change behind acode's back (walked before each use)."""
 
     def __init__(
-        self, root: Path, home: Path, *, live: bool, rules: SecretRules = NO_RULES
+        self,
+        root: Path,
+        home: Path,
+        *,
+        live: bool,
+        rules: SecretRules = NO_RULES,
+        shared: bool = True,
     ) -> None:
         self.root = Path(root)
         self.home = Path(home)
         self.live = live
         self.rules = rules
+        self.shared = shared  # kept beside other workspaces' indexes (``home``'s parent)
+        self.relative = ""  # where ``root`` is in the workspace this index was found for
         self._held: sqlite3.Connection | None = None
 
     @contextlib.contextmanager
@@ -104,15 +103,17 @@ class SecretIndex:
                 self._held = None
 
     # -- reading ----------------------------------------------------------------------
-    def hidden(self) -> list[Hidden]:
-        """Every hidden file now, sorted by path (brought up to date first)."""
+    def hidden(self, *, refresh: bool = True) -> list[Hidden]:
+        """Every hidden file now, sorted by path (brought up to date first, unless the
+        caller just did: ``refresh`` False)."""
         with self._db() as db:
-            self._fresh(db)
+            if refresh:
+                self._fresh(db)
             rows = db.execute(
                 "SELECT path, hide, blob FROM files WHERE hide != '' ORDER BY path"
             ).fetchall()
         return [
-            Hidden(_path(key), why, self._copy(blob, _path(key)) if why == CONTENT else None)
+            Hidden(key_path(key), why, self._copy(blob, key_path(key)) if why == CONTENT else None)
             for key, why, blob in rows
         ]
 
@@ -129,6 +130,13 @@ class SecretIndex:
             count = db.execute("SELECT COUNT(*) FROM files WHERE hide != ''").fetchone()[0]
         return (self.masks_dir if count else None), int(count)
 
+    def nested_git_dirs(self) -> tuple[str, ...]:
+        """The ``.git`` directories below the workspace's top (nested repositories: their
+        history and config), as the last walk found them: shown empty like the top one."""
+        with self._db() as db:
+            found = meta_get(db, "git_dirs")
+        return tuple(json.loads(found)) if found else ()
+
     def paths(self) -> list[str]:
         """Workspace-relative paths of the hidden files, sorted."""
         return [h.path for h in self.hidden()]
@@ -138,7 +146,7 @@ class SecretIndex:
         the file's name and type take part in the decision)."""
         with self._db() as db:
             row = db.execute(
-                "SELECT secret FROM verdicts WHERE blob = ? AND path = ?", (blob, _key(path))
+                "SELECT secret FROM verdicts WHERE blob = ? AND path = ?", (blob, path_key(path))
             ).fetchone()
         return bool(row[0]) if row else None
 
@@ -155,7 +163,12 @@ class SecretIndex:
     # -- writing ----------------------------------------------------------------------
     def note(self, path: str, *, data: bytes | None, fd: int = -1) -> None:
         """A server write put ``data`` at ``path`` (or the content of the opened ``fd``),
-        or removed it (both None/-1)."""
+        or removed it (both None/-1); the indexes of workspaces that hold this one (a
+        session attached to a directory of another's workspace) learn of it too."""
+        if data is None and fd >= 0 and self.shared:
+            data = read_fd(fd)
+        for other in enclosing_indexes(self):
+            other.note(f"{other.relative}/{path}", data=data)
         with self._db() as db:
             if data is None and fd < 0:
                 self._forget(db, path)
@@ -173,7 +186,7 @@ class SecretIndex:
             db.execute("DELETE FROM files")
             shutil.rmtree(self.masks_dir, ignore_errors=True)
             self._walk(db, known={})
-            self._meta_set(db, "built", self.rules.version)
+            meta_set(db, "built", self.rules.version)
 
     # -- internals --------------------------------------------------------------------
     @contextlib.contextmanager
@@ -181,23 +194,8 @@ class SecretIndex:
         if self._held is not None:  # inside batch(): its transaction
             yield self._held
             return
-        path = self.home / "secrets.sqlite3"
-        if path not in _READY:
-            self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
-        db = sqlite3.connect(path, timeout=300, isolation_level=None)  # a first scan may be long
-        try:
-            if path not in _READY:
-                db.executescript(SCHEMA)
-                _READY.add(path)
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
-        finally:
-            db.close()
+        with index_db(self.home) as db:
+            yield db
 
     def hidden_among(self, paths: list[str]) -> set[str]:
         """Which of ``paths`` are hidden (as the index last saw them)."""
@@ -207,29 +205,22 @@ class SecretIndex:
             marks = ",".join("?" * len(paths))
             rows = db.execute(
                 f"SELECT path FROM files WHERE hide != '' AND path IN ({marks})",
-                [_key(p) for p in paths],
+                [path_key(p) for p in paths],
             ).fetchall()
-        return {_path(row[0]) for row in rows}
-
-    def _meta(self, db: sqlite3.Connection, key: str) -> str:
-        row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return str(row[0]) if row else ""
-
-    def _meta_set(self, db: sqlite3.Connection, key: str, value: str) -> None:
-        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+        return {key_path(row[0]) for row in rows}
 
     def _fresh(self, db: sqlite3.Connection) -> None:
         """Scan what changed: everything when the index is new or the rules moved, the
         files whose stat moved when the workspace is live."""
-        if self._meta(db, "built") != self.rules.version:
+        if meta_get(db, "built") != self.rules.version:
             db.execute("DELETE FROM files")
             db.execute("DELETE FROM verdicts")
             shutil.rmtree(self.masks_dir, ignore_errors=True)
             self._walk(db, known={})
-            self._meta_set(db, "built", self.rules.version)
+            meta_set(db, "built", self.rules.version)
         elif self.live:
             known = {
-                _path(row[0]): tuple(row[1:])
+                key_path(row[0]): tuple(row[1:])
                 for row in db.execute("SELECT path, size, mtime, ino, nlink FROM files")
             }
             self._walk(db, known=known)
@@ -239,13 +230,13 @@ class SecretIndex:
         place of what was there: what a session keeps of a command (its session layer)."""
         with self._db() as db:
             for rel in rels:
-                key = _key(rel)
+                key = path_key(rel)
                 below = db.execute(
                     "SELECT path FROM files WHERE path = ? OR (path > ? AND path < ?)",
                     (key, key + b"/", key + b"0"),
                 ).fetchall()
                 for (row,) in below:
-                    self._forget(db, _path(row))
+                    self._forget(db, key_path(row))
                 self._walk(db, known={}, under=rel)
 
     def _walk(
@@ -260,24 +251,43 @@ class SecretIndex:
             return True
 
         found: set[str] = set()
+        git_dirs: set[str] = set()
+
+        def descend(rel: str) -> bool:
+            if rel.rpartition("/")[2].lower() not in SKIPPED_DIRS:
+                return True
+            if rel.lower() != ".git":  # the top one is masked by the view itself
+                git_dirs.add(rel)
+            return False
+
         try:
             top = os.open(self.root / under, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         except OSError:  # a file (or nothing) there
-            info = _lstat(self.root / under) if under else None
+            info = lstat_or_none(self.root / under) if under else None
             if info is not None and st.S_ISREG(info.st_mode):
                 self._record(db, under, info, None)
             return
         try:
-            walk = walk_tree(top, under, descend=lambda n: n not in SKIPPED_DIRS, keep=keep)
+            walk = walk_tree(top, under, descend=descend, keep=keep)
             for rel in walk:  # a directory's files are yielded before the next is read
                 info = pending.pop(rel.rpartition("/")[2])
                 found.add(rel)
-                if known.get(rel) != _signature(info):
+                if known.get(rel) != signature(info):
                     self._record(db, rel, info, None)
         finally:
             os.close(top)
         for gone in set(known) - found:
             self._forget(db, gone)
+        self._note_git_dirs(db, git_dirs, under)
+
+    def _note_git_dirs(self, db: sqlite3.Connection, found: set[str], under: str) -> None:
+        before = meta_get(db, "git_dirs")
+        kept = {
+            rel
+            for rel in (json.loads(before) if before else [])
+            if under and rel != under and not rel.startswith(f"{under}/")
+        }
+        meta_set(db, "git_dirs", json.dumps(sorted(kept | found)))
 
     def _record(
         self, db: sqlite3.Connection, rel: str, info: os.stat_result, data: bytes | None
@@ -291,26 +301,44 @@ class SecretIndex:
             if data is None:
                 data = read_nofollow(self.root, rel)
             if data is None or len(data) > SCAN_CAP:
-                why = LARGE if data is not None else ""
+                # Too large to scan: hidden whole, unless a team said the path holds no
+                # secret (a data set: Secret rules, allowed paths).
+                allowed = bool(self.rules.allow_paths) and path_allowed(rel, self.rules.allow_paths)
+                why = LARGE if data is not None and not allowed else ""
             else:
                 blob = blob_id(data)
                 why = CONTENT if self._verdict(db, rel, blob, data) else ""
+        self._moved(db, rel, why, blob)
         db.execute(
             "INSERT OR REPLACE INTO files (path, size, mtime, ino, nlink, blob, hide) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (_key(rel), *_signature(info), blob, why),
+            (path_key(rel), *signature(info), blob, why),
         )
         mask_write(
             self.masks_dir, rel, self._copy(blob, rel) if why == CONTENT else None, hidden=bool(why)
         )
 
+    def generation(self) -> int:
+        """A number that moves whenever what is hidden moves: a process started with an
+        older view (a running MCP server) is started again before it is used."""
+        with self._db() as db:
+            self._fresh(db)
+            return int(meta_get(db, "generation") or 0)
+
+    def _moved(self, db: sqlite3.Connection, rel: str, hide: str, blob: str) -> None:
+        row = db.execute("SELECT hide, blob FROM files WHERE path = ?", (path_key(rel),)).fetchone()
+        before = (row[0], row[1] if row[0] == CONTENT else "") if row else ("", "")
+        if before != (hide, blob if hide == CONTENT else ""):
+            meta_set(db, "generation", str(int(meta_get(db, "generation") or 0) + 1))
+
     def _forget(self, db: sqlite3.Connection, rel: str) -> None:
-        db.execute("DELETE FROM files WHERE path = ?", (_key(rel),))
+        self._moved(db, rel, "", "")
+        db.execute("DELETE FROM files WHERE path = ?", (path_key(rel),))
         mask_write(self.masks_dir, rel, None, hidden=False)
 
     def _verdict(self, db: sqlite3.Connection, rel: str, blob: str, data: bytes) -> bool:
         row = db.execute(
-            "SELECT secret FROM verdicts WHERE blob = ? AND path = ?", (blob, _key(rel))
+            "SELECT secret FROM verdicts WHERE blob = ? AND path = ?", (blob, path_key(rel))
         ).fetchone()
         if row is not None:
             return bool(row[0])
@@ -320,12 +348,12 @@ class SecretIndex:
             self._write_copy(blob, rel, shown)
         db.execute(
             "INSERT OR REPLACE INTO verdicts (blob, path, secret) VALUES (?, ?, ?)",
-            (blob, _key(rel), int(secret)),
+            (blob, path_key(rel), int(secret)),
         )
         return secret
 
     def _copy(self, blob: str, path: str) -> Path:
-        name = hashlib.sha256(_key(path) + b"\0" + blob.encode()).hexdigest()[:40]
+        name = hashlib.sha256(path_key(path) + b"\0" + blob.encode()).hexdigest()[:40]
         return self.home / "redacted" / name
 
     def _write_copy(self, blob: str, path: str, shown: bytes) -> None:
@@ -339,21 +367,17 @@ class SecretIndex:
         os.replace(tmp, target)
 
 
-def _lstat(path: Path) -> os.stat_result | None:
-    try:
-        return os.lstat(path)
-    except OSError:
-        return None
-
-
-def _signature(info: os.stat_result) -> tuple[int, int, int, int]:
-    return (info.st_size, info.st_mtime_ns, info.st_ino, info.st_nlink)
-
-
-def _key(path: str) -> bytes:
-    """A path as the index stores it: its bytes (names need not be UTF-8)."""
-    return os.fsencode(path)
-
-
-def _path(key: bytes) -> str:
-    return os.fsdecode(key)
+def enclosing_indexes(index: SecretIndex) -> list[SecretIndex]:
+    """The indexes, kept beside ``index``, of the workspaces that hold its root in a
+    directory of theirs (their ``relative`` says where)."""
+    if not index.shared:
+        return []
+    found = []
+    root = index.root.resolve()
+    for parent in root.parents:
+        home = index.home.parent / workspace_key(parent)
+        if (home / "secrets.sqlite3").is_file():
+            other = SecretIndex(parent, home, live=False, rules=index.rules, shared=False)
+            other.relative = str(root.relative_to(parent))
+            found.append(other)
+    return found

@@ -12,22 +12,34 @@ from roles.access import path_allowed
 
 _SECRET_NAMES = re.compile(
     r"""^(?:
-        \.env(?:\..*)?|.*\.env|\.envrc|\.netrc|_netrc|\.npmrc|\.yarnrc(?:\.yml)?|\.pypirc|\.pgpass|
-        \.my\.cnf|\.git-credentials|\.gitcookies|\.vault-token|\.htpasswd|\.s3cfg|\.boto|
+        \.env(?:\.(?!(?:example|sample|template|dist|defaults?|schema)$).*)?|.*\.env|\.envrc|
+        \.netrc|_netrc|\.npmrc|\.pypirc|\.pgpass|
+        pgpass\.conf|\.?passwd-s3fs|\.my\.cnf|\.mylogin\.cnf|\.git-credentials|\.gitcookies|\.vault-token|\.htpasswd|\.s3cfg|\.boto|
         \.dockercfg|\.terraformrc|terraform\.rc|\.tfvars|.*\.tfvars(?:\.json)?|
         terraform\.tfstate(?:\.backup)?|.*\.tfstate|kubeconfig(?:\..*)?|
-        id_(?:rsa|dsa|ecdsa|ed25519)(?:_sk)?(?:\.pub)?|.*\.pem|.*\.key|.*\.p12|.*\.pfx|
+        id_(?:rsa|dsa|ecdsa|ed25519)(?:_sk)?|.*\.key|.*\.p12|.*\.pfx|
         .*\.keystore|.*\.jks|.*\.ppk|.*\.asc|.*\.gpg|.*\.pgp|.*\.kdbx|.*\.keytab|.*\.ovpn|
         credentials|credentials\.(?:json|ya?ml|toml|ini|xml|csv|txt|cfg|conf)|
         client_secrets?(?:_.*)?\.json|.*service[-_]account.*\.json|
         secrets?|secrets?\.(?:json|ya?ml|toml|ini|xml|txt|cfg|conf|env|properties)|.*\.secrets?|
-        wp-config\.php|local\.settings\.json|auth\.json|\.composer-auth\.json|
-        \.credentials(?:\.json)?|\.token|.*\.token|token\.json
+        wp-config\.php|local\.settings\.json|\.composer-auth\.json|
+        \.credentials(?:\.json)?|\.token|.*\.token|token\.json|
+        \.(?:bash|zsh|sh|ksh|fish|python|psql|mysql|sqlite|rediscli|node_repl|irb|lesshst)_?history|
+        \.history|fish_history|\.viminfo
     )$""",
     re.IGNORECASE | re.VERBOSE,
 )
-# Files secret by the directory they are in (the whole directory is a credential store).
+# What an editor, a tool or a person adds to a file's name when keeping a copy of it
+# (``.env.bak``, ``deploy.ppk.old``, ``.htpasswd~``): the copy is as secret as the file.
+_COPY_SUFFIX = re.compile(
+    r"(?:\.(?:bak|backup|bkp|old|orig|save|saved|sav|swp|swo|tmp|temp|copy|prev|dist-old|\d{1,3})|~)$",
+    re.IGNORECASE,
+)
+# Files secret by the directory they are in (the whole directory is a credential store;
+# directory names are compared in lower case, as file names are). Files under a ``.git``
+# directory below the workspace's own (a nested repository) hold its history and config.
 _SECRET_DIRS = {
+    ".git": None,
     ".ssh": None,  # every file in it
     ".gnupg": None,
     ".aws": None,
@@ -63,7 +75,7 @@ class SecretRules:
 
 
 NO_RULES = SecretRules()
-DETECTOR_VERSION = "2"  # bump when the built-in rules change: indexes are scanned again
+DETECTOR_VERSION = "4"  # bump when the built-in rules change: indexes are scanned again
 
 
 def secret_by_name(path: str, rules: SecretRules = NO_RULES) -> bool:
@@ -73,12 +85,21 @@ def secret_by_name(path: str, rules: SecretRules = NO_RULES) -> bool:
     parts = PurePosixPath(path).parts
     if not parts:
         return False
-    if _SECRET_NAMES.match(parts[-1]):
+    name = parts[-1]
+    if len(parts) == 1 and name.lower() == "auth.json":  # Composer's, beside composer.json
         return True
-    for index, part in enumerate(parts[:-1]):
+    while True:
+        if _SECRET_NAMES.match(name):
+            return True
+        copy = _COPY_SUFFIX.sub("", name)
+        if copy == name or not copy:
+            break
+        name = copy
+    for index, raw in enumerate(parts[:-1]):
+        part = raw.lower()
         if part in _SECRET_DIRS:
             names = _SECRET_DIRS[part]
-            rest = "/".join(parts[index + 1 :])
+            rest = "/".join(parts[index + 1 :]).lower()
             if part == ".config":
                 if _CONFIG_SECRETS.match(rest):
                     return True

@@ -16,13 +16,17 @@ test fixtures, which would hide work that is not secret; a quoted high-entropy v
 a secret-like keyword (``token = "..."``) is found by the keyword rules instead.
 
 What does not make a file secret: a name that is a code module (``credentials.py`` is
-judged by its content), numbers, URLs without credentials, placeholders and references to
-the environment (``MAX_TOKENS = 4096``, ``TOKEN_URL = "https://..."``,
-``password = os.environ["PASSWORD"]``).
+judged by its content), numbers, URLs without credentials (or with a placeholder for the
+password: ``postgres://user:password@localhost``), placeholders and references to the
+environment (``MAX_TOKENS = 4096``, ``TOKEN_URL = "https://..."``,
+``password = os.environ["PASSWORD"]``). Files that may hold a secret or not (``*.pem``: a
+certificate or a key; ``.yarnrc.yml``; ``.env.example``; an ``auth.json`` below the top)
+are judged by their content.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +39,14 @@ from detect_secrets.util.code_snippet import get_code_snippet
 
 from acode.patterns import compile_re2
 from roles.access import path_allowed
+from sessions_app.containment.secretforms import (
+    BASE64_RUN,
+    CANDIDATE_FORMS,
+    encoded_secrets,
+    form_secrets,
+    key_block_lines,
+    next_line_secrets,
+)
 from sessions_app.containment.secretnames import (
     DETECTOR_VERSION,
     NO_RULES,
@@ -43,6 +55,7 @@ from sessions_app.containment.secretnames import (
 )
 from sessions_app.containment.secretvalues import (
     OUTPUT_NAME,
+    PLACEHOLDERS,
     is_code,
     is_plausible_secret,
     looks_like_token,
@@ -133,18 +146,7 @@ _TOKEN_KEY = re.compile(
     (?P<value>"[^"\n]{1,500}"|'[^'\n]{1,500}'|[^\s,;'"]{1,500})
     """
 )
-# A private key: its header, at least one line of key material, and (usually) its end.
-_KEY_LINE = r"[ \t\"']*[A-Za-z0-9+/=]{%s}[ \t\"',]*(?:\\n)?[ \t\"',]*\n"
-_KEY_HEAD = (
-    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[^\n]*\n"
-    r"(?:[A-Za-z0-9-]+: [^\n]*\n|[ \t]*\n)*"  # headers (Proc-Type, DEK-Info) and blanks
-)
-_KEY_END = r"[ \t\"']*-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-# A private key: its header, key material and its end; or, cut short, a long first line.
-_PRIVATE_KEY_BLOCK = re.compile(
-    f"{_KEY_HEAD}(?:{_KEY_LINE % '1,'})+{_KEY_END}"
-    f"|{_KEY_HEAD}{_KEY_LINE % '16,'}(?:{_KEY_LINE % '1,'})*"
-)
+_FORM_CANDIDATE = compile_re2(CANDIDATE_FORMS)
 SNIFF = 8192
 
 
@@ -175,29 +177,56 @@ def _filtered(secret: str, line: str, plugin: BasePlugin | None, filename: str) 
     )
 
 
-def scan_text(path: str, text: str, rules: SecretRules = NO_RULES) -> Scan:
-    """The secret values in ``text`` (a file at ``path``, or a tool's output with path "")."""
+def scan_text(path: str, text: str, rules: SecretRules = NO_RULES, *, nested: bool = False) -> Scan:
+    """The secret values in ``text`` (a file at ``path``, or a tool's output with path "");
+    ``nested``: ``text`` was decoded from a value of another text (not decoded again)."""
     if rules.allow_paths and path and path_allowed(path, rules.allow_paths):
         return Scan()
     filename = path or OUTPUT_NAME  # output: configuration-style keyword rules
     text = _scannable(text)
     lines = text.split("\n")
-    candidates = _candidate_lines(text, lines, rules)
     findings: set[Finding] = set()
     allowed_values = _rule_patterns(rules.allow_values)
-    for number in sorted(candidates):
-        line = lines[number - 1][:4000]
-        context = get_code_snippet(lines, number)
-        if allowlist.is_line_allowlisted(filename, line, context):
-            continue
-        for kind, value in _line_secrets(filename, line, number, rules):
-            if any(p.search(value) for p in allowed_values):
-                continue
-            start = line.find(value)
-            if start >= 0 and value:
+
+    def add(number: int, kind: str, value: str) -> None:
+        if value and not any(p.search(value) for p in allowed_values):
+            whole = lines[number - 1]
+            start = whole.find(value)
+            while start >= 0:
                 findings.add(Finding(number, start, start + len(value), kind))
-    blocks = _key_block_lines(text)
+                start = whole.find(value, start + len(value))
+
+    for number, columns in sorted(_candidate_lines(text, lines, rules).items()):
+        for line in _windows(lines[number - 1], columns):
+            if allowlist.is_line_allowlisted(filename, line, get_code_snippet(lines, number)):
+                continue
+            for kind, value in _line_secrets(filename, line, number, rules):
+                add(number, kind, value)
+        for at, value in next_line_secrets(lines, number):
+            add(at, "Secret Keyword", value)
+    if not nested:
+        for number in _base64_lines(text, lines):
+            for value in encoded_secrets(
+                lines[number - 1], lambda decoded: bool(scan_text("", decoded, rules, nested=True))
+            ):
+                add(number, "Encoded Secret", value)
+    blocks = key_block_lines(text.replace("\r", ""))
     return Scan(tuple(sorted(findings, key=lambda f: (f.line, f.start))), blocks)
+
+
+WINDOW = 4000  # characters of a line around each candidate the plugins read
+
+
+def _windows(line: str, columns: Sequence[int]) -> Iterable[str]:
+    """``line`` itself when short; else the part around each candidate (minified code)."""
+    if len(line) <= WINDOW:
+        yield line
+        return
+    last = -WINDOW
+    for column in sorted(columns):
+        if column - last >= WINDOW // 2:
+            last = column
+            yield line[max(0, column - WINDOW // 2) : column + WINDOW // 2]
 
 
 def _scannable(text: str) -> str:
@@ -209,19 +238,34 @@ def _scannable(text: str) -> str:
     return text
 
 
-def _candidate_lines(text: str, lines: Sequence[str], rules: SecretRules) -> set[int]:
+def _line_starts(lines: Sequence[str]) -> list[int]:
     starts, offset = [], 0
     for line in lines:
         starts.append(offset)
         offset += len(line) + 1
-    found: set[int] = set()
-    patterns: list[Any] = [_CANDIDATE, *_rule_patterns(rules.patterns)]
-    import bisect
+    return starts
 
-    for pattern in patterns:
+
+def _candidate_lines(text: str, lines: Sequence[str], rules: SecretRules) -> dict[int, list[int]]:
+    """Lines worth handing to the plugins (1-based), with the columns of what matched."""
+    starts = _line_starts(lines)
+    found: dict[int, list[int]] = {}
+    for pattern in (_CANDIDATE, _FORM_CANDIDATE, *_rule_patterns(rules.patterns)):
         for match in pattern.finditer(text):
-            found.add(bisect.bisect_right(starts, match.start()))
+            number = bisect.bisect_right(starts, match.start())
+            found.setdefault(number, []).append(match.start() - starts[number - 1])
     return found
+
+
+def _base64_lines(text: str, lines: Sequence[str]) -> list[int]:
+    starts = _line_starts(lines)
+    return sorted(
+        {
+            bisect.bisect_right(starts, m.start())
+            for m in BASE64_RUN.finditer(text)
+            if not len(m.group(0)) % 4
+        }
+    )
 
 
 def _line_secrets(
@@ -240,6 +284,9 @@ def _line_secrets(
             continue
         if not _filtered(value, line, None, filename):
             yield "Token Keyword", value
+    for kind, value in form_secrets(line):
+        if not _filtered(value, line, None, filename) or kind == "Private Key":
+            yield kind, value
     for pattern in _rule_patterns(rules.patterns):
         for match in pattern.finditer(line):
             groups = match.groupdict() if hasattr(match, "groupdict") else {}
@@ -289,15 +336,6 @@ def _key_before(line: str, value: str) -> str:
     return names[-1] if names else ""
 
 
-def _key_block_lines(text: str) -> frozenset[int]:
-    lines: set[int] = set()
-    for match in _PRIVATE_KEY_BLOCK.finditer(text):
-        first = text.count("\n", 0, match.start()) + 1
-        last = first + match.group(0).count("\n")
-        lines.update(range(first, last + 1))
-    return frozenset(lines)
-
-
 REDACTED = "[REDACTED]"
 KEY_REDACTED = "[REDACTED PRIVATE KEY]"
 URL_MASK = "***"
@@ -311,8 +349,14 @@ _URL_CREDENTIALS = re.compile(
 def mask_text(text: str, path: str = "", rules: SecretRules = NO_RULES) -> str:
     """``text`` (the file at ``path``, or output when "") with the passwords in URLs and
     every secret the detector finds masked: what a role sees of it, at every door."""
-    text = _URL_CREDENTIALS.sub(lambda m: f"{m.group('head')}{URL_MASK}", text)
+    text = _URL_CREDENTIALS.sub(_url_masked, text)
     return apply_scan(text, scan_text(path, text, rules))
+
+
+def _url_masked(match: re.Match[str]) -> str:
+    if match.group("password").lower() in PLACEHOLDERS or match.group("password").startswith("$"):
+        return match.group(0)  # an example's placeholder, or a reference to the environment
+    return f"{match.group('head')}{URL_MASK}"
 
 
 def apply_scan(text: str, scan: Scan) -> str:

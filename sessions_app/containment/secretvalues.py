@@ -51,7 +51,7 @@ CODE_SUFFIXES = frozenset({
 })  # fmt: skip
 _FILE_NAME = re.compile(r"^[\w.\-/]+\.[A-Za-z][A-Za-z0-9]{0,4}$")
 _IDENTIFIER = re.compile(
-    r"^(?:[a-z]+(?:_[a-z]+)+\d?|[a-z]+(?:[A-Z][a-z0-9]*)+|[A-Z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+"
+    r"^(?:[a-z]+(?:_[a-z]+)+\d?|[a-z]+(?:[A-Z]+[a-z]*)+\d{0,3}|[A-Z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+"
     r"|(?:string|number|boolean|object|array|integer)\??)$"
 )
 

@@ -202,7 +202,7 @@ def session_layer_index(layer: Path) -> SecretIndex:
     """The secret index of a session's layer: what a role that reads secrets kept there (a
     build's ``.env``, a generated key) is hidden from a role that does not, as in the
     workspace. Only the server moves files in (``session_keep``), so it is kept, not walked."""
-    return SecretIndex(layer, layer.with_name(f"{layer.name}.index"), live=False)
+    return SecretIndex(layer, layer.with_name(f"{layer.name}.index"), live=False, shared=False)
 
 
 def session_layer_path(layers_root: Path, session_id: str) -> Path:

@@ -12,8 +12,8 @@ process any other way. What it decides:
   however many files are hidden); the same index ``read_file`` and search read, so what
   one door hides every door hides;
 - git: a view repository holding no hidden content (``gitview``) at ``/run/acode-git``,
-  never the real git directory; an attached workspace's own ``.git`` directories are
-  masked with an empty one;
+  never the real git directory; an attached workspace's own ``.git`` directory, and any
+  ``.git`` directory below it (a nested repository), are masked with an empty one;
 - the environment: a small base, what the caller adds (an MCP server's declared secrets),
   and git's variables.
 """
@@ -121,7 +121,7 @@ def process_view(
             session_masks, kept_hidden = session_layer_index(session_layer).masks()
             hidden += kept_hidden
         git_mount = _git_view(sight)
-        masked = sight.masked_dirs
+        masked = (*sight.masked_dirs, *sight.index.nested_git_dirs())
     if git_mount is not None or raw_git is not None:
         full_env.update(GIT_DIR=GIT_VIEW, GIT_WORK_TREE=str(workspace))
     return SandboxView(

@@ -20,7 +20,14 @@ from drf_spectacular.generators import SchemaGenerator
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from roles.models import McpArgumentLimit, McpServer, ModelEndpoint, Role, RoleVersion
+from roles.models import (
+    McpArgumentLimit,
+    McpServer,
+    McpToolDefinition,
+    ModelEndpoint,
+    Role,
+    RoleVersion,
+)
 from roles.services import role_write
 from roles.services.mcp import mcp_definitions_record
 from sessions_app.models import (
@@ -287,6 +294,9 @@ def call(operation: str, actor: str, world: dict[str, Any]) -> Any:
         export = url.replace("/import/", "/export/").replace("/test/", "/export/")
         yaml_text = client_for("superuser", world).get(export).content
         return client.generic("POST", url, yaml_text, content_type="application/yaml")
+    if operation == "POST /api/mcp-servers/{slug}/tools/{tool}/approve/":  # what was read
+        live = McpToolDefinition.objects.get(server__slug="matrix-gate", name="issues").live_hash
+        return client.generic(method, url, json.dumps({"hash": live}), "application/json")
     if operation == "POST /api/runs/{id}/approve/":
         body = json.dumps({"digest": world["digest"]})
         return client.generic(method, url, body, "application/json")
