@@ -125,3 +125,30 @@ def key_block_lines(text: str) -> frozenset[int]:
         last = first + match.group(0).count("\n")
         lines.update(range(first, last + 1))
     return frozenset(lines)
+
+
+URL_MASK = "***"
+# scheme://user:password@host (git remotes, database and broker URLs): the password goes.
+_URL_CREDENTIALS = re.compile(
+    r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@\[\]'\"]*:)(?P<password>[^\s/?#'\"]+)"
+    r"(?=@[^\s@/?#'\"]+(?:[\s/?#'\"]|$))"
+)
+
+
+# A URL's password that only says where one goes (an example's), or refers to one.
+_URL_PLACEHOLDER = re.compile(
+    r"(?i)^(?:password|passwd|pass|pwd|secret|changeme|change-me|placeholder|example|x{3,}|\*+"
+    r"|(?:your|my|some)[-_]?password|<[^>]*>|\{\{?[^}]*\}\}?|\$\{?\w+\}?|%\(?\w+\)?s?)$"
+)
+
+
+def _url_masked(match: re.Match[str]) -> str:
+    if _URL_PLACEHOLDER.match(match.group("password")):
+        return match.group(0)
+    return f"{match.group('head')}{URL_MASK}"
+
+
+def url_passwords_masked(text: str) -> str:
+    """``text`` with the password of every URL masked (``scheme://user:***@host``), unless
+    it only says where one goes."""
+    return _URL_CREDENTIALS.sub(_url_masked, text)

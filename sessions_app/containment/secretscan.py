@@ -42,10 +42,12 @@ from roles.access import path_allowed
 from sessions_app.containment.secretforms import (
     BASE64_RUN,
     CANDIDATE_FORMS,
+    URL_MASK,
     encoded_secrets,
     form_secrets,
     key_block_lines,
     next_line_secrets,
+    url_passwords_masked,
 )
 from sessions_app.containment.secretnames import (
     DETECTOR_VERSION,
@@ -55,7 +57,6 @@ from sessions_app.containment.secretnames import (
 )
 from sessions_app.containment.secretvalues import (
     OUTPUT_NAME,
-    PLACEHOLDERS,
     is_code,
     is_plausible_secret,
     looks_like_token,
@@ -338,25 +339,13 @@ def _key_before(line: str, value: str) -> str:
 
 REDACTED = "[REDACTED]"
 KEY_REDACTED = "[REDACTED PRIVATE KEY]"
-URL_MASK = "***"
-# scheme://user:password@host (git remotes, database and broker URLs): the password goes.
-_URL_CREDENTIALS = re.compile(
-    r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@\[\]'\"]*:)(?P<password>[^\s/?#'\"]+)"
-    r"(?=@[^\s@/?#'\"]+(?:[\s/?#'\"]|$))"
-)
 
 
 def mask_text(text: str, path: str = "", rules: SecretRules = NO_RULES) -> str:
     """``text`` (the file at ``path``, or output when "") with the passwords in URLs and
     every secret the detector finds masked: what a role sees of it, at every door."""
-    text = _URL_CREDENTIALS.sub(_url_masked, text)
+    text = url_passwords_masked(text)
     return apply_scan(text, scan_text(path, text, rules))
-
-
-def _url_masked(match: re.Match[str]) -> str:
-    if match.group("password").lower() in PLACEHOLDERS or match.group("password").startswith("$"):
-        return match.group(0)  # an example's placeholder, or a reference to the environment
-    return f"{match.group('head')}{URL_MASK}"
 
 
 def apply_scan(text: str, scan: Scan) -> str:
