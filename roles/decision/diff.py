@@ -26,7 +26,12 @@ from typing import Any
 
 from roles.access import CHANGE_PERMISSIONS, WritePolicy
 from roles.decision.diff_commands import any_allowed, command_gains
-from roles.decision.diff_limits import limit_key, schema_narrower, violating_arguments
+from roles.decision.diff_limits import (
+    limit_key,
+    permitted_arguments,
+    schema_narrower,
+    violating_arguments,
+)
 from roles.decision.diff_paths import language_gain
 from roles.decision.diff_role import (
     ANALYSED,
@@ -129,7 +134,9 @@ def _reversed(finding: Finding) -> Finding:
     example = dict(finding.counterexample)
     if "old" in example and "new" in example:
         example["old"], example["new"] = example["new"], example["old"]
-    return replace(finding, what="no longer: " + finding.what, counterexample=example)
+    what = finding.what
+    what = "lose " + what[5:] if what.startswith("gain ") else "no longer " + what
+    return replace(finding, what=what, counterexample=example)
 
 
 # -- dimensions: each gives what ``pair.new`` allows that ``pair.old`` did not ------------
@@ -143,7 +150,7 @@ def _permissions(pair: CounterPair) -> list[Finding]:
             example = _change_example(pair, change) or example
         elif permission == "network":
             example = _network_example(pair) or example
-        found.append(Finding("effective_permissions", f"gains permission {permission}", True,
+        found.append(Finding("effective_permissions", f"gain permission {permission}", True,
                              example))  # fmt: skip
     return found
 
@@ -179,7 +186,7 @@ def _tools(pair: CounterPair) -> list[Finding]:
         if declaration is not None:
             arguments = arguments_for(pair, declaration)
             example = verified_call(pair, tool, arguments) or example
-        found.append(Finding("effective_tools", f"gains tool {tool}", True, example))
+        found.append(Finding("effective_tools", f"gain tool {tool}", True, example))
     return found
 
 
@@ -195,7 +202,7 @@ def _write_paths(pair: CounterPair) -> list[Finding]:
     gained, path = language_gain(new_globs or ["**"], old_globs)
     if not gained:
         return []
-    what = "may write paths outside its old write globs"
+    what = "write paths outside its old write globs"
     if path is None:
         return [Finding("write_paths", what, False)]
     allowed = _verified_change(new_policy, old_policy, path, common[0])
@@ -218,7 +225,7 @@ def _commands(pair: CounterPair) -> list[Finding]:
             if gain.new == "allow" and pair.new_role.access.declaration("execute_command"):
                 call = verified_call(pair, "execute_command", {"argv": list(gain.argv)})
                 example = call or example
-        what = f"may run commands it could not: {gain.what}"
+        what = f"run commands it could not: {gain.what}"
         found.append(Finding("command_rules", what, gain.exact, example))
     return found
 
@@ -237,7 +244,8 @@ def _limits(pair: CounterPair) -> list[Finding]:
             what = f"{tool}: the limit set by {owner} is gone or not provably as narrow"
             if tool not in new_tools:  # unlimited from the day it gets the tool
                 what += " (the role does not get the tool now)"
-            example = _limit_example(pair, tool, schema) if tool in new_tools else None
+            others = [s for _, s in new_items.get(tool, [])]
+            example = _limit_example(pair, tool, schema, others) if tool in new_tools else None
             found.append(Finding("argument_limits", what, bool(example), example or {}))
     return found
 
@@ -251,12 +259,12 @@ def _limit_items(document: Mapping[str, Any]) -> dict[str, list[tuple[str, Any]]
     return items
 
 
-def _limit_example(pair: CounterPair, tool: str, schema: Any) -> Counter | None:
+def _limit_example(pair: CounterPair, tool: str, schema: Any, others: list[Any]) -> Counter | None:
     declaration = pair.known.get(tool)
     if declaration is None or not isinstance(schema, Mapping):
         return None
     base = arguments_for(pair, declaration)
-    for patch in violating_arguments(schema):
+    for patch in [*violating_arguments(schema), *permitted_arguments(others)]:
         example = verified_call(pair, tool, {**base, **patch})
         if example:
             return example
@@ -270,7 +278,7 @@ def _budgets(pair: CounterPair) -> list[Finding]:
         if isinstance(before, int) and isinstance(after, int) and after > before:
             example = {"kind": "budget", "field": name, "old": before, "new": after}
             found.append(
-                Finding("budgets", f"{name} rises from {before} to {after}", True, example)
+                Finding("budgets", f"have {name} raised from {before} to {after}", True, example)
             )
     return found
 
@@ -278,9 +286,11 @@ def _budgets(pair: CounterPair) -> list[Finding]:
 def _flags(pair: CounterPair) -> list[Finding]:
     found = []
     if pair.new.get("answer_sets_plan") and not pair.old.get("answer_sets_plan"):
-        found.append(Finding("answer_sets_plan", "its answer sets the session's plan"))
+        found.append(Finding("answer_sets_plan", "set the session's plan with its answer"))
     if pair.old.get("protected") and not pair.new.get("protected"):
-        found.append(Finding("protected", "changes to it no longer need a second admin"))
+        found.append(
+            Finding("protected", "lose its protection (a change no longer needs a second admin)")
+        )
     return found
 
 
@@ -290,7 +300,7 @@ def _servers(pair: CounterPair) -> list[Finding]:
     for slug, grant in sorted((pair.new.get("mcp_servers") or {}).items()):
         before = old.get(slug)
         if before is None:
-            what = f"MCP server {slug}: its tools reach {_reach(grant)}"
+            what = f"use MCP server {slug}: {_reach(grant)}"
             found.append(Finding("mcp_servers", what, True, {"kind": "server", "server": slug}))
             continue
         for what in _grant_gains(slug, before, grant):
@@ -308,33 +318,37 @@ def _reach(grant: Mapping[str, Any]) -> str:
 def _grant_gains(slug: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
     gains = []
     if after.get("network") and not before.get("network"):
-        gains.append(f"MCP server {slug} now runs with network access")
+        gains.append(f"use MCP server {slug} with network access")
     if after.get("allow_private_network") and not before.get("allow_private_network"):
-        gains.append(f"MCP server {slug} may now reach private networks")
+        gains.append(f"use MCP server {slug} with private networks allowed")
     if (after.get("url") or "") != (before.get("url") or "") and after.get("url"):
-        gains.append(
-            f"MCP server {slug} now reaches {after['url']} (was {before.get('url') or 'none'})"
-        )
+        gains.append(f"use MCP server {slug} at {after['url']} (was {before.get('url') or 'none'})")
     if list(after.get("command") or []) != list(before.get("command") or []) and after.get(
         "command"
     ):
-        gains.append(f"MCP server {slug} now runs {' '.join(after['command'])}")
+        gains.append(f"use MCP server {slug} running {' '.join(after['command'])}")
     secrets = sorted(set(after.get("secrets") or ()) - set(before.get("secrets") or ()))
     if secrets:
-        gains.append(f"MCP server {slug} is given the secrets {', '.join(secrets)}")
+        gains.append(f"give MCP server {slug} the secrets {', '.join(secrets)}")
     return gains
 
 
 def _entries(pair: CounterPair) -> list[Finding]:
+    """Ways in: a rule from a role it had no rule from, or with a weaker precondition
+    (``none`` is weaker than every other)."""
+
     def rules(document: Mapping[str, Any]) -> set[tuple[str, str]]:
         return {(str(r.get("from")), str(r.get("precondition") or "none"))
                 for r in document.get("entered_from") or ()}  # fmt: skip
 
+    before = rules(pair.old)
     found = []
-    for source, condition in sorted(rules(pair.new) - rules(pair.old)):
+    for source, condition in sorted(rules(pair.new) - before):
+        if (source, "none") in before:
+            continue
         example = {"kind": "transition", "from": source, "to": pair.new.get("slug"),
                    "precondition": condition}  # fmt: skip
-        what = f"sessions in {source} may switch into it ({condition})"
+        what = f"be entered from {source} ({condition}): sessions there may switch into it"
         found.append(Finding("entered_from", what, True, example))
     return found
 

@@ -220,7 +220,7 @@ def _samples(kind: Any, *, option: bool) -> Sequence[str | None]:
     if isinstance(kind, list):
         return [str(v) for v in kind[:20]]
     return {
-        "text": ["probe text"],
+        "text": ["probe text", "/probe", "../probe"],
         "int": ["7"],
         "path": ["probe.txt"],
         "paths": ["tests/probe.py"],

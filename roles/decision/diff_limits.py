@@ -85,6 +85,18 @@ def violating_arguments(schema: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
             yield {name: value}
 
 
+def permitted_arguments(schemas: list[Any]) -> Iterator[dict[str, Any]]:
+    """Arguments the limits ``schemas`` name as allowed (their ``enum`` and ``const``
+    values): candidates too, as a widened list names the new value."""
+    for schema in schemas:
+        properties = schema.get("properties") if isinstance(schema, Mapping) else None
+        for name, sub in (properties or {}).items():
+            if isinstance(sub, Mapping):
+                values = list(sub.get("enum") or []) + ([sub["const"]] if "const" in sub else [])
+                for value in values[:20]:
+                    yield {name: value}
+
+
 def _violations(sub: Mapping[str, Any]) -> Iterator[Any]:
     if "const" in sub:
         yield _other(sub["const"])

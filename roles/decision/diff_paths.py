@@ -26,6 +26,8 @@ _NO_FLAGS = REFlags(0)
 # The paths a counterexample prefers: plain names a reader recognises (others are still
 # found when only they differ).
 _PLAIN_PATH = r"[a-z0-9_][a-z0-9_.-]*(/[a-z0-9_][a-z0-9_.-]*)*"
+# Names with control characters are refused whatever the globs say (``roles.access``).
+_NAMEABLE = r"[^\x00-\x1f\x7f-\x9f]*"
 _GLOB_SPECIAL = re.compile(r"\*\*/|\*\*|\*|\?")
 
 
@@ -115,12 +117,13 @@ def _parsed(source: str) -> Any:
 
 def _difference_example(source: str, others: tuple[str, ...]) -> str | None:
     """The shortest string ``source`` matches and none of ``others`` does, or None."""
-    patterns = [_parsed(source), *(_parsed(o) for o in others), _parsed(_PLAIN_PATH)]
+    patterns = [_parsed(source), *(_parsed(o) for o in others), _parsed(_NAMEABLE),
+                _parsed(_PLAIN_PATH)]  # fmt: skip
     alphabet, _ = Alphabet.union(*(p.get_alphabet(_NO_FLAGS) for p in patterns))
     machines = [p.to_fsm(alphabet, (0, 0), _NO_FLAGS) for p in patterns]
-    gained: FSM = machines[0]
-    if len(machines) > 2:
-        gained = gained.difference(machines[1].union(*machines[2:-1]))
+    gained: FSM = machines[0].intersection(machines[-2])
+    if len(machines) > 3:
+        gained = gained.difference(machines[1].union(*machines[2:-2]))
     if gained.empty():
         return None
     plain = gained.intersection(machines[-1])

@@ -97,7 +97,7 @@ def protected_widening_check(widened: Mapping[str, PolicyDiff]) -> None:
 
 def _gains_text(diff: PolicyDiff) -> str:
     tools = [
-        g.what.removeprefix("gains tool ") for g in diff.gains if g.dimension == "effective_tools"
+        g.what.removeprefix("gain tool ") for g in diff.gains if g.dimension == "effective_tools"
     ]
     limits = sorted(
         {g.what.split(":", 1)[0] for g in diff.gains if g.dimension == "argument_limits"}
@@ -115,7 +115,7 @@ def _gains_text(diff: PolicyDiff) -> str:
 def _details(diff: PolicyDiff) -> dict[str, Any]:
     data: dict[str, Any] = {"gains": [g.as_data() for g in diff.gains]}
     tools = [
-        g.what.removeprefix("gains tool ") for g in diff.gains if g.dimension == "effective_tools"
+        g.what.removeprefix("gain tool ") for g in diff.gains if g.dimension == "effective_tools"
     ]
     if tools:
         data["tools_gained"] = tools
