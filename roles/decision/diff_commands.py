@@ -54,15 +54,50 @@ def rule_outcome(rule: CommandRule) -> str:
     return "allow"
 
 
-def argv_outcome(argv: Sequence[str], rules: Sequence[CommandRule]) -> str:
+def argv_outcome(
+    argv: Sequence[str], rules: Sequence[CommandRule], index: RuleIndex | None = None
+) -> str:
     """What ``rules`` answer for ``argv`` (no links in the workspace): the first rule that
-    matches decides; no rules, allow."""
+    matches decides; no rules, allow. ``index``: the rules by program, when built already."""
     if not rules:
         return "allow" if command_rule_check(argv, [], _NO_LINKS).allowed else "deny"
-    for rule in rules:
+    for rule in (index or RuleIndex.of(rules)).for_program(argv[0] if argv else ""):
         if command_rule_check(argv, [rule], _NO_LINKS).allowed:
             return rule_outcome(rule)
     return "deny"
+
+
+@dataclass(frozen=True)
+class RuleIndex:
+    """A list of rules by the program they are for (in their order), so a command is
+    checked only against the rules that can match it: a structured rule names its program,
+    a legacy pattern its first word (one that starts with a wildcard is for any)."""
+
+    by_program: Mapping[str, tuple[tuple[int, CommandRule], ...]]
+    wild: tuple[tuple[int, CommandRule], ...]
+
+    @classmethod
+    def of(cls, rules: Sequence[CommandRule]) -> RuleIndex:
+        by_program: dict[str, list[tuple[int, CommandRule]]] = {}
+        wild: list[tuple[int, CommandRule]] = []
+        for index, rule in enumerate(rules):
+            program = _program(rule)
+            if program is None:
+                wild.append((index, rule))
+            else:
+                by_program.setdefault(program, []).append((index, rule))
+        return cls({k: tuple(v) for k, v in by_program.items()}, tuple(wild))
+
+    def for_program(self, program: str) -> list[CommandRule]:
+        found = sorted([*self.by_program.get(program, ()), *self.wild], key=lambda x: x[0])
+        return [rule for _, rule in found]
+
+
+def _program(rule: CommandRule) -> str | None:
+    if isinstance(rule, Mapping):
+        return str(rule.get("program", ""))
+    words = rule.split() if isinstance(rule, str) else []
+    return None if not words or _GLOB.search(words[0]) else words[0]
 
 
 def command_gains(old: Sequence[CommandRule], new: Sequence[CommandRule]) -> list[CommandGain]:
@@ -77,26 +112,56 @@ def command_gains(old: Sequence[CommandRule], new: Sequence[CommandRule]) -> lis
         return [CommandGain("no command rules: any command may run")]
     if not old:
         return []  # anything ran before
+    old_index, new_index = RuleIndex.of(old), RuleIndex.of(new)
     gains: list[CommandGain] = []
     for index, rule in enumerate(new):
         rank = OUTCOME_RANK[rule_outcome(rule)]
-        if rank == 0 or any(
-            OUTCOME_RANK[rule_outcome(o)] >= rank and rule_included(rule, o) for o in old
+        if rank == 0 or rule in old:  # an equal rule has the same outcome
+            continue
+        program = _program(rule)
+        candidates = old if program is None else old_index.for_program(program)
+        if any(
+            OUTCOME_RANK[rule_outcome(o)] >= rank and rule_included(rule, o) for o in candidates
         ):
             continue
-        gains.append(_searched(f"command_rules[{index}]", rule, old, new))
+        gains.append(_searched(f"command_rules[{index}]", rule, (old, old_index), (new, new_index)))
+    kept: dict[Any, int] = {}  # the deny and ask rules of new, by what they match
+    for rule in new:
+        if (rank := OUTCOME_RANK[rule_outcome(rule)]) < 2:
+            kept[_key(rule)] = min(rank, kept.get(_key(rule), 2))
     for index, rule in enumerate(old):  # a deny or ask rule gone may let more through
         rank = OUTCOME_RANK[rule_outcome(rule)]
-        if rank < 2 and not any(o == rule for o in new):
-            gains.append(_searched(f"old command_rules[{index}]", rule, old, new))
-    return [g for g in gains if g is not None]
+        if rank < 2 and kept.get(_key(rule), 2) > rank:
+            label = f"old command_rules[{index}]"
+            gains.append(_searched(label, rule, (old, old_index), (new, new_index)))
+    return gains
+
+
+def _key(rule: CommandRule) -> Any:
+    """What a rule matches, as a comparable value (not its examples or outcome)."""
+    if isinstance(rule, Mapping):
+        return tuple(
+            sorted((k, _frozen(v)) for k, v in rule.items() if k not in ("examples", "outcome"))
+        )
+    return rule
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return tuple(sorted((str(k), _frozen(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return tuple(_frozen(v) for v in value)
+    return value
 
 
 def _searched(
-    label: str, rule: CommandRule, old: Sequence[CommandRule], new: Sequence[CommandRule]
+    label: str,
+    rule: CommandRule,
+    old: tuple[Sequence[CommandRule], RuleIndex],
+    new: tuple[Sequence[CommandRule], RuleIndex],
 ) -> CommandGain:
     for argv in rule_commands(rule):
-        was, now = argv_outcome(argv, old), argv_outcome(argv, new)
+        was, now = argv_outcome(argv, *old), argv_outcome(argv, *new)
         if OUTCOME_RANK[now] > OUTCOME_RANK[was]:
             return CommandGain(f"{label} ({_text(rule)})", tuple(argv), was, now)
     return CommandGain(f"{label} ({_text(rule)}): no old rule provably includes it (conservative)")

@@ -104,7 +104,11 @@ def language_gain(
         relevant = [translate(o) for o in old if _compatible(literal_prefix(o, special), prefix)]
         if any(r is None for r in relevant):
             return True, None
-        example = _difference_example(source, tuple(r for r in relevant if r is not None))
+        plain = [r for r in relevant if r is not None]
+        sample = next((t for t in _samples(pattern, kind) if not matches_any(t, plain)), None)
+        if sample is not None:  # a plain string the pattern matches and no old one does
+            return True, sample
+        example = _difference_example(source, tuple(plain))
         if example is not None:
             return True, example
     return False, None
@@ -155,6 +159,20 @@ def _letter(letter: Any) -> str:
     return (
         letter if isinstance(letter, str) else "\u00a7"
     )  # anything else: a letter no pattern names
+
+
+def _samples(pattern: str, kind: str) -> list[str]:
+    """A few plain strings ``pattern`` matches (each wildcard filled one way or another),
+    tried before any automaton is built: when one is outside the old patterns, it is the
+    example."""
+    if kind != "glob":
+        return []
+    found = []
+    for deep, star in (("", "0"), ("0/", "0"), ("", "")):
+        text = pattern.replace("**/", deep).replace("**", "0").replace("*", star).replace("?", "0")
+        if text and re.fullmatch(glob_regex(pattern), text) and text not in found:
+            found.append(text)
+    return found
 
 
 def matches_any(text: str, sources: Iterable[str]) -> bool:

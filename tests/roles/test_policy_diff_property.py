@@ -4,6 +4,7 @@ a gain; and the other way round as a narrowing. No false "narrows"."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import HealthCheck, event, given, settings
@@ -77,9 +78,8 @@ def pairs(draw: st.DrawFn) -> tuple[RoleView, RoleView]:
         role = old_specs[0]
         if which == "limit":
             new_specs = old_specs
-        elif which == "parent":
-            new_specs = [role, *new_specs[1:]] if len(new_specs) > 1 else [role]
-            new_specs[0] = _with(role, parent=new_specs[0].parent)
+        elif which == "parent":  # the drawn parent (and its spec) under the old role
+            new_specs = [_with(role, parent=new_specs[0].parent), *new_specs[1:]]
             new_limits = old_limits
         else:
             new_specs = [_with(role, **{which: getattr(new_specs[0], which)}), *old_specs[1:]]
@@ -88,8 +88,6 @@ def pairs(draw: st.DrawFn) -> tuple[RoleView, RoleView]:
 
 
 def _with(role: RoleSpec, **fields: Any) -> RoleSpec:
-    from dataclasses import replace
-
     return replace(role, **fields)
 
 
