@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -25,12 +24,10 @@ import yaml
 from _report import record
 from _setup import ROOT, fmt_time
 
-sys.path.insert(0, str(ROOT))
-
-from roles.access import RoleSpec, ToolSpec, compute_access, role_snapshot  # noqa: E402
-from roles.decision.diff import PolicyDiff, policy_diff  # noqa: E402
-from roles.decision.diff_paths import _parsed  # noqa: E402
-from roles.tools import declared_tools  # noqa: E402
+from roles.access import RoleSpec, ToolSpec, compute_access, role_snapshot
+from roles.decision.diff import PolicyDiff, policy_diff
+from roles.decision.diff_paths import _parsed
+from roles.tools import declared_tools
 
 TARGET_MS = 50.0
 FIELDS = RoleSpec.__dataclass_fields__
