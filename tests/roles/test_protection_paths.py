@@ -169,3 +169,40 @@ def test_every_role_data_admin_page_says_a_refusal_in_words(admin_client_logged_
     assert response.status_code == 200
     assert "ACODE-ROL-015" in response.content.decode()
     assert not TransitionRule.objects.filter(to_role=scout).exists()
+
+
+def test_the_permission_admin_says_why_a_rename_is_refused(admin_client_logged_in: Any) -> None:
+    Permission.objects.filter(code="network").delete()
+    Permission.objects.create(code="scratch", description="unused")
+    _family(["read_files", "scratch"], child=["read_files", "scratch"])
+    scratch = Permission.objects.get(code="scratch")
+    url = f"/admin/roles/permission/{scratch.pk}/change/"
+    response = admin_client_logged_in.post(
+        url, {"code": "network", "description": "unused"}, follow=True
+    )
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "ACODE-ROL-015" in page and "gain permission network" in page
+    assert Permission.objects.filter(code="scratch").exists()
+
+
+def test_the_mcp_server_admin_says_why_a_wider_grant_is_refused(
+    admin_client_logged_in: Any,
+) -> None:
+    server = _tracker()
+    from roles.services.mcp import mcp_tool_approve
+
+    mcp_tool_approve(tool=McpToolDefinition.objects.get(server=server), actor="test")
+    role_write(data={"slug": "scout", "name": "Scout", "protected": True,
+                     "permissions": ["read_files", "mcp-tracker"]}, create=True, actor="test")  # fmt: skip
+    form = {"slug": "tracker", "description": "", "transport": "http", "command": "[]",
+            "read_only_paths": "[]", "url": "https://tracker.example.com/mcp",
+            "env_secrets": "{}", "header_secrets": "{}", "allow_private_network": "on",
+            "call_timeout_seconds": 60, "max_output_chars": 65536, "enabled": "on"}  # fmt: skip
+    url = f"/admin/roles/mcpserver/{server.pk}/change/"
+    response = admin_client_logged_in.post(url, form, follow=True)
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "ACODE-ROL-015" in page, page[:3000]
+    assert "use MCP server tracker with private networks allowed" in page
+    assert McpServer.objects.get(slug="tracker").allow_private_network is False
