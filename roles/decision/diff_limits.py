@@ -5,8 +5,8 @@ A limit the new version no longer holds (removed, or changed) is a gain unless o
 new limits on the same tool is provably at least as narrow (``schema_narrower``): it has
 every keyword of the old fragment with a value at least as strict (``enum``/``const``
 among the old values, ``maxLength``/``maximum``/``maxItems`` no larger, ``min*`` no
-smaller, ``required`` a superset, each old property's schema narrower, the same
-``pattern``/``type``/``format``), and what it adds is a keyword that only ever narrows.
+smaller, ``required`` a superset, each old property's schema narrower, a ``pattern`` whose matches the old one's
+include, decided with automata; the same ``type``/``format``), and what it adds is a keyword that only ever narrows.
 Anything else (``anyOf``, ``$ref``, a changed ``pattern``...) is not provably narrower, so
 it counts as a gain and says "conservative".
 """
@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from typing import Any
+
+from roles.decision.diff_paths import search_pattern_included
 
 _UPPER = ("maxLength", "maximum", "exclusiveMaximum", "maxItems", "maxProperties")
 _LOWER = ("minLength", "minimum", "exclusiveMinimum", "minItems", "minProperties")
@@ -50,6 +52,8 @@ def _keyword_narrower(key: str, new: Any, old: Any) -> bool:
         return _number(new) is not None and _number(old) is not None and new <= old
     if key in _LOWER:
         return _number(new) is not None and _number(old) is not None and new >= old
+    if key == "pattern" and isinstance(new, str) and isinstance(old, str):
+        return search_pattern_included(new, old)
     if key == "required" and isinstance(new, list) and isinstance(old, list):
         return set(old) <= set(new)
     if key == "properties" and isinstance(new, Mapping) and isinstance(old, Mapping):

@@ -119,9 +119,33 @@ def _parsed(source: str) -> Any:
     return parse_pattern(source)
 
 
-def _difference_example(source: str, others: tuple[str, ...]) -> str | None:
-    """The shortest string ``source`` matches and none of ``others`` does, or None."""
-    patterns = [_parsed(source), *(_parsed(o) for o in others), _parsed(_NAMEABLE),
+def search_pattern_included(new: str, old: str) -> bool:
+    """Whether every string JSON Schema's ``pattern`` ``new`` finds a match in, ``old`` does
+    too (patterns search, unless anchored with ``^...$``); False when unsure (a syntax
+    the automata library does not read)."""
+    try:
+        return _difference_example(_searched(new), (_searched(old),), nameable=False) is None
+    except Exception:  # noqa: BLE001 - an unreadable pattern is simply not proven
+        return False
+
+
+def _searched(pattern: str) -> str:
+    """A ``pattern`` that searches, as one that matches whole strings."""
+    head = "" if pattern.startswith("^") else r"[\s\S]*"
+    body = pattern.removeprefix("^")
+    tail = r"[\s\S]*"
+    if body.endswith("$") and not body.endswith("\\$"):
+        body, tail = body[:-1], ""
+    return f"{head}(?:{body}){tail}"
+
+
+def _difference_example(
+    source: str, others: tuple[str, ...], *, nameable: bool = True
+) -> str | None:
+    """The shortest string ``source`` matches and none of ``others`` does, or None
+    (``nameable``: only strings without control characters, as file names are)."""
+    universe = _NAMEABLE if nameable else r"[\s\S]*"
+    patterns = [_parsed(source), *(_parsed(o) for o in others), _parsed(universe),
                 _parsed(_PLAIN_PATH)]  # fmt: skip
     alphabet, _ = Alphabet.union(*(p.get_alphabet(_NO_FLAGS) for p in patterns))
     machines = [p.to_fsm(alphabet, (0, 0), _NO_FLAGS) for p in patterns]

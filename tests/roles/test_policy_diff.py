@@ -250,3 +250,12 @@ def test_same_version_no_findings() -> None:
     assert diff(role, role) == PolicyDiff("coder")
     assert diff(role, replace(role, spec=replace(role.spec, description="x"))).changed == (
         "description",)  # fmt: skip
+
+
+def test_a_limit_pattern_is_compared_with_automata() -> None:
+    loose = {"properties": {"project": {"pattern": "^acode-"}}}
+    tight = {"properties": {"project": {"pattern": "^acode-[a-z]+$"}}}
+    assert not diff(_limited(loose), _limited(tight)).widens  # provably narrower
+    widened = diff(_limited(tight), _limited(loose))
+    assert widened.widens and [g.dimension for g in widened.gains] == ["argument_limits"]
+    assert_real(widened, _limited(tight), _limited(loose))
