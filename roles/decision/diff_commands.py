@@ -116,10 +116,10 @@ def command_gains(old: Sequence[CommandRule], new: Sequence[CommandRule]) -> lis
     gains: list[CommandGain] = []
     for index, rule in enumerate(new):
         rank = OUTCOME_RANK[rule_outcome(rule)]
-        if rank == 0 or rule in old:  # an equal rule has the same outcome
-            continue
         program = _program(rule)
         candidates = old if program is None else old_index.for_program(program)
+        if rank == 0 or rule in candidates:  # an equal rule has the same outcome
+            continue
         if any(
             OUTCOME_RANK[rule_outcome(o)] >= rank and rule_included(rule, o) for o in candidates
         ):
