@@ -67,6 +67,35 @@ class ReasonCountOutput(serializers.Serializer):
     count = serializers.IntegerField()
 
 
+class DiffFindingOutput(serializers.Serializer):
+    dimension = serializers.CharField(
+        help_text="effective_permissions, effective_tools, write_paths, command_rules, "
+        "argument_limits, mcp_servers, budgets, answer_sets_plan, protected, entered_from"
+    )
+    what = serializers.CharField()
+    exact = serializers.BooleanField(
+        help_text="False: not provably narrower, so counted as a gain (conservative)."
+    )
+    counterexample = serializers.DictField(
+        help_text="kind call (tool, arguments, old, new: decided with both versions), change "
+        "(path, change), argv, effect, budget, server or transition; {} when none was found."
+    )
+    text = serializers.CharField()
+
+
+class PolicyDiffOutput(serializers.Serializer):
+    role = serializers.CharField()
+    widens = serializers.BooleanField(help_text="Whether the draft grants anything new.")
+    gains = DiffFindingOutput(many=True, help_text="What the draft allows that the role did not.")
+    narrowings = DiffFindingOutput(
+        many=True, help_text="What the role allowed that the draft does not."
+    )
+    changed = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Fields that changed without changing on their own what the role may do.",
+    )
+
+
 class ReplayOutput(serializers.Serializer):
     role = serializers.CharField()
     since = serializers.DateTimeField(allow_null=True)
@@ -80,6 +109,10 @@ class ReplayOutput(serializers.Serializer):
     not_replayable_reasons = ReasonCountOutput(many=True)
     groups = ReplayGroupOutput(many=True)
     examples_failing = ExampleResultOutput(many=True)
+    diff = PolicyDiffOutput(help_text="What the draft grants and takes, with counterexamples.")
+    diff_below = PolicyDiffOutput(
+        many=True, help_text="The same for each role below it whose access moves."
+    )
 
 
 def window_time(value: Any, name: str) -> datetime | None:
@@ -113,7 +146,9 @@ class RoleReplayApi(APIView):
         "decided again under the draft (the role with `draft` over it). Counts of what "
         "would change, grouped by tool and rule with examples linked to audit rows; "
         "decisions that depended on something not recorded are counted per reason, not "
-        "guessed. Failing examples of the draft are listed. Nothing is written.",
+        "guessed. Failing examples of the draft are listed, and the policy diff: what the "
+        "draft allows that the role did not and the other way round, each with a "
+        "counterexample (also what no recorded call exercised). Nothing is written.",
         operation_id="roles_replay",
     )
     def post(self, request: Request, name: str) -> Response:

@@ -3,7 +3,8 @@
 ``decide`` (``core``) answers "may this role make this call" from the role's definition,
 the call, the host's sandbox (``facts``) and the workspace's links
 (``roles.commands.workspace``); ``arguments`` holds the path and argv rules it applies (and
-containment re-uses); ``examples`` checks a role's examples with it. Nothing here reads the
+containment re-uses); ``examples`` checks a role's examples with it; ``diff`` compares two
+versions of a role, each gain with a counterexample decided with it. Nothing here reads the
 database or the file system, so the executor, a role save and a replay agree.
 """
 

@@ -9,7 +9,9 @@ Checks live in ``roles.validation``; these modules raise them as ``AcodeError``.
 ``roles``: roles themselves; ``catalog``: tools, permissions, transition rules and prompt
 packs; ``common``: who acted, the change signal and role versions; ``examples``: the
 role's policy examples, checked on every role write; ``drafts``: whether a role write goes
-live or becomes a draft (protected roles); ``draft_review``: publishing or rejecting one.
+live or becomes a draft (protected roles); ``draft_review``: publishing or rejecting one;
+``protection``: no write gains a protected role anything (the policy diff, over the role
+documents ``policy`` builds).
 """
 
 from __future__ import annotations

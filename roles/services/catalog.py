@@ -14,6 +14,7 @@ from roles.services.common import (
     role_versions_record,
 )
 from roles.services.examples import catalog_examples_check
+from roles.services.protection import protected_roles_guard
 from roles.validation import check_prompt_text, tool_name_problems, transition_rule_problems
 
 
@@ -90,25 +91,29 @@ def permission_delete(
 
 
 # -- transition rules -----------------------------------------------------------------
+@transaction.atomic
 def transition_rule_save(
     *, rule: TransitionRule, actor: str | None = None, user: AbstractBaseUser | None = None
 ) -> TransitionRule:
-    """Save a transition rule; ACODE-ROL-004 if it does not change the role or is malformed."""
+    """Save a transition rule; ACODE-ROL-004 if it does not change the role or is malformed,
+    ACODE-ROL-015 if it leads into a protected role a way it was not entered before."""
     ends = (rule.from_role.slug, rule.to_role.slug)
     problems = transition_rule_problems(
         from_slug=ends[0], to_slug=ends[1], precondition=rule.precondition, known_roles=ends
     )
     if problems:
         raise AcodeError("ACODE-ROL-004", "; ".join(problems), {"problems": problems})
-    rule.save()
+    with protected_roles_guard():
+        rule.save()
     data_changed("transition rule", "saved", str(rule), actor_label(actor, user))
     return rule
 
 
+@transaction.atomic
 def transition_rule_delete(
     *, rule: TransitionRule, actor: str | None = None, user: AbstractBaseUser | None = None
 ) -> None:
-    """Delete a transition rule."""
+    """Delete a transition rule (never a gain: nothing is refused)."""
     rule.delete()
     data_changed("transition rule", "deleted", str(rule), actor_label(actor, user))
 

@@ -9,10 +9,12 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from roles.access import compute_access, content_hash, role_snapshot
+from roles.decision.diff import PolicyDiff
 from roles.decision.limits import limits_of
 from roles.mcp_tools import argument_limits
 from roles.models import PromptComponent, RoleVersion
 from roles.registry import read_specs
+from roles.services.policy import tool_declarations
 from roles.services.protection import protected_widening, protected_widening_check
 from roles.signals import prompt_rejected, role_data_changed, role_version_created
 
@@ -63,7 +65,8 @@ def role_versions_record(
     ):
         latest.setdefault(slug, (number, digest))
     moved: list[tuple[str, int, str, dict[str, Any]]] = []
-    widened: dict[str, dict[str, Any]] = {}  # protected roles this write would widen
+    widened: dict[str, PolicyDiff] = {}  # protected roles this write would widen
+    known = tool_declarations(tools)
     for slug in sorted(wanted & set(specs)):
         access = compute_access(slug, specs, tools)
         snapshot = role_snapshot(specs[slug], access, limits_of(slug, specs, limits))
@@ -72,8 +75,8 @@ def role_versions_record(
         if stored == digest:
             continue
         if specs[slug].protected and number:
-            found = protected_widening(_snapshot(slug, number), snapshot)
-            if found:
+            found = protected_widening(_snapshot(slug, number), snapshot, declarations=known)
+            if found is not None:
                 widened[slug] = found
         moved.append((slug, number + 1, digest, snapshot))
     protected_widening_check(widened)  # raises before any version: the write rolls back

@@ -36,7 +36,7 @@ from roles.mcp_tools import listing_refusals, mcp_tool_name, server_permission
 from roles.models import ModelEndpoint, Permission
 from roles.services.common import actor_label, data_changed, role_versions_record
 from roles.services.examples import role_examples_enforce
-from roles.services.protection import reviewed_write
+from roles.services.protection import protected_roles_guard, reviewed_write
 
 NAMES_REFUSED = "ACODE-MCP-010"
 
@@ -198,6 +198,14 @@ def mcp_server_save(
 ) -> McpServer:
     """Save a registration (its secrets are names of acode's variables, never values, and
     never one of acode's own)."""
+    with protected_roles_guard():  # its address and grants are what its tools reach
+        _server_write(server, actor_label(actor, user))
+        role_versions_record(actor=actor, user=user)  # switched on or off: roles' tools moved
+    return server
+
+
+def _server_write(server: McpServer, who: str) -> None:
+    """Check and save a registration, and the permission that grants its tools."""
     server.full_clean()
     taken = sorted(
         name
@@ -215,9 +223,7 @@ def mcp_server_save(
         code=server_permission(server.slug),
         defaults={"description": f"Use the tools of MCP server {server.slug}"},
     )
-    data_changed("mcp server", "saved", server.slug, actor_label(actor, user))
-    role_versions_record(actor=actor, user=user)  # switched on or off: roles' tools moved
-    return server
+    data_changed("mcp server", "saved", server.slug, who)
 
 
 @transaction.atomic

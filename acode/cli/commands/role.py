@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from acode.cli.client import ApiClient
-from acode.cli.commands import role_drafts
+from acode.cli.commands import role_diff, role_drafts
 from acode.cli.commands import roles as roles_commands
 from acode.cli.commands.role_replay import draft_of, print_replay_report
 from acode.cli.errors import ExitCode
@@ -248,3 +248,5 @@ def print_policy_report(report: dict[str, Any]) -> None:
 app.command("drafts")(role_drafts.drafts)
 app.command("publish")(role_drafts.publish)
 app.command("reject")(role_drafts.reject)
+# What a change grants, with counterexamples (``role_diff``).
+app.command("diff")(role_diff.diff)
