@@ -1,0 +1,433 @@
+"""Attacks on the one view (issue 35), one class of its Why per section, each variant a
+test: real sandbox, real git, real MCP stdio servers, calls made the way the job loop
+makes them (``kit.Caller``: the call has its audit rows, acode's own secret never shows,
+nothing outside the workspace changes) and every answer checked for the planted secrets
+in any encoding (``leaks.exposures``). A variant marked ``xfail(strict=True)`` with a
+reason "LEAK: ..." is an attack that succeeds on what landed (reproduction in the test).
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import io
+import json
+import os
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.independent.redkit import (
+    AWS_SECRET,
+    TOKEN,
+    VALUE,
+    committed,
+    git,
+    managed_probe,
+    probe,
+    write,
+)
+from tests.sessions_app.agent.containment.kit import Area, needs_sandbox
+
+pytestmark = [pytest.mark.django_db, needs_sandbox]
+
+
+def leak(reason: str) -> Any:
+    return pytest.mark.xfail(strict=True, reason=f"LEAK: {reason}")
+
+
+# == 1. Committed secrets through the git view =========================================
+def _history(repo: Path) -> None:
+    """History with secrets: committed by name and by content, then some removed, on a
+    second branch, in a tag's message."""
+    git(repo, "init", "-q", "-b", "main")
+    write(repo, {
+        ".env": f"STRIPE_KEY={VALUE}\n",
+        ".aws/credentials": f"[default]\naws_secret_access_key = {AWS_SECRET}\n",
+        "config/settings.toml": f'[svc]\ntoken = "{TOKEN}"\nretries = 3\n',
+        "src/app.py": "x = 1\n",
+        "old/keys.txt": f"{VALUE}\n{TOKEN}\n",
+    })  # fmt: skip
+    committed(repo, "first")
+    git(repo, "rm", "-q", "-r", "old")
+    committed(repo, "remove the keys")
+    git(repo, "checkout", "-q", "-b", "other")
+    write(repo, {".env.prod": f"{VALUE}\n", "src/other.py": f"K = '{TOKEN}'\n"})
+    committed(repo, "other branch")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "tag", "-a", "v1", "-m", VALUE)
+
+
+INFLATE = r"""
+import os, sys, zlib
+roots = [os.getcwd(), "/run", "/tmp", os.environ.get("HOME", "/tmp")]
+for root in roots:
+    for d, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            if "objects" not in p and not p.endswith((".pack", ".bundle")):
+                continue
+            try:
+                data = open(p, "rb").read()
+            except OSError:
+                continue
+            i = 0
+            while True:
+                j = data.find(b"\x78", i)
+                if j < 0:
+                    break
+                try:
+                    sys.stdout.write(zlib.decompressobj().decompress(data[j:j + 1 << 20]).decode("latin-1"))
+                except zlib.error:
+                    pass
+                i = j + 1
+"""
+GIT_READS = {
+    "diff": "git status; git diff; git diff HEAD; git diff --cached; git diff HEAD~1 HEAD",
+    "show": "git show HEAD:.env; git show HEAD:config/settings.toml; git show HEAD:.aws/credentials; git show --all",
+    "log-p": "git log -p --all --reflog --full-history; git log --all --format=%B%n%N",
+    "cat-file": "git cat-file --batch-all-objects --batch | base64 -w0",
+    "bundle": "git bundle create /tmp/b.bundle --all && cd /tmp && $U git clone -q /tmp/b.bundle /tmp/c && cd /tmp/c && $U git log -p --all; cat .env config/settings.toml",
+    "archive": "git archive --format=tar HEAD | tar -xOf -; git archive --format=zip HEAD > /tmp/a.zip && unzip -p /tmp/a.zip",
+    "fast-export": "git fast-export --all --signed-tags=verbatim",
+    "reflog-stash": "git reflog --all; git stash list; git stash show -p; git fsck --lost-found --unreachable --dangling; ls /tmp/lost-found 2>/dev/null",
+    "packs": '$U git init -q /tmp/r && cp -r "$GIT_DIR"/objects/. /tmp/r/.git/objects/ && cd /tmp/r && $U git cat-file --batch-all-objects --batch',
+    "grep": "git grep -n -e . $(git rev-list --all); git grep -n --cached -e .; git grep -n --untracked -e .",
+    "plumbing": "git ls-files -s | while read m o s p; do git cat-file -p $o; done; git rev-list --all --objects | git cat-file --batch; git for-each-ref; git tag -n99; git cat-file -p v1",
+    "checkout-index": "git checkout-index -a -f --prefix=/tmp/co/ && cat /tmp/co/.env /tmp/co/config/settings.toml; git restore --source=HEAD -- . ; cat .env; git checkout other -- . ; cat .env.prod src/other.py",
+    "no-git-dir": "$U git log -p --all; ls -la .git; cat .git/config .git/packed-refs",
+    "raw-objects": f"python3 - <<'PY'\n{INFLATE}\nPY",
+    "remote": "git remote -v; git config --list --show-origin; git ls-remote origin; git fetch origin; git log -p --all",
+}
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> Path:
+    repo = tmp_path / "upstream"
+    repo.mkdir()
+    _history(repo)
+    return repo
+
+
+@pytest.mark.parametrize("read", GIT_READS)
+def git_script(read: str) -> str:
+    return f"U='env -u GIT_DIR -u GIT_WORK_TREE'\n{{ {GIT_READS[read]}\n}} 2>&1"
+
+
+def test_git_of_a_managed_session_holds_no_committed_secret(
+    user: Any, upstream: Path, area: Area, read: str
+) -> None:
+    call = managed_probe(user, upstream, area)
+    call.sh(git_script(read))
+
+
+@pytest.mark.parametrize("read", GIT_READS)
+def test_git_of_an_attached_workspace_holds_no_committed_secret(
+    user: Any, area: Area, read: str
+) -> None:
+    _history(area.ws)
+    call = probe("coder", user, area)
+    call.sh(git_script(read))
+
+
+def _nested_repo(ws: Path) -> None:
+    """A repository inside the workspace (a vendored clone): its history holds a .env, and
+    its config holds the credentials CI checkouts leave there."""
+    lib = ws / "vendor" / "lib"
+    lib.mkdir(parents=True)
+    _history(lib)
+    basic = base64.b64encode(f"x-access-token:{VALUE}".encode()).decode()
+    with (lib / ".git" / "config").open("a") as config:
+        config.write(
+            f'[http "https://github.com/"]\n\textraheader = AUTHORIZATION: basic {basic}\n'
+        )
+
+
+NESTED_READS = {
+    "git-dir": "git --git-dir=vendor/lib/.git log -p --all; git --git-dir=vendor/lib/.git show v1",
+    "cd": "cd vendor/lib && env -u GIT_DIR -u GIT_WORK_TREE git log -p --all",
+    "config": "cat vendor/lib/.git/config; git --git-dir=vendor/lib/.git config --list",
+    "objects": f"cd vendor/lib/.git && python3 - <<'PY'\n{INFLATE}\nPY",
+    "link": "ln -s ../vendor/lib/.git/config docs/cfg; cat docs/cfg",
+}
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        pytest.param(
+            name,
+            marks=leak(
+                "a repository nested in an attached workspace (vendor/lib/.git) is neither "
+                "indexed nor masked (only the top .git is): its history and config reach "
+                "commands in plain text"
+            ),
+        )
+        for name in NESTED_READS
+    ],
+)
+def test_a_nested_repositorys_history_is_no_way_around_the_view(
+    user: Any, area: Area, read: str
+) -> None:
+    _nested_repo(area.ws)
+    call = probe("coder", user, area)
+    call.sh(f"{{ {NESTED_READS[read]}\n}} 2>&1")
+
+
+def test_a_nested_repositorys_files_are_hidden_from_read_file_and_search(
+    user: Any, area: Area
+) -> None:
+    _nested_repo(area.ws)
+    call = probe("coder", user, area)
+    call("read_file", path="vendor/lib/.git/config")
+    call("grep_search", pattern="extraheader|STRIPE", path="vendor")
+
+
+@leak(
+    "a hard link committed to the attached repository: read_file refuses it and commands "
+    "see it empty, but the git view keeps its blob (judged by content only): "
+    "`git show HEAD:docs/notes.md` prints the outside file's content"
+)
+def test_a_committed_hard_link_is_hidden_from_git_as_from_cat(
+    user: Any, area: Area, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text(f"{VALUE}\n")
+    os.link(outside, area.ws / "docs" / "notes.md")
+    committed(area.ws)
+    call = probe("coder", user, area)
+    call.sh("cat docs/notes.md; git show HEAD:docs/notes.md; git diff HEAD")
+
+
+# == 2. Secrets known by name (other names of the families) or by content ==============
+def _pem(body: str, *, kind: str = "RSA PRIVATE KEY", eol: str = "\n") -> str:
+    lines = [body[i : i + 64] for i in range(0, len(body), 64)]
+    return eol.join([f"-----BEGIN {kind}-----", *lines, f"-----END {kind}-----", ""])
+
+
+KEY_BODY = ("MIIEowIBAAKCAQEA" + VALUE + AWS_SECRET) * 3
+B64 = base64.b64encode
+BY_NAME = {  # other names of the families the issue lists; each holds only VALUE
+    "dotenv-local": (".env.production.local", f"STRIPE={VALUE}\n"),
+    "dotenv-suffix": ("deploy/prod.env", f"{VALUE}\n"),
+    "dotenv-case": ("Deploy/.ENV.Staging", f"{VALUE}\n"),
+    "envrc": (".envrc", f"export X={VALUE}\n"),
+    "npmrc": ("services/api/.npmrc", f"//registry.npmjs.org/:_authToken={VALUE}\n"),
+    "pypirc": (".pypirc", f"[pypi]\nusername = __token__\npassword = {VALUE}\n"),
+    "pgpass": (".pgpass", f"db.internal:5432:*:app:{VALUE}\n"),
+    "netrc": ("_netrc", f"machine api.github.com login x password {VALUE}\n"),
+    "ssh-dir": ("home/.ssh/deploy", f"{VALUE}\n"),
+    "ssh-upper": ("keys/ID_RSA", f"{VALUE}\n"),
+    "ssh-ecdsa-sk": ("id_ecdsa_sk", f"{VALUE}\n"),
+    "ppk-upper": ("keys/deploy.PPK", f"{VALUE}\n"),
+    "kube-dir": ("ops/.kube/config", f"token: {VALUE}\n"),
+    "kubeconfig-yaml": ("kubeconfig.yaml", f"{VALUE}\n"),
+    "tfvars-json": ("infra/prod.auto.tfvars.json", f'{{"x": "{VALUE}"}}\n'),
+    "tfstate": ("infra/terraform.tfstate.backup", f"{VALUE}\n"),
+    "sa-json": ("ci/my-service_account-prod.json", f"{VALUE}\n"),
+    "client-secret": ("client_secret_123.apps.json", f"{VALUE}\n"),
+    "cargo": (".cargo/credentials.toml", f"{VALUE}\n"),
+    "gh-hosts": (".config/gh/hosts.yml", f"{VALUE}\n"),
+    "docker-dir": ("ci/.docker/config.json", f"{VALUE}\n"),
+    "credentials-bare": ("aws/credentials", f"{VALUE}\n"),
+    "keystore": ("android/release.keystore", f"{VALUE}\n"),
+    "p12": ("certs/client.P12", f"{VALUE}\n"),
+    "kdbx": ("team.kdbx", f"{VALUE}\n"),
+    "secrets-yaml": ("helm/secrets.yaml", f"{VALUE}\n"),
+}
+BY_NAME_LEAKS = {  # (name, content) pairs expected hidden, found readable
+    "pgpass-windows": ("pgpass.conf", f"db.internal:5432:*:app:{VALUE}\n"),
+    "vault-token-backup": (".vault-token.bak", f"{VALUE}\n"),
+    "htpasswd-backup": (".htpasswd.old", "admin:$apr1$x9$" + VALUE[:22] + "\n"),
+    "s3fs": (".passwd-s3fs", f"AKIAIOSFODNN7EXAMPLE:{AWS_SECRET}\n"),
+    "ppk-backup": (
+        "keys/deploy.ppk.bak",
+        "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: deploy\n"
+        f"Public-Lines: 1\nAAAAC3NzaC1lZDI1NTE5AAAAI\nPrivate-Lines: 1\n{VALUE}\n"
+        f"Private-MAC: {AWS_SECRET}\n",
+    ),
+    "ssh-dir-case": (".SSH/deploy_key", f"{VALUE}\n"),
+    "shell-history": (
+        ".bash_history",
+        f"ls\nmysql -u root -p{VALUE} app\ncurl -u admin:{AWS_SECRET} https://ci.example.com\n",
+    ),
+    "nested-dotgit-dir": ("notes/.git/.env", f"{VALUE}\n"),
+}
+BY_CONTENT = {  # files not secret by name, holding secrets a detector can find
+    "ini-keyword": ("config/app.ini", f"[auth]\nclient_secret = {VALUE}\n"),
+    "yaml-keyword": ("deploy/values.yml", f"db:\n  password: {VALUE}\n"),
+    "jdbc": ("conf/db.properties", f"url=jdbc:postgresql://db/app?user=app&password={VALUE}\n"),
+    "url-creds": ("docs/setup.md", f"Clone with https://bot:{VALUE}@git.example.com/x.git\n"),
+    "redis-url": ("compose.yml", f"  REDIS: redis://:{VALUE}@cache:6379/0\n"),
+    "settings-py": ("web/settings.py", f"SECRET_KEY = '{VALUE}'\nDEBUG = False\n"),
+    "github-token-md": ("notes/todo.md", f"- rotate {TOKEN} before friday\n"),
+    "github-token-csv": ("data/export.csv", f"id,owner,token\n1,ci,{TOKEN}\n"),
+    "notebook": (
+        "nb/explore.ipynb",
+        json.dumps({"cells": [{"outputs": [{"text": [f"{TOKEN}\n"]}]}]}),
+    ),
+    "pem-indented": (
+        "docs/howto.md",
+        "```\n" + "    " + _pem(KEY_BODY).replace("\n", "\n    ") + "```\n",
+    ),
+    "pem-odd-name": ("certs/server-key.txt", _pem(KEY_BODY)),
+    "pem-openssh-backup": ("id_rsa.bak", _pem(KEY_BODY, kind="OPENSSH PRIVATE KEY")),
+    "kubeadm-conf": ("deploy/admin.conf", f"users:\n- name: admin\n  user:\n    token: {VALUE}\n"),
+    "tfvars-backup": ("infra/terraform.tfvars.bak", f'db_password = "{VALUE}"\n'),
+    "gradle": ("gradle.properties", f"signing.password={VALUE}\n"),
+}
+BY_CONTENT_LEAKS = {
+    "dockerfile": ("Dockerfile", f"FROM python\nENV API_KEY={VALUE}\n"),
+    "conn-string": ("appsettings.json", f'{{"Db": "Server=db;User Id=app;Password={VALUE};"}}\n'),
+    "gcp-key-other-name": (
+        "ci/gcp-deployer.json",
+        json.dumps(
+            {
+                "type": "service_account",
+                "private_key_id": "abc",
+                "private_key": _pem(KEY_BODY, kind="PRIVATE KEY"),
+            },
+            indent=2,
+        ),
+    ),
+    "aws-config-case": (".AWS/config", f"[default]\naws_secret_access_key = {AWS_SECRET}\n"),
+    "wp-config-backup": ("wp-config.php.bak", f"<?php\ndefine( 'DB_PASSWORD', '{VALUE}' );\n"),
+    "maven-settings": (
+        ".m2/settings.xml",
+        f"<server><id>x</id><password>{VALUE}</password></server>\n",
+    ),
+    "shell-export": (
+        "scripts/deploy.sh",
+        f"#!/bin/sh\nexport AWS_SECRET_ACCESS_KEY={AWS_SECRET}\n",
+    ),
+    "bearer-header": ("scripts/call.http", f"GET /x\nAuthorization: Bearer {VALUE}\n"),
+    "docker-auth-json": (
+        "ci/docker-auth.json",
+        json.dumps(
+            {"auths": {"registry.example.com": {"auth": B64(f"ci:{VALUE}".encode()).decode()}}}
+        ),
+    ),
+    "k8s-secret-data": (
+        "deploy/k8s/db.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  DATABASE_URL: "
+        + B64(f"postgres://app:{VALUE}@db/app".encode()).decode()
+        + "\n",
+    ),
+    "yaml-folded": ("deploy/values.yaml", f"db:\n  password: >-\n    {VALUE}\n"),
+    "toml-multiline": ("config/app.toml", f'api_token = """\n{VALUE}\n"""\n'),
+    "python-parenthesised": ("web/conf.py", f'DB_PASSWORD = (\n    "{VALUE}"\n)\n'),
+    "pem-crlf": ("certs/server-key.txt", _pem(KEY_BODY, eol="\r\n")),
+    "readme-curl-u": ("README.md", f"curl -u admin:{VALUE} https://ci.example.com/api\n"),
+    "long-line": ("static/app.min.js", "var a=" + "1," * 2500 + f'0;var t="{TOKEN}";\n'),
+    "utf16": ("notes/keys.txt", f"token = {TOKEN}\n".encode("utf-16-le")),
+    "gzip": ("backup/notes.txt.gz", gzip.compress(f"rotate {TOKEN}\n".encode())),
+}
+
+
+def _tar(files: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+BY_CONTENT_LEAKS["tar-with-env"] = ("backup/site.tar", _tar({".env": f"KEY={VALUE}\n"}))
+READS = (
+    "cat {p}; base64 -w0 {p}; xxd {p} | head -400; od -An -c {p} | head -400; rev {p}; "
+    "tr 'a-zA-Z' 'n-za-mN-ZA-M' < {p}; fold -w7 {p}; gzip -c {p} | base64 -w0; "
+    "iconv -f utf-16le -t utf-8 {p} 2>/dev/null | rev; cut -c4000- {p} | rev; "
+    "zcat -f {p} | rev; tar -xOf {p} 2>/dev/null | rev; "
+    'sed -n \'s/.*auth": "\\([^"]*\\)".*/\\1/p;s/.*DATABASE_URL: //p\' {p} | base64 -d | rev'
+)
+
+
+def _plant_and_read(user: Any, area: Area, path: str, content: str | bytes) -> None:
+    target = area.ws / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(content if isinstance(content, bytes) else content.encode())
+    call = probe("coder", user, area)
+    call.sh(READS.format(p=f"'{path}'"))
+    call("read_file", path=path)
+    call("grep_search", pattern=".", path=path)
+    call("list_directory", path=str(Path(path).parent))
+
+
+def _cases(ok: dict[str, Any], leaks: dict[str, Any], why: dict[str, str]) -> list[Any]:
+    cases = [pytest.param(*v, id=k) for k, v in ok.items()]
+    cases += [pytest.param(*v, id=k, marks=leak(why[k])) for k, v in leaks.items()]
+    return cases
+
+
+NAME_WHY = {
+    "pgpass-windows": "pgpass.conf (PostgreSQL's name for .pgpass on Windows) is not a "
+    "secret name, and host:port:db:user:password has no keyword: cat prints the password",
+    "vault-token-backup": ".vault-token.bak: only .vault-token is a name; a bare token has "
+    "no keyword: cat prints it",
+    "htpasswd-backup": ".htpasswd.old: only .htpasswd is a name: cat prints the hash",
+    "s3fs": ".passwd-s3fs (s3fs' credential file, ACCESS:SECRET) is not a secret name and "
+    "the AWS detector finds only the key id: cat prints the secret half",
+    "ppk-backup": "a PuTTY key under another name (deploy.ppk.bak): not a PEM block, so "
+    "nothing finds its content: cat prints the private lines",
+    "ssh-dir-case": ".SSH/ (case) is not .ssh/: the directory rule is case-sensitive while "
+    "the name rules are not; cat prints the key file",
+    "shell-history": ".bash_history holding `mysql -pPASSWORD` and `curl -u user:PASSWORD`: "
+    "no name rule, no detector finds them: cat prints both",
+    "nested-dotgit-dir": "files under a nested .git directory (notes/.git/.env) are skipped "
+    "by the index walk and not masked: cat prints a .env there",
+}
+SPLIT = (
+    "the index's scan of the file (judged by its path) finds nothing, only the output "
+    "pass does: cat shows [REDACTED] but base64, xxd or rev of the same file show the value"
+)
+CONTENT_WHY = {
+    "dockerfile": f"ENV API_KEY=value in a Dockerfile: {SPLIT}",
+    "conn-string": f"Password=value; in a connection string in appsettings.json: {SPLIT}",
+    "aws-config-case": f"aws_secret_access_key = value in .AWS/config: {SPLIT}",
+    "shell-export": f"export AWS_SECRET_ACCESS_KEY=value in a .sh file: {SPLIT}",
+    "gcp-key-other-name": "a service-account key file under another name: the JSON-escaped "
+    "private key (one line with \\n) is found by no door: cat prints it",
+    "wp-config-backup": "define( 'DB_PASSWORD', 'value' ) (a WordPress config under another "
+    "name) is found by no door: cat prints it",
+    "maven-settings": "<password>value</password> (Maven's settings.xml) is found by no "
+    "door: cat prints it",
+    "bearer-header": "Authorization: Bearer value (an .http request file) is found by no "
+    "door: cat prints it",
+    "docker-auth-json": 'a Docker auth file under another name ("auth": base64 of '
+    "user:password): cat shows the base64, base64 -d | rev the password",
+    "k8s-secret-data": "a Kubernetes Secret manifest whose data key is not secret-like "
+    "(DATABASE_URL: base64 of a URL with a password): shown whole",
+    "yaml-folded": "a YAML folded scalar (password: >- on one line, the value on the next): "
+    "the value line has no keyword: cat prints it",
+    "toml-multiline": 'a TOML multi-line string (api_token = """ then the value): cat prints it',
+    "python-parenthesised": 'DB_PASSWORD = (\\n    "value"\\n): the value line has no '
+    "keyword: cat prints it",
+    "pem-crlf": "a private key with CRLF line ends is not matched as a key block: cat prints it",
+    "readme-curl-u": "curl -u user:password in a README: no detector finds it: cat prints it",
+    "long-line": "a token after column 4000 of a line (a minified bundle): the scanner reads "
+    "4000 characters of a line, so cat and read_file print the token",
+    "utf16": "a UTF-16 file holding a token: judged as binary (latin-1), the token is not "
+    "found; cat shows it with U+FFFD between the letters, iconv | rev plainly",
+    "gzip": "a gzip file holding a token: the index cannot see inside; zcat | rev prints it",
+    "tar-with-env": "a tar archive holding a .env: the name rule does not look inside; "
+    "tar -xOf | rev prints the value",
+}
+
+
+@pytest.mark.parametrize(("path", "content"), _cases(BY_NAME, BY_NAME_LEAKS, NAME_WHY))
+def test_a_secret_known_by_its_name_reaches_no_door(
+    user: Any, area: Area, path: str, content: str
+) -> None:
+    _plant_and_read(user, area, path, content)
+
+
+@pytest.mark.parametrize(("path", "content"), _cases(BY_CONTENT, BY_CONTENT_LEAKS, CONTENT_WHY))
+def test_a_secret_known_by_its_content_reaches_no_door(
+    user: Any, area: Area, path: str, content: str | bytes
+) -> None:
+    _plant_and_read(user, area, path, content)
