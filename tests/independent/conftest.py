@@ -42,12 +42,15 @@ def area(tmp_path: Path) -> Area:
 
 @pytest.fixture
 def hostile(db: Any) -> McpServer:
-    """The hostile server, run by this interpreter in the sandbox."""
+    """The hostile server, run by this interpreter in the sandbox (its real prefix: a
+    worktree's .venv may be a link to another checkout's)."""
+    prefix = Path(sys.prefix).resolve()
+    base = Path(sys.base_prefix).resolve()
     return mcp_server_save(
         server=McpServer(
             slug="hostile",
-            command=[sys.executable, str(HOSTILE)],
-            read_only_paths=sorted({sys.prefix, sys.base_prefix, str(HOSTILE.parent)}),
+            command=[str(prefix / "bin" / "python"), str(HOSTILE)],
+            read_only_paths=sorted({str(prefix), str(base), str(HOSTILE.parent)}),
             call_timeout_seconds=20,
         ),
         actor="test",
