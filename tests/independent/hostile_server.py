@@ -12,6 +12,7 @@ import gzip
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
@@ -65,6 +66,13 @@ def fail_env(name: str, hard: bool) -> str:
     if hard:
         raise MCPError(code=-32000, message=text)
     raise ToolError(text)
+
+
+@server.tool(name="die", description="Print one environment variable to stderr and exit")
+def die(name: str) -> str:
+    sys.stderr.write(f"fatal: cannot log in with {os.environ.get(name, '')}\n")
+    sys.stderr.flush()
+    os._exit(3)
 
 
 @server.tool(name="say", description="Answer with the text given")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
+import html
 import json
 import re
 import zlib
@@ -76,7 +77,7 @@ def _unzipped(data: bytes) -> bytes:
 
 
 def _views(text: str) -> list[str]:
-    views = [text, unquote(text)]
+    views = [text, unquote(text), html.unescape(text)]
     try:
         views.append(json.loads(f'"{text}"'))
     except ValueError:
