@@ -9,6 +9,7 @@ reason "LEAK: ..." is an attack that succeeds on what landed (reproduction in th
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import io
 import json
@@ -784,3 +785,222 @@ def test_no_answer_closes_the_untrusted_wrapper(mcp_call: Probe, tool: str) -> N
         closing = [m.start() for m in re.finditer(r"<\s*/\s*untrusted-data", shown, re.I)]
         assert closing == [shown.rindex(f'</untrusted-data boundary="{boundary}">')], shown
         assert shown.count(boundary) == 3, shown  # opening tag, its sentence, closing tag
+
+
+# == 6. Limits that mean what they say ==================================================
+def _limit(role: str, tool: str, schema: dict[str, Any]) -> None:
+    from roles.models import McpArgumentLimit, Role
+    from roles.services.mcp import mcp_argument_limit_save
+
+    mcp_argument_limit_save(
+        limit=McpArgumentLimit(role=Role.objects.get(slug=role), tool=tool, schema=schema),
+        actor="test",
+    )
+
+
+def _decide(role: str, tool: str, arguments: dict[str, Any], ws: Path) -> Any:
+    from roles.registry import registry
+    from sessions_app.agent.executor import tool_check
+
+    registry.invalidate()
+    registry.sync()
+    return tool_check(registry.get(role), tool, arguments, ws)
+
+
+SLURP = "mcp__hostile__slurp"
+PATH_TRICKS = [
+    "docs/../.env", "docs/./../.env", "./docs/../.env", "docs//../.env", "docs/a.md/..",
+    "docs/..", "/docs/a.md", "{ws}/docs/a.md", "docs/up/x", "docs/envlink", "docs/.git/config",
+    "docs/.GIT/config", "docs/a.md\x00/../../.env", "docs/\ud800", "DOCS/a.md", "docs",
+    "docs/sub/../../.env", "notes/../docs/a.md",
+]  # fmt: skip
+
+
+@pytest.fixture
+def path_limited(hostile: Any, area: Area) -> Path:
+    from tests.factories import make_role
+
+    approve(hostile, "slurp")
+    grant("coder", hostile)
+    _limit("coder", SLURP, {"properties": {"path": {"x-workspace-path": ["docs/**"]}}})
+    from roles.models import Role
+
+    make_role("scribe", parent=Role.objects.get(slug="coder"),
+              permissions=["read_files", "mcp-hostile"])  # fmt: skip
+    (area.ws / "docs" / "up").symlink_to("..")
+    (area.ws / "docs" / "envlink").symlink_to("../.env")
+    write(area.ws, {".env": f"K={VALUE}\n", "docs/a.md": "a\n"})
+    return area.ws
+
+
+@pytest.mark.parametrize("role", ["coder", "scribe"])
+def test_a_path_limit_refuses_every_way_out_of_its_globs(path_limited: Path, role: str) -> None:
+    ws = path_limited
+    assert _decide(role, SLURP, {"path": "docs/a.md"}, ws).allowed
+    assert _decide(role, SLURP, {"path": "./docs/a.md"}, ws).allowed  # "." is no way out
+    for trick in PATH_TRICKS:
+        decision = _decide(role, SLURP, {"path": trick.format(ws=ws)}, ws)
+        assert not decision.allowed, (role, trick)
+    for wrong in (["docs/a.md"], {"p": "docs/a.md"}, 7, None, True):
+        assert not _decide(role, SLURP, {"path": wrong}, ws).allowed, wrong
+
+
+def test_a_refused_path_is_audited_and_never_reaches_the_server(
+    path_limited: Path, user: Any, area: Area
+) -> None:
+    call = probe("coder", user, area)
+    for trick in ("docs/../.env", "docs/envlink", "docs/up/.env"):
+        outcome = call(SLURP, path=trick)
+        assert outcome.status == "denied", outcome.for_model()
+    assert call.caller.context.mcp._open == {}  # nothing was started for a refused call
+    call.caller.context.mcp.close()
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "^(a+)+$", "^(a|a)*$", "^(a|aa)+$", "(x+x+)+y", "^(([a-z])+.)+[A-Z]([a-z])+$",
+        "^(\\w+\\s?)*$", "(.*a){20}",
+    ],
+)  # fmt: skip
+def test_a_slow_pattern_decides_fast_or_is_refused(hostile: Any, area: Area, pattern: str) -> None:
+    import time
+
+    from django.core.exceptions import ValidationError
+
+    approve(hostile, "say")
+    grant("coder", hostile)
+    try:
+        _limit("coder", "mcp__hostile__say", {"properties": {"text": {"pattern": pattern}}})
+    except ValidationError:
+        return  # refused at save: fine
+    for attack in ("a" * 5000 + "!", "x" * 5000, "ab" * 3000 + "!", "word " * 2000 + "!"):
+        started = time.monotonic()
+        _decide("coder", "mcp__hostile__say", {"text": attack}, area.ws)
+        assert time.monotonic() - started < 1.0, (pattern, attack[:10])
+
+
+@leak(
+    "a slow decision: an approved tool schema with uniqueItems on an array makes the "
+    "decision compare every pair of items (jsonschema's fallback for unhashable items): "
+    "1,200 small objects in one argument hold the worker for seconds (3,000: 45 s)"
+)
+def test_a_tools_own_schema_cannot_be_made_slow(hostile: Any, area: Area) -> None:
+    """An approved definition whose schema is as slow as it can be made without regex."""
+    import time
+
+    from roles.models import McpToolDefinition
+
+    approve(hostile, "say")
+    grant("coder", hostile)
+    tool = McpToolDefinition.objects.get(server=hostile, name="say")
+    schema = {"type": "object", "properties": {"text": {"type": "array", "uniqueItems": True}}}
+    tool.approved_definition = {**(tool.approved_definition or {}), "input_schema": schema}
+    tool.save()
+    items = [{"k": i, "v": [i, {"w": i}]} for i in range(1200)]
+    started = time.monotonic()
+    _decide("coder", "mcp__hostile__say", {"text": items}, area.ws)
+    assert time.monotonic() - started < 2.0
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$ref": "#"},
+        {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"},
+        {"properties": {"n": {"$ref": "#/properties/n"}}},
+    ],
+)
+def test_a_self_referencing_limit_is_refused_not_a_crash(
+    hostile: Any, area: Area, schema: dict[str, Any]
+) -> None:
+    from django.core.exceptions import ValidationError
+
+    approve(hostile, "say")
+    grant("coder", hostile)
+    try:
+        _limit("coder", "mcp__hostile__say", schema)
+    except ValidationError:
+        return
+    decision = _decide("coder", "mcp__hostile__say", {"text": "x", "n": 1}, area.ws)
+    assert not decision.allowed
+
+
+NUMBERS = [float("nan"), float("inf"), float("-inf"), 11, 10.000001, "5", True, [5], {"v": 5},
+           None, 10**400, "NaN", "Infinity", "1e999"]  # fmt: skip
+
+
+def test_numbers_that_are_not_numbers_do_not_pass_a_numeric_limit(hostile: Any, area: Area) -> None:
+    approve(hostile, "say")
+    grant("coder", hostile)
+    _limit("coder", "mcp__hostile__say", {"properties": {"n": {"maximum": 10, "minimum": 0}}})
+    assert _decide("coder", "mcp__hostile__say", {"text": "x", "n": 5}, area.ws).allowed
+    for value in NUMBERS:
+        assert not _decide(
+            "coder", "mcp__hostile__say", {"text": "x", "n": value}, area.ws
+        ).allowed, value
+
+
+@pytest.mark.parametrize("tool", ["mcp__hostile__say", "read_file", "execute_command"])
+def test_nan_and_infinity_are_refused_in_any_argument(hostile: Any, area: Area, tool: str) -> None:
+    approve(hostile, "say")
+    grant("coder", hostile)
+    base = {"mcp__hostile__say": {"text": "x"}, "read_file": {"path": "README.md"},
+            "execute_command": {"argv": ["true"]}}[tool]  # fmt: skip
+    for value in (float("nan"), [1, float("inf")], {"deep": [{"x": float("-inf")}]}):
+        assert not _decide("coder", tool, {**base, "extra": value}, area.ws).allowed, value
+
+
+@pytest.fixture
+def listener() -> Any:
+    import socket
+    import threading
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    seen: list[bytes] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return
+            seen.append(conn.recv(1024))
+            conn.close()
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield sock.getsockname()[1], seen
+    sock.close()
+
+
+REMOTE_SCHEMAS = [
+    {"$ref": "http://127.0.0.1:{port}/s.json"},
+    {"$dynamicRef": "http://127.0.0.1:{port}/d.json"},
+    {"$id": "http://127.0.0.1:{port}/root.json", "$ref": "other.json"},
+    {"$schema": "http://127.0.0.1:{port}/meta.json", "type": "object"},
+    {"properties": {"text": {"$ref": "http://127.0.0.1:{port}/p.json#/x"}}},
+    {"allOf": [{"$ref": "http://localhost:{port}/a.json"}]},
+]
+
+
+@pytest.mark.parametrize("schema", REMOTE_SCHEMAS)
+def test_a_remote_reference_is_never_fetched(
+    hostile: Any, area: Area, listener: Any, schema: dict[str, Any]
+) -> None:
+    from django.core.exceptions import ValidationError
+
+    from roles.models import McpToolDefinition
+
+    port, seen = listener
+    schema = json.loads(json.dumps(schema).replace("{port}", str(port)))
+    approve(hostile, "say")
+    grant("coder", hostile)
+    with contextlib.suppress(ValidationError):
+        _limit("coder", "mcp__hostile__say", schema)
+    tool = McpToolDefinition.objects.get(server=hostile, name="say")
+    tool.approved_definition = {**(tool.approved_definition or {}), "input_schema": schema}
+    tool.save()
+    _decide("coder", "mcp__hostile__say", {"text": "x"}, area.ws)
+    assert seen == [], "a remote schema was fetched"
