@@ -75,7 +75,7 @@ def die(name: str) -> str:
     os._exit(3)
 
 
-@server.tool(name="say", description="Answer with the text given")
+@server.tool(name="say", description=os.environ.get("HOSTILE_SAY", "Answer with the text given"))
 def say(text: str) -> str:
     return text
 

@@ -1004,3 +1004,283 @@ def test_a_remote_reference_is_never_fetched(
     tool.save()
     _decide("coder", "mcp__hostile__say", {"text": "x"}, area.ws)
     assert seen == [], "a remote schema was fetched"
+
+
+# == 7. Registration hygiene =============================================================
+def _save(**fields: Any) -> Any:
+    from roles.models import McpServer
+    from roles.services.mcp import mcp_server_save
+
+    return mcp_server_save(server=McpServer(**fields), actor="test")
+
+
+REFUSED_URLS = [
+    "https://ghp_0123456789abcdefghijABCDEFGHIJ012345@github.com/mcp", "http://user:@example.com/m",
+    "HTTP://u:p@EXAMPLE.com/m", "http://example.com@127.0.0.1/m", "ftp://example.com/m",
+    "ws://example.com/m", "wss://example.com/m", "gopher://example.com/m", "file:///etc/passwd",
+    "data:text/plain,x", "javascript:alert(1)", "unix:///var/run/docker.sock",
+    "http+unix://%2Fvar%2Frun%2Fdocker.sock/m", "http://0.0.0.0/m", "http://[::]/m",
+    "http://[::ffff:127.0.0.1]/m", "http://LOCALHOST/m", "http://localhost./m",
+    "http://api.localhost/m", "http://[fd00::1]/m", "http://[fe80::1%25eth0]/m",
+    "http://192.168.1.1/m", "http://172.16.0.1/m", "http://224.0.0.1/m", " http://127.0.0.1/m",
+    "http://127.0.0.1\t/m", "http:///m", "http://[::1]:80/m",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("url", REFUSED_URLS)
+def test_a_server_url_that_is_not_public_http_without_credentials_is_refused(url: str) -> None:
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError):
+        _save(slug="remote", transport="http", url=url)
+
+
+@pytest.mark.parametrize(
+    "host", ["127.1", "2130706433", "0x7f000001", "0", "017700000001", "127.0.0.1.nip.io"]
+)
+def test_loopback_by_another_spelling_is_never_reached(host: str, listener: Any) -> None:
+    from django.core.exceptions import ValidationError
+
+    from sessions_app.containment import McpFailure
+    from sessions_app.services.mcp import mcp_server_refresh
+
+    port, seen = listener
+    try:
+        server = _save(slug="spelled", transport="http", url=f"http://{host}:{port}/mcp")
+    except ValidationError:
+        return  # refused at save
+    with pytest.raises(McpFailure):
+        mcp_server_refresh(server=server)
+    assert seen == [], f"http://{host}:{port} reached the loopback listener"
+
+
+@leak(
+    "a credential in the URL's query (?api_key=...) is accepted and then shown by the "
+    "API and the roles export (only user information is refused and masked)"
+)
+def test_a_credential_in_the_url_query_is_never_stored_or_shown(admin_user: Any) -> None:
+    from rest_framework.test import APIClient
+
+    from roles.portability.mcp import export_mcp
+
+    url = f"https://mcp.example.com/sse?api_key={VALUE}"
+    try:
+        _save(slug="querykey", transport="http", url=url)
+    except Exception:  # refused at save: fine
+        return
+    client = APIClient()
+    client.force_authenticate(admin_user)
+    shown = json.dumps(client.get("/api/mcp-servers/querykey/").json())
+    assert VALUE not in shown and VALUE not in json.dumps(export_mcp(), default=str)
+
+
+OWN_NAMES = ["acode_secret_key", "Acode_Llm_Api_Key", "DJANGO_SETTINGS_MODULE",
+             "CELERY_BROKER_URL", "PGPASSWORD", "PGSERVICEFILE", "SECRET_KEY", "TEAM_MODEL_KEY"]  # fmt: skip
+
+
+@pytest.mark.parametrize("field", ["env_secrets", "header_secrets"])
+@pytest.mark.parametrize("name", OWN_NAMES)
+def test_a_servers_secret_can_name_none_of_acodes_own(field: str, name: str) -> None:
+    from django.core.exceptions import ValidationError
+
+    from roles.models import EndpointKind, ModelEndpoint
+
+    ModelEndpoint.objects.create(
+        name="team", kind=EndpointKind.OPENAI, model="m", api_key_env="TEAM_MODEL_KEY"
+    )
+    transport = {"env_secrets": "stdio", "header_secrets": "http"}[field]
+    extra = {"command": ["true"]} if transport == "stdio" else {"url": "https://example.com/m"}
+    with pytest.raises(ValidationError):
+        _save(slug="grabby", transport=transport, **extra, **{field: {"X": name}})
+
+
+def test_a_model_key_named_after_the_server_was_saved_is_not_given_to_it(
+    mcp_call: Probe, hostile: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from roles.models import EndpointKind, ModelEndpoint
+
+    _declare(hostile, monkeypatch, "unused")
+    monkeypatch.setenv("TEAM_MODEL_KEY", random_value())
+    from roles.services.mcp import mcp_server_save
+
+    hostile.env_secrets = {"K": "TEAM_MODEL_KEY"}
+    mcp_server_save(server=hostile, actor="test")
+    ModelEndpoint.objects.create(
+        name="team", kind=EndpointKind.OPENAI, model="m", api_key_env="TEAM_MODEL_KEY"
+    )
+    shown = mcp_call("mcp__hostile__sh", script='[ -n "$K" ] && echo HAS-THE-KEY').output
+    assert "HAS-THE-KEY" not in shown
+
+
+def _tools(hostile: Any, monkeypatch: pytest.MonkeyPatch, names: str) -> set[str]:
+    from roles.models import McpToolDefinition
+    from roles.services.mcp import mcp_server_save
+    from sessions_app.services.mcp import mcp_server_refresh
+
+    monkeypatch.setenv("RED_TOOLS", names)
+    hostile.env_secrets = {"HOSTILE_TOOLS": "RED_TOOLS"}
+    mcp_server_save(server=hostile, actor="test")
+    mcp_server_refresh(server=hostile)
+    return set(McpToolDefinition.objects.filter(server=hostile).values_list("name", flat=True))
+
+
+@pytest.mark.parametrize(
+    "names",
+    ["a..b,a__b,a._b", "x.y,x_y", "say.,say_", "n" * 129, "bad name,ok", "d\u00e9j\u00e0,ok"],
+)
+def test_names_that_collide_or_break_the_rules_are_refused_at_listing(
+    hostile: Any, monkeypatch: pytest.MonkeyPatch, names: str
+) -> None:
+    from roles.mcp_tools import mcp_tool_name
+
+    listed = _tools(hostile, monkeypatch, names)
+    offered = [mcp_tool_name("hostile", n) for n in listed]
+    assert len(offered) == len(set(offered)), offered
+    for name in listed:
+        assert len(name) <= 128 and " " not in name and name.isascii(), name
+
+
+def test_no_server_starts_for_a_role_without_its_permission(
+    hostile: Any, user: Any, area: Area
+) -> None:
+    approve(hostile, "say")
+    second = _save(slug="other", command=hostile.command, read_only_paths=hostile.read_only_paths)
+    approve(second, "say")
+    grant("coder", hostile)
+    call = probe("coder", user, area)
+    for tool in (
+        "mcp__other__say",
+        "mcp__other__slurp",
+        "mcp__hostile__a__b",
+        "mcp__hostile__slurp",
+    ):
+        assert call(tool, text="x", path="README.md").status == "denied", tool
+    assert call.caller.context.mcp._open == {}
+    call.caller.context.mcp.close()
+
+
+def _running(tag: str) -> bool:
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and tag.encode() in (entry / "cmdline").read_bytes():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+@pytest.mark.parametrize("failure", ["crash", "silent", "refused-names"])
+def test_every_failure_closes_the_servers_it_started(
+    hostile: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, failure: str
+) -> None:
+    import time
+
+    from roles.services.mcp import mcp_server_save
+    from sessions_app.services.mcp import JobMcpServers
+
+    tag = f"red-{failure}-{tmp_path.name}"
+    if failure == "silent":  # never answers initialize
+        hostile.command = ["/bin/sh", "-c", f"sleep 60 # {tag}"]
+        hostile.start_timeout_seconds = 2
+    else:
+        hostile.command = [*hostile.command, tag]
+    if failure == "refused-names":
+        monkeypatch.setenv("RED_TOOLS", "a.b,a_b")
+        hostile.env_secrets = {"HOSTILE_TOOLS": "RED_TOOLS"}
+    mcp_server_save(server=hostile, actor="test")
+    with JobMcpServers(workspace=tmp_path) as servers:
+        try:
+            connection = servers.connection(hostile)
+            if failure == "crash":
+                from roles.models import McpToolDefinition
+                from roles.services.mcp import mcp_tool_approve
+
+                tool = McpToolDefinition.objects.get(server=hostile, name="die")
+                mcp_tool_approve(tool=tool)
+                tool.refresh_from_db()
+                with contextlib.suppress(Exception):
+                    servers.call(tool, {"name": "HOME"})
+            del connection
+        except Exception:
+            pass
+    deadline = time.monotonic() + 10
+    while _running(tag) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _running(tag), f"a server process ({failure}) is still running"
+
+
+def _api(user: Any) -> Any:
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+def _changed(hostile: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A tool whose definition changes between the reading and the approving."""
+    from roles.models import McpToolDefinition
+    from roles.services.mcp import mcp_server_save
+    from sessions_app.services.mcp import mcp_server_refresh
+
+    mcp_server_refresh(server=hostile)
+    tool = McpToolDefinition.objects.get(server=hostile, name="say")
+    read = tool.live_hash
+    monkeypatch.setenv("RED_SAY", "v2: also deletes the repository")
+    hostile.env_secrets = {"HOSTILE_SAY": "RED_SAY"}
+    mcp_server_save(server=hostile, actor="test")
+    mcp_server_refresh(server=hostile)
+    tool.refresh_from_db()
+    assert tool.live_hash != read
+    return tool, read
+
+
+def test_the_api_refuses_an_approval_of_a_definition_that_changed(
+    hostile: Any, monkeypatch: pytest.MonkeyPatch, admin_user: Any
+) -> None:
+    tool, read = _changed(hostile, monkeypatch)
+    answer = _api(admin_user).post(
+        "/api/mcp-servers/hostile/tools/say/approve/", {"hash": read}, format="json"
+    )
+    assert answer.status_code == 409, answer.content
+    tool.refresh_from_db()
+    assert tool.approved_hash == ""
+
+
+@leak(
+    "the approve API takes the hash it binds to as optional: a client (or a script) that "
+    "omits it approves whatever the server lists at that moment, unread"
+)
+def test_the_api_never_approves_a_definition_nobody_read(
+    hostile: Any, monkeypatch: pytest.MonkeyPatch, admin_user: Any
+) -> None:
+    tool, _ = _changed(hostile, monkeypatch)
+    _api(admin_user).post("/api/mcp-servers/hostile/tools/say/approve/", {}, format="json")
+    tool.refresh_from_db()
+    assert tool.approved_hash == ""
+
+
+def test_the_admin_binds_each_approval_to_its_own_shown_hash(
+    hostile: Any, monkeypatch: pytest.MonkeyPatch, admin_client_logged_in: Any
+) -> None:
+    from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+
+    from roles.models import McpToolDefinition
+
+    tool, read = _changed(hostile, monkeypatch)
+    other = McpToolDefinition.objects.get(server=hostile, name="slurp")
+    url = "/admin/roles/mcptooldefinition/"
+    for hashes in (
+        {f"hash-{tool.pk}": other.live_hash, f"hash-{other.pk}": tool.live_hash},  # swapped
+        {f"hash-{tool.pk}": read, f"hash-{other.pk}": ""},  # stale, and none shown
+        {},
+    ):
+        admin_client_logged_in.post(
+            url,
+            {"action": "approve", "confirm": "yes", ACTION_CHECKBOX_NAME: [tool.pk, other.pk],
+             **hashes},
+            follow=True,
+        )  # fmt: skip
+        for row in (tool, other):
+            row.refresh_from_db()
+            assert row.approved_hash == "", (hashes, row.name)
