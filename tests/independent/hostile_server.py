@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
@@ -92,7 +93,7 @@ def _extra(names: str) -> None:
         server.tool(name=name, description=f"extra tool {name}")(_answer(name))
 
 
-def _answer(name: str):  # type: ignore[no-untyped-def]
+def _answer(name: str) -> Callable[[], str]:
     def tool() -> str:
         return name
 

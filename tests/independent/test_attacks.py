@@ -945,7 +945,7 @@ def test_numbers_that_are_not_numbers_do_not_pass_a_numeric_limit(hostile: Any, 
 def test_nan_and_infinity_are_refused_in_any_argument(hostile: Any, area: Area, tool: str) -> None:
     approve(hostile, "say")
     grant("coder", hostile)
-    base = {"mcp__hostile__say": {"text": "x"}, "read_file": {"path": "README.md"},
+    base: dict[str, Any] = {"mcp__hostile__say": {"text": "x"}, "read_file": {"path": "README.md"},
             "execute_command": {"argv": ["true"]}}[tool]  # fmt: skip
     for value in (float("nan"), [1, float("inf")], {"deep": [{"x": float("-inf")}]}):
         assert not _decide("coder", tool, {**base, "extra": value}, area.ws).allowed, value
@@ -1089,7 +1089,9 @@ def test_a_servers_secret_can_name_none_of_acodes_own(field: str, name: str) -> 
         name="team", kind=EndpointKind.OPENAI, model="m", api_key_env="TEAM_MODEL_KEY"
     )
     transport = {"env_secrets": "stdio", "header_secrets": "http"}[field]
-    extra = {"command": ["true"]} if transport == "stdio" else {"url": "https://example.com/m"}
+    extra: dict[str, Any] = (
+        {"command": ["true"]} if transport == "stdio" else {"url": "https://example.com/m"}
+    )
     with pytest.raises(ValidationError):
         _save(slug="grabby", transport=transport, **extra, **{field: {"X": name}})
 
