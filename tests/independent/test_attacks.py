@@ -1286,3 +1286,38 @@ def test_the_admin_binds_each_approval_to_its_own_shown_hash(
         for row in (tool, other):
             row.refresh_from_db()
             assert row.approved_hash == "", (hashes, row.name)
+
+
+# == 2b. A search is an oracle when the file's own scan misses what the output pass finds =
+ORACLE_FILES = {
+    "dockerfile": ("Dockerfile", f"FROM python\nENV API_KEY={VALUE}\n", "API_KEY="),
+    "shell-export": ("scripts/deploy.sh", f"export AWS_SECRET_ACCESS_KEY={VALUE}\n", "KEY="),
+    "settings-toml": ("config/settings.toml", f'token = "{TOKEN}"\n', 'token = "'),
+}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(
+            k,
+            marks=leak(
+                f"grep_search searches {v[0]} as its own scan sees it (the value unredacted): "
+                "a pattern holding the value's first characters matches, one that does not "
+                "finds nothing, so the value can be read a character at a time"
+            ),
+        )
+        if k != "settings-toml"
+        else k
+        for k, v in ORACLE_FILES.items()
+    ],
+)
+def test_grep_search_is_no_oracle_for_a_hidden_value(user: Any, area: Area, case: str) -> None:
+    path, text, key = ORACLE_FILES[case]
+    value = TOKEN if case == "settings-toml" else VALUE
+    write(area.ws, {path: text})
+    call = probe("coder", user, area)
+    # (fewer characters than the leak check's window: the pattern itself is audited)
+    right = call("grep_search", pattern=f"{key}{value[:9]}", path=path).output
+    wrong = call("grep_search", pattern=f"{key}{value[:8]}#", path=path).output
+    assert right == wrong, (right, wrong)
