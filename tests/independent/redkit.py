@@ -83,7 +83,8 @@ class Probe:
         shown = outcome.for_model()
         if os.environ.get("REDKIT_DUMP"):  # a reader's aid: what the model was shown
             with open(os.environ["REDKIT_DUMP"], "a") as dump:
-                dump.write(f"\n=== {tool} {arguments}\n{shown}\n")
+                test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+                dump.write(f"\n=== {test} :: {tool} {arguments}\n{shown}\n")
         found = exposures(shown, self.values)
         assert not found, (found, tool, arguments, shown[:3000])
         assert not exposures(audit_text(self.caller.rows), self.values), (tool, arguments)

@@ -120,11 +120,11 @@ def upstream(tmp_path: Path) -> Path:
     return repo
 
 
-@pytest.mark.parametrize("read", GIT_READS)
 def git_script(read: str) -> str:
     return f"U='env -u GIT_DIR -u GIT_WORK_TREE'\n{{ {GIT_READS[read]}\n}} 2>&1"
 
 
+@pytest.mark.parametrize("read", GIT_READS)
 def test_git_of_a_managed_session_holds_no_committed_secret(
     user: Any, upstream: Path, area: Area, read: str
 ) -> None:
@@ -804,6 +804,10 @@ def _decide(role: str, tool: str, arguments: dict[str, Any], ws: Path) -> Any:
 
     registry.invalidate()
     registry.sync()
+    if os.environ.get("REDKIT_DUMP"):
+        with open(os.environ["REDKIT_DUMP"], "a") as dump:
+            test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+            dump.write(f"\n=== {test} :: decision {tool}\n")
     return tool_check(registry.get(role), tool, arguments, ws)
 
 
