@@ -949,8 +949,12 @@ def test_numbers_that_are_not_numbers_do_not_pass_a_numeric_limit(hostile: Any, 
 def test_nan_and_infinity_are_refused_in_any_argument(hostile: Any, area: Area, tool: str) -> None:
     approve(hostile, "say")
     grant("coder", hostile)
-    base: dict[str, Any] = {"mcp__hostile__say": {"text": "x"}, "read_file": {"path": "README.md"},
-            "execute_command": {"argv": ["true"]}}[tool]  # fmt: skip
+    bases: dict[str, dict[str, Any]] = {
+        "mcp__hostile__say": {"text": "x"},
+        "read_file": {"path": "README.md"},
+        "execute_command": {"argv": ["true"]},
+    }
+    base = bases[tool]
     for value in (float("nan"), [1, float("inf")], {"deep": [{"x": float("-inf")}]}):
         assert not _decide("coder", tool, {**base, "extra": value}, area.ws).allowed, value
 
