@@ -2,7 +2,17 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions_app.apis import audit, consents, jobs, plans, runs, sessions, transitions, workflows, workspaces
+from sessions_app.apis import (
+    audit,
+    consents,
+    jobs,
+    plans,
+    runs,
+    sessions,
+    transitions,
+    workflows,
+    workspaces,
+)
 
 urlpatterns = [
     path("sessions/", sessions.SessionListApi.as_view(), name="api-sessions"),

@@ -25,7 +25,9 @@ class AccountAdmin(UserAdmin):  # type: ignore[type-arg]
         super().save_model(request, obj, form, change)
         kinds = [] if change else [AccountGrantKind.CREATED]
         changed = set(getattr(form, "changed_data", ()))
-        kinds += [kind for field, kind in _RIGHTS.items() if field in changed and getattr(obj, field)]
+        kinds += [
+            kind for field, kind in _RIGHTS.items() if field in changed and getattr(obj, field)
+        ]
         if changed & _RELATED:
             kinds.append(AccountGrantKind.PERMISSIONS)
         account_grants_record(account=obj, by=_user(request), kinds=kinds)

@@ -38,11 +38,15 @@ def accounts_made_by(user_id: int) -> set[int]:
     found: set[int] = set()
     frontier = {user_id}
     for _ in range(MAX_DEPTH):
-        made = set(
-            AccountGrant.objects.filter(granted_by_id__in=frontier).values_list(
-                "account_id", flat=True
+        made = (
+            set(
+                AccountGrant.objects.filter(granted_by_id__in=frontier).values_list(
+                    "account_id", flat=True
+                )
             )
-        ) - found - {user_id}
+            - found
+            - {user_id}
+        )
         if not made:
             break
         found |= made

@@ -284,7 +284,9 @@ def _ask_first(
     answered = tool_consent_await(consent, job=job)
     waited = time.monotonic() - started
     if answered.status == ConsentStatus.ALLOWED:
-        audit.details.update(decision=asked, consent=str(consent.pk), consented_by=answered.answered_by_name)
+        audit.details.update(
+            decision=asked, consent=str(consent.pk), consented_by=answered.answered_by_name
+        )
         audit.details["decision_rule"] = audit.details.pop("rule")
         return dataclasses.replace(_run(audit, decision, context), waited=waited)
     if answered.status == ConsentStatus.DENIED:

@@ -63,7 +63,10 @@ class SessionConsentAnswerApi(SessionActionApi):
 
     @extend_schema(
         request=ConsentAnswerInput,
-        responses={200: ConsentOutput, **error_responses(*ACT_CODES, *INVALID_CODES, CONSENT_CLOSED)},
+        responses={
+            200: ConsentOutput,
+            **error_responses(*ACT_CODES, *INVALID_CODES, CONSENT_CLOSED),
+        },
         operation_id="sessions_consents_answer",
         description="Allow or refuse a call waiting for a person's consent: the session's "
         "owner, or someone allowed to act on every session, answers; the job goes on with "

@@ -72,9 +72,11 @@ def tool_consent_answer(
     Refused (ACODE-TOL-009) once it is answered, timed out or cancelled."""
     with transaction.atomic(), lock_session(session.pk) as locked:
         action_check(SessionAction.CONSENT_ANSWER, session=locked, user=user)
-        consent = ToolConsent.objects.select_for_update().filter(
-            pk=consent_id, session_id=locked.pk
-        ).first()
+        consent = (
+            ToolConsent.objects.select_for_update()
+            .filter(pk=consent_id, session_id=locked.pk)
+            .first()
+        )
         if consent is None:
             raise AcodeError("ACODE-API-404", "No such consent request in this session.")
         if consent.status == ConsentStatus.PENDING and consent.expires_at <= timezone.now():
@@ -124,9 +126,7 @@ def _close(
     consent.answered_by = user
     consent.answered_by_name = actor if user is not None else ""
     consent.note = note[:2000]
-    consent.save(
-        update_fields=["status", "answered_at", "answered_by", "answered_by_name", "note"]
-    )
+    consent.save(update_fields=["status", "answered_at", "answered_by", "answered_by_name", "note"])
     phase = {ConsentStatus.TIMED_OUT: "timed_out", ConsentStatus.CANCELLED: "cancelled"}
     result = {ConsentStatus.ALLOWED: "allowed", ConsentStatus.DENIED: "denied",
               ConsentStatus.CANCELLED: "cancelled"}  # fmt: skip

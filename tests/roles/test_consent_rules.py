@@ -45,7 +45,10 @@ def test_a_rule_that_asks_gives_the_ask_outcome_with_what_would_run() -> None:
     decision = _decide(role, ["rm", "build/out.txt"])
     assert (decision.allowed, decision.ask, decision.outcome) == (False, True, "ask")
     assert decision.code == CONSENT_NEEDED and decision.rule == "command_rules[1]: rm"
-    assert decision.declaration is not None and decision.arguments["argv"] == ["rm", "build/out.txt"]
+    assert decision.declaration is not None and decision.arguments["argv"] == [
+        "rm",
+        "build/out.txt",
+    ]
     assert "only once a person consents" in decision.reason
     assert _decide(role, ["pytest", "-q"]).outcome == "allow"
     assert _decide(role, ["rm", "/etc/passwd"]).outcome == "deny"  # the rule's own limits hold

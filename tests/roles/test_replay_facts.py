@@ -29,7 +29,9 @@ WIDE = {"program": "pytest", "options": {"-q": None, "-x": None, "--junitxml": "
 LINKS = KnownWorkspace.of(["tests/linked"])
 
 
-def _role(permissions: list[str], rules: list[Any], write_paths: list[str] | None = None) -> RoleView:
+def _role(
+    permissions: list[str], rules: list[Any], write_paths: list[str] | None = None
+) -> RoleView:
     spec = role_spec({"slug": "r", "name": "R", "permissions": permissions,
                       "command_patterns": rules, "write_paths": write_paths or []})  # fmt: skip
     return RoleView(spec, compute_access("r", {"r": spec}, TOOLS))

@@ -136,5 +136,8 @@ def test_a_call_put_to_a_person_runs_when_allowed_and_is_refused_otherwise(
     assert late_job.status == JobStatus.SUCCEEDED, (late_job.error_message, log)
     late = late_job.events.get(kind=JobEventKind.TOOL_DENIED).data
     assert late["code"] == "ACODE-TOL-008" and f"within {TIMEOUT} s" in late["reason"]
-    assert _consent_rows(sessions[2]) == [("asked", "ACODE-TOL-006"), ("timed_out", "ACODE-TOL-008")]
+    assert _consent_rows(sessions[2]) == [
+        ("asked", "ACODE-TOL-006"),
+        ("timed_out", "ACODE-TOL-008"),
+    ]
     assert ToolConsent.objects.get(session=sessions[2]).status == "timed_out"

@@ -135,7 +135,7 @@ def test_adversarial_calls_are_all_denied_and_audited(user: Any, tmp_path: Path)
 
     tester_calls = [
         call("execute_command", argv=["pytest;", "rm", "-rf", "."]),
-        call("execute_command", argv=["pytest", ";", "rm", "-rf", "."]),
+        call("execute_command", argv=["pytest", "-p", "evil_plugin"]),
         call("execute_command", argv=["sh", "-c", "pytest"]),
         call("run_tests", argv=["rm", "-rf", "."]),
         call("execute_command", argv=["pytest", "@/proc/1/environ"]),
