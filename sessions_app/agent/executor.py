@@ -297,7 +297,7 @@ def _ask_first(
         code = CONSENT_TIMED_OUT
         reason = (
             f"Nobody allowed this call ({decision.rule}) within "
-            f"{int((answered.expires_at - answered.created_at).total_seconds())} s; it was denied."
+            f"{round((answered.expires_at - answered.created_at).total_seconds())} s; it was denied."
             if answered.status == ConsentStatus.TIMED_OUT
             else "The job was cancelled while this call waited for a person's consent."
         )
