@@ -18,7 +18,7 @@ _RIGHTS = {"is_staff": AccountGrantKind.STAFF, "is_superuser": AccountGrantKind.
 _RELATED = {"groups", "user_permissions"}
 
 
-class AccountAdmin(UserAdmin):  # type: ignore[type-arg]
+class AccountAdmin(UserAdmin):
     """Django's user admin; every account it creates or gives rights is recorded."""
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:

@@ -188,8 +188,8 @@ def _structured_problem(
             allowed = ", ".join(" ".join(s) for s in subcommands)
             return f"{argv[0]} may run only the subcommands {allowed}", position
         position += len(chosen)
-    problem, used = _arguments_problem(argv[0], list(argv[position:]), rule, workspace)
-    return problem, position + used
+    rest_problem, used = _arguments_problem(argv[0], list(argv[position:]), rule, workspace)
+    return rest_problem, position + used
 
 
 def _arguments_problem(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from roles.account_models import AccountGrant
 from roles.services.common import actor_label, data_changed
@@ -14,7 +14,7 @@ MAX_DEPTH = 20  # accounts made by accounts made by ...: far deeper than any rea
 
 
 def account_grants_record(
-    *, account: AbstractBaseUser, by: AbstractBaseUser | None, kinds: Iterable[str]
+    *, account: User, by: User | None, kinds: Iterable[str]
 ) -> list[AccountGrant]:
     """Keep that ``by`` created ``account`` or gave it rights (``kinds``), audited. A
     grant to oneself, or by nobody known, is not kept."""

@@ -65,12 +65,7 @@ from sessions_app.containment import (
 )
 from sessions_app.models import AgentSession, AuditEventType, ConsentStatus, Job
 from sessions_app.services.audit import audit_record, safe_text
-from sessions_app.services.consents import (
-    CONSENT_REFUSED,
-    CONSENT_TIMED_OUT,
-    tool_consent_ask,
-    tool_consent_await,
-)
+from sessions_app.services.consents import consent_refusal, tool_consent_ask, tool_consent_await
 
 logger = logging.getLogger(__name__)
 
@@ -289,18 +284,7 @@ def _ask_first(
         )
         audit.details["decision_rule"] = audit.details.pop("rule")
         return dataclasses.replace(_run(audit, decision, context), waited=waited)
-    if answered.status == ConsentStatus.DENIED:
-        code = CONSENT_REFUSED
-        reason = f"{answered.answered_by_name} refused this call ({decision.rule})"
-        reason += f": {answered.note}" if answered.note else "."
-    else:
-        code = CONSENT_TIMED_OUT
-        reason = (
-            f"Nobody allowed this call ({decision.rule}) within "
-            f"{round((answered.expires_at - answered.created_at).total_seconds())} s; it was denied."
-            if answered.status == ConsentStatus.TIMED_OUT
-            else "The job was cancelled while this call waited for a person's consent."
-        )
+    code, reason = consent_refusal(answered)
     return ToolOutcome("denied", "", code, _clean(reason), _clean(decision.target), waited=waited)
 
 

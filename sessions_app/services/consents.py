@@ -108,6 +108,19 @@ def tool_consent_await(consent: ToolConsent, *, job: Job | None = None) -> ToolC
         time.sleep(min(poll, max(0.0, (consent.expires_at - timezone.now()).total_seconds())))
 
 
+def consent_refusal(consent: ToolConsent) -> tuple[str, str]:
+    """What the model is told about a call that was not allowed: (code, reason)."""
+    if consent.status == ConsentStatus.DENIED:
+        reason = f"{consent.answered_by_name} refused this call ({consent.rule})"
+        return CONSENT_REFUSED, reason + (f": {consent.note}" if consent.note else ".")
+    if consent.status == ConsentStatus.TIMED_OUT:
+        waited = round((consent.expires_at - consent.created_at).total_seconds())
+        return CONSENT_TIMED_OUT, (
+            f"Nobody allowed this call ({consent.rule}) within {waited} s; it was denied."
+        )
+    return CONSENT_TIMED_OUT, "The job was cancelled while this call waited for a person's consent."
+
+
 def _close_pending(consent: ToolConsent, status: str) -> ToolConsent:
     """Close a consent nobody answered (unless an answer came first), audited."""
     with transaction.atomic(), lock_session(consent.session_id):
@@ -127,9 +140,10 @@ def _close(
     consent.answered_by_name = actor if user is not None else ""
     consent.note = note[:2000]
     consent.save(update_fields=["status", "answered_at", "answered_by", "answered_by_name", "note"])
-    phase = {ConsentStatus.TIMED_OUT: "timed_out", ConsentStatus.CANCELLED: "cancelled"}
-    result = {ConsentStatus.ALLOWED: "allowed", ConsentStatus.DENIED: "denied",
-              ConsentStatus.CANCELLED: "cancelled"}  # fmt: skip
+    phase: dict[str, str] = {ConsentStatus.TIMED_OUT: "timed_out",
+                             ConsentStatus.CANCELLED: "cancelled"}  # fmt: skip
+    result: dict[str, str] = {ConsentStatus.ALLOWED: "allowed", ConsentStatus.DENIED: "denied",
+                              ConsentStatus.CANCELLED: "cancelled"}  # fmt: skip
     audit_record(
         event_type=AuditEventType.TOOL_CONSENT, actor=actor, session=consent.session,
         role=consent.role_slug, target=f"{consent.tool} {consent.target}".strip()[:1000],
