@@ -100,6 +100,10 @@ class Replayed:
 
 
 _PAST = {"allow": "allowed", "ask": "asked", "deny": "denied"}
+# Every change a replay reports (``Replayed.change``, and "rule changed" for the same
+# outcome by another rule).
+CHANGES = ("allowed->denied", "denied->allowed", "allowed->asked", "asked->allowed",
+           "denied->asked", "asked->denied", "rule changed", "not replayable")  # fmt: skip
 
 
 def replay_decision(role: PolicyRole, recorded: RecordedDecision) -> Replayed:

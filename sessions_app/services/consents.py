@@ -80,16 +80,16 @@ def tool_consent_answer(
         if consent is None:
             raise AcodeError("ACODE-API-404", "No such consent request in this session.")
         if consent.status == ConsentStatus.PENDING and consent.expires_at <= timezone.now():
-            _close(consent, ConsentStatus.TIMED_OUT, actor="system")
-        if consent.status != ConsentStatus.PENDING:
-            raise AcodeError(
-                CONSENT_CLOSED,
-                f"This call is no longer waiting for an answer ({consent.get_status_display()}).",
-                {"consent": str(consent.pk), "status": consent.status},
-            )
-        status = ConsentStatus.ALLOWED if allow else ConsentStatus.DENIED
-        _close(consent, status, actor=user.get_username(), user=user, note=note)
-    return consent
+            _close(consent, ConsentStatus.TIMED_OUT, actor="system")  # kept: refused below
+        elif consent.status == ConsentStatus.PENDING:
+            status = ConsentStatus.ALLOWED if allow else ConsentStatus.DENIED
+            _close(consent, status, actor=user.get_username(), user=user, note=note)
+            return consent
+    raise AcodeError(
+        CONSENT_CLOSED,
+        f"This call is no longer waiting for an answer ({consent.get_status_display()}).",
+        {"consent": str(consent.pk), "status": consent.status},
+    )
 
 
 def tool_consent_await(consent: ToolConsent, *, job: Job | None = None) -> ToolConsent:
