@@ -48,7 +48,7 @@ from roles.decision import (
     sandbox_problem,
 )
 from roles.decision.recording import RecordingHost, RecordingWorkspace, replay_record
-from roles.registry import RoleDef
+from roles.registry import RoleDef, registry
 from sessions_app.agent.mcp_tool import run_mcp_tool
 from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolContext, ToolResult
 from sessions_app.containment import (
@@ -244,7 +244,7 @@ def tool_execute(
         details["definition_hash"] = declared.pinned_hash
     audit = _CallAudit(session, role.slug, actor, f"{tool} {decision.target}".strip(), details)
     if decision.ask and decision.declaration is not None:
-        return _ask_first(audit, decision, _call_context(context, role), replay, job)
+        return _ask_first(audit, decision, arguments, context, replay, job)
     if not decision.allowed or decision.declaration is None:
         audit.row(AuditEventType.TOOL_DENIED, decision.code, phase="decision",
                   reason=decision.reason, code=decision.code, replay=replay)  # fmt: skip
@@ -257,16 +257,14 @@ def tool_execute(
 
 
 def _ask_first(
-    audit: _CallAudit,
-    decision: Decision,
-    context: ToolContext,
-    replay: dict[str, Any],
-    job: Job | None,
-) -> ToolOutcome:
+    audit: _CallAudit, decision: Decision, arguments: Any, context: ToolContext,
+    replay: dict[str, Any], job: Job | None,
+) -> ToolOutcome:  # fmt: skip
     """A call a rule puts to a person (``sessions_app.services.consents``): asked (the
     decision's audit row, with what a replay needs), then run as any allowed call if a
-    person allows it in time; otherwise the model is told who refused, or that nobody
-    answered. The wait is not the job's time (``ToolOutcome.waited``)."""
+    person allows it in time (decided again first: the role may have changed meanwhile);
+    otherwise the model is told who refused, or that nobody answered. The wait is not the
+    job's time (``ToolOutcome.waited``)."""
     started = time.monotonic()
     asked = audit.row(AuditEventType.TOOL_CONSENT, decision.code, phase="asked",
                       reason=decision.reason, code=decision.code, replay=replay)  # fmt: skip
@@ -283,7 +281,12 @@ def _ask_first(
             decision=asked, consent=str(consent.pk), consented_by=answered.answered_by_name
         )
         audit.details["decision_rule"] = audit.details.pop("rule")
-        return dataclasses.replace(_run(audit, decision, context), waited=waited)
+        registry.sync()  # the role may have changed while the call waited: decide again
+        role = registry.get(audit.role)
+        again = tool_check(role, audit.details["tool"], arguments, Path(audit.session.workspace))
+        if again.outcome == "deny" or again.declaration is None:
+            return _refused_while_running(audit, again, again.code, again.rule, again.reason)
+        return dataclasses.replace(_run(audit, again, _call_context(context, role)), waited=waited)
     code, reason = consent_refusal(answered)
     return ToolOutcome("denied", "", code, _clean(reason), _clean(decision.target), waited=waited)
 
