@@ -51,7 +51,7 @@ class SessionConsentsApi(SessionActionApi):
         responses={200: ConsentOutput(many=True), **error_responses(*NOT_VISIBLE_CODES)},
         operation_id="sessions_consents_list",
         description="The session's tool calls put to a person (a command rule with "
-        '"outcome": "ask"): those waiting first, then the 20 most recent answered.',
+        '"outcome": "ask"): the 20 most recent, those waiting first.',
     )
     def get(self, request: Request, pk: str) -> Response:
         session = self.checked(request, session_by_id(pk), "session")

@@ -244,7 +244,8 @@ class SessionPage:
 
     @cached_property
     def consents(self) -> list[ToolConsent]:
-        return session_consents(self.session, limit=5)
+        # Only a job that has not ended waits for a person: no query while none runs.
+        return session_consents(self.session, limit=5) if any(j.live for j in self.jobs) else []
 
     @cached_property
     def jobs(self) -> list[JobView]:

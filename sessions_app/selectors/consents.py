@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from django.db.models import Case, When
+
 from sessions_app.models import AgentSession
 from sessions_app.models.consents import ConsentStatus, ToolConsent
 
 
 def session_consents(session: AgentSession, *, limit: int = 20) -> list[ToolConsent]:
-    """The session's calls put to a person, pending first, then the most recent."""
-    pending = list(
-        session.tool_consents.filter(status=ConsentStatus.PENDING).order_by("created_at")
-    )
-    done = list(session.tool_consents.exclude(status=ConsentStatus.PENDING)[: max(0, limit)])
-    return pending + done
+    """The session's calls put to a person: those waiting first, then the most recent
+    answered, ``limit`` in all (one query)."""
+    waiting_first = Case(When(status=ConsentStatus.PENDING, then=0), default=1)
+    rows = session.tool_consents.annotate(done=waiting_first).order_by("done", "-created_at")
+    return list(rows[: max(1, limit)])

@@ -13,7 +13,8 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from sessions_app.models import AgentSession, AuditEvent, ToolConsent
+from roles.models import Role
+from sessions_app.models import AgentSession, AuditEvent, Job, ToolConsent
 from sessions_app.services.consents import tool_consent_ask
 from sessions_app.services.sessions import session_create
 
@@ -21,8 +22,10 @@ pytestmark = pytest.mark.django_db
 
 
 def _asked(session: AgentSession, **fields: Any) -> ToolConsent:
+    job = Job.objects.create(session=session, role=Role.objects.get(slug="tester"), request="t",
+                             created_by="dev", status="running")  # fmt: skip
     consent = tool_consent_ask(
-        session=session, job=None, role="tester", tool="execute_command", target="rm build/x",
+        session=session, job=job, role="tester", tool="execute_command", target="rm build/x",
         rule="command_rules[0]: rm", reason="needs a person", arguments={"argv": ["rm", "build/x"]},
         asked_audit_id=None,
     )  # fmt: skip
