@@ -100,8 +100,7 @@ def tool_consent_await(consent: ToolConsent, *, job: Job | None = None) -> ToolC
         consent.refresh_from_db()
         if consent.status != ConsentStatus.PENDING:
             return consent
-        cancelled = job is not None and Job.objects.filter(pk=job.pk, cancel_requested=True)
-        if cancelled and cancelled.exists():
+        if job is not None and Job.objects.filter(pk=job.pk, cancel_requested=True).exists():
             return _close_pending(consent, ConsentStatus.CANCELLED)
         if timezone.now() >= consent.expires_at:
             return _close_pending(consent, ConsentStatus.TIMED_OUT)
