@@ -1,6 +1,6 @@
 """Issue 37: who created an account or gave it rights (a draft's author's own accounts do
 not publish it); the seeded Tester accepts its test runners' common options (``pytest -qx
--vv -rA``, ``python -m unittest discover -s tests -p "test_*.py"``) and shows them in
+-vv -rA``, ``python -m unittest discover -s tests -p "test_*.py"``), shown in its rules'
 examples. Only an untouched seeded Tester changes; an admin's own rules are left alone."""
 
 from pathlib import Path
@@ -11,9 +11,8 @@ from django.conf import settings
 from django.db import migrations, models
 
 SEED = Path(__file__).resolve().parent.parent / "seed" / "acode-standard.yaml"
-# The seeded Tester's rules and examples as 0003 and 0008 left them.
+# The seeded Tester's rules as 0003 left them.
 OLD_TESTER_RULES = [{'program': 'pytest', 'options': {'-q': None, '-v': None, '-x': None, '-s': None, '-k': 'text', '-m': 'text', '--maxfail': 'int', '--tb': ['auto', 'short', 'long', 'line', 'native', 'no'], '--lf': None, '--ff': None, '--no-header': None}, 'args': 'paths'}, {'program': 'python', 'module': 'pytest', 'options': {'-q': None, '-v': None, '-x': None, '-s': None, '-k': 'text', '-m': 'text', '--maxfail': 'int', '--tb': ['auto', 'short', 'long', 'line', 'native', 'no'], '--lf': None, '--ff': None, '--no-header': None}, 'args': 'paths', 'examples': [{'name': 'the Tester runs the test suite', 'argv': ['python', '-m', 'pytest', '-q', 'tests'], 'expect': 'allow', 'why': "Running tests is the Tester's job."}, {'name': 'the Tester runs only test commands', 'argv': ['python', '-c', 'import os'], 'expect': 'deny', 'why': 'Python runs only as python -m pytest here, never arbitrary code.'}, {'name': 'no plugins the rule does not name', 'argv': ['python', '-m', 'pytest', '-p', 'evil'], 'expect': 'deny', 'why': 'A pytest plugin is code the rule never allowed.'}, {'name': 'no shell', 'argv': ['sh', '-c', 'rm -rf .'], 'expect': 'deny', 'why': 'The Tester runs test commands only.'}]}, {'program': 'python', 'module': 'unittest', 'options': {'-v': None, '-q': None, '-f': None, '-k': 'text'}, 'args': 'text'}, {'program': 'make', 'subcommands': ['test']}, {'program': 'npm', 'subcommands': ['test']}, {'program': 'go', 'subcommands': ['test'], 'options': {'-v': None, '-run': 'text'}, 'args': 'paths'}, {'program': 'cargo', 'subcommands': ['test'], 'options': {'-q': None}, 'args': 'text'}]
-OLD_TESTER_EXAMPLES = [{'name': 'the Tester cannot modify files', 'tool': 'write_file', 'arguments': {'path': 'tests/test_app.py', 'content': 'x'}, 'expect': 'deny', 'why': 'The Tester reports failures; it does not fix them.'}]
 
 
 def tester_forwards(apps, schema_editor):
@@ -23,14 +22,9 @@ def tester_forwards(apps, schema_editor):
         return  # a fresh database: the seed brings everything after migrate
     seed = yaml.safe_load(SEED.read_text())
     new = next(r for r in seed["roles"] if r["slug"] == "tester")
-    if tester.command_patterns != OLD_TESTER_RULES:
-        return  # an admin's own rules: the new examples could fail against them
-    tester.command_patterns = new["command_patterns"]
-    fields = ["command_patterns"]
-    if tester.examples in ([], OLD_TESTER_EXAMPLES):
-        tester.examples = new["examples"]
-        fields.append("examples")
-    tester.save(update_fields=fields)
+    if tester.command_patterns == OLD_TESTER_RULES:  # its rules carry their examples
+        tester.command_patterns = new["command_patterns"]
+        tester.save(update_fields=["command_patterns"])
 
 
 class Migration(migrations.Migration):
