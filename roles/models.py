@@ -269,7 +269,9 @@ class RegistryStamp(models.Model):
 
 
 # MCP servers and their pinned tool definitions (issue 24) live in their own module.
-# Drafts of protected roles (issue 25) live in their own module too.
+# Drafts of protected roles (issue 25) live in their own module too, and who made or
+# promoted an account (issue 37: a draft's author's own accounts do not publish it).
+from roles.account_models import AccountGrant, AccountGrantKind  # noqa: E402, F401
 from roles.draft_models import RoleDraft, RoleDraftStatus  # noqa: E402, F401
 from roles.mcp_models import (  # noqa: E402, F401
     McpArgumentLimit,

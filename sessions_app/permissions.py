@@ -134,6 +134,7 @@ class SessionAction(StrEnum):
     RUN_APPROVE = "run_approve"
     RUN_REJECT = "run_reject"
     RUN_CANCEL = "run_cancel"
+    CONSENT_ANSWER = "consent_answer"  # allow or deny a tool call a rule put to a person
 
 
 SEE = "see"  # sight of the session: its owner, view_all_sessions, act_on_all_sessions
@@ -183,6 +184,8 @@ ACTION_RULES: dict[SessionAction, ActionRule] = {
         access=DECIDE, run_statuses=(RunStatus.AWAITING_APPROVAL,)
     ),
     SessionAction.RUN_CANCEL: ActionRule(run_statuses=ACTIVE_RUN_STATUSES),
+    # Answering a job's question about one call is not changing the session: a run's too.
+    SessionAction.CONSENT_ANSWER: ActionRule(),
 }
 
 Target = AgentSession | Run | Job  # what an action is taken on: a session, its run or job

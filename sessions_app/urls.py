@@ -2,7 +2,17 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions_app.apis import audit, jobs, plans, runs, sessions, transitions, workflows, workspaces
+from sessions_app.apis import (
+    audit,
+    consents,
+    jobs,
+    plans,
+    runs,
+    sessions,
+    transitions,
+    workflows,
+    workspaces,
+)
 
 urlpatterns = [
     path("sessions/", sessions.SessionListApi.as_view(), name="api-sessions"),
@@ -51,6 +61,16 @@ urlpatterns = [
         "sessions/<uuid:pk>/commits/",
         workspaces.SessionCommitsApi.as_view(),
         name="api-session-commits",
+    ),
+    path(
+        "sessions/<uuid:pk>/consents/",
+        consents.SessionConsentsApi.as_view(),
+        name="api-session-consents",
+    ),
+    path(
+        "sessions/<uuid:pk>/consents/<uuid:consent_id>/",
+        consents.SessionConsentAnswerApi.as_view(),
+        name="api-session-consent-answer",
     ),
     path("repositories/", workspaces.RepositoryListApi.as_view(), name="api-repositories"),
     path("jobs/<uuid:pk>/", jobs.JobDetailApi.as_view(), name="api-job"),

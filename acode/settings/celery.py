@@ -22,6 +22,10 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # A job whose worker stops sending heartbeats for this long is requeued (once) or failed.
 ACODE_JOB_HEARTBEAT_SECONDS = env_float("ACODE_JOB_HEARTBEAT_SECONDS", 10.0)
 ACODE_JOB_STALE_SECONDS = env_float("ACODE_JOB_STALE_SECONDS", 60.0)
+# A call a rule puts to a person ("outcome": "ask") waits this long for an answer, then is
+# denied; the waiting job looks for the answer this often (its worker waits with it).
+ACODE_CONSENT_TIMEOUT_SECONDS = env_float("ACODE_CONSENT_TIMEOUT_SECONDS", 900.0)
+ACODE_CONSENT_POLL_SECONDS = env_float("ACODE_CONSENT_POLL_SECONDS", 1.0)
 # A job queued this long without starting gets its message sent again (a worker may have
 # died holding it); duplicates are skipped when they arrive.
 ACODE_JOB_RESEND_SECONDS = env_float("ACODE_JOB_RESEND_SECONDS", ACODE_JOB_STALE_SECONDS * 5)

@@ -21,6 +21,7 @@ from rest_framework.views import APIView
 from acode.errors import AcodeError, error_responses
 from roles.apis import ROLE_CODES, ROLE_NAME, ROLE_UPDATE, role_input
 from roles.apis.examples import ExampleResultOutput
+from roles.decision.replay import CHANGES
 from roles.registry import registry
 from roles.services.replay import BAD_WINDOW, role_replay
 
@@ -43,17 +44,15 @@ class ReplayExampleOutput(serializers.Serializer):
     at = serializers.DateTimeField(allow_null=True)
     session = serializers.CharField()
     target = serializers.CharField()
-    recorded = serializers.ChoiceField(choices=["allow", "deny"])
+    recorded = serializers.ChoiceField(choices=["allow", "ask", "deny"])
     recorded_code = serializers.CharField()
-    decision = serializers.CharField(help_text="allow, deny, or empty when not replayable")
+    decision = serializers.CharField(help_text="allow, ask, deny, or empty when not replayable")
     code = serializers.CharField()
     reason = serializers.CharField()
 
 
 class ReplayGroupOutput(serializers.Serializer):
-    change = serializers.ChoiceField(
-        choices=["allowed->denied", "denied->allowed", "rule changed", "not replayable"]
-    )
+    change = serializers.ChoiceField(choices=list(CHANGES))
     tool = serializers.CharField()
     recorded_rule = serializers.CharField()
     rule = serializers.CharField(help_text="The draft's deciding rule.")
@@ -105,6 +104,7 @@ class ReplayOutput(serializers.Serializer):
     unchanged = serializers.IntegerField()
     allowed_to_denied = serializers.IntegerField()
     denied_to_allowed = serializers.IntegerField()
+    to_or_from_asked = serializers.IntegerField(help_text="Calls going to or from ask.")
     not_replayable = serializers.IntegerField()
     not_replayable_reasons = ReasonCountOutput(many=True)
     groups = ReplayGroupOutput(many=True)

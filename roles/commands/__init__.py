@@ -19,6 +19,9 @@ or a list of literal values. Anything a rule does not list is refused: an unknow
 a plugin option (``-p``) it does not name, an ``@file`` argument anywhere (argparse reads
 more arguments from such a file).
 
+``outcome`` (optional): ``"allow"`` (the default) or ``"ask"``: a call the rule allows
+runs only once a person allowed to act on the session consents (``roles.decision``).
+
 Legacy rules are glob strings matched against the joined argv (``"pytest *"``); their
 leading literal words must be whole arguments. Whatever rule matched, an interpreter's
 code-execution flags (``python -c``, ``-m`` other than the rule's own module, ``perl -e``,
@@ -34,10 +37,12 @@ from roles.commands.check import (
     command_rule_check,
     path_problem,
     rule_label,
+    rule_usage,
 )
 from roles.commands.schema import (
     ARG_KINDS,
     COMMAND_RULE_SCHEMA,
+    OUTCOMES,
     VALUE_KINDS,
     command_rule_problems,
 )
@@ -45,6 +50,7 @@ from roles.commands.schema import (
 __all__ = [
     "ARG_KINDS",
     "COMMAND_RULE_SCHEMA",
+    "OUTCOMES",
     "VALUE_KINDS",
     "CommandCheck",
     "CommandRule",
@@ -52,4 +58,5 @@ __all__ = [
     "command_rule_problems",
     "path_problem",
     "rule_label",
+    "rule_usage",
 ]

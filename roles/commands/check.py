@@ -18,11 +18,18 @@ CommandRule = str | Mapping[str, Any]
 
 
 class CommandCheck(NamedTuple):
-    """The decision on one command: allowed or not, the rule that decided, and why."""
+    """The decision on one command: allowed or not, the rule that decided, and why.
+
+    ``ask``: the rule that allows it says a person must consent first (``"outcome":
+    "ask"``)."""
 
     allowed: bool
     rule: str
     reason: str
+    ask: bool = False
+
+
+MAX_USAGES = 6
 
 
 def command_rule_check(
@@ -30,8 +37,10 @@ def command_rule_check(
 ) -> CommandCheck:
     """Whether ``rules`` allow ``argv`` in ``workspace``: the first rule that does decides.
 
-    No rules: any command (contained by the sandbox). Otherwise the refusal names the most
-    specific problem found with a rule for the same program, or lists the allowed programs.
+    No rules: any command (contained by the sandbox). Otherwise the refusal names the
+    closest rule (the one for the same program that matched the most of argv: its module,
+    its subcommand, its options) and its problem, then what the rules for that program
+    allow; or lists the allowed programs.
     """
     if not argv or not all(isinstance(a, str) for a in argv):
         return CommandCheck(False, "argv", "a command is a non-empty list of strings")
@@ -43,28 +52,62 @@ def command_rule_check(
                 False, "argument_file",
                 f"{arg!r}: @file arguments are refused (they read more arguments from a file)",
             )  # fmt: skip
-    problems: list[tuple[str, str]] = []
+    closest: tuple[int, str, str] | None = None  # (how far it matched, label, problem)
+    usages: list[str] = []
     for index, rule in enumerate(rules):
         label = rule_label(index, rule)
         if isinstance(rule, str):
-            problem = _legacy_problem(argv, rule)
+            problem, depth = _legacy_problem(argv, rule)
         elif isinstance(rule, Mapping):
-            problem = _structured_problem(argv, rule, workspace)
+            problem, depth = _structured_problem(argv, rule, workspace)
         else:
-            problem = "not a command rule"
+            problem, depth = "not a command rule", 0
         if problem is None:
-            return CommandCheck(True, label, f"allowed by {label}")
+            ask = isinstance(rule, Mapping) and rule.get("outcome") == "ask"
+            return CommandCheck(True, label, f"allowed by {label}", ask)
         if problem:  # "" means: the rule is for another program
-            problems.append((label, problem))
-    if problems:
-        label, problem = problems[0]
-        return CommandCheck(False, label, f"{problem} ({label})")
+            usages.append(rule_usage(rule))
+            if closest is None or depth > closest[0]:
+                closest = (depth, label, problem)
+    if closest is not None:
+        _, label, problem = closest
+        allowed = "; ".join(usages[:MAX_USAGES]) + ("; ..." if len(usages) > MAX_USAGES else "")
+        return CommandCheck(False, label, f"{problem} ({label}); allowed: {allowed}")
     programs = sorted({_rule_program(rule) for rule in rules} - {""})
     return CommandCheck(
         False,
         "command_rules",
         f"no command rule allows {argv[0]!r}; allowed programs: {', '.join(programs) or 'none'}",
     )
+
+
+def rule_usage(rule: CommandRule) -> str:
+    """What a rule allows, in one line: ``python -m pytest [-q|-x|-k TEXT] [PATHS...]``."""
+    if isinstance(rule, str):
+        return rule[:MAX_RULE_LABEL]
+    if not isinstance(rule, Mapping):
+        return repr(rule)[:MAX_RULE_LABEL]
+    words = [str(rule.get("program", "?"))]
+    if rule.get("module"):
+        words += ["-m", str(rule["module"])]
+    subcommands = [str(s) for s in rule.get("subcommands") or []]
+    if subcommands:
+        words.append("|".join(subcommands))
+    options = rule.get("options") or {}
+    if isinstance(options, Mapping) and options:
+        shown = [name if kind is None else f"{name} {_kind_word(kind)}"
+                 for name, kind in options.items()]  # fmt: skip
+        words.append(f"[{'|'.join(shown)}]")
+    args = rule.get("args", "none")
+    if args != "none":
+        words.append(f"[{_kind_word(args)}...]")
+    return " ".join(words)[:MAX_RULE_LABEL]
+
+
+def _kind_word(kind: Any) -> str:
+    if isinstance(kind, list):
+        return "{" + ",".join(str(v) for v in kind) + "}"
+    return str(kind).upper()
 
 
 def rule_label(index: int, rule: CommandRule) -> str:
@@ -94,40 +137,48 @@ def _rule_program(rule: CommandRule) -> str:
 
 
 # -- legacy glob patterns ---------------------------------------------------------------
-def _legacy_problem(argv: Sequence[str], pattern: str) -> str | None:
-    """None if the pattern allows argv, "" if it is about another program, else why not."""
+def _legacy_problem(argv: Sequence[str], pattern: str) -> tuple[str | None, int]:
+    """None if the pattern allows argv, "" if it is about another program, else why not;
+    with how many of argv's leading words the pattern's literal words matched."""
     words = pattern.split()
     if not words:
-        return ""
+        return "", 0
     literal: list[str] = []
     for word in words:
         if GLOB_CHARS & set(word):
             break
         literal.append(word)
     if literal and argv[0] != literal[0]:
-        return ""
+        return "", 0
+    depth = next(
+        (i for i, (a, w) in enumerate(zip(argv, literal, strict=False)) if a != w),
+        min(len(argv), len(literal)),
+    )
     if list(argv[: len(literal)]) != literal or not fnmatch.fnmatchcase(" ".join(argv), pattern):
-        return f"{' '.join(argv)[:200]!r} does not match the pattern {pattern!r}"
+        return f"{' '.join(argv)[:200]!r} does not match the pattern {pattern!r}", depth
     module = literal[2] if len(literal) >= 3 and literal[1] == "-m" else ""
-    return interpreter_problem(argv, module) or None
+    return interpreter_problem(argv, module) or None, depth
 
 
 # -- structured rules -------------------------------------------------------------------
 def _structured_problem(
     argv: Sequence[str], rule: Mapping[str, Any], workspace: Path | WorkspaceFacts
-) -> str | None:
+) -> tuple[str | None, int]:
+    """None if the rule allows argv, "" if it is for another program, else why not; with
+    how far into argv the rule matched (its program, module, subcommand, then each
+    argument it accepted), which makes the closest rule's problem the one reported."""
     if argv[0] != rule.get("program"):
-        return ""
+        return "", 0
     position = 1
     module = str(rule.get("module") or "")
     if module:
         if list(argv[1:3]) != ["-m", module]:
-            return f"{argv[0]} may run only as {argv[0]} -m {module}"
+            return f"{argv[0]} may run only as {argv[0]} -m {module}", 1
         position = 3
     else:
         problem = interpreter_problem(argv, "")
         if problem:
-            return problem
+            return problem, 1
     subcommands = [str(s).split() for s in rule.get("subcommands") or []]
     if subcommands:
         chosen = next(
@@ -135,14 +186,23 @@ def _structured_problem(
         )
         if chosen is None:
             allowed = ", ".join(" ".join(s) for s in subcommands)
-            return f"{argv[0]} may run only the subcommands {allowed}"
+            return f"{argv[0]} may run only the subcommands {allowed}", position
         position += len(chosen)
+    rest_problem, used = _arguments_problem(argv[0], list(argv[position:]), rule, workspace)
+    return rest_problem, position + used
+
+
+def _arguments_problem(
+    program: str, rest: list[str], rule: Mapping[str, Any], workspace: Path | WorkspaceFacts
+) -> tuple[str | None, int]:
+    """The options and positional arguments after the program (and module, subcommand):
+    None when the rule allows them all, else the first problem and how many it accepted."""
     options: Mapping[str, Any] = rule.get("options") or {}
     args_kind = rule.get("args", "none")
-    rest = list(argv[position:])
     only_positional = False
     i = 0
     while i < len(rest):
+        start = i
         token = rest[i]
         i += 1
         if not only_positional and token == "--":
@@ -151,25 +211,27 @@ def _structured_problem(
         if only_positional or not token.startswith("-") or token == "-":
             problem = _positional_problem(token, args_kind, workspace)
             if problem:
-                return problem
+                return problem, start
             continue
         name, value, attached = _split_option(token, options)
+        if name is None and _bundled_flags(token, options):
+            continue  # -qx, -vv: flags the rule allows, written together
         if name is None:
-            return f"option {token!r} is not allowed for {argv[0]}"
+            return f"option {token!r} is not allowed for {program}", start
         kind = options[name]
         if kind is None:
             if attached:
-                return f"option {name} takes no value"
+                return f"option {name} takes no value", start
             continue
         if value is None:
             if i >= len(rest):
-                return f"option {name} needs a value"
+                return f"option {name} needs a value", start
             value = rest[i]
             i += 1
         problem = _value_problem(name, value, kind, workspace)
         if problem:
-            return problem
-    return None
+            return problem, start
+    return None, len(rest)
 
 
 def _split_option(token: str, options: Mapping[str, Any]) -> tuple[str | None, str | None, bool]:
@@ -184,6 +246,17 @@ def _split_option(token: str, options: Mapping[str, Any]) -> tuple[str | None, s
         if name in options and options[name] is not None:
             return name, token[2:], True
     return None, None, False
+
+
+def _bundled_flags(token: str, options: Mapping[str, Any]) -> bool:
+    """Whether ``token`` is short flags written together (``-qx``), each one the rule
+    allows as a flag (taking no value)."""
+    letters = token[1:]
+    return (
+        not token.startswith("--")
+        and len(letters) > 1
+        and all(f"-{letter}" in options and options[f"-{letter}"] is None for letter in letters)
+    )
 
 
 def _value_problem(name: str, value: str, kind: Any, workspace: Path | WorkspaceFacts) -> str:

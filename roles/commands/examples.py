@@ -6,7 +6,7 @@ Examples are stored with a role (``Role.examples``) and with a structured comman
 beside the command rule's schema that includes it.
 
 A role example names a tool, its arguments, the context the decision needs, ``allow`` or
-``deny`` and why; ``rule``, when given, is what the deciding rule's name must start with.
+``deny`` (or ``ask``: allowed once a person consents) and why; ``rule``, when given, is what the deciding rule's name must start with.
 A command rule's example names an ``argv`` (run by ``execute_command`` unless ``tool``
 says ``run_tests``). The context states what the host and workspace would be: the sandbox
 (``available``, ``unavailable`` or ``off``; default available), whether the copy-on-write
@@ -20,7 +20,7 @@ from typing import Any
 
 from acode.text import NOT_WHITESPACE_PATTERN
 
-EXPECTATIONS = ("allow", "deny")
+EXPECTATIONS = ("allow", "ask", "deny")
 SANDBOX_STATES = ("available", "unavailable", "off")
 
 EXAMPLE_CONTEXT_SCHEMA: dict[str, Any] = {

@@ -14,6 +14,8 @@ from roles.commands.examples import COMMAND_EXAMPLE_SCHEMA
 
 VALUE_KINDS = frozenset({"text", "int", "path"})
 ARG_KINDS = frozenset({"none", "paths", "text"})
+# What a rule that matches says: run it, or run it once a person consents (absent: allow).
+OUTCOMES = ("allow", "ask")
 
 _TEXT = NOT_WHITESPACE_PATTERN  # what .strip() leaves something of, no NUL
 # What ``command_rule_problems`` accepts, as the JSON Schema the API publishes and role
@@ -54,6 +56,11 @@ COMMAND_RULE_SCHEMA: dict[str, Any] = {
                         {"type": "array", "items": {"type": "string"}},
                     ]
                 },
+                "outcome": {
+                    "type": "string",
+                    "enum": list(OUTCOMES),
+                    "description": "allow (the default) or ask: a person consents first.",
+                },
                 "examples": {"type": "array", "items": COMMAND_EXAMPLE_SCHEMA},
             },
         },
@@ -68,7 +75,8 @@ def command_rule_problems(rule: object) -> list[str]:
     if not isinstance(rule, Mapping):
         return ["a command rule is a pattern string or an object with a program"]
     problems = []
-    unknown = set(rule) - {"program", "module", "subcommands", "options", "args", "examples"}
+    known = {"program", "module", "subcommands", "options", "args", "outcome", "examples"}
+    unknown = set(rule) - known
     if unknown:
         problems.append(f"unknown keys {', '.join(sorted(unknown))}")
     program = rule.get("program")
@@ -95,6 +103,8 @@ def command_rule_problems(rule: object) -> list[str]:
                 )
     if not _kind_ok(rule.get("args", "none"), ARG_KINDS, allow_none=False):
         problems.append("args must be none, paths, text or a list of literal values")
+    if rule.get("outcome", "allow") not in OUTCOMES:
+        problems.append("outcome must be allow or ask")
     return problems + _example_problems(rule.get("examples", []))
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from roles.decision.arguments import Refused, RuleRefused, check_argv, normalised_path, split_path
 from roles.decision.core import (
     BAD_ARGUMENTS,
+    CONSENT_NEEDED,
     DENIED,
     Decision,
     PolicyRole,
@@ -38,6 +39,7 @@ from roles.decision.facts import (
 
 __all__ = [
     "BAD_ARGUMENTS",
+    "CONSENT_NEEDED",
     "DENIED",
     "EXAMPLE_FAILED",
     "LAYER_UNAVAILABLE",

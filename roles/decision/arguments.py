@@ -65,8 +65,6 @@ def normalised_path(raw: object, *, directory: bool = False) -> str:
 
 MAX_ARGS = 1000
 MAX_ARGV_BYTES = 128 * 1024
-# Whole-token shell syntax: the model expected a shell. Commands run without one.
-SHELL_TOKENS = frozenset({";", "&&", "||", "|", "&", ">", ">>", "<", "<<", "2>&1", "|&"})
 
 
 class RuleRefused(Refused):
@@ -78,7 +76,12 @@ class RuleRefused(Refused):
 
 
 def check_argv(argv: object) -> list[str]:
-    """A command as a bounded list of UTF-8 strings without NUL or whole-token shell syntax."""
+    """A command as a bounded list of UTF-8 strings without NUL.
+
+    An argument is data: commands are argument lists and no shell runs them, so ``|``,
+    ``>`` or ``;`` is an argument like any other (``grep -F "|" file``). A command that
+    does run a shell (``sh -c``) is judged by the command rules (an interpreter's code
+    flags, ``roles.commands.interpreters``)."""
     if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
         raise RuleRefused('commands are argument lists of strings, e.g. ["pytest", "-q"]', "argv")
     if not argv[0].strip():
@@ -95,12 +98,6 @@ def check_argv(argv: object) -> list[str]:
             raise RuleRefused(
                 "a command argument is not valid UTF-8 (it has a lone surrogate)", "argv"
             ) from None
-        if arg in SHELL_TOKENS:
-            raise RuleRefused(
-                f"shell operator {arg!r}: commands run without a shell, so chaining, pipes "
-                "and redirection do not exist; run one program per call",
-                "argv",
-            )
     if size > MAX_ARGV_BYTES:
         raise RuleRefused(f"the command line is longer than {MAX_ARGV_BYTES} bytes", "argv")
     return list(argv)

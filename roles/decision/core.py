@@ -11,7 +11,8 @@ The rules, in order: the tool must be among the role's effective tools (which ho
 permission it declares); the arguments must fit its declared schema; paths must be
 workspace-relative and pass the role's write policy (the write-path rule command layers are
 applied by too); commands must be argument lists a command rule allows, and need a sandbox
-(and, when the role may write, a copy-on-write layer) that can start. Each decision names
+(and, when the role may write, a copy-on-write layer) that can start; a command rule may
+say a person consents first (the decision is then "ask"). Each decision names
 the rule that made it and carries the arguments normalised once: what the implementation
 runs with.
 """
@@ -34,6 +35,7 @@ from roles.tools import ToolDeclaration
 
 DENIED = "ACODE-ROL-003"
 BAD_ARGUMENTS = "ACODE-TOL-001"
+CONSENT_NEEDED = "ACODE-TOL-006"
 NETWORK_PERMISSION = "network"
 
 
@@ -64,7 +66,10 @@ class Decision:
     """Whether a call may run: the rule that decided, the code and reason when not.
 
     ``arguments`` are the call's arguments as the check normalised them (what the
-    implementation gets); ``normalised`` is what the audit records of them."""
+    implementation gets); ``normalised`` is what the audit records of them. ``ask``: the
+    call may run once a person consents (a rule's ``"outcome": "ask"``); such a decision
+    is not ``allowed`` (whoever reads only that refuses it), carries the declaration and
+    arguments the call would run with, and the code ACODE-TOL-006."""
 
     allowed: bool
     code: str = ""
@@ -74,6 +79,12 @@ class Decision:
     rule: str = ""
     normalised: dict[str, Any] = field(default_factory=dict)
     arguments: dict[str, Any] = field(default_factory=dict)
+    ask: bool = False
+
+    @property
+    def outcome(self) -> str:
+        """allow | ask | deny"""
+        return "allow" if self.allowed else "ask" if self.ask else "deny"
 
 
 _VALIDATORS: dict[ToolDeclaration, Any] = {}
@@ -217,5 +228,9 @@ def _check_command(
     if problem:
         return deny(problem, rule, code, target, normalised)
     normalised["sandbox"] = "on" if host.sandbox_required else "off (ACODE_SANDBOX=off)"
+    if check.ask:
+        reason = f"Role {role.name} runs this command only once a person consents ({check.rule})."
+        return Decision(False, CONSENT_NEEDED, reason, declaration, target, check.rule,
+                        normalised, {**arguments, "argv": argv}, ask=True)  # fmt: skip
     return Decision(True, declaration=declaration, target=target, rule=check.rule,
                     normalised=normalised, arguments={**arguments, "argv": argv})  # fmt: skip

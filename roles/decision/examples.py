@@ -71,6 +71,9 @@ class Example:
         return f"{self.tool} {shown[:200]}"
 
 
+_WORDS = {"allow": "allowed", "ask": "asked (a person consents first)", "deny": "denied"}
+
+
 @dataclass(frozen=True)
 class ExampleResult:
     """An example and the decision it got; ``passed`` when that is what it expects."""
@@ -81,7 +84,7 @@ class ExampleResult:
 
     @property
     def outcome(self) -> str:
-        return "allow" if self.decision.allowed else "deny"
+        return self.decision.outcome
 
     @property
     def passed(self) -> bool:
@@ -92,8 +95,7 @@ class ExampleResult:
         """The example, the decision and the rule that decided."""
         ex, decision = self.example, self.decision
         title = f"role {self.role}, {ex.label}" + (f" ({ex.name})" if ex.name else "")
-        got = "allowed" if decision.allowed else "denied"
-        wanted = "allowed" if ex.expect == "allow" else "denied"
+        got, wanted = _WORDS.get(self.outcome, self.outcome), _WORDS.get(ex.expect, ex.expect)
         text = f"{title}: {ex.call} must be {wanted} ({ex.why}) but is {got} by rule "
         text += f"{decision.rule!r}"
         if ex.rule and ex.expect == self.outcome:

@@ -7,7 +7,13 @@ that entry back (``RecordedHost``, ``RecordedWorkspace``): a fact the recorded d
 not consult raises ``NotRecorded`` rather than being guessed. One module writes and reads
 the format, so the two cannot drift.
 
-The entry: ``arguments`` (the exact call arguments) or ``unrecorded`` (why not: too large,
+A decision reads only the facts its path through the rules needs, but a replay under
+another version of the role may take another path (a command a rule refused may be
+allowed by the draft, which then asks for the sandbox). So ``replay_record`` first reads,
+through the recorders, every fact a decision of this call could read under any role:
+the host's sandbox for a tool that runs commands, and for every string in the arguments
+that could be a workspace path (an argv token, an option's attached value, a pytest node
+id's file) whether it goes through a link. The entry: ``arguments`` (the exact call arguments) or ``unrecorded`` (why not: too large,
 or something the audit would have redacted, which is never stored), ``host`` (the sandbox
 facts, when the decision consulted any) and ``links`` (each workspace query as
 ``[parts, answer]``).
@@ -21,9 +27,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roles.commands.workspace import WorkspaceFacts
+from roles.decision.arguments import MAX_PATH_BYTES
 from roles.decision.facts import HostFacts
+from roles.tools import declared_tools
 
 MAX_RECORDED_ARGUMENTS = 64 * 1024
+MAX_RECORDED_PATHS = 256  # link queries read ahead for one call (each a few lstat calls)
 HOST_FIELDS = ("sandbox_required", "sandbox_available", "sandbox_reason", "overlay",
                "overlay_reason")  # fmt: skip
 
@@ -96,9 +105,11 @@ def replay_record(
     workspace: RecordingWorkspace,
     *,
     redact: Callable[[str], str],
+    tool: str = "",
 ) -> dict[str, Any]:
     """The ``replay`` entry of a decision's audit row. ``redact`` is the audit's own
-    redaction: arguments it would change are not stored (only why)."""
+    redaction: arguments it would change are not stored (only why). ``tool``: the call's
+    tool, whose every possible fact is read first (see the module)."""
     entry: dict[str, Any] = {}
     try:
         text = json.dumps(arguments, ensure_ascii=False, allow_nan=False)
@@ -114,11 +125,65 @@ def replay_record(
         entry["unrecorded"] = "the arguments hold something redacted (a secret is never stored)"
     else:
         entry["arguments"] = arguments
+        facts_read_ahead(tool, arguments, host, workspace)
     if host.seen is not None:
         entry["host"] = dict(host.seen)
     if workspace.seen:
         entry["links"] = list(workspace.seen)
     return entry
+
+
+def facts_read_ahead(
+    tool: str, arguments: Any, host: RecordingHost, workspace: RecordingWorkspace
+) -> None:
+    """Read (and so record) every fact a decision of this call could read under any role:
+    the sandbox for a built-in command tool, the link answer for every possible path."""
+    declaration = declared_tools().get(tool)
+    if declaration is not None and declaration.command:
+        host._get("sandbox_required")  # one read keeps every host fact
+    for parts in possible_paths(arguments):
+        workspace.link_on_path(parts)
+
+
+def possible_paths(arguments: Any) -> list[list[str]]:
+    """The components of every string in ``arguments`` that a rule could read as a
+    workspace path (lexically possible: relative, no ``..``, not in ``.git``), with what
+    command rules read out of argv tokens (``--opt=VALUE``, ``-kVALUE``, ``file::test``);
+    the first ``MAX_RECORDED_PATHS``, longest paths answer their prefixes."""
+    found: dict[tuple[str, ...], None] = {}
+    for text in _strings(arguments):
+        values = [text, text.split("::", 1)[0]]
+        if text.startswith("--") and "=" in text:
+            values.append(text.split("=", 1)[1])
+        elif text.startswith("-") and len(text) > 2:
+            values.append(text[2:])
+        for value in values:
+            parts = _lexical_parts(value)
+            if parts:
+                found.setdefault(tuple(parts))
+            if len(found) >= MAX_RECORDED_PATHS:
+                return [list(p) for p in found]
+    return [list(p) for p in found]
+
+
+def _strings(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, str):
+        yield value
+    elif depth < 20 and isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item, depth + 1)
+    elif depth < 20 and isinstance(value, list):
+        for item in value:
+            yield from _strings(item, depth + 1)
+
+
+def _lexical_parts(value: str) -> list[str]:
+    if not value or len(value) > MAX_PATH_BYTES or "\0" in value or value.startswith(("/", "~")):
+        return []
+    parts = [p for p in value.split("/") if p not in ("", ".")]
+    if ".." in parts or any(p.lower() == ".git" for p in parts):
+        return []
+    return parts
 
 
 def _has_surrogate(text: str) -> bool:

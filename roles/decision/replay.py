@@ -41,14 +41,23 @@ class RecordedDecision:
     definition_hash: str = ""
     session: str = ""
     target: str = ""
+    ask: bool = False  # the call was put to a person (a rule's "outcome": "ask")
+
+    @property
+    def outcome(self) -> str:
+        """allow | ask | deny, as ``Decision.outcome``."""
+        return "allow" if self.allowed else "ask" if self.ask else "deny"
+
+
+CONSENT_EVENT = "ToolConsent"  # a call put to a person: its "asked" row is the decision
 
 
 def recorded_decision(
     *, audit_id: int, at: datetime | None, event_type: str, result: str,
     target: str = "", details: Mapping[str, Any], session: str = "",
 ) -> RecordedDecision:  # fmt: skip
-    """A decision's audit row (``ToolDecision``, or ``ToolDenied`` with phase "decision")
-    as a ``RecordedDecision``."""
+    """A decision's audit row (``ToolDecision``, ``ToolDenied`` with phase "decision", or
+    ``ToolConsent`` with phase "asked") as a ``RecordedDecision``."""
     entry = details.get("replay")
     allowed = event_type == "ToolDecision"
     unrecorded = ""
@@ -64,7 +73,7 @@ def recorded_decision(
         arguments=entry.get("arguments"), unrecorded=unrecorded,
         host=entry.get("host") if isinstance(entry.get("host"), Mapping) else None,
         links=tuple(entry.get("links") or ()), definition_hash=str(details.get("definition_hash", "")),
-        session=session, target=target,
+        session=session, target=target, ask=event_type == CONSENT_EVENT,
     )  # fmt: skip
 
 
@@ -80,12 +89,21 @@ class Replayed:
 
     @property
     def change(self) -> str:
-        """unchanged | allowed->denied | denied->allowed | not replayable"""
+        """unchanged | allowed->denied | denied->allowed | not replayable, and with the
+        ask outcome: allowed->asked, asked->allowed, asked->denied, denied->asked"""
         if self.decision is None:
             return "not replayable"
-        if self.decision.allowed == self.recorded.allowed:
+        before, after = self.recorded.outcome, self.decision.outcome
+        if before == after:
             return "unchanged"
-        return "allowed->denied" if self.recorded.allowed else "denied->allowed"
+        return f"{_PAST[before]}->{_PAST[after]}"
+
+
+_PAST = {"allow": "allowed", "ask": "asked", "deny": "denied"}
+# Every change a replay reports (``Replayed.change``, and "rule changed" for the same
+# outcome by another rule).
+CHANGES = ("allowed->denied", "denied->allowed", "allowed->asked", "asked->allowed",
+           "denied->asked", "asked->denied", "rule changed", "not replayable")  # fmt: skip
 
 
 def replay_decision(role: PolicyRole, recorded: RecordedDecision) -> Replayed:
@@ -160,6 +178,7 @@ class ReplayTally:
             "unchanged": counts.get("unchanged", 0),
             "allowed_to_denied": counts.get("allowed->denied", 0),
             "denied_to_allowed": counts.get("denied->allowed", 0),
+            "to_or_from_asked": sum(n for change, n in counts.items() if "asked" in change),
             "not_replayable": counts.get("not replayable", 0),
             "not_replayable_reasons": [
                 {"reason": reason, "count": n}
@@ -169,7 +188,8 @@ class ReplayTally:
         }
 
 
-_ORDER = {"allowed->denied": 0, "denied->allowed": 1, "rule changed": 2, "not replayable": 3}
+_ORDER = {"allowed->denied": 0, "denied->allowed": 1, "allowed->asked": 2, "asked->allowed": 2,
+          "denied->asked": 2, "asked->denied": 2, "rule changed": 3, "not replayable": 4}  # fmt: skip
 
 
 def _group_order(group: ReplayGroup) -> tuple[int, int, str]:
@@ -181,8 +201,8 @@ def _example(item: Replayed) -> dict[str, Any]:
     return {
         "audit_id": rec.audit_id, "at": rec.at.isoformat() if rec.at else None,
         "session": rec.session, "target": rec.target,
-        "recorded": "allow" if rec.allowed else "deny", "recorded_code": rec.code,
-        "decision": "" if decision is None else ("allow" if decision.allowed else "deny"),
+        "recorded": rec.outcome, "recorded_code": rec.code,
+        "decision": "" if decision is None else decision.outcome,
         "code": "" if decision is None else decision.code,
         "reason": (item.detail or item.reason) if decision is None else decision.reason,
     }  # fmt: skip

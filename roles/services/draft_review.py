@@ -4,7 +4,9 @@ Publishing applies the draft through the same role write as any live edit
 (``roles.services.roles.role_reviewed_write``: checks, examples, a new version, the
 registry and live pages), and only when the draft is open, its base is still the role's
 current version, and the publisher holds ``roles.publish_roledraft`` and is not its
-author (superusers included). Rejecting needs the permission too, except that an author
+author (superusers included), nor an account its author created or gave rights to
+(staff, superuser, permissions, groups; and theirs in turn: ``roles.services.accounts``):
+two people are two people. Rejecting needs the permission too, except that an author
 may withdraw their own draft. Every step is audited (``role_data_changed``).
 """
 
@@ -20,6 +22,7 @@ from django.utils import timezone
 
 from acode.errors import AcodeError
 from roles.models import RoleDraft, RoleDraftStatus, RoleVersion
+from roles.services.accounts import accounts_made_by
 from roles.services.common import actor_label, data_changed
 from roles.services.protection import reviewed_write
 from roles.services.replay import role_replay
@@ -72,6 +75,13 @@ def role_draft_decision_refusal(
             "ACODE-ROL-010",
             f"Draft #{draft.pk} is yours: another admin must publish it.",
             {"draft": draft.pk, "author": draft.author_name},
+        )
+    if publishing and draft.author_id is not None and user.pk in accounts_made_by(draft.author_id):
+        return AcodeError(
+            "ACODE-ROL-010",
+            f"Draft #{draft.pk} is by {draft.author_name}, who created your account or gave it "
+            "its rights: another person must publish it.",
+            {"draft": draft.pk, "author": draft.author_name, "made_by_author": True},
         )
     if not own and not user.has_perm(PUBLISH_PERMISSION):  # type: ignore[attr-defined]
         verb = "Publishing" if publishing else "Rejecting"

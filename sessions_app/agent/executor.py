@@ -8,6 +8,9 @@ carries the arguments normalised once: what the implementation runs with.
 ``tool_execute`` audits before anything runs and again after, whatever happens:
 
 - refused: one ``ToolDenied`` row (``result`` the ACODE code, ``details.rule`` the rule);
+- put to a person (a rule's ``"outcome": "ask"``): a ``ToolConsent`` row (phase "asked"),
+  the wait for an answer (``sessions_app.services.consents``), then as allowed below, or
+  the refusal the model is told (ACODE-TOL-007 refused, -008 no answer in time);
 - allowed: a ``ToolDecision`` row (``result`` "allowed", the rule, the role version, the
   normalised arguments), then the outcome: ``RoleAction`` (ran; ``result`` its summary, or
   ACODE-TOL-002 with the exception type when it failed) or ``ToolDenied`` (refused while
@@ -26,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +48,7 @@ from roles.decision import (
     sandbox_problem,
 )
 from roles.decision.recording import RecordingHost, RecordingWorkspace, replay_record
-from roles.registry import RoleDef
+from roles.registry import RoleDef, registry
 from sessions_app.agent.mcp_tool import run_mcp_tool
 from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolContext, ToolResult
 from sessions_app.containment import (
@@ -59,8 +63,9 @@ from sessions_app.containment import (
     sandbox_available,
     sandbox_required,
 )
-from sessions_app.models import AgentSession, AuditEventType, Job
+from sessions_app.models import AgentSession, AuditEventType, ConsentStatus, Job
 from sessions_app.services.audit import audit_record, safe_text
+from sessions_app.services.consents import consent_refusal, tool_consent_ask, tool_consent_await
 
 logger = logging.getLogger(__name__)
 
@@ -141,6 +146,7 @@ class ToolOutcome:
     detail: str = ""
     source: str = ""  # what the outside text came from (the tool)
     untrusted: bool = True  # the output is outside data (False: acode's own words)
+    waited: float = 0.0  # seconds the call waited for a person's consent (not the job's)
 
     def for_model(self) -> str:
         """The one channel's text for the model (``sessions_app.containment.channel``)."""
@@ -237,6 +243,8 @@ def tool_execute(
     if declared is not None and declared.kind == "mcp":  # which approved definition decided
         details["definition_hash"] = declared.pinned_hash
     audit = _CallAudit(session, role.slug, actor, f"{tool} {decision.target}".strip(), details)
+    if decision.ask and decision.declaration is not None:
+        return _ask_first(audit, decision, arguments, context, replay, job)
     if not decision.allowed or decision.declaration is None:
         audit.row(AuditEventType.TOOL_DENIED, decision.code, phase="decision",
                   reason=decision.reason, code=decision.code, replay=replay)  # fmt: skip
@@ -246,6 +254,41 @@ def tool_execute(
     details["decision"] = audit.row(TOOL_DECISION, "allowed", phase="decision", replay=replay)
     details["decision_rule"] = details.pop("rule")
     return _run(audit, decision, _call_context(context, role))
+
+
+def _ask_first(
+    audit: _CallAudit, decision: Decision, arguments: Any, context: ToolContext,
+    replay: dict[str, Any], job: Job | None,
+) -> ToolOutcome:  # fmt: skip
+    """A call a rule puts to a person (``sessions_app.services.consents``): asked (the
+    decision's audit row, with what a replay needs), then run as any allowed call if a
+    person allows it in time (decided again first: the role may have changed meanwhile);
+    otherwise the model is told who refused, or that nobody answered. The wait is not the
+    job's time (``ToolOutcome.waited``)."""
+    started = time.monotonic()
+    asked = audit.row(AuditEventType.TOOL_CONSENT, decision.code, phase="asked",
+                      reason=decision.reason, code=decision.code, replay=replay)  # fmt: skip
+    consent = tool_consent_ask(
+        session=audit.session, job=job, role=audit.role, tool=audit.details["tool"],
+        target=redact_text(decision.target), rule=decision.rule,
+        reason=redact_text(decision.reason), arguments=_redacted(decision.normalised),
+        asked_audit_id=asked,
+    )  # fmt: skip
+    answered = tool_consent_await(consent, job=job)
+    waited = time.monotonic() - started
+    if answered.status == ConsentStatus.ALLOWED:
+        audit.details.update(
+            decision=asked, consent=str(consent.pk), consented_by=answered.answered_by_name
+        )
+        audit.details["decision_rule"] = audit.details.pop("rule")
+        registry.sync()  # the role may have changed while the call waited: decide again
+        role = registry.get(audit.role)
+        again = tool_check(role, audit.details["tool"], arguments, Path(audit.session.workspace))
+        if again.outcome == "deny" or again.declaration is None:
+            return _refused_while_running(audit, again, again.code, again.rule, again.reason)
+        return dataclasses.replace(_run(audit, again, _call_context(context, role)), waited=waited)
+    code, reason = consent_refusal(answered)
+    return ToolOutcome("denied", "", code, _clean(reason), _clean(decision.target), waited=waited)
 
 
 def _decide(
@@ -267,6 +310,7 @@ def _decide(
         host,
         facts,
         redact=lambda text: redact_text(text) if audited == arguments else "",
+        tool=tool,
     )
 
 

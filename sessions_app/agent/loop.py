@@ -274,6 +274,7 @@ def _run_tool_call(run: LoopState, call: Any) -> None:
         context=run.tool_ctx,
         job=job,
     )
+    run.deadline += outcome.waited  # waiting for a person's consent is not the job's time
     if outcome.status == "denied":
         data = {"name": call.name, "code": outcome.code, "reason": outcome.reason}
         job_event(job, JobEventKind.TOOL_DENIED, data)

@@ -51,7 +51,7 @@ from sessions_app.dashboard.session_panels import (
     role_shares,
     timeline_entries,
 )
-from sessions_app.models import AgentSession
+from sessions_app.models import AgentSession, ToolConsent
 from sessions_app.permissions import SessionAction, may
 from sessions_app.selectors import (
     Interval,
@@ -60,6 +60,7 @@ from sessions_app.selectors import (
     waiting_intervals,
     waiting_seconds,
 )
+from sessions_app.selectors.consents import session_consents
 from sessions_app.selectors.lookups import session_by_id
 from sessions_app.selectors.sessions import (
     HistoryRow,
@@ -240,6 +241,11 @@ class SessionPage:
     @cached_property
     def delivered(self) -> DeliveredPanel:
         return delivered_panel(self.session)
+
+    @cached_property
+    def consents(self) -> list[ToolConsent]:
+        # Only a job that has not ended waits for a person: no query while none runs.
+        return session_consents(self.session, limit=5) if any(j.live for j in self.jobs) else []
 
     @cached_property
     def jobs(self) -> list[JobView]:

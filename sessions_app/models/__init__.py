@@ -12,6 +12,7 @@ from sessions_app.models.audit import (
     chain_key,
 )
 from sessions_app.models.base import AppendOnlyError, AppendOnlyModel, AppendOnlyQuerySet
+from sessions_app.models.consents import ConsentStatus, ToolConsent
 from sessions_app.models.deliveries import DeliveredCommit, PushStatus
 from sessions_app.models.jobs import (
     FINAL_JOB_STATUSES,
@@ -68,6 +69,7 @@ __all__ = [
     "AuditEventType",
     "AuditVerification",
     "ChangeKind",
+    "ConsentStatus",
     "DeliveredCommit",
     "IdempotencyRecord",
     "Job",
@@ -92,6 +94,7 @@ __all__ = [
     "StagePurpose",
     "StageStatus",
     "StepStatus",
+    "ToolConsent",
     "WorkflowStage",
     "WorkflowTemplate",
     "WorkspaceApply",

@@ -19,6 +19,7 @@ class AuditEventType(models.TextChoices):
     TOOL_DECISION = "ToolDecision", "Tool call allowed, recorded before it runs"
     ROLE_ACTION = "RoleAction", "Tool call executed in a role"
     TOOL_DENIED = "ToolDenied", "Tool call refused in a role"
+    TOOL_CONSENT = "ToolConsent", "Tool call put to a person: asked, answered or timed out"
     PLAN_UPDATED = "PlanUpdated", "Plan set or a step's status changed"
     CHANGE_RECORDED = "ChangeRecorded", "Pending file change recorded"
     CHANGES_APPROVED = "ChangesApproved", "Pending changes approved and cleared"

@@ -1,6 +1,7 @@
 """The recorded tool decisions of a role, as replay reads them (``roles.history``).
 
-Decision rows are ``ToolDecision`` (allowed) and ``ToolDenied`` with phase "decision";
+Decision rows are ``ToolDecision`` (allowed), ``ToolDenied`` with phase "decision" and
+``ToolConsent`` with phase "asked" (a call put to a person);
 they are read oldest first in chunks by id (keyset), so a window of any size streams in
 constant memory.
 """
@@ -27,7 +28,8 @@ def recorded_decisions(
     """Every decision recorded for ``role`` (its slug, any case) in ``[since, until)``."""
     rows = AuditEvent.objects.annotate(role_upper=Upper("role")).filter(
         Q(event_type=AuditEventType.TOOL_DECISION)
-        | Q(event_type=AuditEventType.TOOL_DENIED, details__phase="decision"),
+        | Q(event_type=AuditEventType.TOOL_DENIED, details__phase="decision")
+        | Q(event_type=AuditEventType.TOOL_CONSENT, details__phase="asked"),
         role_upper=role.upper(),
     )
     if since is not None:

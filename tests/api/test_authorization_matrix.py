@@ -11,11 +11,13 @@ Who may see and act is decided in ``sessions_app/permissions.py``.
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import Permission
 from django.core.cache import cache
+from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -39,6 +41,7 @@ from sessions_app.models import (
     RoleTransition,
     Run,
     RunApproval,
+    ToolConsent,
     WorkflowStage,
     WorkflowTemplate,
 )
@@ -149,6 +152,9 @@ EXPECTED: dict[str, dict[str, int]] = {
     "GET /api/jobs/{id}/": SESSION_READ,
     "GET /api/jobs/{id}/events/": SESSION_READ,
     "POST /api/jobs/{id}/cancel/": SESSION_WRITE,
+    # A tool call a rule put to a person: who may act on the session answers it.
+    "GET /api/sessions/{id}/consents/": SESSION_READ,
+    "POST /api/sessions/{id}/consents/{consent_id}/": SESSION_WRITE,
     "POST /api/sessions/{id}/runs/": SESSION_CREATE,
     "GET /api/runs/": ANY_USER,
     "GET /api/runs/{id}/": SESSION_READ,
@@ -190,6 +196,7 @@ BODIES: dict[str, Any] = {
     "POST /api/sessions/{id}/runs/": {"request": "Explain the code"},
     "POST /api/runs/{id}/answer/": {"answer": "Yes"},
     "POST /api/runs/{id}/reject/": {"reason": "Not now"},
+    "POST /api/sessions/{id}/consents/{consent_id}/": {"allow": False, "note": "Not now"},
 }
 QUERIES: dict[str, dict[str, str]] = {"GET /api/audit/export/": {"format": "jsonl"}}
 
@@ -250,7 +257,12 @@ def world(django_user_model: Any, settings: Any) -> dict[str, Any]:
         role=Role.objects.get(slug="scratch"), tool="issues", schema={"maxProperties": 3}
     )
     digest = RunApproval.objects.get(run=run, status="pending").digest
+    consent = ToolConsent.objects.create(
+        session=session, role_slug="reviewer", tool="execute_command", target="rm x",
+        rule="command_rules[0]: rm", expires_at=timezone.now() + timedelta(minutes=15),
+    )  # fmt: skip
     return {
+        "consent": consent,
         "users": users,
         "session": session,
         "job": job,
@@ -270,6 +282,7 @@ def url_of(operation: str, world: dict[str, Any]) -> str:
     return (
         path.replace("{id}", str(own_id))
         .replace("{number}", "1")
+        .replace("{consent_id}", str(world["consent"].pk))
         .replace("{slug}", "matrix-gate")
         .replace("{tool}", "issues")
         .replace("{name}", "scratch" if "prompt-packs" not in path else "acode-standard")

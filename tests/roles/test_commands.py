@@ -45,6 +45,7 @@ def ws(tmp_path: Path) -> Path:
     [
         ["python", "-m", "pytest"],
         ["python", "-m", "pytest", "-q", "-x"],
+        ["python", "-m", "pytest", "-qx"],  # flags the rule allows, written together
         ["python", "-m", "pytest", "-k", "login and not slow"],
         ["python", "-m", "pytest", "-klogin"],
         ["python", "-m", "pytest", "--maxfail=2", "--maxfail", "3"],
@@ -80,7 +81,7 @@ def test_structured_rules_allow_what_they_list(ws: Path, argv: list[str]) -> Non
         (["python", "-m", "pytest", "--maxfail=many"], "whole number"),
         (["python", "-m", "pytest", "--tb=long"], "accepts only short, line, no"),
         (["python", "-m", "pytest", "-q=1"], "'-q=1' is not allowed"),
-        (["python", "-m", "pytest", "-qx"], "'-qx' is not allowed"),
+        (["python", "-m", "pytest", "-qk"], "'-qk' is not allowed"),  # -k takes a value
         (["python", "-m", "pytest", "/etc/passwd"], "relative to the workspace"),
         (["python", "-m", "pytest", "../outside/test_x.py"], "must not contain '..'"),
         (["python", "-m", "pytest", "@/proc/1/environ"], "@file arguments are refused"),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -152,6 +153,9 @@ API_NOT_ON_A_SESSION = {
     "POST /api/roles/{name}/argument-limits/": "role argument limits (a new role version)",
     "PATCH /api/roles/{name}/argument-limits/{tool}/": "role argument limits (new version)",
     "DELETE /api/roles/{name}/argument-limits/{tool}/": "role argument limits (new version)",
+    # A job's question about one call (a rule's "outcome": "ask"): a run's stage job asks
+    # too, so a person answers it whatever the run's state (permissions.CONSENT_ANSWER).
+    "POST /api/sessions/{id}/consents/{consent_id}/": "answers a job's question, not the session",
 }
 
 
@@ -280,7 +284,10 @@ DASHBOARD: dict[str, Action] = {
     ),
     "dashboard-run-cancel": Action(CANCEL),
 }
-DASHBOARD_NOT_ON_A_SESSION = {"dashboard-session-new": "opens a new session"}
+DASHBOARD_NOT_ON_A_SESSION = {
+    "dashboard-session-new": "opens a new session",
+    "dashboard-consent-answer": "answers a job's question about one call, not the session",
+}
 
 
 def _dashboard_kwargs(pattern: URLPattern, world: World) -> dict[str, Any]:
@@ -290,6 +297,8 @@ def _dashboard_kwargs(pattern: URLPattern, world: World) -> dict[str, Any]:
         kwargs["pk"] = world.run.pk if route.startswith("runs/") and world.run else world.session.pk
     if "<uuid:job_id>" in route:
         kwargs["job_id"] = world.job.pk
+    if "<uuid:consent_id>" in route:
+        kwargs["consent_id"] = uuid.uuid4()  # none: the answer is a message, nothing changes
     return kwargs
 
 

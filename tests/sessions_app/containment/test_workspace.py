@@ -342,8 +342,6 @@ def test_workspace_files_fall_back_when_git_is_refused(ws: Path, tmp_path: Path)
         ([" "], "program name is empty"),
         (["echo", "a\0b"], "NUL"),
         (["echo", "\ud800"], "lone surrogate"),
-        (["echo", "x", ">", "f"], "without a shell"),
-        (["pytest", "&&", "rm"], "without a shell"),
         (["true"] * 1001, "at most 1000 arguments"),
         (["echo", "x" * 200_000], "longer than"),
     ],
@@ -356,3 +354,5 @@ def test_argv_shape_is_checked(argv: object, says: str) -> None:
 
 def test_argv_with_shell_characters_inside_an_argument_is_just_an_argument() -> None:
     assert check_argv(["sh", "-c", "echo hi > out.txt"]) == ["sh", "-c", "echo hi > out.txt"]
+    # A whole argument that looks like shell syntax is data too: no shell runs it.
+    assert check_argv(["echo", "x", ">", "f"]) == ["echo", "x", ">", "f"]

@@ -1,0 +1,64 @@
+"""A tool call put to a person: a rule said it runs only once someone consents."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+from sessions_app.models.jobs import Job
+from sessions_app.models.sessions import AgentSession
+
+
+class ConsentStatus(models.TextChoices):
+    PENDING = "pending", "Waiting for an answer"
+    ALLOWED = "allowed", "Allowed"
+    DENIED = "denied", "Denied"
+    TIMED_OUT = "timed_out", "Denied: no answer in time"
+    CANCELLED = "cancelled", "Cancelled with its job"
+
+
+class ToolConsent(models.Model):
+    """One call that waits for a person's answer (``sessions_app.services.consents``).
+
+    What is shown is what the audit shows (redacted): the tool, its target, the rule that
+    asked and the normalised arguments. The job's loop waits for the answer until
+    ``expires_at``; then the call is denied."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.ForeignKey(
+        AgentSession, on_delete=models.CASCADE, related_name="tool_consents"
+    )
+    job = models.ForeignKey(
+        Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="tool_consents"
+    )
+    role_slug = models.CharField(max_length=100)
+    tool = models.CharField(max_length=200)
+    target = models.TextField(blank=True)
+    rule = models.CharField(max_length=300)
+    reason = models.TextField(blank=True)
+    arguments = models.JSONField(default=dict, help_text="The normalised arguments, redacted.")
+    status = models.CharField(
+        max_length=20, choices=ConsentStatus.choices, default=ConsentStatus.PENDING, db_index=True
+    )
+    asked_audit_id = models.BigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    answered_at = models.DateTimeField(null=True, blank=True)
+    answered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    answered_by_name = models.CharField(max_length=150, blank=True)
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["session", "status"], name="consent_session_status")]
+
+    def __str__(self) -> str:
+        return f"consent {self.id} {self.tool} ({self.status})"
