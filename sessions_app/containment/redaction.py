@@ -104,7 +104,10 @@ def redact_text(text: str, *, path: str = "") -> str:
     """``text`` with every secret masked: URL passwords, what the detector finds (as if
     ``text`` were the file at ``path``; output when empty) and every known secret value in
     any encoding it could have been printed in."""
-    text = mask_text(text, path, secret_rules())
+    rules = secret_rules()
+    text = mask_text(text, path, rules)
+    if path:  # and as output: what cat of the file would show (so no door shows more)
+        text = mask_text(text, "", rules)
     known = _known_pattern(known_secret_values())
     return known.sub(REDACTED, text) if known is not None else text
 

@@ -165,17 +165,7 @@ NESTED_READS = {
 
 @pytest.mark.parametrize(
     "read",
-    [
-        pytest.param(
-            name,
-            marks=leak(
-                "a repository nested in an attached workspace (vendor/lib/.git) is neither "
-                "indexed nor masked (only the top .git is): its history and config reach "
-                "commands in plain text"
-            ),
-        )
-        for name in NESTED_READS
-    ],
+    [pytest.param(name) for name in NESTED_READS],
 )
 def test_a_nested_repositorys_history_is_no_way_around_the_view(
     user: Any, area: Area, read: str
@@ -194,11 +184,6 @@ def test_a_nested_repositorys_files_are_hidden_from_read_file_and_search(
     call("grep_search", pattern="extraheader|STRIPE", path="vendor")
 
 
-@leak(
-    "a hard link committed to the attached repository: read_file refuses it and commands "
-    "see it empty, but the git view keeps its blob (judged by content only): "
-    "`git show HEAD:docs/notes.md` prints the outside file's content"
-)
 def test_a_committed_hard_link_is_hidden_from_git_as_from_cat(
     user: Any, area: Area, tmp_path: Path
 ) -> None:
@@ -369,7 +354,7 @@ def _plant_and_read(user: Any, area: Area, path: str, content: str | bytes) -> N
 
 def _cases(ok: dict[str, Any], leaks: dict[str, Any], why: dict[str, str]) -> list[Any]:
     cases = [pytest.param(*v, id=k) for k, v in ok.items()]
-    cases += [pytest.param(*v, id=k, marks=leak(why[k])) for k, v in leaks.items()]
+    cases += [pytest.param(*v, id=k) for k, v in leaks.items()]
     return cases
 
 
@@ -428,14 +413,16 @@ CONTENT_WHY = {
 }
 
 
-@pytest.mark.parametrize(("path", "content"), _cases(BY_NAME, BY_NAME_LEAKS, NAME_WHY))
+@pytest.mark.parametrize(("path", "content"), _cases({**BY_NAME, **BY_NAME_LEAKS}, {}, NAME_WHY))
 def test_a_secret_known_by_its_name_reaches_no_door(
     user: Any, area: Area, path: str, content: str
 ) -> None:
     _plant_and_read(user, area, path, content)
 
 
-@pytest.mark.parametrize(("path", "content"), _cases(BY_CONTENT, BY_CONTENT_LEAKS, CONTENT_WHY))
+@pytest.mark.parametrize(
+    ("path", "content"), _cases({**BY_CONTENT, **BY_CONTENT_LEAKS}, {}, CONTENT_WHY)
+)
 def test_a_secret_known_by_its_content_reaches_no_door(
     user: Any, area: Area, path: str, content: str | bytes
 ) -> None:
@@ -445,11 +432,6 @@ def test_a_secret_known_by_its_content_reaches_no_door(
 CAMEL = camel_value()
 
 
-@leak(
-    "a random password that happens to start lower-case then upper-case (about 3 in 10 "
-    "random alphanumeric ones: hJ8k...) matches the detector's camelCase-identifier rule "
-    "and is not a secret to it: SECRET_KEY = 'hJ...' is shown plainly by cat and read_file"
-)
 def test_a_camel_case_looking_password_is_still_a_secret(user: Any, area: Area) -> None:
     write(
         area.ws,
@@ -479,15 +461,7 @@ SHARED_READS = "cat {p}; base64 -w0 {p}; rev {p}"
     "sub",
     [
         pytest.param("", id="same-root"),
-        pytest.param(
-            "notes",
-            id="nested-root",
-            marks=leak(
-                "a session attached to a subdirectory of a managed workspace keeps its own "
-                "index (keyed by its root); the owner's index (managed: trusted between "
-                "writes) never learns of notes/.env.staging: the owner's cat prints it"
-            ),
-        ),
+        pytest.param("notes", id="nested-root"),
     ],
 )
 def test_a_secret_file_another_session_writes_is_hidden_from_the_owner(
@@ -507,14 +481,7 @@ def test_a_secret_file_another_session_writes_is_hidden_from_the_owner(
     "sub",
     [
         pytest.param("", id="same-root"),
-        pytest.param(
-            "notes",
-            id="nested-root",
-            marks=leak(
-                "the same through a command's writes: a command of the session attached to "
-                "notes/ writes .env.prod; the owner's commands print it"
-            ),
-        ),
+        pytest.param("notes", id="nested-root"),
     ],
 )
 def test_a_secret_another_sessions_command_writes_is_hidden_from_the_owner(
@@ -530,11 +497,6 @@ def test_a_secret_another_sessions_command_writes_is_hidden_from_the_owner(
     mine.sh(SHARED_READS.format(p=rel))
 
 
-@leak(
-    "an MCP stdio server lives for the whole job with the view it started with: a secret "
-    "file another session writes afterwards (notes/.env.late) is not masked for it, and "
-    "the server reads it in plain text (a command started then would see it empty)"
-)
 def test_a_secret_file_another_session_writes_is_hidden_from_a_running_mcp_server(
     user: Any, area: Area, settings: Any, hostile: Any
 ) -> None:
@@ -658,10 +620,6 @@ def test_a_server_reads_hidden_files_as_commands_do(
     mcp_call("mcp__hostile__slurp", path=path.format(ws=area.ws))
 
 
-@leak(
-    "an MCP server sees files under a nested .git directory (notes/.git/.env) in plain "
-    "text, as commands do (the index walk skips every .git directory)"
-)
 def test_a_server_reads_a_file_under_a_nested_git_directory(mcp_call: Probe, area: Area) -> None:
     write(area.ws, {"notes/.git/.env": f"{VALUE}\n"})
     mcp_call("mcp__hostile__slurp", path="notes/.git/.env")
@@ -689,18 +647,16 @@ def test_a_servers_own_processes_share_its_view(
 DECLARED = random_value(24) + '"\\' + random_value(16)  # a password with a quote and a backslash
 ENCODINGS = {
     "plain": "",
-    "json": "LEAK: a declared secret holding a quote or backslash, answered as JSON "
-    '(\\" and \\\\ escapes): the escaped form is not a known form, so it is shown',
-    "reversed": "LEAK (a hostile server): a declared secret answered reversed is shown",
-    "rot13": "LEAK (a hostile server): a declared secret answered in rot13 is shown",
-    "base32": "LEAK (a hostile server): a declared secret answered in base32 is shown",
+    "json": "",
+    "reversed": "",
+    "rot13": "",
+    "base32": "",
     "gzip64": "LEAK (a hostile server): a declared secret gzipped then base64-encoded is shown",
-    "spaced": "LEAK (a hostile server): a declared secret with spaces between its letters is shown",
-    "folded": "LEAK: a declared secret folded over lines (5 characters a line) is shown: "
-    "only encoded forms may span a line break",
-    "hex-spaced": "LEAK: a declared secret as spaced hex (xxd/od style: '67 68 70') is shown",
-    "utf16": "LEAK: a declared secret as UTF-16 (NUL between letters, U+FFFD to the model) is shown",
-    "html": "LEAK (a hostile server): a declared secret as HTML character references is shown",
+    "spaced": "",
+    "folded": "",
+    "hex-spaced": "",
+    "utf16": "",
+    "html": "",
 }
 
 
@@ -727,10 +683,6 @@ def test_a_servers_declared_secret_never_reaches_the_model(
     call("mcp__hostile__leak-env", name="HOSTILE_SECRET", how=how)
 
 
-@leak(
-    "a declared secret shorter than 8 characters (a PIN, a short password) is never "
-    "redacted: the server answers it and the model reads it"
-)
 def test_a_short_declared_secret_never_reaches_the_model(
     mcp_call: Probe, hostile: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -884,11 +836,6 @@ def test_a_slow_pattern_decides_fast_or_is_refused(hostile: Any, area: Area, pat
         assert time.monotonic() - started < 1.0, (pattern, attack[:10])
 
 
-@leak(
-    "a slow decision: an approved tool schema with uniqueItems on an array makes the "
-    "decision compare every pair of items (jsonschema's fallback for unhashable items): "
-    "1,200 small objects in one argument hold the worker for seconds (3,000: 45 s)"
-)
 def test_a_tools_own_schema_cannot_be_made_slow(hostile: Any, area: Area) -> None:
     """An approved definition whose schema is as slow as it can be made without regex."""
     import time
@@ -1062,10 +1009,6 @@ def test_loopback_by_another_spelling_is_never_reached(host: str, listener: Any)
     assert seen == [], f"http://{host}:{port} reached the loopback listener"
 
 
-@leak(
-    "a credential in the URL's query (?api_key=...) is accepted and then shown by the "
-    "API and the roles export (only user information is refused and masked)"
-)
 def test_a_credential_in_the_url_query_is_never_stored_or_shown(admin_user: Any) -> None:
     from rest_framework.test import APIClient
 
@@ -1257,10 +1200,6 @@ def test_the_api_refuses_an_approval_of_a_definition_that_changed(
     assert tool.approved_hash == ""
 
 
-@leak(
-    "the approve API takes the hash it binds to as optional: a client (or a script) that "
-    "omits it approves whatever the server lists at that moment, unread"
-)
 def test_the_api_never_approves_a_definition_nobody_read(
     hostile: Any, monkeypatch: pytest.MonkeyPatch, admin_user: Any
 ) -> None:
@@ -1306,19 +1245,7 @@ ORACLE_FILES = {
 
 @pytest.mark.parametrize(
     "case",
-    [
-        pytest.param(
-            k,
-            marks=leak(
-                f"grep_search searches {v[0]} as its own scan sees it (the value unredacted): "
-                "a pattern holding the value's first characters matches, one that does not "
-                "finds nothing, so the value can be read a character at a time"
-            ),
-        )
-        if k != "settings-toml"
-        else k
-        for k, v in ORACLE_FILES.items()
-    ],
+    [pytest.param(k) if k != "settings-toml" else k for k, v in ORACLE_FILES.items()],
 )
 def test_grep_search_is_no_oracle_for_a_hidden_value(user: Any, area: Area, case: str) -> None:
     path, text, key = ORACLE_FILES[case]
