@@ -165,6 +165,7 @@ class BoardCard:
     job_label: str = ""
     run_status: str = ""
     run_label: str = ""
+    run_end: str = ""  # how a run that did not succeed ended, and why (its code, message)
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,20 @@ def board_card(session: AgentSession, now: datetime) -> BoardCard:
         job_label=JOB_LABELS.get(job_status, ""),
         run_status=run_status,
         run_label=RUN_LABELS.get(run_status, ""),
+        run_end=_run_end(session, run_status),
     )
+
+
+def _run_end(session: AgentSession, run_status: str) -> str:
+    """``failed: ACODE-JOB-009 The Coder changed nothing.`` for a run that ended without
+    succeeding: the card's badges alone would read "Job: Succeeded / Run: Failed"."""
+    if run_status not in ("failed", "rejected", "cancelled"):
+        return ""
+    code = session.latest_run_code or ""  # type: ignore[attr-defined]
+    message = session.latest_run_message or ""  # type: ignore[attr-defined]
+    why = " ".join(part for part in (code, message) if part)
+    return f"{RUN_LABELS.get(run_status, run_status).lower()}: {why}" if why else ""
+
 
 
 def board_columns(
