@@ -2,7 +2,17 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions_app.apis import audit, jobs, plans, runs, sessions, transitions, workflows, workspaces
+from sessions_app.apis import (
+    audit,
+    jobs,
+    plans,
+    runs,
+    sessions,
+    transitions,
+    usage,
+    workflows,
+    workspaces,
+)
 
 urlpatterns = [
     path("sessions/", sessions.SessionListApi.as_view(), name="api-sessions"),
@@ -70,6 +80,7 @@ urlpatterns = [
     path("workflows/<str:slug>/", workflows.WorkflowDetailApi.as_view(), name="api-workflow"),
     path("risk-signals/", workflows.RiskSignalListApi.as_view(), name="api-risk-signals"),
     path("usage/", sessions.UsageApi.as_view(), name="api-usage"),
+    path("usage/totals/", usage.UsageTotalsApi.as_view(), name="api-usage-totals"),
     path("audit/", audit.AuditListApi.as_view(), name="api-audit"),
     path("audit/export/", audit.AuditExportApi.as_view(), name="api-audit-export"),
     path("audit/verify/", audit.AuditVerifyApi.as_view(), name="api-audit-verify"),
