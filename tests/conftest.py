@@ -77,7 +77,8 @@ ON_POSTGRES = settings.DATABASES["default"]["ENGINE"] == "django.db.backends.pos
 # locks the whole file, so the worker could not even finish the job the test waits for.
 RUN_ON_POSTGRES = "run it with DATABASE_URL=postgres://USER@HOST:5432/DB (as .ci/run does)"
 needs_postgres = pytest.mark.skipif(
-    not ON_POSTGRES, reason=f"holds PostgreSQL row locks from a second connection; {RUN_ON_POSTGRES}"
+    not ON_POSTGRES,
+    reason=f"holds PostgreSQL row locks from a second connection; {RUN_ON_POSTGRES}",
 )
 
 

@@ -169,7 +169,7 @@ def _verdict(
     good = sum(1 for _, usable in calls if usable)
     # The answer shown: the first usable call, else the first answer.
     index = next((i for i, (_, usable) in enumerate(calls) if usable), 0)
-    completion, (call, can_call) = answers[index], calls[index]
+    completion, (call, _) = answers[index], calls[index]
     answer = f"read_file {call.raw_arguments}" if call else completion.content[:500]
     message = _verdict_message(endpoint, completion, call, good, len(answers), seconds)
     if window and window < endpoint.context_window:

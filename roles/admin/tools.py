@@ -16,7 +16,6 @@ from acode.llm import endpoint_from_row, model_check
 from roles.admin.base import ServiceAdmin
 from roles.models import EndpointKind, ModelEndpoint, Permission, Tool, TransitionRule
 from roles.registry import tool_specs
-from roles.services.endpoints import model_endpoint_problems, model_endpoint_store
 from roles.services import (
     catalog_examples_check,
     permission_delete,
@@ -26,6 +25,7 @@ from roles.services import (
     transition_rule_delete,
     transition_rule_save,
 )
+from roles.services.endpoints import model_endpoint_problems, model_endpoint_store
 from roles.tools import ToolDeclaration, declared_tools
 from roles.validation import tool_name_problems, transition_rule_problems
 
@@ -198,7 +198,10 @@ class ModelEndpointForm(forms.ModelForm):
 
     class Meta:
         model = ModelEndpoint
-        fields = "__all__"
+        fields = (
+            "name", "kind", "enabled", "context_window", "base_url", "model", "api_key_env",
+            "supports_json_schema", "schema_format", "script", "input_price", "output_price",
+        )  # fmt: skip
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -215,9 +218,7 @@ SAVED_FIELDS = frozenset(f.name for f in ModelEndpoint._meta.concrete_fields) - 
 SERVER_FIELDSET = (
     "An OpenAI-compatible server (kind openai)",
     {
-        "fields": (
-            "base_url", "model", "api_key_env", "supports_json_schema", "schema_format",
-        ),  # fmt: skip
+        "fields": ("base_url", "model", "api_key_env", "supports_json_schema", "schema_format"),
         "description": "Only for an OpenAI-compatible server; a scripted endpoint keeps none.",
     },
 )
@@ -226,8 +227,8 @@ SCRIPT_FIELDSET = (
     {
         "fields": ("script",),
         "description": "Only for a scripted endpoint: the replies to replay, a list of steps "
-        "such as {\"content\": \"…\", \"tool_calls\": [{\"name\": \"create_file\", \"arguments\": "
-        "{…}}], \"delay\": 2}; a list of such lists gives each job of a role in a session its "
+        'such as {"content": "…", "tool_calls": [{"name": "create_file", "arguments": '
+        '{…}}], "delay": 2}; a list of such lists gives each job of a role in a session its '
         "own (README, Scripted model endpoints).",
     },
 )
@@ -294,8 +295,11 @@ class ModelEndpointAdmin(admin.ModelAdmin):
 
     def get_fieldsets(self, request: HttpRequest, obj: ModelEndpoint | None = None) -> Any:
         kind = self._kind(request, obj)
-        by_kind = {EndpointKind.SCRIPTED: (SCRIPT_FIELDSET,), EndpointKind.OPENAI: (SERVER_FIELDSET,)}
-        head = COMMON_FIELDSETS[0]
+        by_kind: dict[str, tuple[Any, ...]] = {
+            EndpointKind.SCRIPTED.value: (SCRIPT_FIELDSET,),
+            EndpointKind.OPENAI.value: (SERVER_FIELDSET,),
+        }
+        head: Any = COMMON_FIELDSETS[0]
         if not kind:
             head = (None, {**head[1], "description": PICK_KIND})
         return (head, *by_kind.get(kind, (SERVER_FIELDSET, SCRIPT_FIELDSET)),

@@ -18,8 +18,7 @@ from acode.inputs import Input, Query, query_of
 from acode.llm import Endpoint, model_check
 from acode.llm.check import MAX_PROBES, PROBES
 from roles import selectors
-from roles.models import EndpointKind
-from roles.services.endpoints import model_endpoint_save
+from roles.services.endpoints import ENDPOINT_KINDS, model_endpoint_save
 
 
 class ModelEndpointPermission(DjangoModelPermissions):
@@ -52,19 +51,23 @@ class ModelEndpointOutput(serializers.Serializer):
     )  # fmt: skip
 
 
+ENDPOINT_FIELDS = (
+    "name", "kind", "model", "base_url", "context_window", "supports_json_schema",
+    "schema_format", "enabled", "input_price", "output_price",
+)  # fmt: skip
+
+
 class ModelEndpointInput(Input):
     """What a kind uses: ``openai`` a model (and a base URL, empty for the default server);
     ``scripted`` a script. What the kind does not use is cleared."""
 
-    kind = serializers.ChoiceField(choices=EndpointKind.values, required=False)
+    kind = serializers.ChoiceField(choices=ENDPOINT_KINDS, required=False)
     base_url = serializers.CharField(max_length=500, allow_blank=True, required=False)
     model = serializers.CharField(max_length=200, allow_blank=True, required=False)
     api_key_env = serializers.CharField(max_length=100, allow_blank=True, required=False)
     context_window = serializers.IntegerField(min_value=256, max_value=10_000_000, required=False)
     supports_json_schema = serializers.BooleanField(required=False)
-    schema_format = serializers.ChoiceField(
-        choices=["json_object", "json_schema"], required=False
-    )
+    schema_format = serializers.ChoiceField(choices=["json_object", "json_schema"], required=False)
     script = serializers.JSONField(
         required=False, help_text="Scripted kind: the steps to replay (README, Scripted model "
         "endpoints)."
@@ -173,7 +176,9 @@ class ModelEndpointDetailApi(APIView):
         body = ModelEndpointInput(data=request.data)
         body.is_valid(raise_exception=True)
         endpoint, created = model_endpoint_save(
-            name=name, data=dict(body.validated_data), user=request.user  # type: ignore[arg-type]
+            name=name,
+            data=dict(body.validated_data),
+            user=request.user,  # type: ignore[arg-type]
         )
-        row = {field: getattr(endpoint, field) for field in ModelEndpointOutput().fields}
+        row = {field: getattr(endpoint, field) for field in ENDPOINT_FIELDS}
         return Response(ModelEndpointOutput(row).data, status=201 if created else 200)

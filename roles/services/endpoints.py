@@ -20,6 +20,7 @@ from acode.errors import AcodeError
 from roles.models import EndpointKind, ModelEndpoint, SchemaFormat
 from roles.services.common import actor_label, data_changed
 
+ENDPOINT_KINDS = tuple(EndpointKind.values)
 # What one step of a script may hold (acode.llm.providers.ScriptedProvider replays them).
 SCRIPT_STEP_KEYS = frozenset({"content", "tool_calls", "usage", "delay", "error", "protocol"})
 SCRIPT_ERRORS = ("connection", "timeout", "server")
@@ -34,15 +35,19 @@ EDITABLE = (
 
 def _step_problems(step: Any, where: str) -> list[str]:
     if not isinstance(step, Mapping):
-        return [f"{where}: a step is an object such as {{\"content\": \"…\"}}"]
+        return [f'{where}: a step is an object such as {{"content": "…"}}']
     problems = [f"{where}: unknown key {key!r}" for key in step if key not in SCRIPT_STEP_KEYS]
     calls = step.get("tool_calls", [])
     if not isinstance(calls, list) or not all(
         isinstance(c, Mapping) and isinstance(c.get("name"), str) and c["name"] for c in calls
     ):
-        problems.append(f"{where}: tool_calls is a list of {{\"name\": …, \"arguments\": {{…}}}}")
+        problems.append(f'{where}: tool_calls is a list of {{"name": …, "arguments": {{…}}}}')
     delay = step.get("delay", 0)
-    if not isinstance(delay, int | float) or isinstance(delay, bool) or not 0 <= delay <= MAX_SCRIPT_DELAY:
+    if (
+        not isinstance(delay, int | float)
+        or isinstance(delay, bool)
+        or not 0 <= delay <= MAX_SCRIPT_DELAY
+    ):
         problems.append(f"{where}: delay is a number of seconds from 0 to {MAX_SCRIPT_DELAY}")
     if "error" in step and step["error"] not in SCRIPT_ERRORS:
         problems.append(f"{where}: error is one of {', '.join(SCRIPT_ERRORS)}")
@@ -56,7 +61,9 @@ def script_problems(script: Any) -> list[str]:
     """What is wrong with a scripted endpoint's script: a list of steps (one per model call
     of a job), or a list of such lists (one per job of a role in a session)."""
     if not isinstance(script, list) or not script:
-        return ["script: a scripted endpoint needs a non-empty list of steps (or of lists of steps)"]
+        return [
+            "script: a scripted endpoint needs a non-empty list of steps (or of lists of steps)"
+        ]
     if all(isinstance(item, list) for item in script):
         return [
             problem
@@ -64,7 +71,11 @@ def script_problems(script: Any) -> list[str]:
             for i, step in enumerate(steps, start=1)
             for problem in _step_problems(step, f"script job {j} step {i}")
         ]
-    return [p for i, step in enumerate(script, start=1) for p in _step_problems(step, f"script step {i}")]
+    return [
+        p
+        for i, step in enumerate(script, start=1)
+        for p in _step_problems(step, f"script step {i}")
+    ]
 
 
 def model_endpoint_problems(endpoint: ModelEndpoint) -> list[str]:
@@ -74,7 +85,9 @@ def model_endpoint_problems(endpoint: ModelEndpoint) -> list[str]:
         problems += script_problems(endpoint.script)
     elif endpoint.kind == EndpointKind.OPENAI:
         if not endpoint.model.strip():
-            problems.append("model: an OpenAI-compatible endpoint needs the model name its server serves")
+            problems.append(
+                "model: an OpenAI-compatible endpoint needs the model name its server serves"
+            )
     else:
         problems.append(f"kind: one of {', '.join(EndpointKind.values)}")
     for field in ("input_price", "output_price"):

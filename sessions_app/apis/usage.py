@@ -16,7 +16,7 @@ from acode.errors import error_responses
 from acode.inputs import Query, query_of
 from sessions_app.apis.common import request_user
 from sessions_app.permissions import sessions_visible_to
-from sessions_app.selectors.usage import USAGE_GROUPS, usage_totals
+from sessions_app.selectors.totals import USAGE_GROUPS, usage_totals
 
 USAGE_MAX_DAYS = 3660
 

@@ -219,7 +219,6 @@ def _run_end(session: AgentSession, run_status: str) -> str:
     return f"{RUN_LABELS.get(run_status, run_status).lower()}: {why}" if why else ""
 
 
-
 def board_columns(
     user: User, filters: BoardFilters, only: Iterable[str] | None = None
 ) -> list[BoardColumn]:

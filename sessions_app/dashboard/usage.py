@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET
 from sessions_app import selectors
 from sessions_app.dashboard.formatting import RoleBadge, duration_text, role_badge
 from sessions_app.permissions import can_view_all, sessions_visible_to
-from sessions_app.selectors.usage import usage_totals
+from sessions_app.selectors.totals import usage_totals
 
 # The day chart covers this many days back; the role and user ones all time.
 USAGE_DAYS_CHARTED = 30

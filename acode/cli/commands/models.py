@@ -67,8 +67,10 @@ def add(
     ] = None,
     base_url: Annotated[
         str | None,
-        typer.Option("--base-url", help="OpenAI-compatible: the server's /v1 URL (default: "
-                     "ACODE_LLM_BASE_URL)."),
+        typer.Option(
+            "--base-url",
+            help="OpenAI-compatible: the server's /v1 URL (default: ACODE_LLM_BASE_URL).",
+        ),
     ] = None,
     api_key_env: Annotated[
         str | None,
@@ -76,12 +78,18 @@ def add(
     ] = None,
     json_schema: Annotated[
         bool | None,
-        typer.Option("--json-schema/--no-json-schema", help="Constrain answers with a JSON schema."),
+        typer.Option(
+            "--json-schema/--no-json-schema", help="Constrain answers with a JSON schema."
+        ),
     ] = None,
     script: Annotated[
         Path | None,
-        typer.Option("--script", help="Scripted: a JSON file of the steps to replay.",
-                     exists=True, dir_okay=False),
+        typer.Option(
+            "--script",
+            help="Scripted: a JSON file of the steps to replay.",
+            exists=True,
+            dir_okay=False,
+        ),
     ] = None,
     input_price: Annotated[
         float | None, typer.Option("--input-price", help="Price per million input tokens.")
@@ -115,7 +123,7 @@ def add(
 @handles_errors
 def use(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="The endpoint (empty \"\": the default).")],
+    name: Annotated[str, typer.Argument(help='The endpoint (empty "": the default).')],
     role: Annotated[str, typer.Option("--role", "-r", help="The role that gets the model.")],
     fallback: Annotated[
         bool, typer.Option("--fallback", help="Set the role's fallback model instead.")

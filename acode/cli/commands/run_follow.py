@@ -20,9 +20,8 @@ from rich.console import Console
 
 from acode.cli.client import ApiClient
 from acode.cli.commands.agent import _events, render_event
-from acode.cli.commands.changes import print_commit
-from acode.cli.errors import ApiError, CliError, ExitCode
-from acode.cli.output import code_entry, esc, fmt_time, parse_time, plural, said, short_id
+from acode.cli.errors import ApiError, ExitCode
+from acode.cli.output import esc, parse_time, plural, said, short_id
 
 FINAL_RUN_STATUSES = ("succeeded", "failed", "rejected", "cancelled")
 PAUSED_RUN_STATUSES = ("awaiting_input", "awaiting_approval", "blocked")
@@ -171,7 +170,7 @@ class RunFollower:
             )
 
     def _stage_role(self, data: dict[str, Any]) -> str:
-        stage = next(
+        stage: dict[str, Any] = next(
             (s for s in self.run.get("stages") or [] if s.get("seq") == data.get("stage")), {}
         )
         return str(stage.get("role_name") or "?")
@@ -212,7 +211,7 @@ class RunFollower:
             return
         self._wait_said = key
         self.console.print(
-            f"[yellow]  … waiting for {esc(waiting.get('label'))} for {seconds} s "
+            f"[yellow]  … waiting for {esc(waiting.get('text'))} for {seconds} s "
             f"({plural(int(waiting.get('llm_calls') or 0), 'LLM call')}, "
             f"{plural(int(waiting.get('tool_calls') or 0), 'tool call')} so far)[/]"
         )

@@ -221,7 +221,7 @@ class RunWaitingOutput(serializers.Serializer):
         help_text="model: a model call in flight; tool: a tool call; worker: queued, no "
         "worker took it yet; broker: the worker cannot reach Redis; step: between calls.",
     )
-    label = serializers.CharField(help_text="The same, in words.")
+    text = serializers.CharField(help_text="What it waits on, in words.")
     since = serializers.DateTimeField()
     seconds = serializers.IntegerField(help_text="How long it has waited so far.")
     llm_calls = serializers.IntegerField(help_text="The stage job's model calls so far.")
@@ -256,7 +256,8 @@ class RunDetailOutput(RunSummaryOutput):
         if found is None:
             return None
         seconds = max(0, int((timezone.now() - found.since).total_seconds()))
-        return {**asdict(found), "seconds": seconds}
+        data = asdict(found)
+        return {**data, "text": data.pop("label"), "seconds": seconds}
 
     @extend_schema_field(RunBudgetOutput)
     def get_budget(self, obj: Run) -> dict[str, int]:

@@ -62,12 +62,12 @@ from sessions_app.selectors import (
     run_pending_approval,
     run_usage,
 )
+from sessions_app.selectors.jobs import job_id_in_flight
 from sessions_app.selectors.runs import (
     run_template_stages,
     session_earlier_runs,
     session_newest_run,
 )
-from sessions_app.selectors.jobs import job_id_in_flight
 from sessions_app.selectors.sessions import pending_change_count
 
 EARLIER_RUNS_SHOWN = 5

@@ -21,6 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from acode.errors import AcodeError
+from acode.text import headline
 from roles.registry import registry
 from sessions_app.models import (
     AgentSession,
@@ -194,7 +195,7 @@ def _after_person(run: Run, event: RunEvent) -> Next:
         message = f"Rejected by {event.who}: {event.text}"
         return Next(Move.FINISH, status=RunStatus.REJECTED, message=message)
     if event.kind == Person.APPROVED:
-        return Next(Move.COMPLETE, message=f"{run.request[:60]} (approved by {event.who})")
+        return Next(Move.COMPLETE, message=f"{headline(run.request)} (approved by {event.who})")
     assert event.kind == Person.ANSWERED and event.question is not None
     stage = event.question.stage
     if stage is not None and stage.status == StageStatus.AWAITING_INPUT:
@@ -263,7 +264,9 @@ def _enter(
     if index < len(stages) and stages[index].purpose != StagePurpose.APPROVAL:
         return Next(Move.START, index=index, step=step, revision=revision, done_step=done_step)
     if not run.gate_required:
-        return Next(Move.COMPLETE, done_step=done_step, message=f"Run {run.pk}: {run.request[:60]}")
+        # The commit's subject: the run's short id and the request's first words, whole.
+        subject = f"Run {str(run.pk)[:8]}: {headline(run.request)}"
+        return Next(Move.COMPLETE, done_step=done_step, message=subject)
     position = stages[index].position if index < len(stages) else len(stages)
     return Next(Move.GATE, index=position, done_step=done_step)
 

@@ -60,7 +60,10 @@ def stage_failure_message(stage: RunStage, job: Job | None) -> str:
         JobStatus.LIMIT_EXCEEDED: "stopped at a limit",
         JobStatus.CANCELLED: "was cancelled",
     }.get(JobStatus(job.status), "failed")
-    message = f"The {role} stage {how}: {job.error_message or 'no reason given'}"
+    reason = (job.error_message or "no reason given").rstrip()
+    message = f"The {role} stage {how}: {reason}"
+    if not message.endswith((".", "!", "?")):
+        message += "."  # a sentence ends before the next one (issue 34)
     if job.error_code in MODEL_FAILURE_CODES:
         message += f" {MODEL_SETTINGS_HINT}"
     return message

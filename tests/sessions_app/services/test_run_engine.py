@@ -11,8 +11,8 @@ from sessions_app.agent.loop import run_job
 from sessions_app.models import AgentSession, RunStatus
 from sessions_app.services.runs import run_after_job, run_start
 from sessions_app.services.sessions import session_create
-from tests.sessions_app.runkit import script_medium_run
 from tests.conftest import RUN_ON_POSTGRES
+from tests.sessions_app.runkit import script_medium_run
 
 pytestmark = pytest.mark.django_db
 

@@ -242,7 +242,9 @@ def test_what_a_role_that_reads_secrets_kept_for_the_session_is_hidden_from_one_
     call = coder(user, area)
     permissions = [*registry.get("coder").spec.permissions, "read_secrets"]
     role_write(data={"permissions": permissions}, create=False, slug="coder", actor="test")
-    kept = call("execute_command", argv=["sh", "-c", f"mkdir -p build && echo 'K={VALUE}' > build/.env"])
+    kept = call(
+        "execute_command", argv=["sh", "-c", f"mkdir -p build && echo 'K={VALUE}' > build/.env"]
+    )
     assert kept.status == "ok" and not (area.ws / "build").exists()  # kept for the session only
     assert VALUE in call("execute_command", argv=["cat", "build/.env"]).output  # it may read it
     permissions.remove("read_secrets")

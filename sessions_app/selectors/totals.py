@@ -65,14 +65,18 @@ def endpoint_prices() -> dict[tuple[str, str], tuple[Decimal, Decimal]]:
     """(what a job records as its endpoint, its model) → prices per million tokens (in,
     out), for every endpoint with a price; the model is "" for a match on the endpoint alone."""
     prices: dict[tuple[str, str], tuple[Decimal, Decimal]] = {}
-    rows = ModelEndpoint.objects.filter(Q(input_price__isnull=False) | Q(output_price__isnull=False))
+    rows = ModelEndpoint.objects.filter(
+        Q(input_price__isnull=False) | Q(output_price__isnull=False)
+    )
     for row in rows:
         price = (row.input_price or Decimal(0), row.output_price or Decimal(0))
         if row.kind == EndpointKind.SCRIPTED:
             where = f"scripted:{row.name}"
         else:
             where = row.base_url or settings.ACODE_LLM_BASE_URL
-        prices[(where, row.model or ("scripted" if row.kind == EndpointKind.SCRIPTED else ""))] = price
+        prices[(where, row.model or ("scripted" if row.kind == EndpointKind.SCRIPTED else ""))] = (
+            price
+        )
         prices.setdefault((where, ""), price)
     return prices
 
@@ -135,7 +139,10 @@ def usage_totals(
     )
     for key, n in tool_calls:
         groups.setdefault(str(key or ""), UsageTotals(str(key or ""))).tool_calls += n
-    rows = sorted(groups.values(), key=(lambda g: g.key) if by == "day" else (lambda g: -g.tokens))
+    if by == "day":
+        rows = sorted(groups.values(), key=lambda g: g.key)
+    else:
+        rows = sorted(groups.values(), key=lambda g: -g.tokens)
     total = UsageTotals("total")
     for group in rows:
         total.add(group)
