@@ -66,7 +66,9 @@ def test_the_form_refuses_what_a_kind_lacks_with_the_code(admin_client_logged_in
     assert "delay is a number of seconds" in bad.content.decode()
     server = admin_client_logged_in.post(
         "/admin/roles/modelendpoint/add/?kind=openai",
-        form(kind="openai", base_url="http://127.0.0.1:9/v1", model="", schema_format="json_object"),
+        form(
+            kind="openai", base_url="http://127.0.0.1:9/v1", model="", schema_format="json_object"
+        ),
     )
     assert "needs the model name its server serves" in server.content.decode()
     assert not ModelEndpoint.objects.exists()
@@ -116,9 +118,7 @@ def test_an_import_naming_no_endpoint_is_refused(staff: APIClient) -> None:
     document = load_yaml(exported.content.decode())
     coder = next(r for r in document["roles"] if r["slug"] == "coder")
     coder["preferred_model"] = "big-model"
-    refused = staff.post(
-        "/api/roles/import/", dump_yaml(document), content_type="application/yaml"
-    )
+    refused = staff.post("/api/roles/import/", dump_yaml(document), content_type="application/yaml")
     assert refused.status_code == 409 and refused.json()["code"] == "ACODE-IMP-003"
     assert "preferred_model 'big-model' names no model endpoint" in json.dumps(refused.json())
 

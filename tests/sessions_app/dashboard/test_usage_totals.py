@@ -34,7 +34,9 @@ def usage_world(user: User, lead: User) -> dict[str, Any]:
     priced = scripted_model("explorer", [READ, DONE], name="priced")
     priced.input_price, priced.output_price = Decimal(2), Decimal(10)  # per million tokens
     priced.save()
-    scripted_model("default", [{"content": "Hi.", "usage": {"prompt_tokens": 70, "completion_tokens": 7}}])
+    scripted_model(
+        "default", [{"content": "Hi.", "usage": {"prompt_tokens": 70, "completion_tokens": 7}}]
+    )
     mine = run(session_in("explorer", user), "Look around", user)
     theirs = run(session_in("default", lead), "Say hi", lead)
     return {"mine": mine, "theirs": theirs}
