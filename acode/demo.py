@@ -1,6 +1,6 @@
 """``make demo``: ``make run`` on ports of its own (8100, unless ``ACODE_PORT`` says
 otherwise) and data of its own (``var/demo/``), with no model server: the run roles
-answer from scripted endpoints (``sessions_app.demo``), set up after the migration; the
+answer from scripted endpoints (``sessions_app.management.demo``), set up after the migration; the
 banner says whom to log in as and what to press.
 
 The ports and the data directory are chosen before ``acode.devserver`` reads them, so a

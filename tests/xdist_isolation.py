@@ -32,6 +32,10 @@ def _worker_redis_url(url: str, worker: str) -> str:
 # Port 9 (discard) is closed on any machine acode runs on: a call fails at once.
 NO_MODEL_SERVER = "http://127.0.0.1:9/v1"
 os.environ["ACODE_LLM_BASE_URL"] = NO_MODEL_SERVER
+# The suite's scripted Coders write no tests: runs pass without passing tests unless a test
+# asks for the default (medium and high) with settings.ACODE_RUN_REQUIRE_TESTS_TIERS, as
+# tests/sessions_app/dashboard/test_run_tests_required.py does.
+os.environ.setdefault("ACODE_RUN_REQUIRE_TESTS_TIERS", "")
 
 _worker = os.environ.get("PYTEST_XDIST_WORKER", "")
 if _worker.startswith("gw") and os.environ.get("REDIS_URL"):

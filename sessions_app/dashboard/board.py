@@ -40,6 +40,7 @@ from sessions_app.dashboard.formatting import (
 )
 from sessions_app.dashboard.jobs import JOB_LABELS
 from sessions_app.dashboard.live import BOARD_SOCKET_PATH
+from sessions_app.dashboard.runs.shapes import run_end_text
 from sessions_app.filters import SessionFilter
 from sessions_app.models import AgentSession, RunStatus, SessionStatus
 from sessions_app.permissions import (
@@ -186,6 +187,7 @@ def board_card(session: AgentSession, now: datetime) -> BoardCard:
     done, total = plan_progress(session.plan)
     job_status = session.latest_job_status or ""  # type: ignore[attr-defined]
     run_status = session.latest_run_status or ""  # type: ignore[attr-defined]
+    ended = (session.latest_run_code, session.latest_run_message)  # type: ignore[attr-defined]
     return BoardCard(
         id=str(session.id),
         title=session.title,
@@ -204,19 +206,8 @@ def board_card(session: AgentSession, now: datetime) -> BoardCard:
         job_label=JOB_LABELS.get(job_status, ""),
         run_status=run_status,
         run_label=RUN_LABELS.get(run_status, ""),
-        run_end=_run_end(session, run_status),
+        run_end=run_end_text(run_status, ended[0] or "", ended[1] or ""),
     )
-
-
-def _run_end(session: AgentSession, run_status: str) -> str:
-    """``failed: ACODE-JOB-009 The Coder changed nothing.`` for a run that ended without
-    succeeding: the card's badges alone would read "Job: Succeeded / Run: Failed"."""
-    if run_status not in ("failed", "rejected", "cancelled"):
-        return ""
-    code = session.latest_run_code or ""  # type: ignore[attr-defined]
-    message = session.latest_run_message or ""  # type: ignore[attr-defined]
-    why = " ".join(part for part in (code, message) if part)
-    return f"{RUN_LABELS.get(run_status, run_status).lower()}: {why}" if why else ""
 
 
 def board_columns(

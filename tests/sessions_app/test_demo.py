@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from roles.models import ModelEndpoint
 from roles.registry import registry
-from sessions_app import demo
+from sessions_app.management import demo
 from sessions_app.models import RunStatus
 from sessions_app.services.runs import run_start
 from tests.sessions_app.runkit import branch_log, drive

@@ -199,3 +199,13 @@ class RunPanel:
     error: RunError | None = None
     risks: list[tuple[str, str]] = field(default_factory=lambda: RISK_CHOICES)
     prefill: str = ""  # what the Run form starts with
+
+
+def run_end_text(status: str, code: str, message: str) -> str:
+    """``failed: ACODE-JOB-009 The Coder changed nothing.`` for a run that ended without
+    succeeding ("" otherwise): a board card's badges alone read "Job: Succeeded / Run:
+    Failed" with nothing saying why (issue 34)."""
+    if status not in ("failed", "rejected", "cancelled"):
+        return ""
+    why = " ".join(part for part in (code, message) if part)
+    return f"{RUN_LABELS.get(status, status).lower()}: {why}" if why else ""

@@ -1,4 +1,4 @@
-"""``manage.py acode_demo [--url URL]``: set up the demo (``sessions_app.demo``) and print
+"""``manage.py acode_demo [--url URL]``: set up the demo (``sessions_app.management.demo``) and print
 what to do next; ``make demo`` runs it before it starts the services."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from sessions_app.demo import demo_guide, demo_setup
+from sessions_app.management.demo import demo_guide, demo_setup
 
 
 class Command(BaseCommand):
