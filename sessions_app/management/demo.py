@@ -4,7 +4,8 @@ show) answer for each role, each answer a few seconds late so the waiting is vis
 
 :func:`demo_setup` (``manage.py acode_demo``; ``acode.demo`` runs it before the services
 start) registers the endpoints, gives the run roles their models, and makes two users
-(``demo``, who starts runs, and ``demo-approver``, who may approve them) and two sessions:
+(``demo``, who starts runs, and ``demo-approver``, who sees every session and may
+approve runs) and two sessions:
 one for a medium-risk run (plan, code, test, review, then a commit), one for a high-risk
 run that stops at the approval gate for the second user. Running it again resets the
 demo's endpoints, roles' models and passwords, and adds fresh sessions.
@@ -111,7 +112,10 @@ def demo_setup() -> DemoWorld:
                    slug=role, actor="demo")  # fmt: skip
     demo, demo_password = _user("demo")
     approver, approver_password = _user("demo-approver")
-    approver.user_permissions.add(Permission.objects.get(codename="approve_run"))
+    # An approver approves what they see: the demo user's sessions too.
+    approver.user_permissions.add(
+        *Permission.objects.filter(codename__in=("approve_run", "view_all_sessions"))
+    )
     medium = session_create(owner=demo, title="Demo: a medium-risk run to a commit", task=REQUEST)
     high = session_create(
         owner=demo, title="Demo: a high-risk run and the approval gate", task=REQUEST

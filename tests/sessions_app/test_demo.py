@@ -68,3 +68,4 @@ def test_a_high_demo_run_waits_for_the_second_user(fast_demo: None) -> None:
     assert run.status == RunStatus.AWAITING_APPROVAL, (run.error_code, run.message)
     approver: Any = User.objects.get(username="demo-approver")
     assert approver.has_perm("sessions_app.approve_run")
+    assert approver.has_perm("sessions_app.view_all_sessions")  # sees the demo's sessions
