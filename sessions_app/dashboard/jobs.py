@@ -67,6 +67,7 @@ class JobView:
     denied: int
     unconsumed_queue: str  # a queued job's queue that no live worker consumes, else ""
     waiting: WaitingView | None = None  # what it waits on now, while it has not ended
+    endpoint: str = ""  # a scripted job's endpoint name (its model is "scripted")
 
 
 # Each describes one kind of job event as (tone, summary, detail).
@@ -166,6 +167,7 @@ def _job_view(job: Job, events: list[JobEventView]) -> JobView:
         denied=job_denied_count(job),
         unconsumed_queue=_unconsumed_queue(job),
         waiting=waiting_view(job_in_flight(job)),
+        endpoint=job.endpoint.removeprefix("scripted:") if job.provider == "scripted" else "",
     )
 
 
