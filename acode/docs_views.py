@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -27,6 +28,7 @@ REDOC_POLICY = (
 
 
 class SchemaView(SpectacularAPIView):
+    @extend_schema(exclude=True)
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         response = super().get(request, *args, **kwargs)
         wants_page = "text/html" in request.META.get("HTTP_ACCEPT", "")
@@ -37,6 +39,7 @@ class SchemaView(SpectacularAPIView):
 
 
 class OfflineRedocView(SpectacularRedocView):
+    @extend_schema(exclude=True)
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         response = super().get(request, *args, **kwargs)
         response["Content-Security-Policy"] = REDOC_POLICY
