@@ -69,8 +69,8 @@ class ModelEndpointInput(Input):
     supports_json_schema = serializers.BooleanField(required=False)
     schema_format = serializers.ChoiceField(choices=["json_object", "json_schema"], required=False)
     script = serializers.JSONField(
-        required=False, help_text="Scripted kind: the steps to replay (README, Scripted model "
-        "endpoints)."
+        required=False, allow_null=True, help_text="Scripted kind: the steps to replay "
+        "(README, Scripted model endpoints); null: none."
     )  # fmt: skip
     input_price = serializers.DecimalField(
         max_digits=12, decimal_places=4, min_value=0, allow_null=True, required=False

@@ -92,7 +92,8 @@ def test_the_api_adds_and_changes_an_endpoint_keeping_what_its_kind_uses(
     assert changed.status_code == 200 and changed.json()["model"] == "qwen"
     assert ModelEndpoint.objects.get(name="demo").script == []
     refused = staff.put("/api/model-endpoints/other/", {"kind": "scripted"}, format="json")
-    assert refused.status_code == 400 and refused.json()["code"] == "ACODE-LLM-004"
+    # 409: the body is well formed; what it asks for conflicts with what its kind needs.
+    assert refused.status_code == 409 and refused.json()["code"] == "ACODE-LLM-004"
 
 
 def test_a_role_naming_no_endpoint_is_refused_when_saved(staff: APIClient) -> None:
