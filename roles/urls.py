@@ -57,7 +57,7 @@ urlpatterns = [
     path("prompt-packs/<str:name>/", apis.PromptPackDetailApi.as_view(), name="api-prompt-pack"),
     path("model-endpoints/", endpoints.ModelEndpointListApi.as_view(), name="api-model-endpoints"),
     path(
-        "model-endpoints/<slug:name>/",
+        "model-endpoints/<str:name>/",
         endpoints.ModelEndpointDetailApi.as_view(),
         name="api-model-endpoint",
     ),
