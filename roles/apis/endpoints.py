@@ -72,11 +72,12 @@ class ModelEndpointInput(Input):
         required=False, allow_null=True, help_text="Scripted kind: the steps to replay "
         "(README, Scripted model endpoints); null: none."
     )  # fmt: skip
+    # 0 or more: the save refuses a negative price (ACODE-LLM-004), as admin's form does.
     input_price = serializers.DecimalField(
-        max_digits=12, decimal_places=4, min_value=0, allow_null=True, required=False
+        max_digits=12, decimal_places=4, allow_null=True, required=False
     )
     output_price = serializers.DecimalField(
-        max_digits=12, decimal_places=4, min_value=0, allow_null=True, required=False
+        max_digits=12, decimal_places=4, allow_null=True, required=False
     )
     enabled = serializers.BooleanField(required=False)
 

@@ -21,6 +21,7 @@ from roles.models import EndpointKind, ModelEndpoint, SchemaFormat
 from roles.services.common import actor_label, data_changed
 
 ENDPOINT_KINDS = tuple(EndpointKind.values)
+DEFAULT_NAME = "default"  # what an empty model name means: the settings' endpoint
 # What one step of a script may hold (acode.llm.providers.ScriptedProvider replays them).
 SCRIPT_STEP_KEYS = frozenset({"content", "tool_calls", "usage", "delay", "error", "protocol"})
 SCRIPT_ERRORS = ("connection", "timeout", "server")
@@ -81,6 +82,8 @@ def script_problems(script: Any) -> list[str]:
 def model_endpoint_problems(endpoint: ModelEndpoint) -> list[str]:
     """What the endpoint's kind needs and it lacks."""
     problems = []
+    if endpoint.name == DEFAULT_NAME:
+        problems.append(f"name: {DEFAULT_NAME!r} names the settings' endpoint (ACODE_LLM_*)")
     if endpoint.kind == EndpointKind.SCRIPTED:
         problems += script_problems(endpoint.script)
     elif endpoint.kind == EndpointKind.OPENAI:

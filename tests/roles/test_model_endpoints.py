@@ -91,6 +91,10 @@ def test_the_api_adds_and_changes_an_endpoint_keeping_what_its_kind_uses(
     )
     assert changed.status_code == 200 and changed.json()["model"] == "qwen"
     assert ModelEndpoint.objects.get(name="demo").script == []
+    negative = staff.put("/api/model-endpoints/demo/", {"input_price": "-1"}, format="json")
+    assert negative.status_code == 409 and "a price is 0 or more" in negative.json()["message"]
+    reserved = staff.put("/api/model-endpoints/default/", {"model": "m"}, format="json")
+    assert reserved.status_code == 409 and "settings' endpoint" in reserved.json()["message"]
     refused = staff.put("/api/model-endpoints/other/", {"kind": "scripted"}, format="json")
     # 409: the body is well formed; what it asks for conflicts with what its kind needs.
     assert refused.status_code == 409 and refused.json()["code"] == "ACODE-LLM-004"
