@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test lint typecheck pytest bench install clean mcp-servers
+.PHONY: run demo test lint typecheck pytest bench install clean mcp-servers
 
 # llama-cpp-python compiles llama.cpp on install. Its default build targets the build
 # machine's CPU (-march=native), and on CPUs with AMX that build crashes in ggml's AMX
@@ -58,6 +58,12 @@ install: $(STAMP) $(MCP_STAMP)
 
 run: install
 	$(PY) -m acode.devserver
+
+# A run to a commit in minutes with scripted models, on port 8100 and data in var/demo/
+# (beside a make run); DEMO_PORT=... for another port. README: "A demo that delivers".
+DEMO_PORT ?= 8100
+demo: install
+	ACODE_PORT=$(DEMO_PORT) $(PY) -m acode.demo
 
 # lint-imports checks the layering contracts in pyproject.toml ([tool.importlinter]).
 lint: install

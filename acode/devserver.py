@@ -98,7 +98,7 @@ def _python_hint() -> str:
     return str(relative)
 
 
-def ready_banner(*, url: str, admin: AdminLogin) -> str:
+def ready_banner(*, url: str, admin: AdminLogin, extra: list[str] | None = None) -> str:
     """What ``make run`` prints once every service answers: where to go and who to be."""
     if admin.password:
         login = f"Log in as '{admin.username}' with password: {admin.password}"
@@ -111,6 +111,7 @@ def ready_banner(*, url: str, admin: AdminLogin) -> str:
         login,
         hint,
         f"Admin: {url}admin/   API docs: {url}api/docs/",
+        *(extra or []),
         "Ctrl-C stops everything.",
     ]
     rule = "=" * 64
@@ -299,10 +300,15 @@ def _start_services(env: dict[str, str], services: list[Service]) -> None:
     )
 
 
-def _run(env: dict[str, str]) -> int:
+# What ``make demo`` adds (``acode.demo``): set-up after the migration, lines for the banner.
+Setup = Callable[[dict[str, str], str], list[str]]
+
+
+def _run(env: dict[str, str], setup: Setup | None = None) -> int:
     _manage("migrate", "--noinput", env=env)
     admin = ensure_admin(env)
     url = f"http://{HOST}:{PORT}/"
+    extra = setup(env, url) if setup is not None else []
     services: list[Service] = []
     # From the first start on, Ctrl-C only asks to stop: whatever was started is stopped,
     # in order, even when it comes while the others are still starting.
@@ -310,22 +316,23 @@ def _run(env: dict[str, str]) -> int:
         try:
             _start_services(env, services)
             say(f"acode: starting on {url}; the login follows once every service is up")
-            supervise(services, banner=ready_banner(url=url, admin=admin), stop_asked=stop_asked)
+            banner = ready_banner(url=url, admin=admin, extra=extra)
+            supervise(services, banner=banner, stop_asked=stop_asked)
         finally:
             stop_services(services)
     return 0
 
 
-def main() -> int:
+def main(setup: Setup | None = None) -> int:
     env = dict(os.environ)
     env.setdefault("ACODE_DEBUG", "0")
     try:
         if env.get("REDIS_URL"):
-            return _run(env)
+            return _run(env, setup)
         with embedded_redis() as url:
             say(f"acode: embedded Redis at {url}")
             env["REDIS_URL"] = url
-            code = _run(env)
+            code = _run(env, setup)
             say("acode: stopping the embedded Redis")
         return code
     except KeyboardInterrupt:  # Ctrl-C before any service started (migrating)

@@ -98,3 +98,15 @@ def blank_text_pattern() -> str:
         code for code in range(0x10000) if not 0xD800 <= code <= 0xDFFF and is_invisible(chr(code))
     ]
     return rf"^[{_ranges(invisible)}]*$"
+
+
+def headline(text: str, limit: int = 60) -> str:
+    """The first line of ``text`` in at most ``limit`` characters, cut between words with
+    an ellipsis (a commit subject, a card title): never mid-word (issue 34)."""
+    line = " ".join((text.strip().splitlines() or [""])[0].split())
+    if len(line) <= limit:
+        return line
+    cut = line[: limit - 1]
+    if " " in cut and not line[limit - 1].isspace():
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:.-") + "…"

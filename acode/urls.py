@@ -5,13 +5,10 @@ from __future__ import annotations
 from django.contrib import admin
 from django.contrib.auth.views import LoginView
 from django.urls import include, path
-from drf_spectacular.views import (
-    SpectacularAPIView,
-    SpectacularRedocView,
-    SpectacularSwaggerView,
-)
+from drf_spectacular.views import SpectacularSwaggerView
 
 from acode.auth_api import TokenApi
+from acode.docs_views import OfflineRedocView, SchemaView
 from acode.login import (
     RateLimitedAdminAuthenticationForm,
     RateLimitedAuthenticationForm,
@@ -29,11 +26,11 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", rate_limited_login(login_view), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/schema/", SchemaView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path(
         "api/redoc/",
-        SpectacularRedocView.as_view(url_name="schema", template_name="api/redoc.html"),
+        OfflineRedocView.as_view(url_name="schema", template_name="api/redoc.html"),
         name="redoc",
     ),
     path("api/auth/token/", TokenApi.as_view(), name="api-auth-token"),

@@ -230,7 +230,11 @@ class ModelEndpoint(models.Model):
     base_url = models.CharField(
         max_length=500, blank=True, help_text="Empty: the ACODE_LLM_BASE_URL setting."
     )
-    model = models.CharField(max_length=200, help_text="Model name sent to the server.")
+    model = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="OpenAI-compatible kind: the model name sent to the server.",
+    )
     api_key_env = models.CharField(
         max_length=100,
         blank=True,
@@ -249,6 +253,22 @@ class ModelEndpoint(models.Model):
     script = models.JSONField(
         default=list, blank=True, help_text="Scripted kind only: the responses to replay, in order."
     )
+    # What a million tokens cost (in whatever currency the admin uses): the usage page's
+    # cost column; empty: no cost is shown for this endpoint's calls.
+    input_price = models.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="Price per million input (prompt) tokens; empty: no cost shown.",
+    )
+    output_price = models.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="Price per million output (completion) tokens; empty: no cost shown.",
+    )
     enabled = models.BooleanField(default=True)
 
     class Meta:
@@ -256,6 +276,10 @@ class ModelEndpoint(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_scripted(self) -> bool:
+        return self.kind == EndpointKind.SCRIPTED
 
 
 class RegistryStamp(models.Model):

@@ -57,6 +57,11 @@ urlpatterns = [
     path("prompt-packs/<str:name>/", apis.PromptPackDetailApi.as_view(), name="api-prompt-pack"),
     path("model-endpoints/", endpoints.ModelEndpointListApi.as_view(), name="api-model-endpoints"),
     path(
+        "model-endpoints/<str:name>/",
+        endpoints.ModelEndpointDetailApi.as_view(),
+        name="api-model-endpoint",
+    ),
+    path(
         "model-endpoints/<str:name>/check/",
         endpoints.ModelEndpointCheckApi.as_view(),
         name="api-model-endpoint-check",

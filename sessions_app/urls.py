@@ -10,6 +10,7 @@ from sessions_app.apis import (
     runs,
     sessions,
     transitions,
+    usage,
     workflows,
     workspaces,
 )
@@ -90,6 +91,7 @@ urlpatterns = [
     path("workflows/<str:slug>/", workflows.WorkflowDetailApi.as_view(), name="api-workflow"),
     path("risk-signals/", workflows.RiskSignalListApi.as_view(), name="api-risk-signals"),
     path("usage/", sessions.UsageApi.as_view(), name="api-usage"),
+    path("usage/totals/", usage.UsageTotalsApi.as_view(), name="api-usage-totals"),
     path("audit/", audit.AuditListApi.as_view(), name="api-audit"),
     path("audit/export/", audit.AuditExportApi.as_view(), name="api-audit-export"),
     path("audit/verify/", audit.AuditVerifyApi.as_view(), name="api-audit-verify"),

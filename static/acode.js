@@ -1,5 +1,5 @@
 /* acode dashboard: the little the server cannot do. htmx and its ws extension do the rest.
- *  - keep "time in role" counters ticking between pushes;
+ *  - keep "time in role" counters ticking between pushes (waits in flight every second);
  *  - show the state of the live connection;
  *  - submit filter forms when a select changes.
  */
@@ -17,11 +17,21 @@
     return Math.floor(hours / 24) + "d " + (hours % 24) + "h";
   }
 
+  // To the second under an hour: what a wait in flight shows (data-precise).
+  function precise(seconds) {
+    seconds = Math.max(0, Math.floor(seconds));
+    if (seconds < 60 || seconds >= 3600) return duration(seconds);
+    var rest = seconds % 60;
+    return Math.floor(seconds / 60) + "m " + (rest < 10 ? "0" : "") + rest + "s";
+  }
+
   function tick() {
     var now = Date.now();
     document.querySelectorAll("time[data-since]").forEach(function (el) {
       var at = Date.parse(el.getAttribute("data-since"));
-      if (!isNaN(at)) el.textContent = duration((now - at) / 1000);
+      if (isNaN(at)) return;
+      var seconds = (now - at) / 1000;
+      el.textContent = el.hasAttribute("data-precise") ? precise(seconds) : duration(seconds);
     });
   }
 
@@ -56,5 +66,10 @@
   });
 
   document.addEventListener("DOMContentLoaded", tick);
-  setInterval(tick, 15000);
+  // Every second while something is waited on (a model call, a tool), else every 15 s.
+  var ticks = 0;
+  setInterval(function () {
+    ticks += 1;
+    if (document.querySelector("time[data-precise]") || ticks % 15 === 0) tick();
+  }, 1000);
 })();

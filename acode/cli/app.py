@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import typer.core
 
 from acode.cli.commands import (
     agent,
@@ -33,6 +34,18 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
 )
+
+
+# Typer's help prints every option's type, a flag's as ``<bool>`` after ``--version``
+# (issue 34): a flag takes no value, so its type column stays empty.
+_option_type = typer.core.TyperOption.display_type_rich
+
+
+def _flag_type(self: typer.core.TyperOption, ctx: Any) -> str | None:
+    return None if self.is_flag else _option_type(self, ctx)
+
+
+typer.core.TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign]
 
 
 def _version(value: bool) -> None:

@@ -1,4 +1,7 @@
-"""A model endpoint's check: one tool-call probe, as a job would send it."""
+"""A model endpoint's check: several tool-call probes, as a job would send them, with
+deterministic sampling (temperature 0, a fixed seed), so the same model gives the same
+verdict: "k of n probes called the tool" (issue 34: one probe said "cannot call tools",
+the next "can"). A scripted endpoint is checked by replaying its script's first step."""
 
 from __future__ import annotations
 
@@ -9,8 +12,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from acode.errors import AcodeError
-from acode.llm.providers import OpenAIProvider
-from acode.llm.types import Completion, Endpoint, EndpointUnavailable, ToolCall
+from acode.llm.providers import OpenAIProvider, provider_for
+from acode.llm.types import Completion, Endpoint, EndpointUnavailable, Provider, ToolCall
 
 PROBE_TOOL: dict[str, Any] = {
     "type": "function",
@@ -30,6 +33,11 @@ PROBE_MESSAGES: list[dict[str, Any]] = [
     {"role": "user", "content": "Read the file README.md with the read_file tool."},
 ]
 PROBE_MAX_TOKENS = 128
+PROBES = 3  # probes per check by default
+MAX_PROBES = 10
+# What makes a server answer the same probe the same way (servers that ignore one of
+# them still get the others).
+DETERMINISTIC: dict[str, Any] = {"temperature": 0, "seed": 0}
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,8 @@ class ModelCheck:
     configured_context_window: int
     answer: str  # what the model answered (its tool call, or its text)
     message: str  # the verdict, in words
+    probes: int = 1  # probes sent
+    tool_probes: int = 0  # probes in which the model called the tool with usable arguments
 
 
 def _server_context_window(endpoint: Endpoint) -> int | None:
@@ -84,23 +94,32 @@ def _server_context_window(endpoint: Endpoint) -> int | None:
     return None
 
 
-def model_check(endpoint: Endpoint) -> ModelCheck:
-    """Send one tool-call probe to ``endpoint`` the way a job would (its JSON-schema
-    setting included) and say whether the model called the tool with usable arguments,
-    how long it took, and the context window the server reports."""
-    if endpoint.kind != "openai":
-        raise AcodeError(
-            "ACODE-LLM-003",
-            f"Model endpoint {endpoint.name!r} is {endpoint.kind}; only OpenAI-compatible "
-            "endpoints can be checked.",
-            {"endpoint": endpoint.name, "kind": endpoint.kind},
-        )
+def _prober(endpoint: Endpoint) -> Provider:
+    if endpoint.kind == "openai":
+        return OpenAIProvider(endpoint, sampling=DETERMINISTIC)
+    if endpoint.kind == "scripted":
+        return provider_for(endpoint)
+    raise AcodeError(
+        "ACODE-LLM-003",
+        f"Model endpoint {endpoint.name!r} is {endpoint.kind}; only OpenAI-compatible and "
+        "scripted endpoints can be checked.",
+        {"endpoint": endpoint.name, "kind": endpoint.kind},
+    )
+
+
+def model_check(endpoint: Endpoint, *, probes: int = PROBES) -> ModelCheck:
+    """Send ``probes`` tool-call probes to ``endpoint`` the way a job would (its JSON-schema
+    setting included, sampling made deterministic) and say in how many the model called the
+    tool with usable arguments, how long a probe took, and the context window the server
+    reports. The model can call tools when every probe did."""
     import openai
 
+    probes = max(1, min(probes, MAX_PROBES))
+    provider = _prober(endpoint)
     found = ModelCheck(
         endpoint=endpoint.name,
-        model=endpoint.model,
-        base_url=endpoint.base_url,
+        model=endpoint.model or ("scripted" if endpoint.kind == "scripted" else ""),
+        base_url=endpoint.base_url if endpoint.kind == "openai" else f"scripted:{endpoint.name}",
         constrained=endpoint.supports_json_schema,
         reachable=False,
         can_call_tools=False,
@@ -110,35 +129,49 @@ def model_check(endpoint: Endpoint) -> ModelCheck:
         configured_context_window=endpoint.context_window,
         answer="",
         message="",
+        probes=probes,
     )
     started = time.monotonic()
+    answers: list[Completion] = []
     try:
-        completion = OpenAIProvider(endpoint).complete(
-            [dict(m) for m in PROBE_MESSAGES],
-            [PROBE_TOOL],
-            call_index=0,
-            max_tokens=PROBE_MAX_TOKENS,
-        )
+        for _ in range(probes):
+            answers.append(
+                provider.complete(
+                    [dict(m) for m in PROBE_MESSAGES],
+                    [PROBE_TOOL],
+                    call_index=0,
+                    max_tokens=PROBE_MAX_TOKENS,
+                )
+            )
     except (EndpointUnavailable, openai.APIError) as exc:
         return replace(
             found,
-            reachable=not isinstance(exc, EndpointUnavailable),
+            reachable=bool(answers) or not isinstance(exc, EndpointUnavailable),
             seconds=time.monotonic() - started,
-            message=f"The server did not answer the probe: {exc}",
+            message=f"The server did not answer probe {len(answers) + 1} of {probes}: {exc}",
         )
-    return _verdict(found, endpoint, completion, time.monotonic() - started)
+    return _verdict(found, endpoint, answers, (time.monotonic() - started) / probes)
+
+
+def _probe_call(completion: Completion) -> tuple[ToolCall | None, bool]:
+    """The probe's read_file call, and whether its arguments are usable (a path)."""
+    call = next((c for c in completion.tool_calls if c.name == "read_file"), None)
+    path = call.arguments.get("path") if call and isinstance(call.arguments, dict) else None
+    return call, isinstance(path, str) and bool(path.strip())
 
 
 def _verdict(
-    found: ModelCheck, endpoint: Endpoint, completion: Completion, seconds: float
+    found: ModelCheck, endpoint: Endpoint, answers: list[Completion], seconds: float
 ) -> ModelCheck:
-    """What the probe's answer says about the model, and the server's context window."""
-    window = _server_context_window(endpoint)
-    call = next((c for c in completion.tool_calls if c.name == "read_file"), None)
-    path = call.arguments.get("path") if call and isinstance(call.arguments, dict) else None
-    can_call = isinstance(path, str) and bool(path.strip())
+    """What the probes' answers say about the model, and the server's context window."""
+    window = _server_context_window(endpoint) if endpoint.kind == "openai" else None
+    calls = [_probe_call(c) for c in answers]
+    good = sum(1 for _, usable in calls if usable)
+    # The answer shown: the first usable call, else the first answer.
+    index = next((i for i, (_, usable) in enumerate(calls) if usable), 0)
+    completion, (call, _) = answers[index], calls[index]
     answer = f"read_file {call.raw_arguments}" if call else completion.content[:500]
-    message = _verdict_message(endpoint, completion, call, can_call, seconds)
+    message = _verdict_message(endpoint, completion, call, good, len(answers), seconds)
     if window and window < endpoint.context_window:
         message += (
             f" The server's context window ({window}) is smaller than the configured one "
@@ -147,12 +180,13 @@ def _verdict(
     return replace(
         found,
         reachable=True,
-        can_call_tools=can_call,
+        can_call_tools=good == len(answers),
         seconds=seconds,
         tokens_out=completion.tokens_out,
         context_window=window,
         answer=answer,
         message=message,
+        tool_probes=good,
     )
 
 
@@ -160,16 +194,20 @@ def _verdict_message(
     endpoint: Endpoint,
     completion: Completion,
     call: ToolCall | None,
-    can_call: bool,
+    good: int,
+    probes: int,
     seconds: float,
 ) -> str:
-    speed = f"{seconds:.1f} s, {completion.tokens_out} tokens out"
-    if can_call:
-        message = f"The model can call tools: it called read_file {call.raw_arguments} ({speed})."  # type: ignore[union-attr]
+    speed = f"{seconds:.1f} s a probe, {completion.tokens_out} tokens out"
+    tally = f"{good} of {probes} probes called a tool"
+    if good == probes:
+        message = f"The model can call tools: {tally} ({speed}); it called read_file {call.raw_arguments}."  # type: ignore[union-attr]
+    elif good:
+        message = f"The model calls tools unreliably: {tally} with usable arguments ({speed})."
     elif call or completion.tool_calls:
-        message = f"The model called a tool with unusable arguments ({speed})."
+        message = f"The model called a tool with unusable arguments: {tally} ({speed})."
     else:
-        message = f"The model answered in text instead of calling the tool ({speed})."
-    if not can_call and not endpoint.supports_json_schema:
+        message = f"The model answered in text instead of calling the tool: {tally} ({speed})."
+    if good < probes and endpoint.kind == "openai" and not endpoint.supports_json_schema:
         message += " Constraining its answers with a JSON schema may help (JSON-schema setting)."
     return message

@@ -30,10 +30,11 @@ from acode.llm.types import (
 class OpenAIProvider:
     """Any OpenAI-compatible server (vLLM, llama.cpp, Ollama, OpenAI) via the ``openai`` package."""
 
-    def __init__(self, endpoint: Endpoint) -> None:
+    def __init__(self, endpoint: Endpoint, *, sampling: Mapping[str, Any] | None = None) -> None:
         import openai
 
         self.endpoint = endpoint
+        self.sampling = dict(sampling or {})  # e.g. temperature and seed (the model check)
         self._openai = openai
         self.client = openai.OpenAI(
             base_url=endpoint.base_url,
@@ -77,6 +78,7 @@ class OpenAIProvider:
             "model": self.endpoint.model,
             "messages": messages,
             "max_tokens": max_tokens,
+            **self.sampling,
         }
         if self.endpoint.supports_json_schema:
             # One system message: several chat templates keep only the first one.
@@ -131,7 +133,8 @@ class ScriptedProvider:
     Each script step is ``{"content": str, "tool_calls": [{"name", "arguments"}], "usage":
     {"prompt_tokens", "completion_tokens"}, "delay": seconds, "error": "connection" |
     "timeout" | "server", "protocol": text}``; all keys optional. ``protocol`` is an answer
-    in the JSON protocol (what a schema-constrained server sends), parsed as such. Past the end it answers "(script ended)".
+    in the JSON protocol (what a schema-constrained server sends), parsed as such. Past the
+    end it answers "(script ended)". The README's *Scripted model endpoints* documents it.
     A script that is a list of lists holds one script per job: the n-th job of a role in a
     session (``job_ordinal``) replays the n-th list, the last one when there are fewer.
     """

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from acode.settings.env import env_bool, env_choice, env_float, env_int, env_str
+from acode.settings.env import env_bool, env_choice, env_float, env_int, env_list, env_str
 
 ACODE_LLM_BASE_URL = env_str("ACODE_LLM_BASE_URL", "http://127.0.0.1:8011/v1")
 ACODE_LLM_API_KEY_ENV = env_str("ACODE_LLM_API_KEY_ENV", "ACODE_LLM_API_KEY")
@@ -17,3 +17,6 @@ ACODE_LLM_SCHEMA_FORMAT = env_choice(
 )
 ACODE_LLM_MAX_ANSWER_TOKENS = env_int("ACODE_LLM_MAX_ANSWER_TOKENS", 512)
 ACODE_TOOL_TIMEOUT = env_float("ACODE_TOOL_TIMEOUT", 120.0)
+# Runs of these risk tiers pass only when their tests passed (a template's own
+# require_tests overrides it): a run that ran no tests, or whose tests failed, fails.
+ACODE_RUN_REQUIRE_TESTS_TIERS = env_list("ACODE_RUN_REQUIRE_TESTS_TIERS", ["medium", "high"])

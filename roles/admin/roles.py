@@ -20,11 +20,12 @@ from roles.admin.fields import CommandRulesField, LinesField
 from roles.admin.preview import preview_view
 from roles.decision import examples_check
 from roles.mcp_tools import argument_limits
-from roles.models import DEFAULT_ROLE_SLUG, Role, RoleVersion
+from roles.models import DEFAULT_ROLE_SLUG, ModelEndpoint, Role, RoleVersion
 from roles.registry import read_specs, registry
 from roles.selectors import role_drafts
 from roles.services import examples_refusal, prompt_rejection_record, role_delete, role_save
 from roles.validation import (
+    model_name_problems,
     role_delete_refusal,
     role_field_problems,
     role_name_problems,
@@ -125,6 +126,11 @@ class RoleAdminForm(forms.ModelForm):
                 slug=self.instance.slug, parent_slug=parent.slug, specs=specs
             ):
                 self.add_error("parent", f"ACODE-ROL-004: {problem}")
+        known = set(ModelEndpoint.objects.values_list("name", flat=True))
+        for field in ("preferred_model", "fallback_model"):
+            named = {"slug": self.instance.slug, field: data.get(field)}
+            for problem in model_name_problems(named, known):
+                self.add_error(field, f"ACODE-API-404: {problem}")
         if not self.errors:
             self._examples_check(data)
         return data

@@ -14,7 +14,7 @@ from django.http import HttpRequest
 from acode.errors import AcodeError
 from acode.llm import endpoint_from_row, model_check
 from roles.admin.base import ServiceAdmin
-from roles.models import ModelEndpoint, Permission, Tool, TransitionRule
+from roles.models import EndpointKind, ModelEndpoint, Permission, Tool, TransitionRule
 from roles.registry import tool_specs
 from roles.services import (
     catalog_examples_check,
@@ -25,6 +25,7 @@ from roles.services import (
     transition_rule_delete,
     transition_rule_save,
 )
+from roles.services.endpoints import model_endpoint_problems, model_endpoint_store
 from roles.tools import ToolDeclaration, declared_tools
 from roles.validation import tool_name_problems, transition_rule_problems
 
@@ -192,15 +193,71 @@ class TransitionRuleAdmin(ServiceAdmin):
         transition_rule_delete(rule=obj, user=request.user)  # type: ignore[arg-type]
 
 
+class ModelEndpointForm(forms.ModelForm):
+    """What the endpoint's kind needs, checked as its save checks it (ACODE-LLM-004)."""
+
+    class Meta:
+        model = ModelEndpoint
+        fields = (
+            "name", "kind", "enabled", "context_window", "base_url", "model", "api_key_env",
+            "supports_json_schema", "schema_format", "script", "input_price", "output_price",
+        )  # fmt: skip
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        probe = ModelEndpoint(**{k: v for k, v in data.items() if k in SAVED_FIELDS})
+        probe.kind = data.get("kind") or self.instance.kind
+        for problem in model_endpoint_problems(probe):
+            field, _, text = problem.partition(": ")
+            target = field.split(" ")[0] if field.split(" ")[0] in self.fields else None
+            self.add_error(target, f"ACODE-LLM-004: {text if target else problem}")
+        return data
+
+
+SAVED_FIELDS = frozenset(f.name for f in ModelEndpoint._meta.concrete_fields) - {"id"}
+SERVER_FIELDSET = (
+    "An OpenAI-compatible server (kind openai)",
+    {
+        "fields": ("base_url", "model", "api_key_env", "supports_json_schema", "schema_format"),
+        "description": "Only for an OpenAI-compatible server; a scripted endpoint keeps none.",
+    },
+)
+SCRIPT_FIELDSET = (
+    "Scripted replies (kind scripted)",
+    {
+        "fields": ("script",),
+        "description": "Only for a scripted endpoint: the replies to replay, a list of steps "
+        'such as {"content": "…", "tool_calls": [{"name": "create_file", "arguments": '
+        '{…}}], "delay": 2}; a list of such lists gives each job of a role in a session its '
+        "own (README, Scripted model endpoints).",
+    },
+)
+PICK_KIND = (
+    'Pick the kind to see only the fields it uses: <a href="?kind=openai">an OpenAI-compatible '
+    'server</a> or <a href="?kind=scripted">scripted replies</a> (tests and demos).'
+)
+COMMON_FIELDSETS = (
+    (None, {"fields": ("name", "kind", "enabled", "context_window")}),
+    ("Price (the usage page's cost column)", {"fields": ("input_price", "output_price")}),
+)
+
+
 @admin.register(ModelEndpoint)
 class ModelEndpointAdmin(admin.ModelAdmin):
+    """The form asks only for what the endpoint's kind uses: an existing endpoint shows its
+    kind's fields; a new one its kind's, chosen with ``?kind=scripted`` (the add page links
+    to both), both kinds' until then."""
+
+    form = ModelEndpointForm
     list_display = (
         "name",
-        "kind",
+        "kind_label",
         "model",
         "base_url",
         "context_window",
         "supports_json_schema",
+        "input_price",
+        "output_price",
         "enabled",
     )
     list_filter = ("kind", "enabled")
@@ -225,3 +282,36 @@ class ModelEndpointAdmin(admin.ModelAdmin):
             )
             level = messages.SUCCESS if found.can_call_tools else messages.WARNING
             self.message_user(request, f"{row.name}: {found.message} {window}.", level)
+
+    @admin.display(description="Kind", ordering="kind")
+    def kind_label(self, obj: ModelEndpoint) -> str:
+        return "scripted (replays a script)" if obj.is_scripted else "OpenAI-compatible"
+
+    def _kind(self, request: HttpRequest, obj: ModelEndpoint | None) -> str:
+        if obj is not None:
+            return obj.kind
+        wanted = request.POST.get("kind") or request.GET.get("kind") or ""
+        return wanted if wanted in EndpointKind.values else ""
+
+    def get_fieldsets(self, request: HttpRequest, obj: ModelEndpoint | None = None) -> Any:
+        kind = self._kind(request, obj)
+        by_kind: dict[str, tuple[Any, ...]] = {
+            EndpointKind.SCRIPTED.value: (SCRIPT_FIELDSET,),
+            EndpointKind.OPENAI.value: (SERVER_FIELDSET,),
+        }
+        head: Any = COMMON_FIELDSETS[0]
+        if not kind:
+            head = (None, {**head[1], "description": PICK_KIND})
+        return (head, *by_kind.get(kind, (SERVER_FIELDSET, SCRIPT_FIELDSET)),
+                *COMMON_FIELDSETS[1:])  # fmt: skip
+
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
+        initial = super().get_changeform_initial_data(request)
+        if self._kind(request, None):
+            initial["kind"] = self._kind(request, None)
+        return initial
+
+    def save_model(
+        self, request: HttpRequest, obj: ModelEndpoint, form: forms.ModelForm, change: bool
+    ) -> None:
+        model_endpoint_store(endpoint=obj, user=request.user)  # type: ignore[arg-type]

@@ -1,4 +1,5 @@
-"""/api/model-endpoints/: the models roles route to, and a probe of one."""
+"""/api/model-endpoints/: the models roles route to, adding or changing one (PUT, as
+``acode model add`` does), and a check of one (several probes)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import error_responses
+from acode.inputs import Input, Query, query_of
 from acode.llm import Endpoint, model_check
+from acode.llm.check import MAX_PROBES, PROBES
 from roles import selectors
+from roles.services.endpoints import ENDPOINT_KINDS, model_endpoint_save
 
 
 class ModelEndpointPermission(DjangoModelPermissions):
@@ -30,13 +34,59 @@ class ModelEndpointPermission(DjangoModelPermissions):
 
 class ModelEndpointOutput(serializers.Serializer):
     name = serializers.CharField()
-    kind = serializers.CharField()
+    kind = serializers.CharField(help_text="openai (an OpenAI-compatible server) or scripted.")
     model = serializers.CharField()
     base_url = serializers.CharField()
     context_window = serializers.IntegerField()
     supports_json_schema = serializers.BooleanField()
     schema_format = serializers.CharField()
     enabled = serializers.BooleanField()
+    input_price = serializers.DecimalField(
+        max_digits=12, decimal_places=4, allow_null=True, required=False,
+        help_text="Price per million input tokens (null: none).",
+    )  # fmt: skip
+    output_price = serializers.DecimalField(
+        max_digits=12, decimal_places=4, allow_null=True, required=False,
+        help_text="Price per million output tokens (null: none).",
+    )  # fmt: skip
+
+
+ENDPOINT_FIELDS = (
+    "name", "kind", "model", "base_url", "context_window", "supports_json_schema",
+    "schema_format", "enabled", "input_price", "output_price",
+)  # fmt: skip
+
+
+class ModelEndpointInput(Input):
+    """What a kind uses: ``openai`` a model (and a base URL, empty for the default server);
+    ``scripted`` a script. What the kind does not use is cleared."""
+
+    kind = serializers.ChoiceField(choices=ENDPOINT_KINDS, required=False)
+    base_url = serializers.CharField(max_length=500, allow_blank=True, required=False)
+    model = serializers.CharField(max_length=200, allow_blank=True, required=False)
+    api_key_env = serializers.CharField(max_length=100, allow_blank=True, required=False)
+    context_window = serializers.IntegerField(min_value=256, max_value=10_000_000, required=False)
+    supports_json_schema = serializers.BooleanField(required=False)
+    schema_format = serializers.ChoiceField(choices=["json_object", "json_schema"], required=False)
+    script = serializers.JSONField(
+        required=False, allow_null=True, help_text="Scripted kind: the steps to replay "
+        "(README, Scripted model endpoints); null: none."
+    )  # fmt: skip
+    # 0 or more: the save refuses a negative price (ACODE-LLM-004), as admin's form does.
+    input_price = serializers.DecimalField(
+        max_digits=12, decimal_places=4, allow_null=True, required=False
+    )
+    output_price = serializers.DecimalField(
+        max_digits=12, decimal_places=4, allow_null=True, required=False
+    )
+    enabled = serializers.BooleanField(required=False)
+
+
+class ModelCheckQuery(Query):
+    probes = serializers.IntegerField(
+        min_value=1, max_value=MAX_PROBES, required=False,
+        help_text=f"How many probes to send (default {PROBES}).",
+    )  # fmt: skip
 
 
 class ModelCheckOutput(serializers.Serializer):
@@ -54,6 +104,10 @@ class ModelCheckOutput(serializers.Serializer):
     configured_context_window = serializers.IntegerField()
     answer = serializers.CharField(help_text="The model's tool call, or its text.")
     message = serializers.CharField(help_text="The verdict, in words.")
+    probes = serializers.IntegerField(help_text="How many probes were sent.")
+    tool_probes = serializers.IntegerField(
+        help_text="In how many the model called the tool with usable arguments."
+    )
 
 
 def _endpoint_named(name: str) -> Endpoint:
@@ -90,11 +144,42 @@ class ModelEndpointCheckApi(APIView):
 
     @extend_schema(
         request=None,
+        parameters=[ModelCheckQuery],
         responses={200: ModelCheckOutput, **error_responses("ACODE-LLM-001", "ACODE-LLM-003")},
         operation_id="model_endpoints_check",
-        description="Send the endpoint one tool-call probe, as a job would: can the model "
-        "call tools, how fast, and with what context window (`default`: the settings' "
-        "endpoint).",
+        description="Send the endpoint tool-call probes, as a job would, with deterministic "
+        "sampling: in how many the model called the tool, how fast, and with what context "
+        "window (`default`: the settings' endpoint; a scripted endpoint replays its script).",
     )
     def post(self, request: Request, name: str) -> Response:
-        return Response(ModelCheckOutput(asdict(model_check(_endpoint_named(name)))).data)
+        probes = query_of(ModelCheckQuery, request).get("probes", PROBES)
+        found = model_check(_endpoint_named(name), probes=probes)
+        return Response(ModelCheckOutput(asdict(found)).data)
+
+
+class ModelEndpointDetailApi(APIView):
+    permission_classes = [IsAuthenticated, ModelEndpointPermission]
+    queryset = selectors.model_endpoints_all().none()
+
+    @extend_schema(
+        request=ModelEndpointInput,
+        responses={
+            200: ModelEndpointOutput,
+            201: ModelEndpointOutput,
+            **error_responses("ACODE-LLM-004", "ACODE-API-403"),
+        },
+        operation_id="model_endpoints_put",
+        description="Add the model endpoint `name` (201) or change it (200): what the body "
+        "gives over what it holds. An OpenAI-compatible endpoint needs a model; a scripted "
+        "one a script.",
+    )
+    def put(self, request: Request, name: str) -> Response:
+        body = ModelEndpointInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        endpoint, created = model_endpoint_save(
+            name=name,
+            data=dict(body.validated_data),
+            user=request.user,  # type: ignore[arg-type]
+        )
+        row = {field: getattr(endpoint, field) for field in ENDPOINT_FIELDS}
+        return Response(ModelEndpointOutput(row).data, status=201 if created else 200)

@@ -17,7 +17,7 @@ import yaml
 from acode.errors import AcodeError
 from acode.yamldoc import YamlDocumentError, load_yaml_mapping
 from roles.access import RoleSpec
-from roles.models import DEFAULT_ROLE_SLUG, Permission, Precondition, Tool
+from roles.models import DEFAULT_ROLE_SLUG, ModelEndpoint, Permission, Precondition, Tool
 from roles.portability.mcp import MCP_PROPERTIES, mcp_problems
 from roles.registry import read_specs
 from roles.validation import (
@@ -195,9 +195,13 @@ def _check_roles(
     """Known role slugs afterwards: the document's and the database's."""
     check.unique("roles", [r["slug"] for r in roles])
     specs: dict[str, RoleSpec] = {spec.slug: spec for _, spec in read_specs()[0]}
+    endpoints = set(ModelEndpoint.objects.values_list("name", flat=True))
     for r in roles:
         check.problems += role_reference_problems(
-            r, known_permissions=known_permissions, known_tools=known_tools
+            r,
+            known_permissions=known_permissions,
+            known_tools=known_tools,
+            known_endpoints=endpoints,
         )
         check.findings += role_text_findings(r)
         specs[r["slug"]] = role_spec(r)

@@ -15,7 +15,7 @@ from django.db.models import ProtectedError
 
 from acode.errors import AcodeError
 from roles.access import RoleSpec
-from roles.models import ContextStrategy, Permission, Role, Tool
+from roles.models import ContextStrategy, ModelEndpoint, Permission, Role, Tool
 from roles.registry import read_specs
 from roles.services.common import (
     actor_label,
@@ -144,6 +144,7 @@ def _role_fit_check(content: Mapping[str, Any], specs: Mapping[str, RoleSpec]) -
         content,
         known_permissions=set(Permission.objects.values_list("code", flat=True)),
         known_tools=set(Tool.objects.values_list("name", flat=True)),
+        known_endpoints=set(ModelEndpoint.objects.values_list("name", flat=True)),
     )
     if unknown:
         raise AcodeError("ACODE-API-404", "; ".join(unknown), {"problems": unknown})

@@ -242,9 +242,15 @@ def role_format_problems(item: Mapping[str, Any]) -> list[str]:
 
 
 def role_reference_problems(
-    item: Mapping[str, Any], *, known_permissions: Collection[str], known_tools: Collection[str]
+    item: Mapping[str, Any],
+    *,
+    known_permissions: Collection[str],
+    known_tools: Collection[str],
+    known_endpoints: Collection[str] | None = None,
 ) -> list[str]:
-    """The permissions and tools a role names that do not exist."""
+    """The permissions, tools and (given ``known_endpoints``) model endpoints a role names
+    that do not exist: a preferred or fallback model naming no endpoint would otherwise
+    fail only when a job of the role asks it (ACODE-LLM-001)."""
     slug = item.get("slug")
     problems = [
         f"role {slug}: unknown permission {code!r}"
@@ -256,6 +262,23 @@ def role_reference_problems(
         for name in _strings(item.get("allowed_tools"))
         if name not in known_tools
     ]
+    if known_endpoints is not None:
+        problems += model_name_problems(item, known_endpoints)
+    return problems
+
+
+def model_name_problems(item: Mapping[str, Any], known_endpoints: Collection[str]) -> list[str]:
+    """A preferred or fallback model that names no model endpoint (empty: the default)."""
+    problems = []
+    for field in ("preferred_model", "fallback_model"):
+        name = item.get(field)
+        if isinstance(name, str) and name and name not in known_endpoints:
+            known = ", ".join(sorted(known_endpoints)) or "none yet"
+            problems.append(
+                f"role {item.get('slug')}: {field} {name!r} names no model endpoint (known: "
+                f"{known}); add it first (`acode model add`, or admin's Model endpoints), "
+                "or leave it empty for the default"
+            )
     return problems
 
 

@@ -42,7 +42,9 @@ def command_ro_paths() -> list[Path]:
 def command_env() -> dict[str, str]:
     """Variables a command gets on top of the sandbox's base environment."""
     return {
-        "PATH": f"{Path(sys.prefix) / 'bin'}:{BASE_ENV['PATH']}",
+        # Resolved, as command_ro_paths mounts it: a venv reached through a symlink (a
+        # worktree sharing one) is not inside the sandbox under its link's name.
+        "PATH": f"{Path(sys.prefix).resolve() / 'bin'}:{BASE_ENV['PATH']}",
         "PYTHONUNBUFFERED": "1",
         # pytest's cache is scratch: in the sandbox's private /tmp, not the workspace.
         "PYTEST_ADDOPTS": "-o cache_dir=/tmp/.acode-pytest-cache",

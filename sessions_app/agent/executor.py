@@ -147,6 +147,7 @@ class ToolOutcome:
     source: str = ""  # what the outside text came from (the tool)
     untrusted: bool = True  # the output is outside data (False: acode's own words)
     waited: float = 0.0  # seconds the call waited for a person's consent (not the job's)
+    summary: str = ""  # how the tool ended, in its words: a command's "exit 5", "timed out"
 
     def for_model(self) -> str:
         """The one channel's text for the model (``sessions_app.containment.channel``)."""
@@ -361,7 +362,7 @@ def _run(audit: _CallAudit, decision: Decision, context: ToolContext) -> ToolOut
     audit.row(AuditEventType.ROLE_ACTION, result.summary, target=result.target, phase="outcome",
               status="ok", tool_name=tool, **result.details)  # fmt: skip
     return ToolOutcome("ok", _clean(result.output), target=_clean(result.target), source=tool,
-                       untrusted=result.untrusted)  # fmt: skip
+                       untrusted=result.untrusted, summary=result.summary)  # fmt: skip
 
 
 def _refusal_rule(exc: Refused) -> str:

@@ -284,6 +284,7 @@ def _run_tool_call(run: LoopState, call: Any) -> None:
             "status": outcome.status,
             "target": outcome.target,
             "output": outcome.for_model()[:EVENT_TEXT_CAP],
+            **({"summary": outcome.summary} if outcome.summary else {}),
         }
         job_event(job, JobEventKind.TOOL_RESULT, data)
     run.messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome.for_model()})

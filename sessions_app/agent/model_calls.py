@@ -159,6 +159,17 @@ def complete(
         if index > 0:
             job.fallback_used = True
         return completion
-    raise Stop(
-        JobStatus.FAILED, "ACODE-JOB-003", "no model endpoint answered: " + "; ".join(failures)
+    raise Stop(JobStatus.FAILED, "ACODE-JOB-003", no_model_message(endpoints, failures))
+
+
+def no_model_message(endpoints: list[Any], failures: list[str]) -> str:
+    """ACODE-JOB-003's message: the endpoints tried (name, where) and the command that
+    checks each."""
+    tried = ", ".join(
+        f"{e.name} ({'scripted' if e.kind == 'scripted' else e.base_url})" for e in endpoints
+    )
+    checks = " or ".join(f"`acode model check {e.name}`" for e in endpoints)
+    return (
+        f"No model endpoint answered; tried {tried or 'none'}: {'; '.join(failures)}. "
+        f"Check {'it' if len(endpoints) == 1 else 'them'} with {checks}."
     )

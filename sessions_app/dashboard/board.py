@@ -40,6 +40,7 @@ from sessions_app.dashboard.formatting import (
 )
 from sessions_app.dashboard.jobs import JOB_LABELS
 from sessions_app.dashboard.live import BOARD_SOCKET_PATH
+from sessions_app.dashboard.runs.shapes import run_end_text
 from sessions_app.filters import SessionFilter
 from sessions_app.models import AgentSession, RunStatus, SessionStatus
 from sessions_app.permissions import (
@@ -165,6 +166,7 @@ class BoardCard:
     job_label: str = ""
     run_status: str = ""
     run_label: str = ""
+    run_end: str = ""  # how a run that did not succeed ended, and why (its code, message)
 
 
 @dataclass(frozen=True)
@@ -185,6 +187,7 @@ def board_card(session: AgentSession, now: datetime) -> BoardCard:
     done, total = plan_progress(session.plan)
     job_status = session.latest_job_status or ""  # type: ignore[attr-defined]
     run_status = session.latest_run_status or ""  # type: ignore[attr-defined]
+    ended = (session.latest_run_code, session.latest_run_message)  # type: ignore[attr-defined]
     return BoardCard(
         id=str(session.id),
         title=session.title,
@@ -203,6 +206,7 @@ def board_card(session: AgentSession, now: datetime) -> BoardCard:
         job_label=JOB_LABELS.get(job_status, ""),
         run_status=run_status,
         run_label=RUN_LABELS.get(run_status, ""),
+        run_end=run_end_text(run_status, ended[0] or "", ended[1] or ""),
     )
 
 

@@ -92,3 +92,41 @@ def plan_progress(plan: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
     """(steps finished, steps) of a session's plan; a skipped step counts as finished."""
     done = sum(1 for s in plan if s.get("status") in (StepStatus.DONE, StepStatus.SKIPPED))
     return done, len(plan)
+
+
+def precise_duration_text(seconds: float) -> str:
+    """A duration to the second under an hour (``45s``, ``2m 05s``), as a wait ticks."""
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m {seconds % 60:02d}s"
+    return duration_text(seconds)
+
+
+@dataclass(frozen=True)
+class WaitingView:
+    """What an unfinished job waits on, shown live: the counter ticks in the browser from
+    ``since`` (``acode.js``), the calls move with each job event the page is pushed."""
+
+    what: str  # model, tool, worker, broker, step
+    label: str
+    since: Stamp
+    waited: str
+    llm_calls: int
+    tool_calls: int
+
+
+def waiting_view(in_flight: Any) -> WaitingView | None:
+    """A ``selectors.jobs.InFlight`` as the pages show it (None: nothing in flight)."""
+    if in_flight is None:
+        return None
+    waited = (timezone.now() - in_flight.since).total_seconds()
+    return WaitingView(
+        what=in_flight.what,
+        label=in_flight.label,
+        since=stamp_of(in_flight.since),
+        waited=precise_duration_text(waited),
+        llm_calls=in_flight.llm_calls,
+        tool_calls=in_flight.tool_calls,
+    )

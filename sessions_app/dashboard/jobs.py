@@ -9,10 +9,18 @@ from typing import Any
 
 from acode.workers import queue_has_consumer
 from roles.registry import registry
-from sessions_app.dashboard.formatting import RoleBadge, Stamp, role_badge, stamp_of
+from sessions_app.dashboard.formatting import (
+    RoleBadge,
+    Stamp,
+    WaitingView,
+    role_badge,
+    stamp_of,
+    waiting_view,
+)
 from sessions_app.models import Job, JobEventKind, JobStatus
 from sessions_app.selectors.jobs import (
     job_denied_count,
+    job_in_flight,
     job_newest_events,
     session_job,
     session_jobs_shown,
@@ -58,6 +66,8 @@ class JobView:
     events: list[JobEventView]
     denied: int
     unconsumed_queue: str  # a queued job's queue that no live worker consumes, else ""
+    waiting: WaitingView | None = None  # what it waits on now, while it has not ended
+    endpoint: str = ""  # a scripted job's endpoint name (its model is "scripted")
 
 
 # Each describes one kind of job event as (tone, summary, detail).
@@ -156,6 +166,8 @@ def _job_view(job: Job, events: list[JobEventView]) -> JobView:
         events=events,
         denied=job_denied_count(job),
         unconsumed_queue=_unconsumed_queue(job),
+        waiting=waiting_view(job_in_flight(job)),
+        endpoint=job.endpoint.removeprefix("scripted:") if job.provider == "scripted" else "",
     )
 
 

@@ -1,21 +1,28 @@
 """The usage page: how the time of the sessions a user sees splits across roles, drawn as
-a server-rendered SVG bar chart against the spec's target ranges."""
+a server-rendered SVG bar chart against the spec's target ranges; and the totals of tokens,
+model calls, tool calls, job time and cost by role, user and day (issue 34), as tables and
+as Chartist bar charts drawn in the browser from the same numbers (``static/usage.js``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, cast
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from sessions_app import selectors
 from sessions_app.dashboard.formatting import RoleBadge, duration_text, role_badge
 from sessions_app.permissions import can_view_all, sessions_visible_to
+from sessions_app.selectors.totals import usage_totals
 
+# The day chart covers this many days back; the role and user ones all time.
+USAGE_DAYS_CHARTED = 30
 # Chart geometry, in SVG units.
 USAGE_ROW_HEIGHT = 44
 USAGE_PLOT_WIDTH = 500
@@ -100,13 +107,55 @@ def usage_chart(user: User) -> dict[str, Any]:
     }
 
 
+def _label(by: str, key: str) -> str:
+    if by == "role":
+        return role_badge(key).name
+    return key or "—"
+
+
+def usage_tables(user: User) -> dict[str, Any]:
+    """The totals by role, user and day (the last ``USAGE_DAYS_CHARTED`` days), each as
+    table rows and as the series its chart draws."""
+    visible = sessions_visible_to(user)
+    since = timezone.now() - timedelta(days=USAGE_DAYS_CHARTED)
+    tables: dict[str, Any] = {}
+    for by in ("role", "user", "day"):
+        data = usage_totals(visible, by=by, since=since if by == "day" else None)
+        rows = [{**row, "label": _label(by, row["key"]), "time": duration_text(row["seconds"])}
+                for row in data["rows"]]  # fmt: skip
+        tables[by] = {
+            "rows": rows,
+            "total": {**data["total"], "time": duration_text(data["total"]["seconds"])},
+            "chart": {
+                "labels": [row["label"] for row in rows],
+                "tokens_in": [row["tokens_in"] for row in rows],
+                "tokens_out": [row["tokens_out"] for row in rows],
+                "llm_calls": [row["llm_calls"] for row in rows],
+                "tool_calls": [row["tool_calls"] for row in rows],
+                "minutes": [round(row["seconds"] / 60, 2) for row in rows],
+            },
+        }
+    tables["priced"] = any(t["total"]["cost"] is not None for t in tables.values())
+    tables["days"] = USAGE_DAYS_CHARTED
+    return tables
+
+
 @login_required
 @require_GET
 def usage(request: HttpRequest) -> HttpResponse:
-    """Time-in-role distribution as a server-rendered SVG, against the spec's targets."""
+    """Time-in-role distribution as a server-rendered SVG, against the spec's targets, and
+    the usage totals with their charts."""
     user = cast(User, request.user)
+    totals = usage_tables(user)
+    charts = {by: totals[by]["chart"] for by in ("role", "user", "day")}
     return render(
         request,
         "dashboard/usage.html",
-        {"nav": "usage", "chart": usage_chart(user), "view_all": can_view_all(user)},
+        {
+            "nav": "usage",
+            "chart": usage_chart(user),
+            "view_all": can_view_all(user),
+            "totals": totals,
+            "charts": charts,
+        },
     )

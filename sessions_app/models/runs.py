@@ -55,6 +55,12 @@ class WorkflowTemplate(models.Model):
     approval_ttl_minutes = models.PositiveIntegerField(
         default=1440, help_text="How long a requested approval stays valid."
     )
+    require_tests = models.BooleanField(
+        null=True,
+        blank=True,
+        help_text="A run passes only when its tests passed (each plan step's last test "
+        "stage). Empty: by the run's tier (ACODE_RUN_REQUIRE_TESTS_TIERS, medium and high).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

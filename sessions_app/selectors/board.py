@@ -46,7 +46,8 @@ def board_cards(ids: list[Any]) -> QuerySet[AgentSession]:
     """The sessions ``ids`` (found visible and matching already, so the search is not run
     a second time) with what their cards show, the role's newest first: the owner, the
     number of pending changes (``changes_count``) and the status of the latest job and run
-    (``latest_job_status``, ``latest_run_status``)."""
+    (``latest_job_status``, ``latest_run_status``, and the run's ``latest_run_code`` and
+    ``latest_run_message``)."""
     latest_job = Job.objects.filter(session=OuterRef("pk")).order_by("-created_at")
     latest_run = Run.objects.filter(session=OuterRef("pk")).order_by("-created_at")
     return (
@@ -55,6 +56,10 @@ def board_cards(ids: list[Any]) -> QuerySet[AgentSession]:
             changes_count=Count("pending_changes"),
             latest_job_status=Subquery(latest_job.values("status")[:1]),
             latest_run_status=Subquery(latest_run.values("status")[:1]),
+            # How the latest run ended and why, for a card whose job succeeded in a run
+            # that failed (issue 34).
+            latest_run_code=Subquery(latest_run.values("error_code")[:1]),
+            latest_run_message=Subquery(latest_run.values("message")[:1]),
         )
         .order_by("-role_since")
         .select_related("owner")

@@ -97,7 +97,8 @@ EVENT_CATALOG: Mapping[EventKind, Rerenders] = {
     EventKind.RUN_FINISHED: Rerenders(_RUN, _COLUMNS),
     # Sent to the board's group only; the session page hears job events as JOB_EVENT.
     EventKind.JOB_STATUS: Rerenders(board=_COLUMNS),
-    EventKind.JOB_EVENT: Rerenders(session_page=("jobs",)),
+    # The run panel too: its counters (LLM calls, tokens) and what its stage waits on.
+    EventKind.JOB_EVENT: Rerenders(session_page=("jobs", "run")),
     # Whatever a page shows of roles may have changed: each page is sent everything again.
     EventKind.ROLES_CHANGED: EVERYTHING,
 }

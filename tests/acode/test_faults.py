@@ -36,7 +36,7 @@ from websockets.sync.client import connect as ws_connect
 
 from acode.embedded import free_port, stop_process, wait_for_port
 from sessions_app.models import AgentSession, Job, JobStatus, RoleTransition
-from tests.conftest import ROOT, shared_database_url
+from tests.conftest import ROOT, RUN_ON_POSTGRES, shared_database_url
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -455,7 +455,9 @@ def proxied_database_url(proxy: PgProxy) -> str:
 @pytest.fixture
 def pg_proxy() -> Iterator[PgProxy]:
     if connection.vendor != "postgresql":
-        pytest.skip("the restart is played through a proxy in front of PostgreSQL")
+        pytest.skip(
+            f"the restart is played through a proxy in front of PostgreSQL; {RUN_ON_POSTGRES}"
+        )
     settings = connection.settings_dict
     proxy = PgProxy((settings.get("HOST") or "127.0.0.1", int(settings.get("PORT") or 5432)))
     yield proxy

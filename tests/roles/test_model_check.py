@@ -1,6 +1,7 @@
-"""Checking a model endpoint: one tool-call probe says whether the model can call tools, how
-fast, and with what context window; from admin, the API and the CLI. The model is a
-scripted OpenAI-compatible server (the LLM boundary)."""
+"""Checking a model endpoint: tool-call probes (three by default, deterministic sampling)
+say in how many the model called the tool, how fast, and with what context window; from
+admin, the API and the CLI. The model is a scripted OpenAI-compatible server (the LLM
+boundary), or a scripted endpoint."""
 
 from __future__ import annotations
 
@@ -109,7 +110,7 @@ def test_the_default_endpoint_is_the_settings_one(staff: APIClient, settings: An
     assert listed[0]["name"] == "default" and listed[0]["base_url"] == server.base_url
 
 
-def test_unknown_disabled_and_scripted_endpoints_are_refused_with_their_codes(
+def test_unknown_and_disabled_endpoints_are_refused_with_their_codes(
     staff: APIClient,
 ) -> None:
     unknown = check(staff, "nope")
@@ -117,9 +118,44 @@ def test_unknown_disabled_and_scripted_endpoints_are_refused_with_their_codes(
     ModelEndpoint.objects.create(name="off", model="m", base_url="http://x/v1", enabled=False)
     disabled = check(staff, "off")
     assert disabled.status_code == 400 and disabled.json()["code"] == "ACODE-LLM-001"
-    ModelEndpoint.objects.create(name="replay", kind=EndpointKind.SCRIPTED, model="s")
-    refused = check(staff, "replay")
-    assert refused.status_code == 400 and refused.json()["code"] == "ACODE-LLM-003"
+
+
+def test_every_probe_is_sent_with_deterministic_sampling(staff: APIClient) -> None:
+    with fake_openai([READ]) as server:
+        endpoint(server.base_url)
+        found = check(staff).json()
+    assert (found["probes"], found["tool_probes"]) == (3, 3)
+    assert "3 of 3 probes called a tool" in found["message"]
+    assert len(server.requests) == 3
+    assert all(r["temperature"] == 0 and r["seed"] == 0 for r in server.requests)
+
+
+def test_a_model_that_calls_the_tool_only_sometimes_is_said_to_be_unreliable(
+    staff: APIClient,
+) -> None:
+    with fake_openai([READ, "I would rather talk.", READ]) as server:
+        endpoint(server.base_url)
+        found = staff.post("/api/model-endpoints/local/check/?probes=3").json()
+    assert (found["tool_probes"], found["can_call_tools"]) == (2, False)
+    assert "calls tools unreliably: 2 of 3 probes called a tool" in found["message"]
+
+
+def test_a_scripted_endpoint_gives_the_same_answer_check_after_check(staff: APIClient) -> None:
+    """The stability the issue asked for: the same endpoint checked again says the same."""
+    call = {"tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]}
+    ModelEndpoint.objects.create(name="replay", kind=EndpointKind.SCRIPTED, script=[call])
+    ModelEndpoint.objects.create(
+        name="talker", kind=EndpointKind.SCRIPTED, script=[{"content": "Hello."}]
+    )
+    first, second = (check(staff, "replay").json() for _ in range(2))
+    assert first["can_call_tools"] and (first["probes"], first["tool_probes"]) == (3, 3)
+    assert {k: v for k, v in first.items() if k != "seconds"} == {
+        k: v for k, v in second.items() if k != "seconds"
+    }
+    assert first["base_url"] == "scripted:replay" and first["model"] == "scripted"
+    talker = [check(staff, "talker").json() for _ in range(3)]
+    assert all(not t["can_call_tools"] and t["tool_probes"] == 0 for t in talker)
+    assert all("answered in text" in t["message"] for t in talker)
 
 
 def test_checking_needs_the_change_permission(api: APIClient) -> None:

@@ -26,7 +26,7 @@ from sessions_app.models import AgentSession, Job, JobStatus, PendingChange, Wor
 from sessions_app.services.jobs import job_create
 from sessions_app.services.runs import run_start
 from sessions_app.services.sessions import session_create
-from tests.conftest import shared_database_url
+from tests.conftest import needs_postgres, shared_database_url
 from tests.sessions_app import runkit
 from tests.sessions_app.agent.containment.kit import needs_sandbox
 from tests.sessions_app.jobkit import scripted_model, session_in
@@ -54,6 +54,7 @@ def _coder_may_run_shell() -> None:
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.skipif(not os.environ.get("REDIS_URL"), reason="needs a Redis broker")
 @needs_sandbox
+@needs_postgres
 def test_a_run_survives_its_worker_killed_while_a_coder_applies_its_writes(
     user: User, tmp_path: Path
 ) -> None:

@@ -34,7 +34,7 @@ from sessions_app.models import (
     RunStatus,
 )
 from tests.acode.test_faults import OwnRedis, Server, assert_json_503
-from tests.conftest import shared_database_url
+from tests.conftest import needs_postgres, shared_database_url
 from tests.sessions_app.test_runs_workers import (
     REQUEST,
     RUN_ROLES,
@@ -45,7 +45,7 @@ from tests.sessions_app.test_runs_workers import (
 )
 from tests.sessions_app.test_tasks import Worker, wait_for
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), needs_postgres]
 
 RUNS = 3
 OUTAGE_SECONDS = 20.0

@@ -39,7 +39,7 @@ from sessions_app.models import (
 )
 from sessions_app.services.runs import run_start
 from sessions_app.services.sessions import session_create
-from tests.conftest import shared_database_url
+from tests.conftest import needs_postgres, shared_database_url
 from tests.sessions_app import runkit
 from tests.sessions_app.jobkit import scripted_model
 from tests.sessions_app.runkit import (
@@ -202,6 +202,7 @@ def test_a_run_survives_its_worker_killed_during_a_stage(
     assert "worker lost; job requeued" in notes
 
 
+@needs_postgres
 def test_a_run_survives_its_worker_killed_between_stages(
     user: User, run_queue: str, workers: list[Worker], tmp_path: Path
 ) -> None:
@@ -227,6 +228,7 @@ def test_a_run_survives_its_worker_killed_between_stages(
     assert "stopped between stages" in (tmp_path / "second.log").read_text()
 
 
+@needs_postgres
 def test_a_run_survives_its_worker_killed_holding_the_next_stages_message(
     user: User, run_queue: str, workers: list[Worker], tmp_path: Path
 ) -> None:
@@ -256,6 +258,7 @@ def test_a_run_survives_its_worker_killed_holding_the_next_stages_message(
     assert "message sent again" in json.dumps(list(testing.events.values_list("data", flat=True)))
 
 
+@needs_postgres
 def test_a_late_redelivery_of_a_finished_job_changes_nothing(
     user: User, run_queue: str, workers: list[Worker], tmp_path: Path
 ) -> None:

@@ -10,13 +10,14 @@ from django.db import connection
 
 from sessions_app.filters import SessionFilter
 from sessions_app.models import AgentSession
+from tests.conftest import RUN_ON_POSTGRES
 
 pytestmark = pytest.mark.django_db
 
 
 def test_the_search_reads_the_trigram_indexes_on_postgresql(user: Any) -> None:
     if connection.vendor != "postgresql":
-        pytest.skip("trigram indexes are PostgreSQL's")
+        pytest.skip(f"trigram indexes are PostgreSQL's; {RUN_ON_POSTGRES}")
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT indexname FROM pg_indexes WHERE tablename = %s AND indexname LIKE %s",

@@ -1,12 +1,16 @@
-"""``acode model list|check``: the model endpoints, and whether a model can call tools."""
+"""``acode model list|add|use|check``: the model endpoints, adding one (an OpenAI-compatible
+server or a scripted one), giving a role its model, and whether a model can call tools."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
+from acode.cli.errors import CliError
 from acode.cli.output import emit_json, esc, out
 from acode.cli.runtime import JsonOption, handles_errors, runtime
 
@@ -26,16 +30,120 @@ def list_models(ctx: typer.Context, as_json: JsonOption = False) -> None:
     for column in ("Name", "Kind", "Model", "Base URL", "Context", "JSON schema", "Enabled"):
         table.add_column(column)
     for row in rows:
+        scripted = row["kind"] == "scripted"
         table.add_row(
             esc(row["name"]),
-            esc(row["kind"]),
-            esc(row["model"]),
-            esc(row["base_url"] or "-"),
+            "scripted (replays a script)" if scripted else esc(row["kind"]),
+            "-" if scripted else esc(row["model"]),
+            "-" if scripted else esc(row["base_url"] or "-"),
             str(row["context_window"]),
             esc(row["schema_format"]) if row["supports_json_schema"] else "no",
             "yes" if row["enabled"] else "no",
         )
     out().print(table)
+
+
+def _script(path: Path | None) -> Any:
+    if path is None:
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CliError(
+            f"Could not read the script {path}: {exc}",
+            title="Bad script file",
+            suggestion="Give a JSON file holding a list of steps (README, Scripted model "
+            "endpoints).",
+        ) from None
+
+
+@app.command("add")
+@handles_errors
+def add(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The endpoint's name (what roles name).")],
+    model: Annotated[
+        str | None, typer.Option("--model", help="OpenAI-compatible: the model name to send.")
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="OpenAI-compatible: the server's /v1 URL (default: ACODE_LLM_BASE_URL).",
+        ),
+    ] = None,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option("--api-key-env", help="The server's environment variable holding the key."),
+    ] = None,
+    json_schema: Annotated[
+        bool | None,
+        typer.Option(
+            "--json-schema/--no-json-schema", help="Constrain answers with a JSON schema."
+        ),
+    ] = None,
+    script: Annotated[
+        Path | None,
+        typer.Option(
+            "--script",
+            help="Scripted: a JSON file of the steps to replay.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    input_price: Annotated[
+        float | None, typer.Option("--input-price", help="Price per million input tokens.")
+    ] = None,
+    output_price: Annotated[
+        float | None, typer.Option("--output-price", help="Price per million output tokens.")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Add a model endpoint, or change one: ``--script FILE`` makes a scripted one, else
+    ``--model`` (and ``--base-url``) an OpenAI-compatible one."""
+    body: dict[str, Any] = {"kind": "scripted" if script else "openai"}
+    options = {
+        "model": model, "base_url": base_url, "api_key_env": api_key_env,
+        "supports_json_schema": json_schema, "script": _script(script),
+        "input_price": input_price, "output_price": output_price,
+    }  # fmt: skip
+    body.update({key: value for key, value in options.items() if value is not None})
+    with runtime(ctx).client() as client:
+        row = client.put(f"/api/model-endpoints/{name}/", body)
+    if as_json:
+        emit_json(row)
+        return
+    what = "scripted (replays a script)" if row["kind"] == "scripted" else row["model"]
+    out().print(f"[bold green][SUCCESS][/] Model endpoint {esc(row['name'])}: {esc(what)}.")
+    out().print(f"Check it with `acode model check {row['name']}`; give a role it with "
+                f"`acode model use {row['name']} --role ROLE`.")  # fmt: skip
+
+
+@app.command("use")
+@handles_errors
+def use(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help='The endpoint (empty "": the default).')],
+    role: Annotated[str, typer.Option("--role", "-r", help="The role that gets the model.")],
+    fallback: Annotated[
+        bool, typer.Option("--fallback", help="Set the role's fallback model instead.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Make the endpoint a role's preferred (or fallback) model. A protected role's change
+    becomes a draft another admin publishes."""
+    field = "fallback_model" if fallback else "preferred_model"
+    with runtime(ctx).client() as client:
+        result = client.patch(f"/api/roles/{role}/", {field: name})
+    if as_json:
+        emit_json(result)
+        return
+    if "base_version" in result:  # a protected role: the answer is the draft
+        out().print(f"Role {esc(role)} is protected: the change is draft {esc(result['id'])}, "
+                    "for another admin to publish (`acode role publish`).")  # fmt: skip
+        return
+    out().print(f"[bold green][SUCCESS][/] Role {esc(result.get('name') or role)} now uses "
+                f"{esc(name or 'the default model')} as its {field.split('_')[0]} model.")  # fmt: skip
 
 
 @app.command("check")
@@ -45,11 +153,15 @@ def check(
     name: Annotated[
         str, typer.Argument(help="Endpoint name; default: the settings' endpoint.")
     ] = "default",
+    probes: Annotated[
+        int, typer.Option("--probes", min=1, max=10, help="How many probes to send.")
+    ] = 3,
     as_json: JsonOption = False,
 ) -> None:
-    """Send one tool-call probe: can the model call tools, how fast, what context window."""
+    """Send tool-call probes (deterministic sampling): in how many the model called the
+    tool, how fast, what context window. Exits 1 unless every probe called it."""
     with runtime(ctx).client() as client:
-        found = client.post(f"/api/model-endpoints/{name}/check/", {})
+        found = client.post(f"/api/model-endpoints/{name}/check/", {}, params={"probes": probes})
     if as_json:
         emit_json(found)
         return
@@ -68,7 +180,8 @@ def check(
         else f"Context window: not reported; configured {found['configured_context_window']}"
     )
     console.print(
-        f"Took {found['seconds']:.1f} s; answers constrained by a JSON schema: "
+        f"{found.get('tool_probes', 0)} of {found.get('probes', 1)} probes called a tool; "
+        f"{found['seconds']:.1f} s a probe; answers constrained by a JSON schema: "
         f"{'yes' if found['constrained'] else 'no'}"
     )
     if not found["can_call_tools"]:

@@ -3,8 +3,10 @@
 What a person sees is built from three reads per poll: the session's role history (the
 ``[ROLE TRANSITION]`` lines, in the spec's words), the run's detail (each stage's result
 once it ends: the plan, the Explorer's findings, the changes, the test evidence, the
-review verdict with its findings) and, with ``--verbose``, the run's events (tool calls
-of its jobs). New items are printed in the order they happened on the server.
+review verdict with its findings) and the run's events: each stage's start and each
+model or tool call of its jobs in a line (``--verbose``: every job event in full). While a
+model call or a tool is waited on, a line every 30 s says what, for how long, and the calls
+so far (the run's ``waiting``). New items are printed in the order they happened.
 """
 
 from __future__ import annotations
@@ -18,14 +20,14 @@ from rich.console import Console
 
 from acode.cli.client import ApiClient
 from acode.cli.commands.agent import _events, render_event
-from acode.cli.commands.changes import print_commit
-from acode.cli.errors import ApiError, CliError, ExitCode
-from acode.cli.output import code_entry, esc, fmt_time, parse_time, plural, said, short_id
+from acode.cli.errors import ApiError, ExitCode
+from acode.cli.output import esc, parse_time, plural, said, short_id
 
 FINAL_RUN_STATUSES = ("succeeded", "failed", "rejected", "cancelled")
 PAUSED_RUN_STATUSES = ("awaiting_input", "awaiting_approval", "blocked")
 ENDED_STAGE_STATUSES = ("succeeded", "failed", "cancelled")
 ORCHESTRATOR = "orchestrator"  # the actor of the transitions a run makes
+WAIT_REPORT_SECONDS = 30  # a wait in flight is reported once per this many seconds
 
 
 def _sort_key(value: Any) -> float:
@@ -53,6 +55,9 @@ class RunFollower:
     printed_stages: set[int] = field(default_factory=set)
     after: int = 0
     _last_history: list[dict[str, Any]] = field(default_factory=list)
+    events_on: bool = True  # an older server has no run events endpoint
+    _model_calls: dict[Any, int] = field(default_factory=dict)  # per stage
+    _wait_said: tuple[str, int] = ("", 0)  # the wait last reported, in 30 s steps
 
     @property
     def run_id(self) -> str:
@@ -65,8 +70,7 @@ class RunFollower:
         self.printed_stages = {
             int(s["seq"]) for s in self.run.get("stages") or [] if _stage_ended(s)
         }
-        if self.verbose:
-            self._run_events()  # moves the cursor past what happened already
+        self._run_events()  # moves the cursor past what happened already
 
     def poll(self) -> dict[str, Any]:
         """Read the run and print what is new; the run's detail as it is now."""
@@ -84,9 +88,8 @@ class RunFollower:
         for stage in self.run.get("stages") or []:
             if _stage_ended(stage) and int(stage["seq"]) not in self.printed_stages:
                 items.append((_sort_key(stage.get("finished_at")), 0, "stage", stage))
-        if self.verbose:
-            for event in self._run_events():
-                items.append((_sort_key(event.get("at")), 2, "event", event))
+        for event in self._run_events():
+            items.append((_sort_key(event.get("at")), 2, "event", event))
         for _, _, kind, item in sorted(items, key=lambda i: (i[0], i[1])):
             if kind == "transition":
                 self.last_seq = max(self.last_seq, int(item.get("seq") or 0))
@@ -94,8 +97,11 @@ class RunFollower:
             elif kind == "stage":
                 self.printed_stages.add(int(item["seq"]))
                 print_stage_result(self.client, self.console, self.run, item)
-            else:
+            elif self.verbose:
                 self._print_event(item)
+            else:
+                self._print_progress(item)
+        self._print_waiting()
         return self.run
 
     # -- reads -------------------------------------------------------------------------
@@ -129,11 +135,13 @@ class RunFollower:
         return None
 
     def _run_events(self) -> list[dict[str, Any]]:
+        if not self.events_on:
+            return []
         try:
             page = self.client.get(f"/api/runs/{self.run_id}/events/", params={"after": self.after})
         except ApiError as error:
             if error.endpoint_missing:
-                self.verbose = False  # an older server: follow without the job events
+                self.events_on = False  # an older server: follow without the job events
                 return []
             raise
         events = _events(page)
@@ -160,6 +168,53 @@ class RunFollower:
             self.console.print(
                 f"[dim]Decision by {esc(data.get('actor'))}: {esc(data.get('result'))}[/]"
             )
+
+    def _stage_role(self, data: dict[str, Any]) -> str:
+        stage: dict[str, Any] = next(
+            (s for s in self.run.get("stages") or [] if s.get("seq") == data.get("stage")), {}
+        )
+        return str(stage.get("role_name") or "?")
+
+    def _print_progress(self, event: dict[str, Any]) -> None:
+        """One line per stage start, model call and tool call (without ``--verbose``)."""
+        kind = str(event.get("kind") or "")
+        raw = event.get("data")
+        data: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        if kind == "run" and str(data.get("result") or "").startswith("stage "):
+            self.console.print(f"[dim]▶ Run {esc(data.get('result'))} started[/]")
+        elif kind == "job.llm_response":
+            stage = data.get("stage")
+            self._model_calls[stage] = self._model_calls.get(stage, 0) + 1
+            calls = data.get("tool_calls") or []
+            asked = plural(len(calls), "tool call") if calls else "final answer"
+            self.console.print(
+                f"[dim]  {esc(self._stage_role(data))} · model call "
+                f"{self._model_calls[stage]}: {esc(data.get('tokens_in', 0))} tokens in, "
+                f"{esc(data.get('tokens_out', 0))} out, {esc(asked)}[/]"
+            )
+        elif kind == "job.tool_call":
+            self.console.print(
+                f"[dim]  {esc(self._stage_role(data))} · ⚙ {esc(data.get('name'))} "
+                f"{esc(brief(data.get('arguments'), 100))}[/]"
+            )
+        elif kind == "job.tool_denied":
+            render_event(self.console, {**event, "kind": kind[4:]}, role=self._stage_role(data))
+
+    def _print_waiting(self) -> None:
+        """Every 30 s of one wait (a model call, a tool, a worker): what, how long, calls."""
+        waiting = self.run.get("waiting")
+        if not isinstance(waiting, dict):
+            return
+        seconds = int(waiting.get("seconds") or 0)
+        key = (str(waiting.get("what")) + str(waiting.get("since")), seconds // WAIT_REPORT_SECONDS)
+        if seconds < WAIT_REPORT_SECONDS or key == self._wait_said:
+            return
+        self._wait_said = key
+        self.console.print(
+            f"[yellow]  … waiting for {esc(waiting.get('text'))} for {seconds} s "
+            f"({plural(int(waiting.get('llm_calls') or 0), 'LLM call')}, "
+            f"{plural(int(waiting.get('tool_calls') or 0), 'tool call')} so far)[/]"
+        )
 
     def _name(self, slug: Any) -> str:
         return self.names.get(str(slug), str(slug).title())
@@ -281,72 +336,3 @@ def _offer_cancel(client: ApiClient, run_id: str, console: Console) -> None:
         )
     else:
         console.print(f"Run {esc(run_id)} keeps going; follow it with `acode run follow {run_id}`.")
-
-
-def usage_line(run: dict[str, Any]) -> str:
-    """``3 stages · 7 LLM calls · 12,345 tokens · 14 s`` from the run's budget."""
-    budget = run.get("budget") or {}
-    stages = [s for s in run.get("stages") or [] if s.get("job")]
-    return (
-        f"{said(run['status'])} · {run.get('effective_tier', '?')} risk · {plural(len(stages), 'stage')}"
-        f" · {int(budget.get('used_llm_calls') or 0)} LLM calls · "
-        f"{int(budget.get('used_tokens') or 0):,} tokens · "
-        f"{int(budget.get('elapsed_seconds') or 0)} s"
-    )
-
-
-def print_outcome(console: Console, run: dict[str, Any]) -> None:
-    """The final lines: what happened and, for a pause, what a person does next."""
-    rid = short_id(run["id"])
-    status = run["status"]
-    message = str(run.get("message") or "")
-    console.print()
-    if status == "succeeded":
-        console.print(f"[bold green][SUCCESS][/] Run {rid} succeeded: {esc(message)}")
-        if run.get("commit"):
-            print_commit(console, run["commit"])
-    elif status == "awaiting_approval":
-        pending = run.get("pending_approval") or {}
-        changes = run.get("pending_changes") or []
-        console.print(
-            f"[bold yellow][APPROVAL NEEDED][/] Run {rid} waits for a person to approve "
-            f"{plural(len(changes), 'pending change')} (digest "
-            f"{esc(str(pending.get('digest') or '?')[:12])}, expires "
-            f"{fmt_time(pending.get('expires_at'))}):"
-        )
-        for change in changes:
-            console.print(f"  - {esc(change.get('path'))} ({esc(change.get('kind'))})")
-        if run.get("can_approve"):
-            console.print(f"Approve with `acode run approve {rid}` (or `acode run reject {rid}`).")
-        else:
-            console.print(
-                f"Another person with the 'approve run' permission approves it with "
-                f"`acode run approve {rid}` (or rejects it with `acode run reject {rid} "
-                '--reason "..."`).'
-            )
-    elif status in ("awaiting_input", "blocked"):
-        question = (run.get("open_question") or {}).get("question") or message
-        label = "BLOCKED" if status == "blocked" else "QUESTION"
-        console.print(f"[bold yellow][{label}][/] Run {rid} waits for an answer: {esc(question)}")
-        console.print(
-            f'Answer with `acode run answer {rid} "your answer"`, or cancel it with '
-            f"`acode run cancel {rid}`."
-        )
-    elif status == "running":
-        console.print(f"Run {rid} is running; follow it with `acode run follow {rid}`.")
-    console.print(f"[dim]{esc(usage_line(run))}[/]")
-
-
-def run_failure(run: dict[str, Any]) -> CliError | None:
-    """The error a run that did not succeed ends the command with (None: success or pause)."""
-    status = run["status"]
-    if status not in ("failed", "rejected", "cancelled"):
-        return None
-    code = str(run.get("error_code") or "")
-    title, hint = code_entry(code) if code else ("", "")
-    return CliError(
-        str(run.get("message") or f"The run ended {said(status)}."),
-        title=f"Run {said(status)}" + (f": {code} {title}" if code else ""),
-        suggestion=hint,
-        exit_code=ExitCode.JOB_FAILED,
-    )

@@ -8,7 +8,8 @@ from typing import Any
 from rich.console import Console
 
 from acode.cli.commands.changes import print_commit
-from acode.cli.commands.run_follow import evidence_line, print_outcome, print_verdict, usage_line
+from acode.cli.commands.run_follow import evidence_line, print_verdict
+from acode.cli.commands.run_outcome import print_outcome, usage_line
 from acode.cli.output import esc, fmt_time, out, said, short_id
 
 

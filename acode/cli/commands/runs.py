@@ -16,7 +16,8 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from acode.cli.client import ApiClient, comma_list
-from acode.cli.commands.run_follow import RunFollower, brief, follow_run, print_outcome, run_failure
+from acode.cli.commands.run_follow import RunFollower, brief, follow_run
+from acode.cli.commands.run_outcome import print_outcome, run_failure
 from acode.cli.commands.run_show import print_approving, print_run, print_start
 from acode.cli.commands.sessions import RiskTier
 from acode.cli.errors import ApiError, CliError, ExitCode

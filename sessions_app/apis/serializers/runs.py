@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -28,6 +30,7 @@ from sessions_app.selectors import (
     run_pending_approval,
     run_usage,
 )
+from sessions_app.selectors.jobs import job_id_in_flight
 
 # Text limits (the run services refuse longer text too).
 REQUEST_MAX_CHARS = 20_000
@@ -210,6 +213,21 @@ class RunSummaryOutput(serializers.Serializer):
         return dict(RunStageRefOutput(stage).data) if stage is not None else None
 
 
+class RunWaitingOutput(serializers.Serializer):
+    """What the current stage's job waits on now (issue 34: waiting is visible)."""
+
+    what = serializers.ChoiceField(
+        choices=["model", "tool", "worker", "broker", "step"],
+        help_text="model: a model call in flight; tool: a tool call; worker: queued, no "
+        "worker took it yet; broker: the worker cannot reach Redis; step: between calls.",
+    )
+    text = serializers.CharField(help_text="What it waits on, in words.")
+    since = serializers.DateTimeField()
+    seconds = serializers.IntegerField(help_text="How long it has waited so far.")
+    llm_calls = serializers.IntegerField(help_text="The stage job's model calls so far.")
+    tool_calls = serializers.IntegerField(help_text="The stage job's tool calls so far.")
+
+
 class RunDetailOutput(RunSummaryOutput):
     """A run with its stages, questions and approvals, and what the caller may do with it
     (``context["user"]``)."""
@@ -228,6 +246,18 @@ class RunDetailOutput(RunSummaryOutput):
     can_answer = serializers.SerializerMethodField()
     can_approve = serializers.SerializerMethodField()
     can_cancel = serializers.SerializerMethodField()
+    waiting = serializers.SerializerMethodField()
+
+    @extend_schema_field(RunWaitingOutput(allow_null=True))
+    def get_waiting(self, obj: Run) -> dict[str, Any] | None:
+        """What a running run's current stage waits on (None: nothing in flight)."""
+        stage = run_current_stage(obj) if obj.status == RunStatus.RUNNING else None
+        found = job_id_in_flight(stage.job_id) if stage and stage.job_id else None
+        if found is None:
+            return None
+        seconds = max(0, int((timezone.now() - found.since).total_seconds()))
+        data = asdict(found)
+        return {**data, "text": data.pop("label"), "seconds": seconds}
 
     @extend_schema_field(RunBudgetOutput)
     def get_budget(self, obj: Run) -> dict[str, int]:

@@ -12,7 +12,14 @@ from django.utils import timezone
 
 from roles.registry import registry
 from sessions_app.dashboard.deliveries import delivered_view
-from sessions_app.dashboard.formatting import RoleBadge, duration_text, role_badge, stamp_of
+from sessions_app.dashboard.formatting import (
+    RoleBadge,
+    WaitingView,
+    duration_text,
+    role_badge,
+    stamp_of,
+    waiting_view,
+)
 from sessions_app.dashboard.runs.shapes import (
     APPROVAL_LABELS,
     LOOP_PURPOSES,
@@ -55,6 +62,7 @@ from sessions_app.selectors import (
     run_pending_approval,
     run_usage,
 )
+from sessions_app.selectors.jobs import job_id_in_flight
 from sessions_app.selectors.runs import (
     run_template_stages,
     session_earlier_runs,
@@ -131,6 +139,7 @@ def _stage_view(stage: RunStage, current: bool, waits: list[Interval] | None = N
         started=stamp_of(stage.started_at),
         took=duration_text((end - stage.started_at).total_seconds() - waited),
         waited=duration_text(waited) if waited >= 1 else "",
+        since=stamp_of(stage.started_at) if current and not waits else None,
     )
 
 
@@ -234,8 +243,16 @@ def _budget(run: Run) -> list[BudgetLine]:
             duration_text(seconds),
             duration_text(run.max_seconds),
             _percent(seconds, run.max_seconds),
+            since=stamp_of(run.created_at) if run.status == RunStatus.RUNNING else None,
         ),
     ]
+
+
+def _waiting(run: Run, stages: list[RunStage]) -> WaitingView | None:
+    """What a running run's current stage waits on (its job's model call, tool, worker)."""
+    if run.status != RunStatus.RUNNING or not stages or stages[-1].job_id is None:
+        return None
+    return waiting_view(job_id_in_flight(stages[-1].job_id))
 
 
 def run_view(run: Run, session: AgentSession) -> RunView:
@@ -292,6 +309,7 @@ def run_view(run: Run, session: AgentSession) -> RunView:
         budget=_budget(run),
         pending_changes=pending_change_count(session),
         commit=delivered_view(commit) if (commit := run_commit(run)) else None,
+        waiting=_waiting(run, stages),
     )
 
 

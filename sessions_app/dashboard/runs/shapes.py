@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sessions_app.dashboard.deliveries import DeliveredView
-from sessions_app.dashboard.formatting import RoleBadge, Stamp
+from sessions_app.dashboard.formatting import RoleBadge, Stamp, WaitingView
 from sessions_app.models import ApprovalStatus, RiskTier, RunStatus, StagePurpose, StageStatus
 
 RUN_LABELS = dict(RunStatus.choices)
@@ -75,6 +75,7 @@ class StageView:
     started: Stamp
     took: str
     waited: str = ""  # time the stage waited for an answer, not counted in ``took``
+    since: Stamp | None = None  # a current stage's start, so ``took`` ticks in the browser
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,7 @@ class BudgetLine:
     used: str
     limit: str
     percent: int
+    since: Stamp | None = None  # an active run's start: its time ticks in the browser
 
 
 @dataclass(frozen=True)
@@ -172,6 +174,7 @@ class RunView:
     budget: list[BudgetLine]
     pending_changes: int
     commit: DeliveredView | None = None
+    waiting: WaitingView | None = None  # what the current stage's job waits on now
 
 
 @dataclass(frozen=True)
@@ -196,3 +199,13 @@ class RunPanel:
     error: RunError | None = None
     risks: list[tuple[str, str]] = field(default_factory=lambda: RISK_CHOICES)
     prefill: str = ""  # what the Run form starts with
+
+
+def run_end_text(status: str, code: str, message: str) -> str:
+    """``failed: ACODE-JOB-009 The Coder changed nothing.`` for a run that ended without
+    succeeding ("" otherwise): a board card's badges alone read "Job: Succeeded / Run:
+    Failed" with nothing saying why (issue 34)."""
+    if status not in ("failed", "rejected", "cancelled"):
+        return ""
+    why = " ".join(part for part in (code, message) if part)
+    return f"{RUN_LABELS.get(status, status).lower()}: {why}" if why else ""

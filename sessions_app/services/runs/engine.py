@@ -21,6 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from acode.errors import AcodeError
+from acode.text import headline
 from roles.registry import registry
 from sessions_app.models import (
     AgentSession,
@@ -50,6 +51,7 @@ from sessions_app.services.runs.common import (
 )
 from sessions_app.services.runs.gate import gate_enter
 from sessions_app.services.runs.stages import StageOutcome, stage_close, stage_resume, stage_start
+from sessions_app.services.runs.testing import tests_note, tests_refusal
 from sessions_app.services.transitions import session_transition
 
 LOOP_PURPOSES = (StagePurpose.CODE, StagePurpose.TEST, StagePurpose.REVIEW)
@@ -194,7 +196,7 @@ def _after_person(run: Run, event: RunEvent) -> Next:
         message = f"Rejected by {event.who}: {event.text}"
         return Next(Move.FINISH, status=RunStatus.REJECTED, message=message)
     if event.kind == Person.APPROVED:
-        return Next(Move.COMPLETE, message=f"{run.request[:60]} (approved by {event.who})")
+        return Next(Move.COMPLETE, message=f"{headline(run.request)} (approved by {event.who})")
     assert event.kind == Person.ANSWERED and event.question is not None
     stage = event.question.stage
     if stage is not None and stage.status == StageStatus.AWAITING_INPUT:
@@ -262,8 +264,13 @@ def _enter(
     """Start the stage at ``index``; past the end or at the gate: approval, or complete."""
     if index < len(stages) and stages[index].purpose != StagePurpose.APPROVAL:
         return Next(Move.START, index=index, step=step, revision=revision, done_step=done_step)
+    refusal = tests_refusal(run)
+    if refusal:  # the template requires passing tests: the run cannot pass without them
+        return Next(Move.FINISH, status=RunStatus.FAILED, code="ACODE-RUN-012", message=refusal)
     if not run.gate_required:
-        return Next(Move.COMPLETE, done_step=done_step, message=f"Run {run.pk}: {run.request[:60]}")
+        # The commit's subject: the run's short id and the request's first words, whole.
+        subject = f"Run {str(run.pk)[:8]}: {headline(run.request)}"
+        return Next(Move.COMPLETE, done_step=done_step, message=subject)
     position = stages[index].position if index < len(stages) else len(stages)
     return Next(Move.GATE, index=position, done_step=done_step)
 
@@ -334,13 +341,18 @@ def run_complete(
             session=session, digest=digest, summary=summary, actor=ORCHESTRATOR, user=user,
             run_id=run.pk,
         )  # fmt: skip
-    run_finish(run, session, RunStatus.SUCCEEDED, "", "All steps complete")
+    # A run that passed without passing tests says so (the hand-back's reason does not).
+    note = tests_note(run)
+    run_finish(run, session, RunStatus.SUCCEEDED, "", "All steps complete",
+               note=f". {note}" if note else "")  # fmt: skip
 
 
-def run_finish(run: Run, session: AgentSession, status: str, code: str, message: str) -> None:
+def run_finish(
+    run: Run, session: AgentSession, status: str, code: str, message: str, *, note: str = ""
+) -> None:
     """End the run and hand the session back to Default."""
     now = timezone.now()
-    status_move(run, status, error_code=code, message=message, finished_at=now)
+    status_move(run, status, error_code=code, message=message + note, finished_at=now)
     status_move_where(
         run.stages.all(),
         [StageStatus.AWAITING_INPUT, StageStatus.AWAITING_APPROVAL],
@@ -365,5 +377,5 @@ def run_finish(run: Run, session: AgentSession, status: str, code: str, message:
     if session.active_run_id == run.pk:
         session.active_run = None
         session.save(update_fields=["active_run", "updated_at"])
-    run_audit(run, session, status, code=code, message=message)
+    run_audit(run, session, status, code=code, message=message + note)
     publish_run(run, EventKind.RUN_FINISHED)

@@ -34,6 +34,7 @@ from sessions_app.services.runs.common import ORCHESTRATOR, publish_run, run_aud
 from sessions_app.services.runs.gate import gate_required_for
 from sessions_app.services.runs.requests import PlanStep, plan_step_of, stage_request
 from sessions_app.services.runs.risk import RiskInput, higher_tier, risk_assess
+from sessions_app.services.runs.testing import ERROR, NO_TESTS, outcome_of_tests
 from sessions_app.services.transitions import session_transition
 
 EVIDENCE_CHARS = 4_000
@@ -60,7 +61,10 @@ def stage_failure_message(stage: RunStage, job: Job | None) -> str:
         JobStatus.LIMIT_EXCEEDED: "stopped at a limit",
         JobStatus.CANCELLED: "was cancelled",
     }.get(JobStatus(job.status), "failed")
-    message = f"The {role} stage {how}: {job.error_message or 'no reason given'}"
+    reason = (job.error_message or "no reason given").rstrip()
+    message = f"The {role} stage {how}: {reason}"
+    if not message.endswith((".", "!", "?")):
+        message += "."  # a sentence ends before the next one (issue 34)
     if job.error_code in MODEL_FAILURE_CODES:
         message += f" {MODEL_SETTINGS_HINT}"
     return message
@@ -158,16 +162,25 @@ def stage_resume(run: Run, session: AgentSession, stage: RunStage, question: Run
 
 
 def _test_evidence(job: Job) -> dict[str, Any]:
+    """The Tester's last test command: its result follows its exit status (``testing``)."""
     for event in job.events.filter(kind=JobEventKind.TOOL_RESULT).order_by("-seq"):
         if event.data.get("name") in ("run_tests", "execute_command"):
+            command = str(event.data.get("target", ""))
+            ended = str(event.data.get("summary") or "")
+            result, said = (
+                outcome_of_tests(command, ended) if ended else (ERROR, "error: no exit status")
+            )
+            if event.data.get("status") != "ok":
+                result, said = ERROR, f"error: the command did not run ({event.data.get('status')})"
             return {
                 "ran": True,
-                "status": event.data.get("status", ""),
-                "command": event.data.get("target", ""),
+                "result": result,
+                "status": said,
+                "command": command,
                 "output": str(event.data.get("output", ""))[-EVIDENCE_CHARS:],
                 "summary": job.result[:EVIDENCE_CHARS],
             }
-    return {"ran": False, "summary": job.result[:EVIDENCE_CHARS]}
+    return {"ran": False, "result": NO_TESTS, "summary": job.result[:EVIDENCE_CHARS]}
 
 
 def stage_close(run: Run, session: AgentSession, stage: RunStage, job: Job | None) -> StageOutcome:

@@ -280,6 +280,9 @@ def test_fallback_model_used_when_preferred_is_down(user: Any) -> None:
     scripted_model("explorer", [{"error": "timeout"}], name="down3", fallback=True)
     job = run(session_in("explorer", user), "hi", user)
     assert job.status == JobStatus.FAILED and job.error_code == "ACODE-JOB-003"
+    # It names the endpoints it tried and the command that checks them (issue 34).
+    assert "tried down2 (scripted), down3 (scripted)" in job.error_message
+    assert "`acode model check down2` or `acode model check down3`" in job.error_message
 
 
 def test_reviewer_without_changes_says_nothing_to_review(user: Any) -> None:

@@ -21,6 +21,7 @@ from sessions_app.apis import audit as audit_api
 from sessions_app.apis.serializers import AuditEventOutput
 from sessions_app.models import AuditEvent
 from sessions_app.services.audit import audit_record
+from tests.conftest import RUN_ON_POSTGRES
 
 pytestmark = pytest.mark.django_db
 
@@ -96,7 +97,9 @@ def test_export_streams_under_asgi_with_the_same_rows(lead: User) -> None:
     assert [json.loads(line) for line in body.decode().splitlines()] == as_api_shapes()
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL cursors")
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason=f"PostgreSQL cursors; {RUN_ON_POSTGRES}"
+)
 @pytest.mark.django_db(transaction=True)  # autocommit, as in production
 def test_export_cursor_is_not_copied_aside_before_the_first_row(lead: User) -> None:
     # Outside a transaction Django declares the cursor WITH HOLD, and PostgreSQL then

@@ -49,7 +49,7 @@ def test_a_runs_detail_and_the_session_say_what_was_delivered(user: User) -> Non
     commit = detail["commit"]
     stored = DeliveredCommit.objects.get(run=second)
     assert commit["sha"] == stored.sha and commit["branch"] == f"acode/{session.pk}"
-    assert commit["subject"].startswith(f"Run {second.pk}: Greet by name")
+    assert commit["subject"].startswith(f"Run {str(second.pk)[:8]}: Greet by name")
     assert commit["files"] == [{"path": "greet.py", "kind": "modified", "added": 2, "removed": 2}]
     assert commit["run"] == str(second.pk) and commit["push_status"] == "none"
     assert commit["approved_by"] == "Reviewer (the run's review)"

@@ -17,6 +17,7 @@ from sessions_app.services.audit_verify import audit_verify
 from sessions_app.services.locks import lock_session
 from sessions_app.services.sessions import session_create
 from sessions_app.services.transitions import session_transition
+from tests.conftest import RUN_ON_POSTGRES
 
 pytestmark = pytest.mark.django_db
 
@@ -184,7 +185,7 @@ def test_appends_inside_a_held_lock_use_the_locked_row_and_lock_nothing_again(
 @pytest.mark.django_db(transaction=True)
 def test_writers_to_different_sessions_do_not_wait_for_each_other(user: Any) -> None:
     if connection.vendor != "postgresql":
-        pytest.skip("SQLite has one writer at a time by design")
+        pytest.skip(f"SQLite has one writer at a time by design; {RUN_ON_POSTGRES}")
     first = session_create(owner=user, title="Held")
     second = session_create(owner=user, title="Free")
     holding, release = threading.Event(), threading.Event()

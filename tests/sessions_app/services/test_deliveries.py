@@ -105,7 +105,7 @@ def test_a_run_records_its_commit_and_pushes_it_as_the_session_branch(
     assert commit.run_id == run.pk
     assert commit.sha == branch_tip(session)
     assert commit.branch == f"acode/{session.pk}"
-    assert commit.subject.startswith(f"Run {run.pk}: Add a greeting helper")
+    assert commit.subject.startswith(f"Run {str(run.pk)[:8]}: Add a greeting helper")
     assert commit.files == [{"path": "greet.py", "kind": "created", "added": 2, "removed": 0}]
     assert commit.push_status == PushStatus.PENDING and remote_branch(remote, session.branch) == ""
 

@@ -11,6 +11,7 @@ from sessions_app.agent.loop import run_job
 from sessions_app.models import AgentSession, RunStatus
 from sessions_app.services.runs import run_after_job, run_start
 from sessions_app.services.sessions import session_create
+from tests.conftest import RUN_ON_POSTGRES
 from tests.sessions_app.runkit import script_medium_run
 
 pytestmark = pytest.mark.django_db
@@ -27,7 +28,7 @@ def _session_locks(queries: CaptureQueriesContext) -> list[str]:
 
 def test_an_advance_after_a_job_locks_the_session_once(user: User) -> None:
     if connection.vendor != "postgresql":
-        pytest.skip("SQLite has no row locks (FOR UPDATE)")
+        pytest.skip(f"SQLite has no row locks (FOR UPDATE); {RUN_ON_POSTGRES}")
     script_medium_run(reviews=[])
     session = session_create(owner=user, title="lock once")
     run = run_start(session=session, request="Add a greeting helper", user=user, risk="medium")
