@@ -152,7 +152,8 @@ SPECTACULAR_SETTINGS = {
         "StepStatusEnum": "sessions_app.models.StepStatus",
         "JobStatusEnum": "sessions_app.models.JobStatus",
         # A policy example's expected and actual decision (POST /api/roles/test/).
-        "PolicyDecisionEnum": [("allow", "allow"), ("deny", "deny")],
+        "PolicyDecisionEnum": [("allow", "allow"), ("ask", "ask"), ("deny", "deny")],
+        "ChangeKindEnum": "sessions_app.models.ChangeKind",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

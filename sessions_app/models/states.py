@@ -1,4 +1,4 @@
-"""The status machines of runs, stages, jobs and approvals, declared once as data.
+"""The status machines of runs, stages, jobs, approvals and consents, declared once as data.
 
 Every status a service writes goes through ``status_move`` (one row, saved) or
 ``status_move_where`` (a compare-and-set on rows still in an allowed status), which refuse a
@@ -18,6 +18,7 @@ from typing import Any
 
 from django.db import models
 
+from sessions_app.models.consents import ConsentStatus, ToolConsent
 from sessions_app.models.jobs import Job, JobStatus
 from sessions_app.models.runs import (
     ApprovalStatus,
@@ -138,11 +139,30 @@ APPROVAL = StateMachine(
     },
 )
 
+CONSENT = StateMachine(
+    "consent",
+    {
+        ConsentStatus.PENDING: frozenset(
+            {
+                ConsentStatus.ALLOWED,
+                ConsentStatus.DENIED,
+                ConsentStatus.TIMED_OUT,
+                ConsentStatus.CANCELLED,
+            }
+        ),
+        ConsentStatus.ALLOWED: frozenset(),
+        ConsentStatus.DENIED: frozenset(),
+        ConsentStatus.TIMED_OUT: frozenset(),
+        ConsentStatus.CANCELLED: frozenset(),
+    },
+)
+
 MACHINES: dict[type[models.Model], StateMachine] = {
     Run: RUN,
     RunStage: STAGE,
     Job: JOB,
     RunApproval: APPROVAL,
+    ToolConsent: CONSENT,
 }
 
 
@@ -153,7 +173,9 @@ def _machine(model: type[models.Model]) -> StateMachine:
         raise IllegalMove(f"{model.__name__} has no status machine") from None
 
 
-def status_move(obj: Run | RunStage | Job | RunApproval, target: str, **fields: Any) -> None:
+def status_move(
+    obj: Run | RunStage | Job | RunApproval | ToolConsent, target: str, **fields: Any
+) -> None:
     """Move one object to ``target`` (with ``fields`` set alongside) and save those fields.
 
     Raises ``IllegalMove`` for a change its machine does not declare."""

@@ -29,6 +29,7 @@ from django.utils import timezone
 from acode.errors import AcodeError
 from sessions_app.models import AgentSession, AuditEventType, Job, JobEventKind
 from sessions_app.models.consents import ConsentStatus, ToolConsent
+from sessions_app.models.states import status_move
 from sessions_app.permissions import SessionAction, action_check
 from sessions_app.services.audit import audit_record
 from sessions_app.services.job_events import job_event
@@ -133,12 +134,10 @@ def _close(
     consent: ToolConsent, status: str, *, actor: str, user: User | None = None, note: str = ""
 ) -> None:
     """Record the end of a consent: its row, its audit row, a job event."""
-    consent.status = status
-    consent.answered_at = timezone.now()
-    consent.answered_by = user
-    consent.answered_by_name = actor if user is not None else ""
-    consent.note = note[:2000]
-    consent.save(update_fields=["status", "answered_at", "answered_by", "answered_by_name", "note"])
+    status_move(
+        consent, status, answered_at=timezone.now(), answered_by=user,
+        answered_by_name=actor if user is not None else "", note=note[:2000],
+    )  # fmt: skip
     phase: dict[str, str] = {ConsentStatus.TIMED_OUT: "timed_out",
                              ConsentStatus.CANCELLED: "cancelled"}  # fmt: skip
     result: dict[str, str] = {ConsentStatus.ALLOWED: "allowed", ConsentStatus.DENIED: "denied",

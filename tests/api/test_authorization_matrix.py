@@ -113,6 +113,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "GET /api/prompt-packs/{name}/": ANY_USER,
     # Model endpoints are admin data: view_modelendpoint / change_modelendpoint.
     "GET /api/model-endpoints/": ROLE_ADMIN,
+    "PUT /api/model-endpoints/{name}/": ROLE_ADMIN,
     "POST /api/model-endpoints/{name}/check/": ROLE_ADMIN,
     # MCP servers, their definitions and roles' argument limits: admin data, model perms.
     "GET /api/mcp-servers/": ROLE_ADMIN,
@@ -170,6 +171,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "POST /api/workflows/import/": STAFF,
     "GET /api/risk-signals/": ANY_USER,
     "GET /api/usage/": ANY_USER,
+    "GET /api/usage/totals/": ANY_USER,
     "GET /api/audit/": ANY_USER,
     "GET /api/audit/export/": ANY_USER,
     # Re-hashing the whole log: view_auditevent (permissions.can_verify_audit).
@@ -184,6 +186,11 @@ BODIES: dict[str, Any] = {
     "PATCH /api/roles/{name}/": {"description": "Changed by the matrix"},
     "POST /api/mcp-servers/": {"slug": "matrix-mcp", "command": ["matrix-mcp"]},
     "PATCH /api/mcp-servers/{slug}/": {"description": "Changed by the matrix"},
+    "PUT /api/model-endpoints/{name}/": {
+        "kind": "openai",
+        "base_url": "http://127.0.0.1:9/v1",
+        "model": "m",
+    },
     "POST /api/roles/{name}/argument-limits/": {"tool": "other", "schema": {"maxProperties": 1}},
     "PATCH /api/roles/{name}/argument-limits/{tool}/": {"schema": {"maxProperties": 2}},
     "PATCH /api/sessions/{id}/": {"title": "Renamed"},

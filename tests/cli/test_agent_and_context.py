@@ -57,7 +57,7 @@ def test_agent_failure_exits_7_with_the_job_error(cli: RunCli, session_id: str) 
     result = cli("agent", "What is here?", "--interval", "0.05")
     assert result.exit_code == 7
     assert "[ERROR] Job failed: ACODE-JOB-003 No model endpoint answered" in result.stderr
-    assert "Suggestion: Check the role's preferred and fallback models" in result.stderr
+    assert "acode model check" in result.stderr
 
 
 def test_agent_json_prints_only_the_final_job(cli: RunCli, session_id: str) -> None:

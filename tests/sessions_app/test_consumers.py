@@ -308,7 +308,8 @@ def test_job_events_push_the_jobs_panel_and_keep_the_socket(
             session_group(owned.id),
             {"type": "job.event", "session": str(owned.id), "job": "x", "seq": 1, "kind": "note"},
         )
-        assert root_ids(await comm.receive_from()) == ["session-jobs"]
+        # the run panel too: its counters (calls, time waited) move with every job event
+        assert root_ids(await comm.receive_from()) == ["run-panel", "session-jobs"]
         await get_channel_layer().group_send(session_group(owned.id), event(owned, "plan.updated"))
         assert root_ids(await comm.receive_from()) == ["session-transitions", "session-plan"]
         await comm.disconnect()

@@ -30,6 +30,7 @@ ALLOWED = {
     "sessions_app/containment/mcpserver.py": "starts bwrap with the options of process_view's view",
     "sessions_app/containment/sandbox.py": "asks bwrap --help (no workspace, no role)",
     "acode/devserver.py": "make run: the server's own processes",
+    "acode/demo.py": "make demo: the server's own processes, as make run's",
     "acode/modelserver.py": "the embedded model server",
     "acode/embedded.py": "the embedded Redis",
 }
