@@ -12,7 +12,12 @@ import typer
 from acode.cli.client import ApiClient
 from acode.cli.commands import role_diff, role_drafts
 from acode.cli.commands import roles as roles_commands
-from acode.cli.commands.role_replay import draft_of, print_replay_report
+from acode.cli.commands.role_replay import (
+    ChangeFileOption,
+    ChangeSetsOption,
+    draft_of,
+    print_replay_report,
+)
 from acode.cli.errors import ExitCode
 from acode.cli.output import emit_json, esc, fmt_time, out
 from acode.cli.runtime import (
@@ -203,14 +208,8 @@ def test(
 def replay(
     ctx: typer.Context,
     role: roles_commands.RoleArgument,
-    file: Annotated[
-        Path | None,
-        typer.Option("--file", "-f", help="YAML mapping of the role fields to change."),
-    ] = None,
-    sets: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="key=value (value as YAML), e.g. write_paths='[src/**]'."),
-    ] = None,
+    file: ChangeFileOption = None,
+    sets: ChangeSetsOption = None,
     since: Annotated[str | None, typer.Option(help="ISO 8601 time: from (inclusive).")] = None,
     until: Annotated[str | None, typer.Option(help="ISO 8601 time: to (exclusive).")] = None,
     as_json: JsonOption = False,

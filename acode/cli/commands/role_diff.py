@@ -4,13 +4,12 @@ file and/or ``--set key=value``, as ``acode role replay`` takes it. Nothing is s
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from acode.cli.commands import roles as roles_commands
-from acode.cli.commands.role_replay import draft_of
+from acode.cli.commands.role_replay import ChangeFileOption, ChangeSetsOption, draft_of
 from acode.cli.output import emit_json, esc, out
 from acode.cli.runtime import JsonOption, handles_errors, runtime
 
@@ -19,14 +18,8 @@ from acode.cli.runtime import JsonOption, handles_errors, runtime
 def diff(
     ctx: typer.Context,
     role: roles_commands.RoleArgument,
-    file: Annotated[
-        Path | None,
-        typer.Option("--file", "-f", help="YAML mapping of the role fields to change."),
-    ] = None,
-    sets: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="key=value (value as YAML), e.g. write_paths='[src/**]'."),
-    ] = None,
+    file: ChangeFileOption = None,
+    sets: ChangeSetsOption = None,
     widens_fails: Annotated[
         bool,
         typer.Option("--fail-on-gain", help="Exit 1 when the change grants anything new."),

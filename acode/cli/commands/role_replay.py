@@ -4,13 +4,24 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 import yaml
 
 from acode.cli.commands import roles as roles_commands
 from acode.cli.errors import UsageError
 from acode.cli.output import esc, out
+
+# The change a command previews (replay, diff): a YAML file of role fields and/or --set pairs.
+ChangeFileOption = Annotated[
+    Path | None,
+    typer.Option("--file", "-f", help="YAML mapping of the role fields to change."),
+]
+ChangeSetsOption = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="key=value (value as YAML), e.g. write_paths='[src/**]'."),
+]
 
 
 def draft_of(file: Path | None, sets: list[str]) -> dict[str, Any]:
