@@ -3,11 +3,17 @@ diff takes, both directions and every counterexample checked with ``decide`` inc
 Target: under 50 ms each.
 
 Cases: two seeded roles (``roles/seed/acode-standard.yaml``: the Tester against the
-Coder, and the Tester with one more write glob and one more pytest option, --durations); two roles of
-200 command rules and 200 write globs, one rule and one glob apart; and two such roles
-with nothing in common (the worst case: every rule searched, every glob an automaton).
-Each case is timed cold (the first diff: the globs' automata parsed) and warm (the median
-of the next runs). Pure: no database.
+Coder, and the Tester given ``write_files`` under ``tests/**/*.py`` and pytest's ``-p``
+option, which loads plugins); two roles of 200 command rules and 200 write globs, one rule
+and one glob apart; and two such roles with nothing in common (the worst case: 400 rules
+each searched for a command, both ways). Each case is timed cold (the first diff in the
+process: patterns compiled, automata parsed) and warm (the median of the next runs).
+
+The figure held against the target is CPU time (``time.process_time``): on a shared
+machine (two cores, other work running) wall time also counts the time spent waiting for a
+core, and varied threefold between runs of this script here; wall time is printed beside
+it. The baseline, measured in the same run, is the least work any exact diff of the case
+does: each counterexample command checked once against the new rules. Pure: no database.
 
     python bench/policy_diff.py [--runs 20]
 """
@@ -25,6 +31,7 @@ from _report import record
 from _setup import ROOT, fmt_time
 
 from roles.access import RoleSpec, ToolSpec, compute_access, role_snapshot
+from roles.commands.check import command_rule_check
 from roles.decision.diff import PolicyDiff, policy_diff
 from roles.decision.diff_paths import _parsed
 from roles.tools import declared_tools
@@ -76,17 +83,30 @@ def big(slug: str, salt: str, *, extra: bool = False) -> RoleSpec:
     )  # fmt: skip
 
 
-def timed(old: dict[str, Any], new: dict[str, Any], runs: int) -> tuple[float, float, PolicyDiff]:
+def timed(
+    old: dict[str, Any], new: dict[str, Any], runs: int
+) -> tuple[float, float, float, PolicyDiff]:
+    """CPU time of the first diff and the median of ``runs`` more; wall time of the first."""
     _parsed.cache_clear()
-    start = time.perf_counter()
+    start, wall = time.process_time(), time.perf_counter()
     result = policy_diff(old, new)
-    cold = time.perf_counter() - start
+    cold, cold_wall = time.process_time() - start, time.perf_counter() - wall
     times = []
     for _ in range(runs):
-        start = time.perf_counter()
+        start = time.process_time()
         policy_diff(old, new)
-        times.append(time.perf_counter() - start)
-    return cold, statistics.median(times), result
+        times.append(time.process_time() - start)
+    return cold, statistics.median(times), cold_wall, result
+
+
+def floor_work(new: dict[str, Any], result: PolicyDiff) -> float:
+    """CPU time of checking each command counterexample once against the new rules."""
+    rules = list(new.get("command_patterns") or ())
+    argvs = [f.counterexample["argv"] for f in result.gains if "argv" in f.counterexample]
+    start = time.process_time()
+    for argv in argvs:
+        command_rule_check(argv, rules, Path("."))
+    return time.process_time() - start
 
 
 def main() -> None:
@@ -96,27 +116,36 @@ def main() -> None:
     roles = seeded()
     coder, tester = roles["coder"], roles["tester"]
     rule = next(r for r in tester.command_patterns if isinstance(r, dict) and r.get("options"))
-    wider = {**rule, "options": {**rule["options"], "--durations": "int"}}
+    wider = {**rule, "options": {**rule["options"], "-p": "text"}}
     rules = tuple(wider if r is rule else r for r in tester.command_patterns)
     grown = RoleSpec(**{**{f: getattr(tester, f) for f in FIELDS}, "command_patterns": rules,
-                        "write_paths": (*tester.write_paths, "docs/*.md")})  # fmt: skip
+                        "permissions": (*tester.permissions, "write_files"),
+                        "write_paths": ("tests/**/*.py",)})  # fmt: skip
     cases = [
         ("seeded: Tester -> Coder", document(tester, roles), document(coder, roles)),
-        ("seeded: Tester, one glob and one option more", document(tester, roles),
+        ("seeded: Tester, writes tests/**/*.py, pytest -p", document(tester, roles),
          document(grown, roles)),
         ("200 rules + 200 globs, one of each apart", document(big("x", "a"), {}),
          document(big("x", "a", extra=True), {})),
         ("200 rules + 200 globs, nothing in common", document(big("x", "a"), {}),
          document(big("x", "b"), {})),
     ]  # fmt: skip
+    print(
+        f"{'case (CPU time; wall time of the cold diff in brackets)':52} target {TARGET_MS:.0f} ms"
+    )
     for name, old, new in cases:
-        cold, warm, result = timed(old, new, args.runs)
+        cold, warm, cold_wall, result = timed(old, new, args.runs)
+        floor = floor_work(new, result)
         met = "met" if max(cold, warm) * 1e3 < TARGET_MS else "MISSED"
-        print(f"{name:48} cold {fmt_time(cold)}  warm {fmt_time(warm)}  "
+        print(f"{name:52} cold {fmt_time(cold)} ({fmt_time(cold_wall)})  warm {fmt_time(warm)}  "
               f"gains {len(result.gains):3}  narrowings {len(result.narrowings):3}  {met}")  # fmt: skip
-        note = f"{len(result.gains)} gains, {len(result.narrowings)} narrowings"
-        record(f"{name}: cold", cold * 1e3, "ms", target=TARGET_MS, note=note)
-        record(f"{name}: warm (median)", warm * 1e3, "ms", target=TARGET_MS, note=note)
+        note = (f"{len(result.gains)} gains, {len(result.narrowings)} narrowings; CPU time; "
+                f"cold wall time {cold_wall * 1e3:.1f} ms; baseline: each counterexample "
+                "command checked once")  # fmt: skip
+        base = floor * 1e3 or None
+        record(f"{name}: cold", cold * 1e3, "ms", target=TARGET_MS, baseline=base, note=note)
+        record(f"{name}: warm (median)", warm * 1e3, "ms", target=TARGET_MS, baseline=base,
+               note=note)  # fmt: skip
 
 
 if __name__ == "__main__":

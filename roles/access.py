@@ -350,7 +350,17 @@ def path_allowed(relative_path: str, write_paths: Sequence[str]) -> bool:
     """
     if not write_paths:
         return True
-    return any(_glob_regex(glob).fullmatch(relative_path) for glob in write_paths)
+    # A glob's literal head (before its first wildcard) must start the path: a cheap test
+    # that spares compiling the globs that cannot match (a role may have hundreds).
+    return any(
+        relative_path.startswith(_literal_head(glob)) and _glob_regex(glob).fullmatch(relative_path)
+        for glob in write_paths
+    )
+
+
+def _literal_head(glob: str) -> str:
+    cut = min((i for i in (glob.find("*"), glob.find("?")) if i >= 0), default=len(glob))
+    return glob[:cut]
 
 
 _GLOB_CACHE: dict[str, re.Pattern[str]] = {}

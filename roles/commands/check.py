@@ -55,7 +55,6 @@ def command_rule_check(
     closest: tuple[int, str, str] | None = None  # (how far it matched, label, problem)
     usages: list[str] = []
     for index, rule in enumerate(rules):
-        label = rule_label(index, rule)
         if isinstance(rule, str):
             problem, depth = _legacy_problem(argv, rule)
         elif isinstance(rule, Mapping):
@@ -63,12 +62,13 @@ def command_rule_check(
         else:
             problem, depth = "not a command rule", 0
         if problem is None:
+            label = rule_label(index, rule)
             ask = isinstance(rule, Mapping) and rule.get("outcome") == "ask"
             return CommandCheck(True, label, f"allowed by {label}", ask)
-        if problem:  # "" means: the rule is for another program
+        if problem:  # "" means: the rule is for another program (named only when it counts)
             usages.append(rule_usage(rule))
             if closest is None or depth > closest[0]:
-                closest = (depth, label, problem)
+                closest = (depth, rule_label(index, rule), problem)
     if closest is not None:
         _, label, problem = closest
         allowed = "; ".join(usages[:MAX_USAGES]) + ("; ..." if len(usages) > MAX_USAGES else "")
