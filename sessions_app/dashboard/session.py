@@ -53,13 +53,6 @@ from sessions_app.dashboard.session_panels import (
 )
 from sessions_app.models import AgentSession, ToolConsent
 from sessions_app.permissions import SessionAction, may
-from sessions_app.selectors import (
-    Interval,
-    overlap_seconds,
-    time_in_roles,
-    waiting_intervals,
-    waiting_seconds,
-)
 from sessions_app.selectors.consents import session_consents
 from sessions_app.selectors.lookups import session_by_id
 from sessions_app.selectors.sessions import (
@@ -68,6 +61,13 @@ from sessions_app.selectors.sessions import (
     session_history_rows,
     session_latest_run_state,
     session_pending_changes,
+)
+from sessions_app.selectors.time_in_role import (
+    Interval,
+    overlap_seconds,
+    time_in_roles,
+    waiting_intervals,
+    waiting_seconds,
 )
 from sessions_app.services import transitions
 from sessions_app.services.event_catalog import SESSION_PAGE, rerenders
