@@ -2,20 +2,19 @@ from __future__ import annotations
 
 from django.urls import path
 
-from roles import apis
-from roles.apis import drafts, endpoints, mcp
+from roles.apis import catalog, drafts, endpoints, mcp, me, portability, roles
 from roles.apis.examples import RoleTestApi
 from roles.apis.replay import RoleReplayApi
 
 urlpatterns = [
-    path("me/", apis.MeApi.as_view(), name="api-me"),
-    path("roles/", apis.RoleCollectionApi.as_view(), name="api-roles"),
-    path("roles/export/", apis.RoleExportApi.as_view(), name="api-roles-export"),
-    path("roles/import/", apis.RoleImportApi.as_view(), name="api-roles-import"),
+    path("me/", me.MeApi.as_view(), name="api-me"),
+    path("roles/", roles.RoleCollectionApi.as_view(), name="api-roles"),
+    path("roles/export/", portability.RoleExportApi.as_view(), name="api-roles-export"),
+    path("roles/import/", portability.RoleImportApi.as_view(), name="api-roles-import"),
     path("roles/test/", RoleTestApi.as_view(), name="api-roles-test"),
-    path("roles/<str:name>/", apis.RoleResourceApi.as_view(), name="api-role"),
+    path("roles/<str:name>/", roles.RoleResourceApi.as_view(), name="api-role"),
     path("roles/<str:name>/replay/", RoleReplayApi.as_view(), name="api-role-replay"),
-    path("roles/<str:name>/prompt/", apis.RolePromptApi.as_view(), name="api-role-prompt"),
+    path("roles/<str:name>/prompt/", roles.RolePromptApi.as_view(), name="api-role-prompt"),
     path(
         "roles/<str:name>/argument-limits/",
         mcp.ArgumentLimitCollectionApi.as_view(),
@@ -51,10 +50,10 @@ urlpatterns = [
         drafts.RoleDraftRejectApi.as_view(),
         name="api-role-draft-reject",
     ),
-    path("tools/", apis.ToolListApi.as_view(), name="api-tools"),
-    path("transition-rules/", apis.TransitionRuleListApi.as_view(), name="api-transition-rules"),
-    path("prompt-packs/", apis.PromptPackListApi.as_view(), name="api-prompt-packs"),
-    path("prompt-packs/<str:name>/", apis.PromptPackDetailApi.as_view(), name="api-prompt-pack"),
+    path("tools/", catalog.ToolListApi.as_view(), name="api-tools"),
+    path("transition-rules/", catalog.TransitionRuleListApi.as_view(), name="api-transition-rules"),
+    path("prompt-packs/", catalog.PromptPackListApi.as_view(), name="api-prompt-packs"),
+    path("prompt-packs/<str:name>/", catalog.PromptPackDetailApi.as_view(), name="api-prompt-pack"),
     path("model-endpoints/", endpoints.ModelEndpointListApi.as_view(), name="api-model-endpoints"),
     path(
         "model-endpoints/<str:name>/",

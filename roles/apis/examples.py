@@ -13,8 +13,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import error_responses
-from roles.apis import IMPORT_CODES
 from roles.apis.parsers import PlainTextParser
+from roles.apis.portability import IMPORT_CODES
 from roles.portability.document import DOCUMENT_SCHEMA, load_yaml
 from roles.portability.examples import policy_report, policy_test
 

@@ -20,7 +20,6 @@ from rest_framework.views import APIView
 
 from acode.errors import AcodeError, error_responses
 from roles import selectors
-from roles.apis import ROLE_NAME
 from roles.apis.mcp_shapes import (
     ArgumentLimitInput,
     ArgumentLimitOutput,
@@ -32,6 +31,7 @@ from roles.apis.mcp_shapes import (
     McpServerUpdate,
     McpToolOutput,
 )
+from roles.apis.roles import ROLE_NAME
 from roles.mcp_models import McpArgumentLimit, McpServer, McpToolDefinition
 from roles.mcp_tools import mcp_tool_name
 from roles.registry import registry

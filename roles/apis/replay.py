@@ -19,8 +19,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import AcodeError, error_responses
-from roles.apis import ROLE_CODES, ROLE_NAME, ROLE_UPDATE, role_input
 from roles.apis.examples import ExampleResultOutput
+from roles.apis.roles import ROLE_CODES, ROLE_NAME, ROLE_UPDATE, role_input
 from roles.decision.replay import CHANGES
 from roles.registry import registry
 from roles.services.replay import BAD_WINDOW, role_replay

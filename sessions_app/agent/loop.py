@@ -6,10 +6,12 @@ on a final answer, a budget (LLM calls, tokens, wall time), a loop (the same cal
 times), a cancel, or the session leaving the role. A Planner-like role's final answer
 (``answer_sets_plan``) becomes the session plan.
 
-The loop's state and how it stops are in ``loop_state``, a turn with the model (endpoints
-tried in order, usage recorded, an unreadable answer retried once) in ``model_calls``, and
-what the tools reach beyond the workspace (the services that record, approve and ask) in
-``tool_context``.
+One story, read top to bottom: the loop's state and how it stops (``LoopState``,
+``Stop``), preparing a job, each turn with the model (the endpoints tried in order, usage
+recorded, an unreadable answer retried once), each tool call, the budgets and the final
+answer. What the tools reach beyond the workspace (the services that record, approve and
+ask on the job's behalf) is ``tool_context``, which tools are also run with outside a job's
+loop.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ import json
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,27 +30,66 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from acode.errors import AcodeError
-from acode.llm import Provider
+from acode.llm import Completion, EndpointUnavailable, Provider, provider_for
 from acode.logs import bind_log_context, restore_log_context
+from acode.metrics import observe_llm_call
 from roles.prompts import compose_prompt
 from roles.registry import RoleDef, registry
 from roles.selectors import endpoint_for
 from sessions_app.agent.context import build_context
 from sessions_app.agent.executor import tool_execute
-from sessions_app.agent.loop_state import EVENT_TEXT_CAP, LoopState, Stop
 from sessions_app.agent.mcp_tool import mcp_servers_close
-from sessions_app.agent.model_calls import ask_model, assistant_message, unparseable_answer
 from sessions_app.agent.plans import PLAN_ANSWER_SCHEMA, plan_from_answer
 from sessions_app.agent.tool_context import run_of, tool_context
-from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS
-from sessions_app.containment import model_text
+from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolContext
+from sessions_app.containment import messages_seal, model_text
 from sessions_app.models import AgentSession, Job, JobEventKind, JobStatus
 from sessions_app.services.changes import pending_snapshot
-from sessions_app.services.jobs import job_event, job_finish, job_heartbeat, job_start
+from sessions_app.services.jobs import (
+    job_event,
+    job_finish,
+    job_heartbeat,
+    job_record_usage,
+    job_start,
+)
 from sessions_app.services.plans import plan_set
 from sessions_app.services.workspaces import session_git_dir
 
 logger = logging.getLogger(__name__)
+
+EVENT_TEXT_CAP = 8000
+# A model's answers that are neither a tool call nor a final answer, in a row, before the
+# job stops (ACODE-LLM-002); the first is answered with what was wrong, for a second try.
+UNPARSEABLE_LIMIT = 2
+
+
+class Stop(Exception):
+    """Ends a job's loop with a final status, an ACODE code and a message."""
+
+    def __init__(self, status: str, code: str, message: str, result: str = "") -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+        self.result = result  # what the model answered, kept on the job even when it failed
+
+
+@dataclass
+class LoopState:
+    """What one job's loop works with."""
+
+    job: Job
+    session: AgentSession
+    role: RoleDef
+    endpoints: list[Any]
+    tools: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    tool_ctx: ToolContext
+    deadline: float
+    seen: Counter[str] = field(default_factory=Counter)
+    sent: int = 0
+    ordinal: int = 0  # earlier jobs of this role in the session (scripted replays)
+    asked: list[str] = field(default_factory=list)  # questions put to a person (ask_human)
+    answer_schema: dict[str, Any] | None = None  # the final answer's structure (a plan)
+    unparseable: int = 0  # answers in a row that did not parse
 
 
 def tool_definitions(role: RoleDef) -> list[dict[str, Any]]:
@@ -242,6 +285,161 @@ def _guard(run: LoopState) -> None:
             f"the session left role {run.role.name} (now {current})",
         )
     _check_budgets(run.job, run.role, run.deadline)
+
+
+def ask_model(run: LoopState, provider_override: Provider | None) -> Completion:
+    """Send what the model has not seen yet (through the one channel's last pass) and
+    record its answer and usage."""
+    job = run.job
+    messages_seal(run.messages[run.sent :])
+    job_event(
+        job,
+        JobEventKind.LLM_REQUEST,
+        {
+            "endpoints": [e.name for e in run.endpoints],
+            "tools": [t["function"]["name"] for t in run.tools],
+            "tool_definitions": run.tools,
+            "messages": run.messages[run.sent :],
+            "message_count": len(run.messages),
+        },
+    )
+    run.sent = len(run.messages)
+    started = time.monotonic()
+    completion = complete(
+        job,
+        run.endpoints,
+        provider_override,
+        run.messages,
+        run.tools,
+        run.ordinal,
+        answer_schema=run.answer_schema,
+    )
+    observe_llm_call(role=run.role.slug, model=completion.model, seconds=time.monotonic() - started,
+                     tokens_in=completion.tokens_in, tokens_out=completion.tokens_out)  # fmt: skip
+    job_record_usage(
+        job,
+        tokens_in=completion.tokens_in,
+        tokens_out=completion.tokens_out,
+        model=completion.model,
+        endpoint=completion.endpoint,
+        provider=completion.provider,
+    )
+    job_event(
+        job,
+        JobEventKind.LLM_RESPONSE,
+        {
+            "content": completion.content[:EVENT_TEXT_CAP],
+            "tool_calls": [
+                {"name": c.name, "arguments": c.raw_arguments[:EVENT_TEXT_CAP]}
+                for c in completion.tool_calls
+            ],
+            "tokens_in": completion.tokens_in,
+            "tokens_out": completion.tokens_out,
+            "model": completion.model,
+            "provider": completion.provider,
+            **({"unparseable": completion.unparseable} if completion.unparseable else {}),
+        },
+    )
+    return completion
+
+
+def unparseable_answer(run: LoopState, completion: Completion) -> None:
+    """An answer that is neither a tool call nor a final answer: say what was wrong and
+    ask again once; stop the job the second time in a row."""
+    run.unparseable += 1
+    if run.unparseable >= UNPARSEABLE_LIMIT:
+        job_event(run.job, JobEventKind.LIMIT, {"limit": "unparseable"})
+        raise Stop(
+            JobStatus.FAILED,
+            "ACODE-LLM-002",
+            f"The model's answer could not be read {run.unparseable} times in a row: "
+            f"{completion.unparseable}.",
+            result=completion.content[:EVENT_TEXT_CAP],
+        )
+    run.messages.append(
+        {"role": "assistant", "content": model_text(completion.content[:EVENT_TEXT_CAP])}
+    )
+    run.messages.append(
+        {
+            "role": "user",
+            "content": model_text(
+                f"Your answer could not be read: {completion.unparseable}. Answer with "
+                "exactly one JSON object: a tool call or the final answer, and keep it short."
+            ),
+        }
+    )
+
+
+def assistant_message(completion: Completion) -> dict[str, Any]:
+    """The model's tool calls as the assistant turn of the conversation."""
+    return {
+        "role": "assistant",
+        "content": completion.content or None,
+        "tool_calls": [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.raw_arguments},
+            }
+            for c in completion.tool_calls
+        ],
+    }
+
+
+def complete(
+    job: Job,
+    endpoints: list[Any],
+    override: Provider | None,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    ordinal: int = 0,
+    *,
+    answer_schema: dict[str, Any] | None = None,
+) -> Completion:
+    """The first answer of ``endpoints`` in order (the preferred one, then the fallback
+    when the first cannot be reached); ``override`` replaces them (tests)."""
+    max_tokens = settings.ACODE_LLM_MAX_ANSWER_TOKENS
+    if override is not None:
+        return override.complete(
+            messages,
+            tools,
+            call_index=job.llm_calls,
+            max_tokens=max_tokens,
+            job_ordinal=ordinal,
+            answer_schema=answer_schema,
+        )
+    failures = []
+    for index, endpoint in enumerate(endpoints):
+        try:
+            completion = provider_for(endpoint).complete(
+                messages,
+                tools,
+                call_index=job.llm_calls,
+                max_tokens=max_tokens,
+                job_ordinal=ordinal,
+                answer_schema=answer_schema,
+            )
+        except EndpointUnavailable as exc:
+            failures.append(str(exc))
+            job_event(job, JobEventKind.NOTE, {"message": f"model endpoint unavailable: {exc}"})
+            continue
+        if index > 0:
+            job.fallback_used = True
+        return completion
+    raise Stop(JobStatus.FAILED, "ACODE-JOB-003", no_model_message(endpoints, failures))
+
+
+def no_model_message(endpoints: list[Any], failures: list[str]) -> str:
+    """ACODE-JOB-003's message: the endpoints tried (name, where) and the command that
+    checks each."""
+    tried = ", ".join(
+        f"{e.name} ({'scripted' if e.kind == 'scripted' else e.base_url})" for e in endpoints
+    )
+    checks = " or ".join(f"`acode model check {e.name}`" for e in endpoints)
+    return (
+        f"No model endpoint answered; tried {tried or 'none'}: {'; '.join(failures)}. "
+        f"Check {'it' if len(endpoints) == 1 else 'them'} with {checks}."
+    )
 
 
 def _run_tool_call(run: LoopState, call: Any) -> None:

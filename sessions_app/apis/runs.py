@@ -36,9 +36,8 @@ from sessions_app.apis.serializers import (
     RunSummaryOutput,
 )
 from sessions_app.permissions import SessionAction, runs_visible_to
-from sessions_app.selectors import run_events
 from sessions_app.selectors.lookups import run_by_id, session_by_id
-from sessions_app.selectors.runs import run_detail, runs_listed
+from sessions_app.selectors.runs import run_detail, run_events, runs_listed
 from sessions_app.services.runs import run_answer, run_approve, run_cancel, run_reject, run_start
 
 DECIDE_CODES = ("ACODE-RUN-008", "ACODE-API-404")  # approve_run missing; run not visible

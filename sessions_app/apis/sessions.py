@@ -42,13 +42,13 @@ from sessions_app.apis.serializers import (
 )
 from sessions_app.filters import SessionFilter
 from sessions_app.permissions import SessionAction, sessions_visible_to
-from sessions_app.selectors import session_usage, usage
 from sessions_app.selectors.lookups import session_by_id
 from sessions_app.selectors.sessions import (
     session_history,
     session_pending_diffs,
     sessions_listed,
 )
+from sessions_app.selectors.time_in_role import session_usage, usage
 from sessions_app.services.sessions import session_create, session_update
 from sessions_app.services.workspaces import session_git_dir
 

@@ -15,7 +15,8 @@ from rest_framework.views import APIView
 
 from acode.errors import error_responses
 from acode.inputs import Query, QueryBoolean, query_of
-from roles.apis import IMPORT_CODES, PlainTextParser
+from roles.apis.parsers import PlainTextParser
+from roles.apis.portability import IMPORT_CODES
 from roles.portability.document import dump_yaml
 from sessions_app.apis.common import request_user
 from sessions_app.apis.serializers import RiskSignalOutput, WorkflowImportOutput, WorkflowOutput

@@ -15,9 +15,8 @@ from acode.inputs import query_of
 from sessions_app.apis.common import NOT_VISIBLE_CODES, SessionActionApi, request_user
 from sessions_app.apis.serializers import DeliveredCommitOutput, PatchQuery, RepositoryOutput
 from sessions_app.permissions import repositories_usable_by
-from sessions_app.selectors import session_commits
 from sessions_app.selectors.lookups import session_by_id
-from sessions_app.selectors.sessions import session_delivered
+from sessions_app.selectors.sessions import session_commits, session_delivered
 from sessions_app.services.workspaces import workspace_commit_patch, workspace_patch
 
 

@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from sessions_app.dashboard.formatting import Stamp, stamp_of
 from sessions_app.models import AgentSession, ChangeKind, DeliveredCommit, PushStatus
-from sessions_app.selectors import session_commits
+from sessions_app.selectors.sessions import session_commits
 
 COMMITS_SHOWN = 10
 KIND_LABELS = dict(ChangeKind.choices)

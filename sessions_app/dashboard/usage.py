@@ -16,9 +16,9 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from sessions_app import selectors
 from sessions_app.dashboard.formatting import RoleBadge, duration_text, role_badge
 from sessions_app.permissions import can_view_all, sessions_visible_to
+from sessions_app.selectors import time_in_role
 from sessions_app.selectors.totals import usage_totals
 
 # The day chart covers this many days back; the role and user ones all time.
@@ -64,7 +64,7 @@ def verdict(share: float, target: tuple[float, float] | None) -> str:
 
 def usage_bar(index: int, slug: str, share: float, seconds: float) -> UsageBar:
     scale = USAGE_PLOT_WIDTH
-    target = selectors.TARGET_SHARES.get(slug)
+    target = time_in_role.TARGET_SHARES.get(slug)
     return UsageBar(
         role=role_badge(slug),
         y=index * USAGE_ROW_HEIGHT,
@@ -82,11 +82,11 @@ def usage_bar(index: int, slug: str, share: float, seconds: float) -> UsageBar:
 
 def usage_chart(user: User) -> dict[str, Any]:
     """The time-in-role distribution of the sessions the user sees, laid out as a bar chart."""
-    data = selectors.usage(sessions_visible_to(user))
+    data = time_in_role.usage(sessions_visible_to(user))
     shares = {row["role"]: row for row in data["roles"]}
     # Every role with time spent, plus the ones the spec sets a target for (even at 0 %).
     slugs = [row["role"] for row in data["roles"]]
-    slugs += [slug for slug in selectors.TARGET_SHARES if slug not in shares]
+    slugs += [slug for slug in time_in_role.TARGET_SHARES if slug not in shares]
     bars = []
     for i, slug in enumerate(slugs):
         row = shares.get(slug, {"share": 0.0, "seconds": 0.0})

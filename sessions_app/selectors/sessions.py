@@ -9,7 +9,14 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from sessions_app.models import AgentSession, AuditEvent, PendingChange, RoleTransition, Run
+from sessions_app.models import (
+    AgentSession,
+    AuditEvent,
+    DeliveredCommit,
+    PendingChange,
+    RoleTransition,
+    Run,
+)
 
 # (seq, from-role slug, to-role slug, reason, actor, time) of one transition.
 HistoryRow = tuple[int, str | None, str, str, str, datetime]
@@ -68,6 +75,11 @@ def session_latest_run_state(session: AgentSession) -> tuple[str, str] | None:
         .first()
     )
     return (str(row[0]), str(row[1])) if row else None
+
+
+def session_commits(session: AgentSession) -> QuerySet[DeliveredCommit]:
+    """What the session delivered on its branch, newest first."""
+    return DeliveredCommit.objects.filter(session=session).order_by("-created_at", "-id")
 
 
 def session_delivered(session: AgentSession, sha: str) -> bool:

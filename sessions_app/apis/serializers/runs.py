@@ -23,14 +23,14 @@ from sessions_app.models import (
     StageStatus,
 )
 from sessions_app.permissions import SessionAction, may
-from sessions_app.selectors import (
+from sessions_app.selectors.jobs import job_id_in_flight
+from sessions_app.selectors.runs import (
     run_commit,
     run_current_stage,
     run_open_question,
     run_pending_approval,
     run_usage,
 )
-from sessions_app.selectors.jobs import job_id_in_flight
 
 # Text limits (the run services refuse longer text too).
 REQUEST_MAX_CHARS = 20_000

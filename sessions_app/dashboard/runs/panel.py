@@ -54,21 +54,18 @@ from sessions_app.models import (
     WorkflowStage,
 )
 from sessions_app.permissions import APPROVE_RUN_PERMISSION, SessionAction, may
-from sessions_app.selectors import (
-    Interval,
-    overlap_seconds,
+from sessions_app.selectors.jobs import job_id_in_flight
+from sessions_app.selectors.runs import (
     run_commit,
     run_open_question,
     run_pending_approval,
-    run_usage,
-)
-from sessions_app.selectors.jobs import job_id_in_flight
-from sessions_app.selectors.runs import (
     run_template_stages,
+    run_usage,
     session_earlier_runs,
     session_newest_run,
 )
 from sessions_app.selectors.sessions import pending_change_count
+from sessions_app.selectors.time_in_role import Interval, overlap_seconds
 
 EARLIER_RUNS_SHOWN = 5
 # Test output shown per test stage (the engine keeps up to 4,000 characters).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from acode.errors import AcodeError
 from sessions_app.models import Run
-from sessions_app.selectors import run_usage
+from sessions_app.selectors.runs import run_usage
 from sessions_app.services.jobs import JobLimits
 
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from sessions_app.models import AgentSession, RunStatus
-from sessions_app.selectors import time_in_roles, waiting_intervals
+from sessions_app.selectors.time_in_role import time_in_roles, waiting_intervals
 from sessions_app.services.runs import run_answer, run_start
 from tests.sessions_app.dashboard.test_runs import (
     high_run_at_gate,
