@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar, cast
 
 import typer
 
-from acode.cli.client import ApiClient
+from acode.cli.client import ApiClient, Params
 from acode.cli.config import Config, Settings, load_config, resolve_settings
 from acode.cli.errors import CliError, NotFound, UsageError
 from acode.cli.output import print_error
@@ -27,6 +28,11 @@ SessionOption = Annotated[
         "current session set by `acode session new|use`.",
         show_default=False,
     ),
+]
+
+# Seconds between polls while following a job or run (hidden: tests poll faster).
+IntervalOption = Annotated[
+    float, typer.Option("--interval", min=0.05, hidden=True, help="Seconds between polls.")
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -78,6 +84,20 @@ def handles_errors(func: F) -> F:
             raise typer.Exit(int(error.exit_code)) from error
 
     return cast(F, wrapper)
+
+
+def fetch(ctx: typer.Context, path: str, params: Params | None = None) -> Any:
+    """GET one API resource with a client opened for it (commands that read one thing)."""
+    with runtime(ctx).client() as client:
+        return client.get(path, params=params)
+
+
+@contextmanager
+def session_client(ctx: typer.Context, session: str | None) -> Iterator[tuple[ApiClient, str]]:
+    """An API client and the full id of the selected session (``--session`` or current),
+    for the commands that act on one session."""
+    with runtime(ctx).client(session) as client:
+        yield client, selected_session_id(client)
 
 
 def selected_session_id(client: ApiClient, *, required: bool = True) -> str:
