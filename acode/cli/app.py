@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any
 
@@ -81,7 +82,7 @@ def root(
 
 
 # The command line's commands and groups, in the order its help lists them.
-COMMANDS = {
+COMMANDS: dict[str, Callable[..., Any]] = {
     "login": auth.login,
     "logout": auth.logout,
     "whoami": auth.whoami,

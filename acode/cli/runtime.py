@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar, cast
@@ -13,8 +13,8 @@ import typer
 
 from acode.cli.client import ApiClient, Params
 from acode.cli.config import Config, Settings, load_config, resolve_settings
-from acode.cli.errors import CliError, NotFound, UsageError
-from acode.cli.output import print_error
+from acode.cli.errors import CliError, ExitCode, NotFound, UsageError
+from acode.cli.output import plural, print_error
 
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print the API's JSON instead of text (for scripts).")
@@ -137,6 +137,25 @@ def expand_session_id(client: ApiClient, raw: str) -> str:
         f"{len(matches)} sessions have ids starting with {raw!r}.",
         title="Ambiguous session id",
         suggestion="Give more characters of the id.",
+    )
+
+
+def one_starting_with(prefix: str, ids: Iterable[Any], *, what: str, suggestion: str) -> str:
+    """The one id in ``ids`` that starts with ``prefix`` (trimmed, any case), for commands
+    that take an id or its first characters; else NOT_FOUND saying how many matched.
+
+    ``what`` names the ids in the message: ``run you can see`` gives "No single run you
+    can see starts with ..." and the title "Unknown run".
+    """
+    wanted = prefix.strip().lower()
+    matches = [str(i) for i in ids if str(i).startswith(wanted)]
+    if wanted and len(matches) == 1:
+        return matches[0]
+    raise CliError(
+        f"No single {what} starts with {prefix!r} ({plural(len(matches), 'match', 'matches')}).",
+        title=f"Unknown {what.split()[0]}",
+        suggestion=suggestion,
+        exit_code=ExitCode.NOT_FOUND,
     )
 
 

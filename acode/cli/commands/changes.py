@@ -17,9 +17,14 @@ from rich.console import Console
 from rich.markup import escape
 
 from acode.cli.client import ApiClient
-from acode.cli.errors import CliError, ExitCode
 from acode.cli.output import emit_json, esc, fmt_time, out, plural
-from acode.cli.runtime import JsonOption, SessionOption, handles_errors, session_client
+from acode.cli.runtime import (
+    JsonOption,
+    SessionOption,
+    handles_errors,
+    one_starting_with,
+    session_client,
+)
 
 app = typer.Typer(
     help="The current session's pending changes (show them with diffs, approve them) and "
@@ -226,16 +231,11 @@ def approve(
 def _resolve_commit(client: ApiClient, sid: str, commit: str) -> str:
     """A full commit id the session delivered: the id, or the one that starts with it."""
     commits: list[dict[str, Any]] = client.get(_commits(sid))
-    wanted = commit.strip().lower()
-    matches = [str(c["sha"]) for c in commits if str(c["sha"]).startswith(wanted)]
-    if wanted and len(matches) == 1:
-        return matches[0]
-    raise CliError(
-        f"No single commit of this session starts with {commit!r} "
-        f"({plural(len(matches), 'match', 'matches')}).",
-        title="Unknown commit",
+    return one_starting_with(
+        commit,
+        (c["sha"] for c in commits),
+        what="commit of this session",
         suggestion="Run `acode changes show` to see the session's commits.",
-        exit_code=ExitCode.NOT_FOUND,
     )
 
 

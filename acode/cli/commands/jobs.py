@@ -8,13 +8,13 @@ import typer
 
 from acode.cli.client import ApiClient, comma_list
 from acode.cli.commands.agent import _events, _finish, _follow, render_event
-from acode.cli.errors import CliError, ExitCode
 from acode.cli.output import emit_json, esc, fmt_time, out, said, short_id, table
 from acode.cli.runtime import (
     IntervalOption,
     JsonOption,
     SessionOption,
     handles_errors,
+    one_starting_with,
     runtime,
     selected_session_id,
     session_client,
@@ -34,16 +34,11 @@ def _resolve(client: ApiClient, job: str) -> str:
     if len(job) == 36:
         return job
     sid = selected_session_id(client)
-    matches = [
-        j["id"] for j in client.get(f"/api/sessions/{sid}/jobs/") if str(j["id"]).startswith(job)
-    ]
-    if len(matches) == 1:
-        return str(matches[0])
-    raise CliError(
-        f"No single job of session {short_id(sid)} starts with {job!r} ({len(matches)} match).",
-        title="Unknown job",
+    return one_starting_with(
+        job,
+        (j["id"] for j in client.get(f"/api/sessions/{sid}/jobs/")),
+        what=f"job of session {short_id(sid)}",
         suggestion="Run `acode job list` and use more characters of the id.",
-        exit_code=ExitCode.NOT_FOUND,
     )
 
 

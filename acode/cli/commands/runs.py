@@ -27,7 +27,6 @@ from acode.cli.output import (
     esc,
     fmt_time,
     out,
-    plural,
     print_error,
     said,
     short_id,
@@ -38,6 +37,7 @@ from acode.cli.runtime import (
     JsonOption,
     SessionOption,
     handles_errors,
+    one_starting_with,
     role_names,
     runtime,
     selected_session_id,
@@ -76,15 +76,11 @@ def resolve_run(client: ApiClient, run: str) -> str:
         pass
     page = client.get("/api/runs/", params={"limit": 500})
     rows = page.get("results", []) if isinstance(page, dict) else page
-    matches = [r["id"] for r in rows if str(r["id"]).startswith(run.strip().lower())]
-    if len(matches) == 1:
-        return str(matches[0])
-    raise CliError(
-        f"No single run you can see starts with {run!r} "
-        f"({plural(len(matches), 'match', 'matches')}).",
-        title="Unknown run",
+    return one_starting_with(
+        run,
+        (r["id"] for r in rows),
+        what="run you can see",
         suggestion="Run `acode run list` and use more characters of the id.",
-        exit_code=ExitCode.NOT_FOUND,
     )
 
 
