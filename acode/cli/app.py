@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any
 
@@ -80,23 +81,32 @@ def root(
     ctx.obj = Runtime(url_option=url)
 
 
-app.command("login")(auth.login)
-app.command("logout")(auth.logout)
-app.command("whoami")(auth.whoami)
-app.command("status")(status.status)
-app.command("agent")(agent.agent)
-app.add_typer(sessions.app, name="session")
-app.add_typer(roles.app, name="roles")
-app.add_typer(role.app, name="role")
-app.add_typer(tools.app, name="tool")
-app.add_typer(audit.app, name="audit")
-app.add_typer(prompt_packs.app, name="prompt-pack")
-app.add_typer(context.app, name="context")
-app.add_typer(jobs.app, name="job")
-app.add_typer(runs.app, name="run")
-app.add_typer(plans.app, name="plan")
-app.add_typer(changes.app, name="changes")
-app.add_typer(models.app, name="model")
+# The command line's commands and groups, in the order its help lists them.
+COMMANDS: dict[str, Callable[..., Any]] = {
+    "login": auth.login,
+    "logout": auth.logout,
+    "whoami": auth.whoami,
+    "status": status.status,
+    "agent": agent.agent,
+}
+GROUPS = {
+    "session": sessions.app,
+    "roles": roles.app,
+    "role": role.app,
+    "tool": tools.app,
+    "audit": audit.app,
+    "prompt-pack": prompt_packs.app,
+    "context": context.app,
+    "job": jobs.app,
+    "run": runs.app,
+    "plan": plans.app,
+    "changes": changes.app,
+    "model": models.app,
+}
+for name, command in COMMANDS.items():
+    app.command(name)(command)
+for name, group in GROUPS.items():
+    app.add_typer(group, name=name)
 
 
 def main() -> None:

@@ -140,31 +140,32 @@ def resolve_settings(
     config: Config, *, url_option: str | None = None, session_option: str | None = None
 ) -> Settings:
     """Combine options, environment and config file into the effective settings."""
-    env_url = os.environ.get("ACODE_URL", "").strip()
-    if url_option:
-        url, url_source = url_option, "--url"
-    elif env_url:
-        url, url_source = env_url, "ACODE_URL"
-    elif config.url:
-        url, url_source = config.url, "config"
-    else:
-        url, url_source = DEFAULT_URL, "default"
+    url, url_source = _first_set(
+        (url_option, "--url"),
+        (_env("ACODE_URL"), "ACODE_URL"),
+        (config.url, "config"),
+        otherwise=(DEFAULT_URL, "default"),
+    )
     url = normalise_url(url)
     entry = config.servers.get(url, ServerEntry())
-    env_token = os.environ.get("ACODE_TOKEN", "").strip()
-    if env_token:
-        token, token_source = env_token, "ACODE_TOKEN"
-    elif entry.token:
-        token, token_source = entry.token, "config"
-    else:
-        token, token_source = "", ""
-    env_session = os.environ.get("ACODE_SESSION", "").strip()
-    if session_option:
-        session, session_source = session_option, "--session"
-    elif env_session:
-        session, session_source = env_session, "ACODE_SESSION"
-    elif entry.session:
-        session, session_source = entry.session, "config"
-    else:
-        session, session_source = "", ""
+    token, token_source = _first_set((_env("ACODE_TOKEN"), "ACODE_TOKEN"), (entry.token, "config"))
+    session, session_source = _first_set(
+        (session_option, "--session"),
+        (_env("ACODE_SESSION"), "ACODE_SESSION"),
+        (entry.session, "config"),
+    )
     return Settings(url, token, token_source, url_source, session, session_source)
+
+
+def _env(name: str) -> str:
+    return os.environ.get(name, "").strip()
+
+
+def _first_set(
+    *candidates: tuple[str | None, str], otherwise: tuple[str, str] = ("", "")
+) -> tuple[str, str]:
+    """The first value that is set, with where it came from: the order is the precedence."""
+    for value, source in candidates:
+        if value:
+            return value, source
+    return otherwise

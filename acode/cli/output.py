@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 from acode.cli.errors import ApiError, CliError
 
@@ -31,6 +33,34 @@ def esc(value: Any) -> str:
 def emit_json(data: Any) -> None:
     """Print data as indented JSON, unwrapped, for scripts."""
     typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+T = TypeVar("T")
+
+
+def emit(data: T, *, as_json: bool, render: Callable[[T], None]) -> None:
+    """The API's answer as a command prints it: unwrapped JSON for ``--json``, else the
+    command's text made by ``render``."""
+    if as_json:
+        emit_json(data)
+    else:
+        render(data)
+
+
+def table(*columns: str, **options: Any) -> Table:
+    """A rich table with these column headings (``options`` as rich's Table takes them)."""
+    made = Table(**options)
+    for column in columns:
+        made.add_column(column)
+    return made
+
+
+def ask_to_cancel(what: str) -> bool:
+    """Ask on stderr whether to cancel ``what`` after Ctrl-C; a second Ctrl-C means no."""
+    try:
+        return typer.confirm(f"\nCancel {what}?", default=True, err=True)
+    except (KeyboardInterrupt, typer.Abort):
+        return False
 
 
 def parse_time(value: str | None) -> datetime | None:
@@ -122,27 +152,41 @@ def _print_details(console: Console, error: ApiError) -> None:
     if error.code == "ACODE-ROL-002":
         _print_refused_transition(console, details)
     fields = details.get("fields")
-    if isinstance(fields, dict) and fields:
-        console.print()
-        for name, problems in fields.items():
-            text = "; ".join(map(str, problems)) if isinstance(problems, list) else str(problems)
-            console.print(f"  - {esc(name)}: {esc(text)}")
+    if isinstance(fields, dict):
+        _print_section(
+            console, "", [f"{esc(name)}: {esc(_joined(text))}" for name, text in fields.items()]
+        )
     problems = details.get("problems")
-    if isinstance(problems, list) and problems:
-        console.print()
-        console.print("Problems:")
-        for problem in problems:
-            console.print(f"  - {esc(problem)}")
+    if isinstance(problems, list):
+        _print_section(console, "Problems:", [esc(problem) for problem in problems])
     findings = details.get("findings")
-    if isinstance(findings, list) and findings:
-        console.print()
-        console.print("Dangerous prompt text:")
-        for f in findings:
-            if isinstance(f, dict):
-                console.print(
-                    f"  - {esc(f.get('where', ''))} line {esc(f.get('line', '?'))}: "
-                    f"{esc(f.get('rule', ''))} {esc(repr(f.get('match', '')))}"
-                )
+    if isinstance(findings, list):
+        _print_section(
+            console,
+            "Dangerous prompt text:",
+            [
+                f"{esc(f.get('where', ''))} line {esc(f.get('line', '?'))}: "
+                f"{esc(f.get('rule', ''))} {esc(repr(f.get('match', '')))}"
+                for f in findings
+                if isinstance(f, dict)
+            ],
+        )
+
+
+def _joined(problems: Any) -> str:
+    return "; ".join(map(str, problems)) if isinstance(problems, list) else str(problems)
+
+
+def _print_section(console: Console, heading: str, lines: Iterable[str]) -> None:
+    """A blank line, the heading (if any) and the lines (rich markup) as a list."""
+    lines = list(lines)
+    if not lines:
+        return
+    console.print()
+    if heading:
+        console.print(heading)
+    for line in lines:
+        console.print(f"  - {line}")
 
 
 def _print_refused_transition(console: Console, details: dict[str, Any]) -> None:

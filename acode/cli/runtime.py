@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar, cast
 
 import typer
 
-from acode.cli.client import ApiClient
+from acode.cli.client import ApiClient, Params
 from acode.cli.config import Config, Settings, load_config, resolve_settings
-from acode.cli.errors import CliError, NotFound, UsageError
-from acode.cli.output import print_error
+from acode.cli.errors import CliError, ExitCode, NotFound, UsageError
+from acode.cli.output import plural, print_error
 
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print the API's JSON instead of text (for scripts).")
@@ -27,6 +28,11 @@ SessionOption = Annotated[
         "current session set by `acode session new|use`.",
         show_default=False,
     ),
+]
+
+# Seconds between polls while following a job or run (hidden: tests poll faster).
+IntervalOption = Annotated[
+    float, typer.Option("--interval", min=0.05, hidden=True, help="Seconds between polls.")
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -80,6 +86,20 @@ def handles_errors(func: F) -> F:
     return cast(F, wrapper)
 
 
+def fetch(ctx: typer.Context, path: str, params: Params | None = None) -> Any:
+    """GET one API resource with a client opened for it (commands that read one thing)."""
+    with runtime(ctx).client() as client:
+        return client.get(path, params=params)
+
+
+@contextmanager
+def session_client(ctx: typer.Context, session: str | None) -> Iterator[tuple[ApiClient, str]]:
+    """An API client and the full id of the selected session (``--session`` or current),
+    for the commands that act on one session."""
+    with runtime(ctx).client(session) as client:
+        yield client, selected_session_id(client)
+
+
 def selected_session_id(client: ApiClient, *, required: bool = True) -> str:
     """The selected session's full id, expanding an id prefix through the session list."""
     settings = client.settings
@@ -117,6 +137,25 @@ def expand_session_id(client: ApiClient, raw: str) -> str:
         f"{len(matches)} sessions have ids starting with {raw!r}.",
         title="Ambiguous session id",
         suggestion="Give more characters of the id.",
+    )
+
+
+def one_starting_with(prefix: str, ids: Iterable[Any], *, what: str, suggestion: str) -> str:
+    """The one id in ``ids`` that starts with ``prefix`` (trimmed, any case), for commands
+    that take an id or its first characters; else NOT_FOUND saying how many matched.
+
+    ``what`` names the ids in the message: ``run you can see`` gives "No single run you
+    can see starts with ..." and the title "Unknown run".
+    """
+    wanted = prefix.strip().lower()
+    matches = [str(i) for i in ids if str(i).startswith(wanted)]
+    if wanted and len(matches) == 1:
+        return matches[0]
+    raise CliError(
+        f"No single {what} starts with {prefix!r} ({plural(len(matches), 'match', 'matches')}).",
+        title=f"Unknown {what.split()[0]}",
+        suggestion=suggestion,
+        exit_code=ExitCode.NOT_FOUND,
     )
 
 

@@ -17,6 +17,7 @@ from acode.cli.client import ApiClient
 from acode.cli.commands.role import transition
 from acode.cli.errors import ApiError, CliError, ExitCode
 from acode.cli.output import (
+    ask_to_cancel,
     code_entry,
     emit_json,
     err,
@@ -28,11 +29,11 @@ from acode.cli.output import (
     short_id,
 )
 from acode.cli.runtime import (
+    IntervalOption,
     JsonOption,
     SessionOption,
     handles_errors,
-    runtime,
-    selected_session_id,
+    session_client,
 )
 
 FINAL_STATUSES = ("succeeded", "failed", "cancelled", "limit_exceeded")
@@ -49,9 +50,7 @@ def agent(
     no_wait: Annotated[
         bool, typer.Option("--no-wait", help="Queue the job and return its id at once.")
     ] = False,
-    interval: Annotated[
-        float, typer.Option("--interval", min=0.05, hidden=True, help="Seconds between polls.")
-    ] = 0.5,
+    interval: IntervalOption = 0.5,
     session: SessionOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -62,8 +61,7 @@ def agent(
     """
     # Progress goes to stderr under --json so stdout holds only the final JSON.
     console = err() if as_json else out()
-    with runtime(ctx).client(session) as client:
-        sid = selected_session_id(client)
+    with session_client(ctx, session) as (client, sid):
         if role:
             result = transition(client, sid, role, f"acode agent --role {role}")
             if result["changed"]:
@@ -139,11 +137,7 @@ def _follow(
 
 
 def _offer_cancel(client: ApiClient, job_id: str, console: Console) -> None:
-    try:
-        cancel = typer.confirm(f"\nCancel job {short_id(job_id)}?", default=True, err=True)
-    except (KeyboardInterrupt, typer.Abort):
-        cancel = False
-    if cancel:
+    if ask_to_cancel(f"job {short_id(job_id)}"):
         try:
             client.post(f"/api/jobs/{job_id}/cancel/")
         except ApiError as error:

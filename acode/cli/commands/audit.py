@@ -13,7 +13,14 @@ import typer
 from acode.cli.client import ApiClient
 from acode.cli.errors import CliError, ExitCode, UsageError
 from acode.cli.output import emit_json, err, esc, fmt_time, out, parse_time, plural, short_id
-from acode.cli.runtime import JsonOption, expand_session_id, handles_errors, role_names, runtime
+from acode.cli.runtime import (
+    JsonOption,
+    expand_session_id,
+    fetch,
+    handles_errors,
+    role_names,
+    runtime,
+)
 
 app = typer.Typer(help="Search, verify and export the audit log.", no_args_is_help=True)
 
@@ -79,7 +86,6 @@ def parse_when(value: str | None, option: str) -> str | None:
 
 def audit_params(
     client: ApiClient,
-    *,
     event_type: str | None,
     session: str | None,
     role: str | None,
@@ -118,16 +124,7 @@ def search(
 ) -> None:
     """Search audit events, oldest first (like scenario 9's role transition log)."""
     with runtime(ctx).client() as client:
-        params = audit_params(
-            client,
-            event_type=event_type,
-            session=session,
-            role=role,
-            actor=actor,
-            last=last,
-            since=since,
-            until=until,
-        )
+        params = audit_params(client, event_type, session, role, actor, last, since, until)
         events, more = _read_events(client, params, limit)
         names = role_names(client) if events and not as_json else {}
     # In time order across sessions: ``seq`` counts within one session's chain only.
@@ -220,8 +217,7 @@ def describe_event(event: dict[str, Any], names: dict[str, str]) -> list[str]:
 @handles_errors
 def verify(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """Recompute the audit hash chain; exits 8 if any event was altered or removed."""
-    with runtime(ctx).client() as client:
-        report = client.get("/api/audit/verify/")
+    report = fetch(ctx, "/api/audit/verify/")
     if as_json:
         emit_json(report)
         if not report["ok"]:
@@ -268,16 +264,7 @@ def export(
 ) -> None:
     """Export audit events (oldest first) with their hashes, streamed from the server."""
     with runtime(ctx).client() as client:
-        params = audit_params(
-            client,
-            event_type=event_type,
-            session=session,
-            role=role,
-            actor=actor,
-            last=last,
-            since=since,
-            until=until,
-        )
+        params = audit_params(client, event_type, session, role, actor, last, since, until)
         with client.stream("/api/audit/export/", {**params, "format": format_.value}) as response:
             if output is None:
                 stream = typer.get_text_stream("stdout")

@@ -17,14 +17,13 @@ from rich.console import Console
 from rich.markup import escape
 
 from acode.cli.client import ApiClient
-from acode.cli.errors import CliError, ExitCode
 from acode.cli.output import emit_json, esc, fmt_time, out, plural
 from acode.cli.runtime import (
     JsonOption,
     SessionOption,
     handles_errors,
-    runtime,
-    selected_session_id,
+    one_starting_with,
+    session_client,
 )
 
 app = typer.Typer(
@@ -47,16 +46,7 @@ def print_commit(
         return
     short = str(commit["sha"])[:12]
     console.print(f"{indent}{label} [bold]{esc(short)}[/] on branch {esc(commit['branch'])}")
-    console.print(f"{indent}  {esc(commit['subject'])}")
-    console.print(
-        f"{indent}  Approved by {esc(commit['approved_by'])} at {fmt_time(commit.get('created_at'))}"
-    )
-    files = commit.get("files") or []
-    console.print(f"{indent}  Files changed ({len(files)}):")
-    for f in files:
-        console.print(
-            f"{indent}    {esc(f['kind']):<9} {esc(f['path'])}  +{f['added']} -{f['removed']}"
-        )
+    _print_approval(console, commit, indent=indent, files_heading="Files changed")
     status = str(commit.get("push_status") or "none")
     if status == "pushed":
         console.print(
@@ -81,12 +71,19 @@ def print_applied(console: Console, commit: dict[str, Any], *, indent: str = "")
         f"{indent}Approved in the attached directory (the changes are there, applied when "
         "made; acode commits only in workspaces it created): nothing was committed"
     )
+    _print_approval(console, commit, indent=indent, files_heading="Files")
+
+
+def _print_approval(
+    console: Console, commit: dict[str, Any], *, indent: str, files_heading: str
+) -> None:
+    """What an approval holds: its subject, who approved it when, and each file changed."""
     console.print(f"{indent}  {esc(commit['subject'])}")
     console.print(
         f"{indent}  Approved by {esc(commit['approved_by'])} at {fmt_time(commit.get('created_at'))}"
     )
     files = commit.get("files") or []
-    console.print(f"{indent}  Files ({len(files)}):")
+    console.print(f"{indent}  {files_heading} ({len(files)}):")
     for f in files:
         console.print(
             f"{indent}    {esc(f['kind']):<9} {esc(f['path'])}  +{f['added']} -{f['removed']}"
@@ -111,8 +108,7 @@ def show(
     """List the session's pending (uncommitted) changes, then what it delivered.
 
     `--json` prints the pending changes (`acode changes delivered --json`: the commits)."""
-    with runtime(ctx).client(session) as client:
-        sid = selected_session_id(client)
+    with session_client(ctx, session) as (client, sid):
         changes, headers = client.get_with_headers(f"/api/sessions/{sid}/changes/")
         commits: list[dict[str, Any]] = [] if as_json else client.get(_commits(sid))
     if as_json:
@@ -152,8 +148,8 @@ def delivered(
     ctx: typer.Context, session: SessionOption = None, as_json: JsonOption = False
 ) -> None:
     """What the session delivered: the commits approved work became on its branch."""
-    with runtime(ctx).client(session) as client:
-        commits: list[dict[str, Any]] = client.get(_commits(selected_session_id(client)))
+    with session_client(ctx, session) as (client, sid):
+        commits: list[dict[str, Any]] = client.get(_commits(sid))
     if as_json:
         emit_json(commits)
         return
@@ -202,8 +198,7 @@ def approve(
     """Approve the pending changes you reviewed (Reviewer role): committed on the session
     branch in a workspace acode manages; in an attached directory they are already there.
     If they changed since you looked, nothing is approved (ACODE-CHG-002)."""
-    with runtime(ctx).client(session) as client:
-        sid = selected_session_id(client)
+    with session_client(ctx, session) as (client, sid):
         if not digest:
             listed, headers = client.get_with_headers(f"/api/sessions/{sid}/changes/")
             digest = headers.get(DIGEST_HEADER, "")
@@ -236,16 +231,11 @@ def approve(
 def _resolve_commit(client: ApiClient, sid: str, commit: str) -> str:
     """A full commit id the session delivered: the id, or the one that starts with it."""
     commits: list[dict[str, Any]] = client.get(_commits(sid))
-    wanted = commit.strip().lower()
-    matches = [str(c["sha"]) for c in commits if str(c["sha"]).startswith(wanted)]
-    if wanted and len(matches) == 1:
-        return matches[0]
-    raise CliError(
-        f"No single commit of this session starts with {commit!r} "
-        f"({plural(len(matches), 'match', 'matches')}).",
-        title="Unknown commit",
+    return one_starting_with(
+        commit,
+        (c["sha"] for c in commits),
+        what="commit of this session",
         suggestion="Run `acode changes show` to see the session's commits.",
-        exit_code=ExitCode.NOT_FOUND,
     )
 
 
@@ -267,8 +257,7 @@ def patch(
 ) -> None:
     """What the session delivered as a patch (`git am` applies it): the whole branch, or
     one commit."""
-    with runtime(ctx).client(session) as client:
-        sid = selected_session_id(client)
+    with session_client(ctx, session) as (client, sid):
         params = {"commit": _resolve_commit(client, sid, commit)} if commit else None
         text = client.get_text(f"/api/sessions/{sid}/patch/", params=params)
     if output is None:

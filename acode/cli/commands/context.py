@@ -11,13 +11,7 @@ import typer
 
 from acode.cli.errors import ApiError, CliError, ExitCode
 from acode.cli.output import emit_json, esc, out
-from acode.cli.runtime import (
-    JsonOption,
-    SessionOption,
-    handles_errors,
-    runtime,
-    selected_session_id,
-)
+from acode.cli.runtime import JsonOption, SessionOption, handles_errors, session_client
 
 app = typer.Typer(help="Inspect the context a role is given.", no_args_is_help=True)
 
@@ -36,8 +30,7 @@ def show(
     as_json: JsonOption = False,
 ) -> None:
     """Show the files, token count and strategy of the context for a role and task."""
-    with runtime(ctx).client(session) as client:
-        sid = selected_session_id(client)
+    with session_client(ctx, session) as (client, sid):
         try:
             data = client.get(f"/api/sessions/{sid}/context/", params={"role": role, "task": task})
         except ApiError as error:

@@ -5,18 +5,19 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from acode.cli.client import ApiClient, comma_list
 from acode.cli.commands.agent import _events, _finish, _follow, render_event
-from acode.cli.errors import CliError, ExitCode
-from acode.cli.output import emit_json, esc, fmt_time, out, said, short_id
+from acode.cli.output import emit_json, esc, fmt_time, out, said, short_id, table
 from acode.cli.runtime import (
+    IntervalOption,
     JsonOption,
     SessionOption,
     handles_errors,
+    one_starting_with,
     runtime,
     selected_session_id,
+    session_client,
 )
 
 app = typer.Typer(
@@ -33,16 +34,11 @@ def _resolve(client: ApiClient, job: str) -> str:
     if len(job) == 36:
         return job
     sid = selected_session_id(client)
-    matches = [
-        j["id"] for j in client.get(f"/api/sessions/{sid}/jobs/") if str(j["id"]).startswith(job)
-    ]
-    if len(matches) == 1:
-        return str(matches[0])
-    raise CliError(
-        f"No single job of session {short_id(sid)} starts with {job!r} ({len(matches)} match).",
-        title="Unknown job",
+    return one_starting_with(
+        job,
+        (j["id"] for j in client.get(f"/api/sessions/{sid}/jobs/")),
+        what=f"job of session {short_id(sid)}",
         suggestion="Run `acode job list` and use more characters of the id.",
-        exit_code=ExitCode.NOT_FOUND,
     )
 
 
@@ -57,8 +53,7 @@ def list_jobs(
     as_json: JsonOption = False,
 ) -> None:
     """The session's newest jobs."""
-    with runtime(ctx).client(session) as client:
-        sid = selected_session_id(client)
+    with session_client(ctx, session) as (client, sid):
         jobs: list[dict[str, Any]] = client.get(
             f"/api/sessions/{sid}/jobs/", params={"status": comma_list(status)}
         )
@@ -68,11 +63,11 @@ def list_jobs(
     if not jobs:
         out().print('No jobs. Start one with `acode agent "request"`.')
         return
-    table = Table(box=None, pad_edge=False)
-    for column in ("ID", "Status", "Role", "Request", "LLM calls", "Created"):
-        table.add_column(column)
+    rows = table(
+        "ID", "Status", "Role", "Request", "LLM calls", "Created", box=None, pad_edge=False
+    )
     for job in jobs:
-        table.add_row(
+        rows.add_row(
             short_id(job["id"]),
             esc(said(job["status"])),
             esc(job["role"]),
@@ -80,7 +75,7 @@ def list_jobs(
             str(job["llm_calls"]),
             fmt_time(job["created_at"]),
         )
-    out().print(table)
+    out().print(rows)
 
 
 @app.command("show")
@@ -118,7 +113,7 @@ def show(
 def follow(
     ctx: typer.Context,
     job: JobArgument,
-    interval: Annotated[float, typer.Option("--interval", min=0.05, hidden=True)] = 0.5,
+    interval: IntervalOption = 0.5,
     session: SessionOption = None,
     as_json: JsonOption = False,
 ) -> None:

@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from acode.cli.errors import CliError
-from acode.cli.output import emit_json, esc, out
-from acode.cli.runtime import JsonOption, handles_errors, runtime
+from acode.cli.output import emit, emit_json, esc, out, table
+from acode.cli.runtime import JsonOption, fetch, handles_errors, runtime
 
 app = typer.Typer(help="Model endpoints and their checks.", no_args_is_help=True)
 
@@ -21,17 +20,16 @@ app = typer.Typer(help="Model endpoints and their checks.", no_args_is_help=True
 @handles_errors
 def list_models(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """List the model endpoints (``default``: the settings' endpoint)."""
-    with runtime(ctx).client() as client:
-        rows = client.get("/api/model-endpoints/")
-    if as_json:
-        emit_json(rows)
-        return
-    table = Table(title="Model endpoints", title_justify="left")
-    for column in ("Name", "Kind", "Model", "Base URL", "Context", "JSON schema", "Enabled"):
-        table.add_column(column)
+    emit(fetch(ctx, "/api/model-endpoints/"), as_json=as_json, render=print_models_table)
+
+
+def print_models_table(rows: list[dict[str, Any]]) -> None:
+    """The model endpoints, one a row."""
+    columns = ("Name", "Kind", "Model", "Base URL", "Context", "JSON schema", "Enabled")
+    rendered = table(*columns, title="Model endpoints", title_justify="left")
     for row in rows:
         scripted = row["kind"] == "scripted"
-        table.add_row(
+        rendered.add_row(
             esc(row["name"]),
             "scripted (replays a script)" if scripted else esc(row["kind"]),
             "-" if scripted else esc(row["model"]),
@@ -40,7 +38,7 @@ def list_models(ctx: typer.Context, as_json: JsonOption = False) -> None:
             esc(row["schema_format"]) if row["supports_json_schema"] else "no",
             "yes" if row["enabled"] else "no",
         )
-    out().print(table)
+    out().print(rendered)
 
 
 def _script(path: Path | None) -> Any:

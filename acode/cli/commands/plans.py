@@ -15,14 +15,8 @@ import typer
 
 from acode.cli.commands.sessions import STEP_MARKS
 from acode.cli.errors import UsageError
-from acode.cli.output import emit_json, esc, out, plural, said
-from acode.cli.runtime import (
-    JsonOption,
-    SessionOption,
-    handles_errors,
-    runtime,
-    selected_session_id,
-)
+from acode.cli.output import emit, emit_json, esc, out, plural, said
+from acode.cli.runtime import JsonOption, SessionOption, handles_errors, session_client
 from acode.yamldoc import load_yaml
 
 app = typer.Typer(
@@ -69,14 +63,9 @@ def print_steps(steps: list[dict[str, Any]]) -> None:
 @handles_errors
 def show(ctx: typer.Context, session: SessionOption = None, as_json: JsonOption = False) -> None:
     """Show the session's plan with each step's status."""
-    with runtime(ctx).client(session) as client:
-        steps: list[dict[str, Any]] = client.get(
-            f"/api/sessions/{selected_session_id(client)}/plan/"
-        )
-    if as_json:
-        emit_json(steps)
-        return
-    print_steps(steps)
+    with session_client(ctx, session) as (client, sid):
+        steps: list[dict[str, Any]] = client.get(f"/api/sessions/{sid}/plan/")
+    emit(steps, as_json=as_json, render=print_steps)
 
 
 def steps_from_file(path: Path) -> list[Any]:
@@ -133,8 +122,7 @@ def set_(
             suggestion='acode plan set "Create AuthService" "Add login endpoint"',
         )
     body: list[Any] = steps_from_file(file) if file else list(steps or [])
-    with runtime(ctx).client(session) as client:
-        sid = selected_session_id(client)
+    with session_client(ctx, session) as (client, sid):
         plan: list[dict[str, Any]] = client.put(f"/api/sessions/{sid}/plan/", {"steps": body})
     if as_json:
         emit_json(plan)
@@ -153,8 +141,7 @@ def step(
     as_json: JsonOption = False,
 ) -> None:
     """Set one step's status (pending, in_progress, done, blocked, skipped)."""
-    with runtime(ctx).client(session) as client:
-        sid = selected_session_id(client)
+    with session_client(ctx, session) as (client, sid):
         plan: list[dict[str, Any]] = client.patch(
             f"/api/sessions/{sid}/plan/steps/{number}/", {"status": status.value}
         )

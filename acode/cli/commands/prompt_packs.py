@@ -13,7 +13,12 @@ from typing import Annotated, Any
 import typer
 import yaml
 
-from acode.cli.commands.roles import print_import_summary, read_text_input, write_text_output
+from acode.cli.commands.roles import (
+    OutputFileArgument,
+    print_import_summary,
+    read_text_input,
+    write_text_output,
+)
 from acode.cli.errors import NotFound, UsageError
 from acode.cli.output import emit_json, esc, out
 from acode.cli.runtime import JsonOption, handles_errors, runtime
@@ -101,12 +106,7 @@ def _dump(data: dict[str, Any]) -> str:
 def export(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Pack to export.")],
-    file: Annotated[
-        Path | None,
-        typer.Argument(
-            help="Where to write the YAML (default or '-': stdout).", show_default=False
-        ),
-    ] = None,
+    file: OutputFileArgument = None,
 ) -> None:
     """Export one prompt pack as YAML (a roles document with only prompt_packs)."""
     with runtime(ctx).client() as client:

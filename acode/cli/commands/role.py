@@ -19,14 +19,14 @@ from acode.cli.commands.role_replay import (
     print_replay_report,
 )
 from acode.cli.errors import ExitCode
-from acode.cli.output import emit_json, esc, fmt_time, out
+from acode.cli.output import emit, emit_json, esc, fmt_time, out
 from acode.cli.runtime import (
     JsonOption,
     SessionOption,
     handles_errors,
     role_names,
     runtime,
-    selected_session_id,
+    session_client,
 )
 
 app = typer.Typer(
@@ -39,8 +39,8 @@ app = typer.Typer(
 @handles_errors
 def current(ctx: typer.Context, session: SessionOption = None, as_json: JsonOption = False) -> None:
     """Show the session's current role, since when and why."""
-    with runtime(ctx).client(session) as client:
-        data = client.get(f"/api/sessions/{selected_session_id(client)}/")
+    with session_client(ctx, session) as (client, sid):
+        data = client.get(f"/api/sessions/{sid}/")
     if as_json:
         emit_json(
             {
@@ -88,8 +88,8 @@ def set_(
     as_json: JsonOption = False,
 ) -> None:
     """Change the session's role. Refused transitions exit 4 and list the valid ones."""
-    with runtime(ctx).client(session) as client:
-        result = transition(client, selected_session_id(client), role, reason, expect)
+    with session_client(ctx, session) as (client, sid):
+        result = transition(client, sid, role, reason, expect)
     if as_json:
         emit_json(result)
         return
@@ -107,8 +107,8 @@ def set_(
 @handles_errors
 def history(ctx: typer.Context, session: SessionOption = None, as_json: JsonOption = False) -> None:
     """List every role the session has been in, with reasons, oldest first."""
-    with runtime(ctx).client(session) as client:
-        rows = client.get(f"/api/sessions/{selected_session_id(client)}/history/")
+    with session_client(ctx, session) as (client, sid):
+        rows = client.get(f"/api/sessions/{sid}/history/")
         names = role_names(client) if not as_json else {}
     if as_json:
         emit_json(rows)
@@ -132,8 +132,7 @@ def transitions(
     ctx: typer.Context, session: SessionOption = None, as_json: JsonOption = False
 ) -> None:
     """List the transitions out of the current role and whether each is allowed now."""
-    with runtime(ctx).client(session) as client:
-        sid = selected_session_id(client)
+    with session_client(ctx, session) as (client, sid):
         options = client.get(f"/api/sessions/{sid}/transitions/")
         current_name = client.get(f"/api/sessions/{sid}/")["current_role"]["name"]
     if as_json:
@@ -149,32 +148,11 @@ def transitions(
             console.print(f"  [red]✗[/] {esc(line)} — not now: {esc(t['unmet'])}")
 
 
-@app.command("list")
-@handles_errors
-def list_roles(ctx: typer.Context, as_json: JsonOption = False) -> None:
-    """Same as `acode roles list` (the spec's spelling)."""
-    with runtime(ctx).client() as client:
-        data = client.get("/api/roles/")
-    if as_json:
-        emit_json(data)
-        return
-    roles_commands.print_roles_table(data)
-
-
-@app.command("show")
-@handles_errors
-def show(
-    ctx: typer.Context,
-    role: roles_commands.RoleArgument,
-    include_prompt: roles_commands.IncludePromptOption = False,
-    pack: roles_commands.PackOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Same as `acode roles show` (the spec's spelling)."""
-    with runtime(ctx).client() as client:
-        roles_commands.print_role(
-            client, role, include_prompt=include_prompt, pack=pack, as_json=as_json
-        )
+# The spec's spelling of ``acode roles list|show``: the same commands.
+app.command("list", help="Same as `acode roles list` (the spec's spelling).")(
+    roles_commands.list_roles
+)
+app.command("show", help="Same as `acode roles show` (the spec's spelling).")(roles_commands.show)
 
 
 @app.command("test")
@@ -195,10 +173,7 @@ def test(
             report = client.get("/api/roles/test/")
         else:
             report = client.post("/api/roles/test/", content=text, content_type="application/yaml")
-    if as_json:
-        emit_json(report)
-    else:
-        print_policy_report(report)
+    emit(report, as_json=as_json, render=print_policy_report)
     if not report["passed"]:
         raise typer.Exit(int(ExitCode.OTHER))
 
@@ -219,10 +194,7 @@ def replay(
     body = {"draft": draft_of(file, sets or []), "since": since, "until": until}
     with runtime(ctx).client() as client:
         report = client.post(f"/api/roles/{role}/replay/", body)
-    if as_json:
-        emit_json(report)
-    else:
-        print_replay_report(report)
+    emit(report, as_json=as_json, render=print_replay_report)
 
 
 def print_policy_report(report: dict[str, Any]) -> None:

@@ -10,11 +10,15 @@ from rich.table import Table
 
 from acode.cli.client import ApiClient
 from acode.cli.errors import UsageError
-from acode.cli.output import emit_json, esc, out
-from acode.cli.runtime import JsonOption, handles_errors, role_names, runtime
+from acode.cli.output import emit, emit_json, esc, out
+from acode.cli.runtime import JsonOption, fetch, handles_errors, role_names, runtime
 
 app = typer.Typer(help="List, show, export and import role definitions.", no_args_is_help=True)
 
+OutputFileArgument = Annotated[
+    Path | None,
+    typer.Argument(help="Where to write the YAML (default or '-': stdout).", show_default=False),
+]
 RoleArgument = Annotated[str, typer.Argument(help="Role slug or name, any case (e.g. Planner).")]
 IncludePromptOption = Annotated[
     bool, typer.Option("--include-prompt", help="Also print the composed prompt text.")
@@ -34,12 +38,7 @@ def first_sentence(text: str) -> str:
 @handles_errors
 def list_roles(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """List roles with their description, tools and context strategy."""
-    with runtime(ctx).client() as client:
-        roles = client.get("/api/roles/")
-    if as_json:
-        emit_json(roles)
-        return
-    print_roles_table(roles)
+    emit(fetch(ctx, "/api/roles/"), as_json=as_json, render=print_roles_table)
 
 
 def print_roles_table(roles: list[dict[str, Any]]) -> None:
@@ -146,12 +145,7 @@ def _print_list(console: Any, heading: str, items: list[str]) -> None:
 @handles_errors
 def export(
     ctx: typer.Context,
-    file: Annotated[
-        Path | None,
-        typer.Argument(
-            help="Where to write the YAML (default or '-': stdout).", show_default=False
-        ),
-    ] = None,
+    file: OutputFileArgument = None,
 ) -> None:
     """Export every role, tool, permission, transition rule and prompt pack as YAML."""
     with runtime(ctx).client() as client:
@@ -197,10 +191,7 @@ def import_(
             content=text,
             content_type="application/yaml",
         )
-    if as_json:
-        emit_json(summary)
-        return
-    print_import_summary(summary)
+    emit(summary, as_json=as_json, render=print_import_summary)
 
 
 def print_import_summary(summary: dict[str, Any]) -> None:

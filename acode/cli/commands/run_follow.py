@@ -21,7 +21,7 @@ from rich.console import Console
 from acode.cli.client import ApiClient
 from acode.cli.commands.agent import _events, render_event
 from acode.cli.errors import ApiError, ExitCode
-from acode.cli.output import esc, parse_time, plural, said, short_id
+from acode.cli.output import ask_to_cancel, esc, parse_time, plural, said, short_id
 
 FINAL_RUN_STATUSES = ("succeeded", "failed", "rejected", "cancelled")
 PAUSED_RUN_STATUSES = ("awaiting_input", "awaiting_approval", "blocked")
@@ -319,11 +319,7 @@ def _spinner_text(run: dict[str, Any]) -> str:
 
 
 def _offer_cancel(client: ApiClient, run_id: str, console: Console) -> None:
-    try:
-        cancel = typer.confirm(f"\nCancel run {short_id(run_id)}?", default=True, err=True)
-    except (KeyboardInterrupt, typer.Abort):
-        cancel = False
-    if cancel:
+    if ask_to_cancel(f"run {short_id(run_id)}"):
         try:
             client.post(f"/api/runs/{run_id}/cancel/", {})
         except ApiError as error:

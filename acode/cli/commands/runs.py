@@ -12,7 +12,6 @@ import uuid
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 from typer.core import TyperGroup
 
 from acode.cli.client import ApiClient, comma_list
@@ -21,14 +20,28 @@ from acode.cli.commands.run_outcome import print_outcome, run_failure
 from acode.cli.commands.run_show import print_approving, print_run, print_start
 from acode.cli.commands.sessions import RiskTier
 from acode.cli.errors import ApiError, CliError, ExitCode
-from acode.cli.output import emit_json, err, esc, fmt_time, out, plural, print_error, said, short_id
+from acode.cli.output import (
+    emit,
+    emit_json,
+    err,
+    esc,
+    fmt_time,
+    out,
+    print_error,
+    said,
+    short_id,
+    table,
+)
 from acode.cli.runtime import (
+    IntervalOption,
     JsonOption,
     SessionOption,
     handles_errors,
+    one_starting_with,
     role_names,
     runtime,
     selected_session_id,
+    session_client,
 )
 
 
@@ -50,9 +63,6 @@ app = typer.Typer(
 )
 
 RunArgument = Annotated[str, typer.Argument(help="Run id, or its first characters.")]
-IntervalOption = Annotated[
-    float, typer.Option("--interval", min=0.05, hidden=True, help="Seconds between polls.")
-]
 VerboseOption = Annotated[
     bool, typer.Option("--verbose", "-v", help="Also show the tool calls of the run's jobs.")
 ]
@@ -66,15 +76,11 @@ def resolve_run(client: ApiClient, run: str) -> str:
         pass
     page = client.get("/api/runs/", params={"limit": 500})
     rows = page.get("results", []) if isinstance(page, dict) else page
-    matches = [r["id"] for r in rows if str(r["id"]).startswith(run.strip().lower())]
-    if len(matches) == 1:
-        return str(matches[0])
-    raise CliError(
-        f"No single run you can see starts with {run!r} "
-        f"({plural(len(matches), 'match', 'matches')}).",
-        title="Unknown run",
+    return one_starting_with(
+        run,
+        (r["id"] for r in rows),
+        what="run you can see",
         suggestion="Run `acode run list` and use more characters of the id.",
-        exit_code=ExitCode.NOT_FOUND,
     )
 
 
@@ -148,8 +154,7 @@ def start(
     the outcome. Exits 0 when the run succeeds or waits for a person (an answer, an
     approval), 7 when it fails, is rejected or cancelled; Ctrl-C offers to cancel it.
     """
-    with runtime(ctx).client(session) as client:
-        sid = selected_session_id(client)
+    with session_client(ctx, session) as (client, sid):
         body: dict[str, Any] = {"request": request}
         if risk is not None:
             body["risk"] = risk.value
@@ -228,13 +233,12 @@ def list_runs(
     if not rows:
         console.print('No runs. Start one with `acode run "request"`.')
         return
-    table = Table(box=None, pad_edge=False)
-    for column in ("ID", "Session", "Status", "Risk", "Stage", "Request", "Created"):
-        table.add_column(column)
+    columns = ("ID", "Session", "Status", "Risk", "Stage", "Request", "Created")
+    listed = table(*columns, box=None, pad_edge=False)
     for r in rows:
         stage = r.get("current_stage") or {}
         where = f"{stage.get('purpose')} ({stage.get('role_name') or '-'})" if stage else "-"
-        table.add_row(
+        listed.add_row(
             short_id(r["id"]),
             short_id(r["session"]),
             esc(said(r["status"])) + (f" {esc(r['error_code'])}" if r.get("error_code") else ""),
@@ -243,7 +247,7 @@ def list_runs(
             esc(brief(r["request"], 50)),
             fmt_time(r.get("created_at")),
         )
-    console.print(table)
+    console.print(listed)
 
 
 @app.command("show")
@@ -252,10 +256,7 @@ def show(ctx: typer.Context, run: RunArgument, as_json: JsonOption = False) -> N
     """A run: its risk, stages with verdicts and evidence, questions, approvals, changes."""
     with runtime(ctx).client() as client:
         data: dict[str, Any] = client.get(f"/api/runs/{resolve_run(client, run)}/")
-    if as_json:
-        emit_json(data)
-        return
-    print_run(data)
+    emit(data, as_json=as_json, render=print_run)
 
 
 @app.command("cancel")

@@ -6,17 +6,10 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from acode.cli.config import save_config
-from acode.cli.output import emit_json, esc, fmt_time, out, short_id
-from acode.cli.runtime import (
-    JsonOption,
-    expand_session_id,
-    handles_errors,
-    runtime,
-    selected_session_id,
-)
+from acode.cli.output import emit_json, esc, fmt_time, out, short_id, table
+from acode.cli.runtime import JsonOption, expand_session_id, handles_errors, runtime, session_client
 
 app = typer.Typer(help="Create, list, select and show sessions.", no_args_is_help=True)
 
@@ -142,12 +135,11 @@ def list_(
     if not sessions:
         console.print('No sessions. Create one with `acode session new "title"`.')
         return
-    table = Table(box=None, pad_edge=False)
-    for column in ("", "ID", "Title", "Role", "Plan", "Status", "Owner", "Updated"):
-        table.add_column(column)
+    columns = ("", "ID", "Title", "Role", "Plan", "Status", "Owner", "Updated")
+    listed = table(*columns, box=None, pad_edge=False)
     for s in sessions:
         mark = "*" if current and str(s["id"]).startswith(current) else ""
-        table.add_row(
+        listed.add_row(
             mark,
             short_id(s["id"]),
             esc(s["title"]),
@@ -157,7 +149,7 @@ def list_(
             esc(s["owner"]),
             fmt_time(s["updated_at"]),
         )
-    console.print(table)
+    console.print(listed)
     total = int(page.get("count") or len(sessions))
     if total > len(sessions):
         console.print(f"(showing {len(sessions)} of {total}; use --limit)")
@@ -179,12 +171,10 @@ def repositories(ctx: typer.Context, as_json: JsonOption = False) -> None:
             "one, `acode session new` starts in an empty git workspace."
         )
         return
-    table = Table(box=None, pad_edge=False)
-    for column in ("Name", "Branch", "Description"):
-        table.add_column(column)
+    listed = table("Name", "Branch", "Description", box=None, pad_edge=False)
     for r in rows:
-        table.add_row(esc(r["name"]), esc(r.get("default_branch") or "-"), esc(r["description"]))
-    console.print(table)
+        listed.add_row(esc(r["name"]), esc(r.get("default_branch") or "-"), esc(r["description"]))
+    console.print(listed)
 
 
 @app.command("use")
@@ -217,8 +207,7 @@ def show(
     as_json: JsonOption = False,
 ) -> None:
     """Show a session: role, reason, plan, workspace."""
-    with runtime(ctx).client(session_id) as client:
-        full = selected_session_id(client)
+    with session_client(ctx, session_id) as (client, full):
         session = client.get(f"/api/sessions/{full}/")
     if as_json:
         emit_json(session)

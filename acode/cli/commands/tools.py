@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from acode.cli.errors import UsageError
-from acode.cli.output import emit_json, esc, out, plural
+from acode.cli.output import emit_json, esc, out, plural, table
 from acode.cli.runtime import (
     JsonOption,
     SessionOption,
@@ -48,17 +47,17 @@ def list_tools(
             if as_json:
                 emit_json(tools)
                 return
-            table = Table(title="Tools", title_justify="left")
-            for column in ("Tool", "Description", "Requires", "Enabled"):
-                table.add_column(column)
+            listed = table(
+                "Tool", "Description", "Requires", "Enabled", title="Tools", title_justify="left"
+            )
             for tool in tools:
-                table.add_row(
+                listed.add_row(
                     esc(tool["name"]),
                     esc(tool["description"]),
                     esc(", ".join(tool["required_permissions"]) or "-"),
                     "yes" if tool["enabled"] else "no",
                 )
-            out().print(table)
+            out().print(listed)
             return
         data = client.get(f"/api/roles/{role}/")
     available, withheld = data["available_tools"], data["withheld_tools"]
