@@ -46,9 +46,9 @@ def main() -> int:
     from roles.services import role_saved
     from roles.services.mcp import mcp_server_delete, mcp_server_save, mcp_tool_approve
     from sessions_app.agent.executor import tool_execute
+    from sessions_app.agent.mcp.servers import mcp_server_refresh
     from sessions_app.agent.tool_context import tool_context
     from sessions_app.services.jobs import job_create
-    from sessions_app.services.mcp import mcp_server_refresh
     from sessions_app.services.sessions import session_create
 
     slug = f"bench-{uuid.uuid4().hex[:6]}"

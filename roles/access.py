@@ -17,6 +17,7 @@ from typing import Any
 
 from roles.commands import CommandRule
 from roles.gitpaths import git_path_problem, is_git_path
+from roles.globs import glob_matches
 from roles.tools import ToolDeclaration
 
 
@@ -346,56 +347,12 @@ def _file_name_problem(path: str) -> str:
 def path_allowed(relative_path: str, write_paths: Sequence[str]) -> bool:
     """True when ``relative_path`` (POSIX, inside the workspace) matches a write glob.
 
-    ``**`` matches any number of directories, ``*`` stays within one. No globs: anywhere.
+    ``**`` matches any number of directories, ``*`` stays within one (``roles.globs``). No
+    globs: anywhere.
     """
     if not write_paths:
         return True
-    # A glob's literal head (before its first wildcard) must start the path: a cheap test
-    # that spares compiling the globs that cannot match (a role may have hundreds).
-    return any(
-        relative_path.startswith(_literal_head(glob)) and _glob_regex(glob).fullmatch(relative_path)
-        for glob in write_paths
-    )
-
-
-def _literal_head(glob: str) -> str:
-    cut = min((i for i in (glob.find("*"), glob.find("?")) if i >= 0), default=len(glob))
-    return glob[:cut]
-
-
-_GLOB_CACHE: dict[str, re.Pattern[str]] = {}
-
-
-def _glob_regex(glob: str) -> re.Pattern[str]:
-    # Written here rather than taken from a library: the one glob library on this machine
-    # (pathspec) has gitignore's meaning, which would widen what roles may write: a pattern
-    # naming a directory matches all below it ("src" allows src/x.py), one without a slash
-    # matches at any depth ("*.md" allows docs/a.md), and brackets, "!" and backslashes are
-    # special, where write paths keep them literal ("pages/[id].tsx" names one file).
-    cached = _GLOB_CACHE.get(glob)
-    if cached is not None:
-        return cached
-    out: list[str] = []
-    i = 0
-    while i < len(glob):
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif glob[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif glob[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(glob[i]))
-            i += 1
-    compiled = re.compile("".join(out))
-    _GLOB_CACHE[glob] = compiled
-    return compiled
+    return any(glob_matches(glob, relative_path) for glob in write_paths)
 
 
 def glob_problem(glob: str) -> str | None:

@@ -297,7 +297,7 @@ class RegistryStamp(models.Model):
 # promoted an account (issue 37: a draft's author's own accounts do not publish it).
 from roles.account_models import AccountGrant, AccountGrantKind  # noqa: E402, F401
 from roles.draft_models import RoleDraft, RoleDraftStatus  # noqa: E402, F401
-from roles.mcp_models import (  # noqa: E402, F401
+from roles.mcp.models import (  # noqa: E402, F401
     McpArgumentLimit,
     McpServer,
     McpServerStatus,

@@ -31,7 +31,7 @@ from roles.access import (
     role_snapshot,
 )
 from roles.decision.limits import limits_of
-from roles.mcp_tools import argument_limits, mcp_tool_specs
+from roles.mcp.tools import argument_limits, mcp_tool_specs
 from roles.models import (
     DEFAULT_ROLE_SLUG,
     Precondition,

@@ -45,7 +45,7 @@ class ToolDeclaration:
     command: bool = False
     default_argv: tuple[str, ...] = ()
     kind: str = "builtin"
-    pinned_hash: str = ""  # an MCP tool's approved definition hash (roles.mcp_tools)
+    pinned_hash: str = ""  # an MCP tool's approved definition hash (roles.mcp.tools)
     mcp_server: str = ""  # an MCP tool's server slug and its own name there: what is called,
     mcp_tool: str = ""  # never read back out of the registry name
 

@@ -16,10 +16,10 @@ from roles.signals import (
     role_data_committed,
     role_version_created,
 )
+from sessions_app.agent.mcp.servers import mcp_server_refresh_asked
 from sessions_app.models import AuditEventType
 from sessions_app.services.audit import audit_record
 from sessions_app.services.events import publish_roles_event
-from sessions_app.services.mcp import mcp_server_refresh_asked
 
 
 def _role_versioned(sender: Any, version: RoleVersion, **kwargs: Any) -> None:

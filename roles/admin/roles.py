@@ -19,7 +19,7 @@ from roles.admin.drafts import draft_admin_url
 from roles.admin.fields import CommandRulesField, LinesField
 from roles.admin.preview import preview_view
 from roles.decision import examples_check
-from roles.mcp_tools import argument_limits
+from roles.mcp.tools import argument_limits
 from roles.models import DEFAULT_ROLE_SLUG, ModelEndpoint, Role, RoleVersion
 from roles.registry import read_specs, registry
 from roles.selectors import role_drafts

@@ -32,8 +32,8 @@ from roles.apis.mcp_shapes import (
     McpToolOutput,
 )
 from roles.apis.roles import ROLE_NAME
-from roles.mcp_models import McpArgumentLimit, McpServer, McpToolDefinition
-from roles.mcp_tools import mcp_tool_name
+from roles.mcp.models import McpArgumentLimit, McpServer, McpToolDefinition
+from roles.mcp.tools import mcp_tool_name
 from roles.registry import registry
 from roles.services.mcp import (
     definition_diff,

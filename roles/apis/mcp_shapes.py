@@ -8,7 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from acode.inputs import JSON_VALUE_REF, NO_NUL, Input, Text
-from roles.mcp_models import shown_url
+from roles.mcp.models import shown_url
 
 SLUG_PATTERN = "^[-a-zA-Z0-9_]+$"  # the model's SlugField (its other checks answer 409)
 

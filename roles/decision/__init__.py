@@ -33,7 +33,7 @@ from roles.decision.facts import (
     LAYER_UNAVAILABLE,
     SANDBOX_UNAVAILABLE,
     HostFacts,
-    KnownHost,
+    HostSource,
     sandbox_problem,
 )
 
@@ -48,7 +48,7 @@ __all__ = [
     "Example",
     "ExampleResult",
     "HostFacts",
-    "KnownHost",
+    "HostSource",
     "PolicyRole",
     "Refused",
     "RoleView",

@@ -29,7 +29,7 @@ from roles.access import RoleAccess, RoleSpec, WritePolicy
 from roles.commands import command_rule_check
 from roles.commands.workspace import WorkspaceFacts
 from roles.decision.arguments import Refused, RuleRefused, check_argv, normalised_path
-from roles.decision.facts import HostFacts, sandbox_problem
+from roles.decision.facts import HostSource, host_facts, sandbox_problem
 from roles.decision.schemas import argument_validator, limit_validator, non_finite, workspace_links
 from roles.tools import ToolDeclaration
 
@@ -114,7 +114,7 @@ def deny(
 
 
 def decide(
-    role: PolicyRole, tool: str, arguments: Any, *, host: HostFacts, workspace: WorkspaceFacts
+    role: PolicyRole, tool: str, arguments: Any, *, host: HostSource, workspace: WorkspaceFacts
 ) -> Decision:
     """Decide a call, without side effects, from its inputs alone."""
     declaration = role.access.declaration(tool)
@@ -200,7 +200,7 @@ def _check_command(
     role: PolicyRole,
     declaration: ToolDeclaration,
     arguments: dict[str, Any],
-    host: HostFacts,
+    host: HostSource,
     workspace: WorkspaceFacts,
 ) -> Decision:
     raw = arguments.get("argv") or list(declaration.default_argv) or None
@@ -224,10 +224,11 @@ def _check_command(
             target=target,
             normalised=normalised,
         )
-    code, rule, problem = sandbox_problem(host, writable=normalised["writable"])
+    facts = host_facts(host)  # the one read: only a command depends on the host
+    code, rule, problem = sandbox_problem(facts, writable=normalised["writable"])
     if problem:
         return deny(problem, rule, code, target, normalised)
-    normalised["sandbox"] = "on" if host.sandbox_required else "off (ACODE_SANDBOX=off)"
+    normalised["sandbox"] = "on" if facts.sandbox_required else "off (ACODE_SANDBOX=off)"
     if check.ask:
         reason = f"Role {role.name} runs this command only once a person consents ({check.rule})."
         return Decision(False, CONSENT_NEEDED, reason, declaration, target, check.rule,

@@ -32,7 +32,9 @@ _GLOB_SPECIAL = re.compile(r"\*\*/|\*\*|\*|\?")
 
 
 def glob_regex(glob: str) -> str:
-    """The regular expression ``roles.access`` matches a write glob with (same language)."""
+    """A write glob's language as a regular expression interegular reads (wcmatch's own
+    translation, which ``roles.globs`` matches with, has anchors and lookarounds it does
+    not); tests/roles/test_globs.py holds the two to one meaning."""
     out: list[str] = []
     position = 0
     for match in _GLOB_SPECIAL.finditer(glob):

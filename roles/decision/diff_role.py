@@ -14,7 +14,7 @@ from roles.decision.core import decide
 from roles.decision.diff_commands import any_allowed
 from roles.decision.diff_paths import language_gain
 from roles.decision.examples import RoleView
-from roles.decision.facts import KnownHost
+from roles.decision.facts import HostFacts
 from roles.tools import ToolDeclaration
 
 Counter = Mapping[str, Any]
@@ -24,7 +24,7 @@ ANALYSED = frozenset(
      "argument_limits", "max_llm_calls", "max_tokens", "timeout_seconds",
      "answer_sets_plan", "protected", "mcp_servers", "entered_from"}
 )  # fmt: skip
-_HOST = KnownHost()
+_HOST = HostFacts()
 _WORKSPACE = KnownWorkspace()
 
 

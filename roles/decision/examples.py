@@ -26,7 +26,7 @@ from roles.access import (
 )
 from roles.commands.workspace import KnownWorkspace
 from roles.decision.core import Decision, PolicyRole, decide
-from roles.decision.facts import KnownHost
+from roles.decision.facts import HostFacts
 from roles.decision.limits import limits_of
 
 EXAMPLE_FAILED = "ACODE-ROL-008"
@@ -137,7 +137,7 @@ def example_decide(role: PolicyRole, example: Example) -> Decision:
     """The decision an example gets: ``decide`` with the host and workspace it states."""
     context = example.context
     sandbox = context.get("sandbox", "available")
-    host = KnownHost(
+    host = HostFacts(
         sandbox_required=sandbox != "off",
         sandbox_available=sandbox == "available",
         sandbox_reason="the example states that no sandbox can start",
@@ -165,7 +165,7 @@ def examples_check(
 ) -> list[ExampleResult]:
     """The examples of the ``saved`` roles and every role below them (all roles when
     ``saved`` is None), decided against ``specs`` (the definitions as they would be) and
-    ``limits`` (each role's MCP argument limits, ``roles.mcp_tools.argument_limits``: a role
+    ``limits`` (each role's MCP argument limits, ``roles.mcp.tools.argument_limits``: a role
     is held to its ancestors' too, as the executor holds it)."""
     results: list[ExampleResult] = []
     for slug in specs:

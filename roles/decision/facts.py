@@ -1,54 +1,40 @@
 """What a tool decision depends on besides the role and the call: the host's sandbox.
 
 A command may run only inside the sandbox, and one that may write only on its
-copy-on-write layer; whether this host can start either is an input to the decision, so
-the executor passes what the host can do now (a live probe) and an example or a replay
-passes what it states or recorded.
+copy-on-write layer; whether this host can start either is an input to the decision. The
+facts are one frozen snapshot (``HostFacts``), built where they are known: the executor
+takes it from the live probe, an example from what it states, a replay from what the
+decision recorded. A decision reads them only for a command, so a caller may hand over how
+to take the snapshot instead (``HostSource``): the live probe then runs, a recorder keeps
+what it saw, and a replay says what was not recorded, only when a command is decided.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 SANDBOX_UNAVAILABLE = "ACODE-TOL-003"
 LAYER_UNAVAILABLE = "ACODE-TOL-004"
 
 
-class HostFacts(Protocol):
-    """What the host can do for commands (read only when a command is decided)."""
-
-    @property
-    def sandbox_required(self) -> bool:
-        """False only when the sandbox is switched off (``ACODE_SANDBOX=off``)."""
-        ...
-
-    @property
-    def sandbox_available(self) -> bool: ...
-
-    @property
-    def sandbox_reason(self) -> str:
-        """Why the sandbox cannot start ("" when it can)."""
-        ...
-
-    @property
-    def overlay(self) -> bool:
-        """Whether the copy-on-write layer can be mounted."""
-        ...
-
-    @property
-    def overlay_reason(self) -> str: ...
-
-
 @dataclass(frozen=True)
-class KnownHost:
-    """A host described by its facts (an example's context, a recorded decision)."""
+class HostFacts:
+    """What the host can do for commands: a snapshot (the defaults: a host that can)."""
 
-    sandbox_required: bool = True
+    sandbox_required: bool = True  # False only when switched off (``ACODE_SANDBOX=off``)
     sandbox_available: bool = True
-    sandbox_reason: str = ""
-    overlay: bool = True
+    sandbox_reason: str = ""  # why the sandbox cannot start ("" when it can)
+    overlay: bool = True  # whether the copy-on-write layer can be mounted
     overlay_reason: str = ""
+
+
+HostSource = HostFacts | Callable[[], HostFacts]
+
+
+def host_facts(source: HostSource) -> HostFacts:
+    """The snapshot ``source`` is, or takes when asked."""
+    return source if isinstance(source, HostFacts) else source()
 
 
 def sandbox_problem(host: HostFacts, *, writable: bool = False) -> tuple[str, str, str]:

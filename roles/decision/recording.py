@@ -21,6 +21,7 @@ facts, when the decision consulted any) and ``links`` (each workspace query as
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,13 +29,12 @@ from typing import Any
 
 from roles.commands.workspace import WorkspaceFacts
 from roles.decision.arguments import MAX_PATH_BYTES
-from roles.decision.facts import HostFacts
+from roles.decision.facts import HostFacts, HostSource, host_facts
 from roles.tools import declared_tools
 
 MAX_RECORDED_ARGUMENTS = 64 * 1024
 MAX_RECORDED_PATHS = 256  # link queries read ahead for one call (each a few lstat calls)
-HOST_FIELDS = ("sandbox_required", "sandbox_available", "sandbox_reason", "overlay",
-               "overlay_reason")  # fmt: skip
+HOST_FIELDS = tuple(f.name for f in dataclasses.fields(HostFacts))
 
 
 class NotRecorded(Exception):
@@ -46,44 +46,17 @@ class NotRecorded(Exception):
         self.detail = detail or fact  # which one
 
 
-class _HostFields:
-    """The host facts ``decide`` reads (``HostFacts``), each from ``_get``."""
-
-    def _get(self, name: str) -> Any:
-        raise NotImplementedError
-
-    @property
-    def sandbox_required(self) -> bool:
-        return bool(self._get("sandbox_required"))
-
-    @property
-    def sandbox_available(self) -> bool:
-        return bool(self._get("sandbox_available"))
-
-    @property
-    def sandbox_reason(self) -> str:
-        return str(self._get("sandbox_reason"))
-
-    @property
-    def overlay(self) -> bool:
-        return bool(self._get("overlay"))
-
-    @property
-    def overlay_reason(self) -> str:
-        return str(self._get("overlay_reason"))
-
-
 @dataclass
-class RecordingHost(_HostFields):
-    """The live host; once the decision reads one fact, every fact is kept (one probe)."""
+class RecordingHost:
+    """The live host's facts, taken once when the decision first asks, and kept."""
 
-    live: HostFacts
-    seen: dict[str, Any] | None = None
+    live: HostSource
+    seen: HostFacts | None = None
 
-    def _get(self, name: str) -> Any:
+    def __call__(self) -> HostFacts:
         if self.seen is None:
-            self.seen = {f: getattr(self.live, f) for f in HOST_FIELDS}
-        return self.seen[name]
+            self.seen = host_facts(self.live)
+        return self.seen
 
 
 @dataclass
@@ -127,7 +100,7 @@ def replay_record(
         entry["arguments"] = arguments
         facts_read_ahead(tool, arguments, host, workspace)
     if host.seen is not None:
-        entry["host"] = dict(host.seen)
+        entry["host"] = dataclasses.asdict(host.seen)
     if workspace.seen:
         entry["links"] = list(workspace.seen)
     return entry
@@ -140,7 +113,7 @@ def facts_read_ahead(
     the sandbox for a built-in command tool, the link answer for every possible path."""
     declaration = declared_tools().get(tool)
     if declaration is not None and declaration.command:
-        host._get("sandbox_required")  # one read keeps every host fact
+        host()  # takes (and so records) the host facts
     for parts in possible_paths(arguments):
         workspace.link_on_path(parts)
 
@@ -195,15 +168,23 @@ def _has_surrogate(text: str) -> bool:
 
 
 @dataclass(frozen=True)
-class RecordedHost(_HostFields):
-    """The host facts a decision recorded; reading one that was not recorded raises."""
+class RecordedHost:
+    """The host facts a decision recorded; asking for them when they were not raises."""
 
     facts: Mapping[str, Any] | None
 
-    def _get(self, name: str) -> Any:
-        if self.facts is None or name not in self.facts:
-            raise NotRecorded(f"the host's {name.replace('_', ' ')}")
-        return self.facts[name]
+    def __call__(self) -> HostFacts:
+        missing = [f for f in HOST_FIELDS if self.facts is None or f not in self.facts]
+        if missing:
+            raise NotRecorded(f"the host's {missing[0].replace('_', ' ')}")
+        assert self.facts is not None
+        return HostFacts(
+            sandbox_required=bool(self.facts["sandbox_required"]),
+            sandbox_available=bool(self.facts["sandbox_available"]),
+            sandbox_reason=str(self.facts["sandbox_reason"]),
+            overlay=bool(self.facts["overlay"]),
+            overlay_reason=str(self.facts["overlay_reason"]),
+        )
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from django.core.exceptions import ValidationError
 
 from acode.inputs import JSON_VALUE_REF, NO_NUL
 from roles.decision.schemas import schema_problem
-from roles.mcp_models import McpArgumentLimit, McpServer, McpTransport, shown_url
+from roles.mcp.models import McpArgumentLimit, McpServer, McpTransport, shown_url
 from roles.models import Role
 from roles.services.mcp import (
     mcp_argument_limit_delete,

@@ -11,7 +11,7 @@ from django.db import transaction
 from roles.access import compute_access, content_hash, role_snapshot
 from roles.decision.diff import PolicyDiff
 from roles.decision.limits import limits_of
-from roles.mcp_tools import argument_limits
+from roles.mcp.tools import argument_limits
 from roles.models import PromptComponent, RoleVersion
 from roles.registry import read_specs
 from roles.services.policy import tool_declarations

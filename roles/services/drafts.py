@@ -19,7 +19,7 @@ from django.db import transaction
 
 from roles.access import RoleSpec
 from roles.decision import examples_check
-from roles.mcp_tools import argument_limits
+from roles.mcp.tools import argument_limits
 from roles.models import Role, RoleDraft, RoleVersion
 from roles.registry import read_specs
 from roles.services.common import actor_label, data_changed

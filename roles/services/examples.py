@@ -18,7 +18,7 @@ from typing import Any
 from acode.errors import AcodeError
 from roles.access import RoleSpec, ToolSpec
 from roles.decision import EXAMPLE_FAILED, ExampleResult, examples_check, failures_summary
-from roles.mcp_tools import argument_limits
+from roles.mcp.tools import argument_limits
 from roles.registry import read_specs, tool_specs
 from roles.validation import role_spec
 

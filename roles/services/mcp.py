@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from acode.errors import AcodeError
 from roles.decision.schemas import schema_problem
-from roles.mcp_models import (
+from roles.mcp.models import (
     OWN_SETTINGS,
     McpArgumentLimit,
     McpServer,
@@ -32,7 +32,7 @@ from roles.mcp_models import (
     McpToolState,
     own_setting,
 )
-from roles.mcp_tools import listing_refusals, mcp_tool_name, server_permission
+from roles.mcp.tools import listing_refusals, mcp_tool_name, server_permission
 from roles.models import ModelEndpoint, Permission
 from roles.services.common import actor_label, data_changed, role_versions_record
 from roles.services.examples import role_examples_enforce

@@ -13,8 +13,8 @@ from typing import Any
 
 from roles.access import RoleSpec, ToolSpec, compute_access, role_snapshot
 from roles.decision.limits import limits_of
-from roles.mcp_models import McpServer
-from roles.mcp_tools import argument_limits
+from roles.mcp.models import McpServer
+from roles.mcp.tools import argument_limits
 from roles.models import TransitionRule
 from roles.registry import read_specs
 from roles.tools import ToolDeclaration

@@ -24,7 +24,7 @@ from roles.decision.diff import policy_diff
 from roles.decision.limits import limits_of
 from roles.decision.replay import ReplayTally, replay_decision
 from roles.history import decision_history
-from roles.mcp_tools import argument_limits
+from roles.mcp.tools import argument_limits
 from roles.registry import read_specs, registry
 from roles.services.policy import role_documents, tool_declarations
 from roles.services.roles import _role_content, _role_fit_check

@@ -10,7 +10,7 @@ from django.db import models
 from django.db.models import ForeignObjectRel, Q
 
 from acode.errors import AcodeError
-from roles.mcp_tools import mcp_tool_registered
+from roles.mcp.tools import mcp_tool_registered
 from roles.models import DEFAULT_ROLE_SLUG, Precondition, Role, TransitionRule
 from roles.tools import declared_tools
 

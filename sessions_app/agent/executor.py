@@ -43,13 +43,14 @@ from roles.decision import (
     SANDBOX_UNAVAILABLE,
     Decision,
     HostFacts,
+    HostSource,
     decide,
     deny,
     sandbox_problem,
 )
 from roles.decision.recording import RecordingHost, RecordingWorkspace, replay_record
 from roles.registry import RoleDef, registry
-from sessions_app.agent.mcp_tool import run_mcp_tool
+from sessions_app.agent.mcp.tool import run_mcp_tool
 from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolContext, ToolResult
 from sessions_app.containment import (
     McpFailure,
@@ -87,32 +88,12 @@ SECRETS_PERMISSION = "read_secrets"
 MAX_AUDITED_WRITES = 100
 
 
-@dataclass(frozen=True)
-class LiveHost:
-    """This host's sandbox as the decision reads it; probed only when a command is decided."""
-
-    @property
-    def sandbox_required(self) -> bool:
-        return sandbox_required()
-
-    @property
-    def sandbox_available(self) -> bool:
-        return sandbox_available().available
-
-    @property
-    def sandbox_reason(self) -> str:
-        return sandbox_available().reason
-
-    @property
-    def overlay(self) -> bool:
-        return sandbox_available().overlay
-
-    @property
-    def overlay_reason(self) -> str:
-        return sandbox_available().overlay_reason
-
-
-LIVE_HOST = LiveHost()
+def live_host() -> HostFacts:
+    """This host's sandbox now (the probe runs once per process, when a command is first
+    decided)."""
+    status = sandbox_available()
+    return HostFacts(sandbox_required(), status.available, status.reason, status.overlay,
+                     status.overlay_reason)  # fmt: skip
 
 
 def tool_check(
@@ -121,7 +102,7 @@ def tool_check(
     arguments: Any,
     workspace: Path,
     *,
-    host: HostFacts = LIVE_HOST,
+    host: HostSource = live_host,
     facts: WorkspaceFacts | None = None,
 ) -> Decision:
     """Decide a call on this host in ``workspace``: the one decision (``roles.decision``)
@@ -298,7 +279,7 @@ def _decide(
     """``tool_check``, and what a replay needs of it (``roles.decision.recording``: the
     exact arguments, the host and workspace facts it read); a check that cannot decide
     refuses, and says so."""
-    host, facts = RecordingHost(LIVE_HOST), RecordingWorkspace(LiveWorkspace(workspace))
+    host, facts = RecordingHost(live_host), RecordingWorkspace(LiveWorkspace(workspace))
     try:
         decision = tool_check(role, tool, arguments, workspace, host=host, facts=facts)
     except Exception as exc:
@@ -343,7 +324,7 @@ def _run(audit: _CallAudit, decision: Decision, context: ToolContext) -> ToolOut
     except AcodeError as exc:  # a service refused what the tool asked (a stale approval)
         return _refused_while_running(audit, decision, exc.code, "service", exc.message)
     except SandboxUnavailable as exc:
-        code, rule, reason = sandbox_problem(LIVE_HOST, writable=context.may_write)
+        code, rule, reason = sandbox_problem(live_host(), writable=context.may_write)
         reason = reason or f"Commands run only inside a sandbox, and none can start here: {exc}."
         return _refused_while_running(audit, decision, code or SANDBOX_UNAVAILABLE,
                                       rule or "sandbox", reason)  # fmt: skip

@@ -38,7 +38,7 @@ from roles.registry import RoleDef, registry
 from roles.selectors import endpoint_for
 from sessions_app.agent.context import build_context
 from sessions_app.agent.executor import tool_execute
-from sessions_app.agent.mcp_tool import mcp_servers_close
+from sessions_app.agent.mcp.tool import mcp_servers_close
 from sessions_app.agent.plans import PLAN_ANSWER_SCHEMA, plan_from_answer
 from sessions_app.agent.tool_context import run_of, tool_context
 from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolContext

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.conf import settings
 
+from sessions_app.agent.mcp.servers import JobMcpServers
 from sessions_app.agent.toolkit import ReviewState, ToolContext
 from sessions_app.containment import (
     LayerLimits,
@@ -26,7 +27,6 @@ from sessions_app.services.changes import (
     pending_snapshot,
 )
 from sessions_app.services.jobs import job_event
-from sessions_app.services.mcp import JobMcpServers
 from sessions_app.services.runs import run_question_ask, run_review_record
 from sessions_app.services.tracking import PATH_MAX_CHARS
 from sessions_app.services.workspaces import (

@@ -58,7 +58,7 @@ class ToolContext:
     network: bool = False
     read_secrets: bool = False
     write_policy: WritePolicy = field(default_factory=WritePolicy)
-    mcp: Any = None  # the job's MCP servers (services.mcp.JobMcpServers), closed with it
+    mcp: Any = None  # the job's MCP servers (agent.mcp.servers.JobMcpServers), closed with it
     journal: ApplyJournal | None = None
     session_layer: Path | None = None
     layer_limits: LayerLimits = field(default_factory=lambda: LayerLimits(1 << 30, 200_000))

@@ -9,7 +9,7 @@ access (``safefs``, ``nofollow``) and linear-time search (``safegrep``), server-
 per-workspace index of hidden files (``secretfiles``), redaction (``redaction``), the one
 channel every text to a model passes (``channel``), the one
 way the server writes a workspace (``writes``, ``workspace``), and MCP servers run in the
-same sandbox (``mcpclient`` speaks to one, ``mcpserver`` starts it).
+same sandbox (``mcpserver`` starts one; ``sessions_app.agent.mcp`` speaks to it).
 
 Its imports point only down: the standard library, ``roles.access`` (the write rule) and
 ``acode.metrics``; never the sessions app's models, services or agent loop (import-linter
@@ -40,12 +40,11 @@ from sessions_app.containment.layerscan import (
     LayerLimits,
     kernel_guards_overlay_xattrs,
 )
-from sessions_app.containment.mcpclient import (
-    McpConnection,
+from sessions_app.containment.mcpserver import (
+    MCP_UNAVAILABLE,
     McpEndpoint,
     McpFailure,
-    ToolDefinition,
-    ToolResult,
+    sandboxed_stdio,
 )
 from sessions_app.containment.process import Limits
 from sessions_app.containment.redaction import (
@@ -94,6 +93,7 @@ __all__ = [
     "DEFAULT_SKIP_DIRS",
     "FILE_NAME_PATTERN",
     "GIT_VIEW_CONFIG",
+    "MCP_UNAVAILABLE",
     "REDACTED",
     "SYSTEM_DIRS",
     "URL_MASK",
@@ -108,7 +108,6 @@ __all__ = [
     "LayerChange",
     "LayerLimits",
     "Limits",
-    "McpConnection",
     "McpEndpoint",
     "McpFailure",
     "RecordedWrite",
@@ -118,8 +117,6 @@ __all__ = [
     "SandboxView",
     "SecretIndex",
     "SecretRules",
-    "ToolDefinition",
-    "ToolResult",
     "TreeChange",
     "WorkspaceFS",
     "WorkspaceSight",
@@ -151,6 +148,7 @@ __all__ = [
     "run_sandboxed",
     "sandbox_available",
     "sandbox_required",
+    "sandboxed_stdio",
     "search",
     "secret_rules",
     "session_layer_path",

@@ -29,10 +29,8 @@ from sessions_app.containment.view import WorkspaceSight, process_view
 logger = logging.getLogger(__name__)
 
 # The ACODE codes of the failures (acode/error_codes.toml documents them).
-UNAVAILABLE = "ACODE-MCP-001"
-TIMED_OUT = "ACODE-MCP-002"
+MCP_UNAVAILABLE = "ACODE-MCP-001"
 OUTPUT_CAP = "ACODE-MCP-003"
-TOOL_ERROR = "ACODE-MCP-005"
 
 
 class McpFailure(Exception):
@@ -143,7 +141,7 @@ def _server_command(
 ) -> tuple[list[str], str, dict[str, str], tuple[int, ...]]:
     """The argv, working directory, environment and descriptors that start a stdio server."""
     if not endpoint.argv:
-        raise McpFailure(UNAVAILABLE, f"MCP server {endpoint.name} has no command")
+        raise McpFailure(MCP_UNAVAILABLE, f"MCP server {endpoint.name} has no command")
     if endpoint.workspace is None:
         workspace = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="acode-mcp-")))
     else:
@@ -158,13 +156,13 @@ def _server_command(
         sight = endpoint.sight if endpoint.workspace is not None else None
         view = process_view(sight, workspace=Path(ws), layer=endpoint.layer, extra_env=endpoint.env)
     except ValueError as exc:
-        raise McpFailure(UNAVAILABLE, f"MCP server {endpoint.name}: {exc}") from exc
+        raise McpFailure(MCP_UNAVAILABLE, f"MCP server {endpoint.name}: {exc}") from exc
     if not sandbox.sandbox_required():
         # Development only (ACODE_SANDBOX=off), as for commands: nothing contains it (nor
         # offers it writes: it runs in the workspace, so only read-only roles may use it).
         if endpoint.layer is not None:
             raise McpFailure(
-                UNAVAILABLE, f"MCP server {endpoint.name}: writes need the sandbox's layer"
+                MCP_UNAVAILABLE, f"MCP server {endpoint.name}: writes need the sandbox's layer"
             )
         logger.warning("ACODE_SANDBOX=off: MCP server %s runs UNSANDBOXED", endpoint.name)
         env = {k: v for k, v in view.env if k not in ("GIT_DIR", "GIT_WORK_TREE")}

@@ -15,7 +15,7 @@ from roles.registry import registry
 from roles.services import role_saved, role_write
 from roles.services.mcp import mcp_tool_approve
 from sessions_app.agent.executor import ToolOutcome
-from sessions_app.services.mcp import mcp_server_refresh
+from sessions_app.agent.mcp.servers import mcp_server_refresh
 from tests.independent.leaks import exposures
 from tests.sessions_app.agent.containment.kit import Area, Caller, audit_text
 from tests.sessions_app.jobkit import session_in

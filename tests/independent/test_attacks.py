@@ -996,8 +996,8 @@ def test_a_server_url_that_is_not_public_http_without_credentials_is_refused(url
 def test_loopback_by_another_spelling_is_never_reached(host: str, listener: Any) -> None:
     from django.core.exceptions import ValidationError
 
+    from sessions_app.agent.mcp.servers import mcp_server_refresh
     from sessions_app.containment import McpFailure
-    from sessions_app.services.mcp import mcp_server_refresh
 
     port, seen = listener
     try:
@@ -1068,7 +1068,7 @@ def test_a_model_key_named_after_the_server_was_saved_is_not_given_to_it(
 def _tools(hostile: Any, monkeypatch: pytest.MonkeyPatch, names: str) -> set[str]:
     from roles.models import McpToolDefinition
     from roles.services.mcp import mcp_server_save
-    from sessions_app.services.mcp import mcp_server_refresh
+    from sessions_app.agent.mcp.servers import mcp_server_refresh
 
     monkeypatch.setenv("RED_TOOLS", names)
     hostile.env_secrets = {"HOSTILE_TOOLS": "RED_TOOLS"}
@@ -1084,7 +1084,7 @@ def _tools(hostile: Any, monkeypatch: pytest.MonkeyPatch, names: str) -> set[str
 def test_names_that_collide_or_break_the_rules_are_refused_at_listing(
     hostile: Any, monkeypatch: pytest.MonkeyPatch, names: str
 ) -> None:
-    from roles.mcp_tools import mcp_tool_name
+    from roles.mcp.tools import mcp_tool_name
 
     listed = _tools(hostile, monkeypatch, names)
     offered = [mcp_tool_name("hostile", n) for n in listed]
@@ -1129,7 +1129,7 @@ def test_every_failure_closes_the_servers_it_started(
     import time
 
     from roles.services.mcp import mcp_server_save
-    from sessions_app.services.mcp import JobMcpServers
+    from sessions_app.agent.mcp.servers import JobMcpServers
 
     tag = f"red-{failure}-{tmp_path.name}"
     if failure == "silent":  # never answers initialize
@@ -1174,7 +1174,7 @@ def _changed(hostile: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """A tool whose definition changes between the reading and the approving."""
     from roles.models import McpToolDefinition
     from roles.services.mcp import mcp_server_save
-    from sessions_app.services.mcp import mcp_server_refresh
+    from sessions_app.agent.mcp.servers import mcp_server_refresh
 
     mcp_server_refresh(server=hostile)
     tool = McpToolDefinition.objects.get(server=hostile, name="say")

@@ -11,7 +11,7 @@ import pytest
 from roles.access import ToolSpec, compute_access
 from roles.commands import command_rule_check
 from roles.commands.workspace import KnownWorkspace
-from roles.decision import KnownHost, RoleView, check_argv, decide
+from roles.decision import HostFacts, RoleView, check_argv, decide
 from roles.decision.examples import role_examples_run
 from roles.portability.definitions import SEED_FILE
 from roles.portability.document import load_yaml
@@ -38,7 +38,7 @@ def _role(rules: list[Any]) -> RoleView:
 
 
 def _run(role: RoleView, argv: list[str]) -> Any:
-    return decide(role, "execute_command", {"argv": argv}, host=KnownHost(),
+    return decide(role, "execute_command", {"argv": argv}, host=HostFacts(),
                   workspace=KnownWorkspace())  # fmt: skip
 
 

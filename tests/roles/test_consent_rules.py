@@ -11,7 +11,7 @@ from jsonschema import Draft202012Validator
 from roles.access import ToolSpec, compute_access
 from roles.commands import COMMAND_RULE_SCHEMA, command_rule_problems
 from roles.commands.workspace import KnownWorkspace
-from roles.decision import CONSENT_NEEDED, KnownHost, RoleView, decide
+from roles.decision import CONSENT_NEEDED, HostFacts, RoleView, decide
 from roles.decision.examples import role_examples_run
 from roles.decision.replay import RecordedDecision, Replayed
 from roles.tools import declared_tools
@@ -35,8 +35,8 @@ def _role(rules: list[Any], examples: list[Any] | None = None) -> RoleView:
     return RoleView(spec, compute_access("r", {"r": spec}, TOOLS))
 
 
-def _decide(role: RoleView, argv: list[str], host: KnownHost | None = None) -> Any:
-    return decide(role, "execute_command", {"argv": argv}, host=host or KnownHost(),
+def _decide(role: RoleView, argv: list[str], host: HostFacts | None = None) -> Any:
+    return decide(role, "execute_command", {"argv": argv}, host=host or HostFacts(),
                   workspace=KnownWorkspace())  # fmt: skip
 
 
@@ -55,7 +55,7 @@ def test_a_rule_that_asks_gives_the_ask_outcome_with_what_would_run() -> None:
 
 
 def test_a_call_that_could_not_run_anyway_is_denied_not_asked() -> None:
-    no_sandbox = KnownHost(sandbox_available=False, sandbox_reason="none")
+    no_sandbox = HostFacts(sandbox_available=False, sandbox_reason="none")
     decision = _decide(_role([ASK_RM]), ["rm", "x"], no_sandbox)
     assert decision.outcome == "deny" and decision.rule == "sandbox"
 

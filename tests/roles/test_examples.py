@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 from acode.errors import AcodeError
 from roles.access import ToolSpec, compute_access
 from roles.decision import RoleView, decide, role_examples_run
-from roles.decision.facts import KnownHost
+from roles.decision.facts import HostFacts
 from roles.models import Permission, Role, RoleVersion
 from roles.portability.definitions import export_definitions, import_definitions
 from roles.portability.document import dump_yaml
@@ -250,7 +250,7 @@ def test_the_decision_reads_no_database_and_matches_the_executor(
     coder = registry.get("coder")
     call = ("write_file", {"path": "src/a.py", "content": "x"})
     with django_assert_num_queries(0):
-        pure = decide(coder, *call, host=KnownHost(), workspace=_no_links())
+        pure = decide(coder, *call, host=HostFacts(), workspace=_no_links())
     live = tool_check(coder, *call, tmp_path)
     assert (pure.allowed, pure.rule, pure.normalised) == (live.allowed, live.rule, live.normalised)
 

@@ -15,7 +15,7 @@ import pytest
 
 from roles.access import RoleSpec, ToolSpec, WritePolicy, compute_access, role_snapshot
 from roles.commands.workspace import KnownWorkspace
-from roles.decision import KnownHost, RoleView, decide
+from roles.decision import HostFacts, RoleView, decide
 from roles.decision.diff import PolicyDiff, policy_diff
 from roles.decision.diff_commands import argv_outcome
 from roles.decision.limits import limits_of
@@ -65,7 +65,7 @@ def assert_real(result: PolicyDiff, old: RoleView, new: RoleView) -> None:
         example = gain.counterexample
         kind = example.get("kind")
         if kind == "call":
-            decided = [decide(r, example["tool"], example["arguments"], host=KnownHost(),
+            decided = [decide(r, example["tool"], example["arguments"], host=HostFacts(),
                               workspace=KnownWorkspace()) for r in (old, new)]  # fmt: skip
             if example["old"] == "deny":
                 assert (decided[0].allowed, decided[1].allowed) == (False, True), gain

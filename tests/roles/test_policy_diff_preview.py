@@ -11,7 +11,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from roles.commands.workspace import KnownWorkspace
-from roles.decision import KnownHost, decide
+from roles.decision import HostFacts, decide
 from roles.models import Permission, Role
 from roles.registry import registry
 from roles.services.replay import role_draft
@@ -43,7 +43,7 @@ def test_the_replay_api_shows_what_a_draft_grants_with_real_counterexamples(
     registry.sync()
     stored = registry.get("tester")
     drafted = role_draft(slug="tester", data=draft).role
-    decided = [decide(r, call["tool"], call["arguments"], host=KnownHost(),
+    decided = [decide(r, call["tool"], call["arguments"], host=HostFacts(),
                       workspace=KnownWorkspace()).allowed for r in (stored, drafted)]  # fmt: skip
     assert decided == [False, True]
     narrowing = admin_api.post(

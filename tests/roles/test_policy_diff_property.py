@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from roles.access import CHANGE_PERMISSIONS, RoleSpec
 from roles.commands.workspace import KnownWorkspace
-from roles.decision import KnownHost, RoleView, decide
+from roles.decision import HostFacts, RoleView, decide
 from tests.roles.test_policy_diff import ALL, PYTEST, TRACKER, diff, spec, view
 
 GLOBS = ["src/**", "docs/*.md", "**/*.py", "tests/*", "README.md", "*.md", "src/*/x.py"]
@@ -92,7 +92,7 @@ def _with(role: RoleSpec, **fields: Any) -> RoleSpec:
 
 
 def _allowed(role: RoleView, tool: str, arguments: dict[str, Any]) -> bool:
-    decision = decide(role, tool, arguments, host=KnownHost(), workspace=KnownWorkspace())
+    decision = decide(role, tool, arguments, host=HostFacts(), workspace=KnownWorkspace())
     return decision.allowed
 
 

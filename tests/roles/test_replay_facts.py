@@ -11,7 +11,7 @@ import pytest
 
 from roles.access import ToolSpec, compute_access
 from roles.commands.workspace import KnownWorkspace
-from roles.decision import KnownHost, RoleView, decide
+from roles.decision import HostFacts, RoleView, decide
 from roles.decision.recording import (
     RecordingHost,
     RecordingWorkspace,
@@ -40,10 +40,10 @@ def _role(
 READER = _role(["read_files"], [])
 RUNNER = _role(["read_files", "execute_commands"], [PYTEST])
 WIDER = _role(["read_files", "execute_commands", "write_files", "create_files"], [WIDE], ["src/**"])
-NO_SANDBOX = KnownHost(sandbox_available=False, sandbox_reason="no bubblewrap")
+NO_SANDBOX = HostFacts(sandbox_available=False, sandbox_reason="no bubblewrap")
 
 
-def _recorded(role: RoleView, tool: str, arguments: Any, host: KnownHost) -> Any:
+def _recorded(role: RoleView, tool: str, arguments: Any, host: HostFacts) -> Any:
     """Decide live (through the recorders) and read the audit row back, as the executor
     and the replay selector do."""
     rec_host, rec_ws = RecordingHost(host), RecordingWorkspace(LINKS)
@@ -59,21 +59,21 @@ def _recorded(role: RoleView, tool: str, arguments: Any, host: KnownHost) -> Any
     ("kind", "role", "tool", "arguments", "host", "rule"),
     [
         ("allowed", RUNNER, "execute_command", {"argv": ["pytest", "-q", "tests/a.py"]},
-         KnownHost(), "command_rules[0]"),
+         HostFacts(), "command_rules[0]"),
         ("denied by tool", READER, "execute_command", {"argv": ["pytest", "-x", "tests/linked/a.py"]},
-         KnownHost(), "effective_tools"),
-        ("denied by schema", RUNNER, "execute_command", {"argv": "pytest -x"}, KnownHost(), "schema"),
-        ("denied by path", WIDER, "write_file", {"path": "src/../x", "content": "y"}, KnownHost(),
+         HostFacts(), "effective_tools"),
+        ("denied by schema", RUNNER, "execute_command", {"argv": "pytest -x"}, HostFacts(), "schema"),
+        ("denied by path", WIDER, "write_file", {"path": "src/../x", "content": "y"}, HostFacts(),
          "path"),
         ("denied by command rule", RUNNER, "execute_command",
-         {"argv": ["pytest", "-x", "--junitxml=tests/linked/out.xml", "tests/b.py"]}, KnownHost(),
+         {"argv": ["pytest", "-x", "--junitxml=tests/linked/out.xml", "tests/b.py"]}, HostFacts(),
          "command_rules[0]"),
         ("denied by sandbox", RUNNER, "run_tests", {"argv": ["pytest", "-q", "tests/c.py::t"]},
          NO_SANDBOX, "sandbox"),
     ],
 )  # fmt: skip
 def test_a_decision_of_every_kind_replays_under_another_version(
-    kind: str, role: RoleView, tool: str, arguments: Any, host: KnownHost, rule: str
+    kind: str, role: RoleView, tool: str, arguments: Any, host: HostFacts, rule: str
 ) -> None:
     live, recorded = _recorded(role, tool, arguments, host)
     assert live.rule.startswith(rule), (kind, live.rule, live.reason)
@@ -96,7 +96,7 @@ def test_a_denied_command_keeps_the_sandbox_facts_and_the_links_it_never_read() 
     assert replayed.decision is not None and replayed.decision.rule == "sandbox"
 
     argv = ["pytest", "-x", "--junitxml=tests/linked/out.xml"]
-    live, recorded = _recorded(RUNNER, "execute_command", {"argv": argv}, KnownHost())
+    live, recorded = _recorded(RUNNER, "execute_command", {"argv": argv}, HostFacts())
     assert not live.allowed and "-x" in live.reason  # refused before the path was looked at
     links = {tuple(parts): answer for parts, answer in recorded.links}
     assert links[("tests", "linked", "out.xml")] == "tests/linked"

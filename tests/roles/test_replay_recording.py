@@ -46,5 +46,7 @@ def test_recorded_links_answer_the_queries_they_imply_and_nothing_else() -> None
 
 
 def test_host_facts_not_recorded_are_not_guessed() -> None:
+    with pytest.raises(NotRecorded, match="the host's sandbox"):
+        RecordedHost(None)()
     with pytest.raises(NotRecorded, match="sandbox available"):
-        _ = RecordedHost(None).sandbox_available
+        RecordedHost({"sandbox_required": True})()

@@ -8,8 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from roles.models import McpServer
+from sessions_app.agent.mcp.servers import mcp_server_refresh
 from sessions_app.containment import McpFailure
-from sessions_app.services.mcp import mcp_server_refresh
 
 
 class Command(BaseCommand):

@@ -15,8 +15,8 @@ import pytest
 
 from roles.models import McpServer, McpToolDefinition
 from roles.services.mcp import mcp_tool_approve
+from sessions_app.agent.mcp.servers import JobMcpServers, mcp_server_refresh
 from sessions_app.containment import McpFailure
-from sessions_app.services.mcp import JobMcpServers, mcp_server_refresh
 
 pytestmark = pytest.mark.django_db
 

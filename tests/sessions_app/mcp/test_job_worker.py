@@ -15,6 +15,7 @@ import pytest
 from roles.models import McpServer, McpToolDefinition, Permission, Role
 from roles.services import role_saved, role_write
 from roles.services.mcp import mcp_tool_approve
+from sessions_app.agent.mcp.servers import mcp_server_refresh
 from sessions_app.models import (
     FINAL_JOB_STATUSES,
     AuditEvent,
@@ -23,7 +24,6 @@ from sessions_app.models import (
     JobStatus,
 )
 from sessions_app.services.jobs import job_create
-from sessions_app.services.mcp import mcp_server_refresh
 from tests.sessions_app.jobkit import scripted_model, session_in
 from tests.sessions_app.mcp.conftest import needs_sandbox, running
 from tests.sessions_app.runkit import calls

@@ -19,10 +19,10 @@ from roles.registry import registry
 from roles.services import role_saved, role_write
 from roles.services.mcp import mcp_argument_limit_save, mcp_server_save, mcp_tool_approve
 from sessions_app.agent.executor import tool_check, tool_execute
+from sessions_app.agent.mcp.servers import JobMcpServers, mcp_server_refresh
 from sessions_app.agent.tool_context import tool_context
 from sessions_app.containment import McpFailure
 from sessions_app.services.jobs import job_create
-from sessions_app.services.mcp import JobMcpServers, mcp_server_refresh
 from tests.factories import make_role
 from tests.sessions_app.jobkit import session_in
 from tests.sessions_app.mcp.conftest import needs_sandbox, running
@@ -294,7 +294,7 @@ def test_colliding_tool_names_are_refused_at_listing(
 def test_a_failed_listing_leaves_no_server_running(
     canary: McpServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from sessions_app.services import mcp as services_mcp
+    from sessions_app.agent.mcp import servers as services_mcp
 
     def broken(**kwargs: Any) -> Any:
         raise RuntimeError("integrity error while recording")

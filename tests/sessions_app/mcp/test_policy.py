@@ -29,12 +29,12 @@ from roles.services.mcp import (
 )
 from sessions_app.agent.executor import tool_check, tool_execute
 from sessions_app.agent.loop import tool_definitions
-from sessions_app.agent.mcp_tool import mcp_servers_close
+from sessions_app.agent.mcp.servers import mcp_server_refresh
+from sessions_app.agent.mcp.tool import mcp_servers_close
 from sessions_app.agent.tool_context import tool_context
 from sessions_app.dashboard.roles import tool_matrix
 from sessions_app.models import AuditEvent, AuditEventType
 from sessions_app.services.jobs import job_create
-from sessions_app.services.mcp import mcp_server_refresh
 from tests.factories import make_role
 from tests.sessions_app.jobkit import session_in
 from tests.sessions_app.mcp.conftest import needs_sandbox

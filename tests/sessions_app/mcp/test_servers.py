@@ -20,9 +20,9 @@ from django.urls import reverse
 
 from roles.models import McpServer, McpServerStatus, McpToolDefinition, McpToolState
 from roles.services.mcp import mcp_tool_approve
+from sessions_app.agent.mcp.servers import JobMcpServers, mcp_server_refresh
 from sessions_app.containment import McpFailure
 from sessions_app.models import AuditEvent, AuditEventType
-from sessions_app.services.mcp import JobMcpServers, mcp_server_refresh
 from tests.sessions_app.mcp.conftest import needs_sandbox, running
 
 pytestmark = [needs_sandbox, pytest.mark.django_db]

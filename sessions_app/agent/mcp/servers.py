@@ -18,22 +18,21 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from roles.mcp_models import private_address, url_problem
-from roles.mcp_tools import mcp_tool_name
+from roles.mcp.models import private_address, url_problem
+from roles.mcp.tools import mcp_tool_name
 from roles.models import McpServer, McpToolDefinition
 from roles.services.mcp import (
     acode_secret_names,
     mcp_definitions_record,
     mcp_server_status_record,
 )
+from sessions_app.agent.mcp.client import UNAVAILABLE, McpConnection, ToolResult
 from sessions_app.containment import (
     CommandWrites,
     Layer,
     Limits,
-    McpConnection,
     McpEndpoint,
     McpFailure,
-    ToolResult,
     WorkspaceSight,
     command_writes,
     layer_create,
@@ -43,7 +42,6 @@ from sessions_app.services.secrets import workspace_index
 
 MISSING_SECRET = "ACODE-MCP-006"
 NOT_APPROVED = "ACODE-MCP-004"
-UNAVAILABLE = "ACODE-MCP-001"
 ADDRESS_REFUSED = "ACODE-MCP-011"
 
 

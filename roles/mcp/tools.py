@@ -21,7 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from roles.access import ToolSpec
-from roles.mcp_models import McpArgumentLimit, McpToolDefinition, McpToolState
+from roles.mcp.models import McpArgumentLimit, McpToolDefinition, McpToolState
 from roles.tools import ToolDeclaration
 
 PREFIX = "mcp__"

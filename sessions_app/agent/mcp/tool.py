@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from roles.mcp_tools import server_permission
+from roles.mcp.tools import server_permission
 from roles.tools import ToolDeclaration
+from sessions_app.agent.mcp.client import TOOL_ERROR, UNAVAILABLE
+from sessions_app.agent.mcp.servers import NOT_APPROVED
 from sessions_app.agent.tools import ToolContext, ToolResult
 from sessions_app.containment import McpFailure
 from sessions_app.models import AgentSession, AuditEventType
 from sessions_app.services.audit import audit_record
 
-TOOL_ERROR = "ACODE-MCP-005"
 DENIED = "ACODE-ROL-003"
 
 
@@ -27,9 +28,9 @@ def run_mcp_tool(
     """Call the tool on its server; raises ``McpFailure`` (an ACODE code) when it fails."""
     server, tool = declaration.mcp_server, declaration.mcp_tool
     if context.mcp is None or not server or not tool:
-        raise McpFailure("ACODE-MCP-001", f"{declaration.name}: no MCP servers in this job")
+        raise McpFailure(UNAVAILABLE, f"{declaration.name}: no MCP servers in this job")
     if server_permission(server) not in declaration.permissions:  # never another server's
-        raise McpFailure("ACODE-MCP-004", f"{declaration.name} is not a tool of {server}")
+        raise McpFailure(NOT_APPROVED, f"{declaration.name} is not a tool of {server}")
     writes = context if context.may_write else None  # its writes go to a layer of its own
     result = context.mcp.call_named(
         server, tool, arguments, pinned_hash=declaration.pinned_hash, writes=writes,

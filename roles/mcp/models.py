@@ -276,7 +276,7 @@ class McpToolDefinition(models.Model):
         verbose_name = "MCP tool definition"
 
     def __str__(self) -> str:
-        return f"mcp__{self.server.slug}__{self.name}"  # roles.mcp_tools.mcp_tool_name
+        return f"mcp__{self.server.slug}__{self.name}"  # roles.mcp.tools.mcp_tool_name
 
     @property
     def offered(self) -> bool:

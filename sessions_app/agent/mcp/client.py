@@ -31,14 +31,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from acode.metrics import observe_mcp_call
-from sessions_app.containment.mcpserver import (
-    TIMED_OUT,
-    TOOL_ERROR,
-    UNAVAILABLE,
-    McpEndpoint,
-    McpFailure,
-    sandboxed_stdio,
-)
+from sessions_app.containment import MCP_UNAVAILABLE, McpEndpoint, McpFailure, sandboxed_stdio
 
 __all__ = [
     "McpConnection",
@@ -50,6 +43,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+# The ACODE codes of the failures (acode/error_codes.toml documents them).
+UNAVAILABLE = MCP_UNAVAILABLE
+TIMED_OUT = "ACODE-MCP-002"
+TOOL_ERROR = "ACODE-MCP-005"
 STDERR_KEPT = 2000  # characters of a server's stderr kept for its last error
 
 
