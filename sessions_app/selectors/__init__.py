@@ -3,8 +3,8 @@ nowhere else) and usage; what sessions delivered; runs
 with their stages, questions and approvals, what they used and what happened in them.
 
 The pages and the API read through here too (they import no model):
-``lookups`` finds a session, job or run by id (whether the user may see it is
-``permissions.may``'s answer), ``sessions`` reads a session's history, changes and jobs,
+``lookups`` reads a session again by id (a view finds one, and whether the user may,
+with ``permissions.session_for``), ``sessions`` reads a session's history, changes and jobs,
 ``board`` the board's columns, ``runs`` what lists and the run panel show of runs and
 workflow templates.
 """
