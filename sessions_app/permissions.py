@@ -17,21 +17,15 @@ Workflow templates and risk signals are readable by every user; exporting and im
 them is for staff.
 
 **Seeing a session and every action on it** (its details, role, plan, pending changes,
-jobs, branch, and its runs) is decided over the table ``ACTION_RULES``, each question in
-one function, asked by name (Zulip's ``access_*``):
-
-- ``session_for(user, id, action)`` (``run_for``, ``job_for``): a view fetches and checks
-  in one call; it gets the object or the one refusal: not visible (ACODE-API-404, the
-  answer for one that does not exist), or visible but not theirs to act on (ACODE-API-403,
-  ACODE-RUN-008 to decide at a gate). ``access_refusal`` is that check on an object in hand.
-- ``action_check`` (``action_refusal``): a service, at its entry, under the session lock,
-  on the rows it locked: who may (not sight: the view asked), separation of duties, and
-  whether it may happen now (``now_refusal``: while a run executes only that run changes
-  the session; an answer, an approval or a cancel needs the run in the right status;
-  approving changes needs a role holding ``approve_changes``). It is decided there once,
-  so the API, the dashboard, the CLI, admin and workers are all held by it.
-- ``can_see``, ``can_act``, ``may_take``: pages, sockets and serializers, to show a
-  session and offer a button only where the service would say yes.
+jobs, branch, and its runs) is decided over the table ``ACTION_RULES``, each question by
+one function named for it (Zulip's ``access_*``): a view fetches and checks in one call,
+``session_for(user, id, action)`` (``run_for``, ``job_for``: not visible, ACODE-API-404;
+not theirs to act on, ACODE-API-403 or ACODE-RUN-008); a service asks ``action_check``
+at its entry, under the session lock: who may, separation of duties and whether it may
+happen now (``now_refusal``: while a run executes only that run changes the session; a
+run's action needs it in the right status; approving changes needs ``approve_changes``),
+decided there once for the API, the dashboard, the CLI, admin and workers; pages, sockets
+and serializers show and offer only what ``can_see``, ``can_act`` and ``may_take`` allow.
 
 Repositories: a user may start sessions on a repository that lists them or one of their
 groups (superusers: every one). Attaching an existing server directory instead needs
@@ -199,13 +193,9 @@ Found = TypeVar("Found", AgentSession, Run, Job)
 
 
 def session_for(user: Any, pk: Any, action: SessionAction = SessionAction.VIEW) -> AgentSession:
-    """The session ``pk``, if ``user`` may take ``action`` on it (Zulip's
-    ``access_stream_by_id``): what a view asks before it reads a body or calls a service.
-
-    Raises the one refusal: ACODE-API-404 for a session they may not see (the answer for
-    one that does not exist, so it tells nothing), ACODE-API-403 (or ACODE-RUN-008 to
-    decide at a gate) for one they see but may not act on. Whether the action may happen
-    now is the service's question, asked once, on the rows it locks (``action_check``)."""
+    """The session ``pk`` if ``user`` may take ``action`` on it, else the one refusal: not
+    visible (as for none), or not theirs to act on. What a view asks before it reads a body;
+    whether the action may happen now is the service's, on its locked rows."""
     found = AgentSession.objects.select_related("owner").filter(pk=pk).first()
     return _accessed(user, action, found, "session")
 
@@ -257,15 +247,9 @@ def may_take(user: Any, action: SessionAction, obj: Target) -> bool:
     """Would ``user`` be allowed ``action`` on ``obj`` now, as its rows read at this moment?
     Pages and serializers offer a button only where it says yes; the service that does it
     decides, on its locked rows (``action_check``)."""
+    run, job = (obj if isinstance(obj, Run) else None), (obj if isinstance(obj, Job) else None)
     return can_see(user, obj) and (
-        action_refusal(
-            action,
-            session=_session_of(obj),
-            user=user,
-            run=obj if isinstance(obj, Run) else None,
-            job=obj if isinstance(obj, Job) else None,
-        )
-        is None
+        action_refusal(action, session=_session_of(obj), user=user, run=run, job=job) is None
     )
 
 
@@ -280,13 +264,9 @@ def action_refusal(
 ) -> AcodeError | None:
     """May the action be taken now? What the services ask at their entry, under the lock,
     on the rows they locked (``session``, and the ``run`` or ``job`` acted on). None if so,
-    else the refusal to raise.
-
-    Asked in order: may ``user`` take it (ACODE-API-403, or ACODE-RUN-008 to decide at a
-    gate; sight is not asked: a view looked the object up as the user, ``session_for``);
-    separation of duties (ACODE-RUN-009); then whether it may happen now: the executing
-    run's hold on the session (ACODE-RUN-003, -002), the run's status (ACODE-RUN-004) and
-    the role's permission (ACODE-ROL-003).
+    else the refusal. In order: may ``user`` take it (ACODE-API-403, -RUN-008; not sight:
+    the view asked, ``session_for``), separation of duties (ACODE-RUN-009), then whether
+    now (``now_refusal``: ACODE-RUN-003, -002, -004, ACODE-ROL-003).
 
     ``user``: None for the system (a worker, a command), whose access is not asked.
     ``run_id``: the run taking the action itself (its engine and its stages' jobs); while
