@@ -17,15 +17,15 @@ Workflow templates and risk signals are readable by every user; exporting and im
 them is for staff.
 
 **Seeing a session and every action on it** (its details, role, plan, pending changes,
-jobs, branch, and its runs) is decided by one function, ``may(user, action, obj)``, over
-the table ``ACTION_RULES``: who may see it, who may do it (acting on the session,
-deciding at a gate, separation of duties) and whether it may happen now (while a run
-executes only that run changes the session; an answer, an approval or a cancel needs the
-run in the right status; approving changes needs a role holding ``approve_changes``).
-The API's views ask it through DRF's ``has_object_permission`` (who may) before reading a
-body; the services ask it again at their entry, under the session lock
-(``action_refusal``), so the API, the dashboard, the CLI, admin and workers are all held
-by it; pages, sockets and serializers offer a button only where it says yes.
+jobs, branch, and its runs) is decided over the table ``ACTION_RULES``, each question by
+one function named for it (Zulip's ``access_*``): a view fetches and checks in one call,
+``session_for(user, id, action)`` (``run_for``, ``job_for``: not visible, ACODE-API-404;
+not theirs to act on, ACODE-API-403 or ACODE-RUN-008); a service asks ``action_check``
+at its entry, under the session lock: who may, separation of duties and whether it may
+happen now (``now_refusal``: while a run executes only that run changes the session; a
+run's action needs it in the right status; approving changes needs ``approve_changes``),
+decided there once for the API, the dashboard, the CLI, admin and workers; pages, sockets
+and serializers show and offer only what ``can_see``, ``can_act`` and ``may_take`` allow.
 
 Repositories: a user may start sessions on a repository that lists them or one of their
 groups (superusers: every one). Attaching an existing server directory instead needs
@@ -37,7 +37,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db.models import Q, QuerySet
 
@@ -189,56 +189,67 @@ ACTION_RULES: dict[SessionAction, ActionRule] = {
 }
 
 Target = AgentSession | Run | Job  # what an action is taken on: a session, its run or job
+Found = TypeVar("Found", AgentSession, Run, Job)
 
 
-def may(
-    user: Any,
-    action: SessionAction,
-    obj: Target,
-    *,
-    session: AgentSession | None = None,
-    run_id: uuid.UUID | None = None,
-    access_only: bool = False,
-    sight: bool = True,
-) -> AcodeError | None:
-    """May ``user`` take ``action`` on ``obj`` (a session, or one of its runs or jobs) now?
-    None if so, else the refusal to raise. The one place this is decided: the API's views
-    (``has_object_permission``), the dashboard, the websocket consumers, admin and the
-    services (``action_refusal``) all ask here.
+def session_for(user: Any, pk: Any, action: SessionAction = SessionAction.VIEW) -> AgentSession:
+    """The session ``pk`` if ``user`` may take ``action`` on it, else the one refusal: not
+    visible (as for none), or not theirs to act on. What a view asks before it reads a body;
+    whether the action may happen now is the service's, on its locked rows."""
+    found = AgentSession.objects.select_related("owner").filter(pk=pk).first()
+    return _accessed(user, action, found, "session")
 
-    Asked in order: may the user see the session (no: ACODE-API-404, the answer for one
-    that does not exist); may they take the action (ACODE-API-403, or ACODE-RUN-008 to
-    decide at a gate); then whether it may happen now: separation of duties
-    (ACODE-RUN-009), the executing run's hold on the session (ACODE-RUN-003, -002), the
-    run's status (ACODE-RUN-004) and the role's permission (ACODE-ROL-003).
 
-    ``user``: None for the system (a worker, a command), whose access is not asked.
-    ``session``: the session's row locked by the caller (the services); else ``obj``'s.
-    ``run_id``: the run taking the action itself (its engine and its stages' jobs); while
-    that run executes, it is the one actor allowed, and no person's access is asked of it.
-    ``access_only``: only who may (what a view asks before reading a body); whether now
-    needs the locked rows, and the services, which ask it, audit what it refuses.
-    ``sight``: False where the caller looked the object up as the user already (the
-    services, called by the views).
-    """
-    session = session if session is not None else _session_of(obj)
-    rule = ACTION_RULES[action]
-    run = obj if isinstance(obj, Run) else None
-    acting_run = run_id is not None and run_id == session.active_run_id
-    if user is not None and not acting_run:
-        refusal = _access_refusal(rule, user, session, obj if sight else None)
-        if refusal is not None or access_only:
-            return refusal
-        if run is not None and not rule.starter_may and run.started_by_id == user.pk:
-            return AcodeError(
-                "ACODE-RUN-009",
-                "You started this run, so you cannot approve it: another approver must.",
-                {"started_by": user.get_username()},
-            )
-    if access_only:
-        return None
-    return _now_refusal(
-        action, rule, session, run, obj if isinstance(obj, Job) else None, acting_run
+def run_for(user: Any, pk: Any, action: SessionAction = SessionAction.VIEW) -> Run:
+    """The run ``pk``, if ``user`` may take ``action`` on it: as ``session_for``."""
+    found = Run.objects.select_related("session", "template").filter(pk=pk).first()
+    return _accessed(user, action, found, "run")
+
+
+def job_for(user: Any, pk: Any, action: SessionAction = SessionAction.VIEW) -> Job:
+    """The job ``pk``, if ``user`` may take ``action`` on it: as ``session_for``."""
+    found = Job.objects.select_related("session", "role", "role_version").filter(pk=pk).first()
+    return _accessed(user, action, found, "job")
+
+
+def _accessed(user: Any, action: SessionAction, found: Found | None, what: str) -> Found:
+    if found is None:
+        raise not_visible(what)
+    refusal = access_refusal(user, action, found)
+    if refusal is not None:
+        raise refusal
+    return found
+
+
+def access_refusal(user: Any, action: SessionAction, obj: Target) -> AcodeError | None:
+    """Who may: may ``user`` see ``obj`` (a session, or one of its runs or jobs), then take
+    ``action`` on it, whatever its state now? None if so, else the refusal to raise."""
+    session = _session_of(obj)
+    if not can_see(user, session):
+        return not_visible(obj)
+    return _who_refusal(ACTION_RULES[action], user, session)
+
+
+def can_see(user: Any, obj: Target) -> bool:
+    """May ``user`` see the session (of the run or job ``obj``): pages and sockets ask."""
+    session = _session_of(obj)
+    # Owners need no permission lookup to see their own session.
+    return bool(user.is_authenticated) and (session.owner_id == user.pk or can_view_all(user))
+
+
+def can_act(user: Any, session: AgentSession) -> bool:
+    """May ``user`` act on the session, whatever its state now (the page's buttons): its
+    owner, or someone allowed to act on all sessions (who therefore sees it too)."""
+    return bool(user.is_authenticated) and (session.owner_id == user.pk or can_act_on_all(user))
+
+
+def may_take(user: Any, action: SessionAction, obj: Target) -> bool:
+    """Would ``user`` be allowed ``action`` on ``obj`` now, as its rows read at this moment?
+    Pages and serializers offer a button only where it says yes; the service that does it
+    decides, on its locked rows (``action_check``)."""
+    run, job = (obj if isinstance(obj, Run) else None), (obj if isinstance(obj, Job) else None)
+    return can_see(user, obj) and (
+        action_refusal(action, session=_session_of(obj), user=user, run=run, job=job) is None
     )
 
 
@@ -251,11 +262,29 @@ def action_refusal(
     run_id: uuid.UUID | None = None,
     job: Job | None = None,
 ) -> AcodeError | None:
-    """``may``, as the services ask it: on the rows they locked (``session``, and ``run``
-    or ``job`` acted on), under the lock. Sight is not asked: their callers looked the
-    object up as the user (a view's 404)."""
-    obj: Target = run or job or session
-    return may(user, action, obj, session=session, run_id=run_id, sight=False)
+    """May the action be taken now? What the services ask at their entry, under the lock,
+    on the rows they locked (``session``, and the ``run`` or ``job`` acted on). None if so,
+    else the refusal. In order: may ``user`` take it (ACODE-API-403, -RUN-008; not sight:
+    the view asked, ``session_for``), separation of duties (ACODE-RUN-009), then whether
+    now (``now_refusal``: ACODE-RUN-003, -002, -004, ACODE-ROL-003).
+
+    ``user``: None for the system (a worker, a command), whose access is not asked.
+    ``run_id``: the run taking the action itself (its engine and its stages' jobs); while
+    that run executes, it is the one actor allowed, and no person's access is asked of it.
+    """
+    rule = ACTION_RULES[action]
+    acting_run = run_acting(session, run_id)
+    if user is not None and not acting_run:
+        refusal = _who_refusal(rule, user, session)
+        if refusal is not None:
+            return refusal
+        if run is not None and not rule.starter_may and run.started_by_id == user.pk:
+            return AcodeError(
+                "ACODE-RUN-009",
+                "You started this run, so you cannot approve it: another approver must.",
+                {"started_by": user.get_username()},
+            )
+    return now_refusal(action, session=session, run=run, job=job, run_id=run_id)
 
 
 def action_check(action: SessionAction, *, session: AgentSession, **kwargs: Any) -> None:
@@ -263,6 +292,11 @@ def action_check(action: SessionAction, *, session: AgentSession, **kwargs: Any)
     refusal = action_refusal(action, session=session, **kwargs)
     if refusal is not None:
         raise refusal
+
+
+def run_acting(session: AgentSession, run_id: uuid.UUID | None) -> bool:
+    """Is ``run_id`` the run executing in the session (the one actor allowed while it does)?"""
+    return run_id is not None and run_id == session.active_run_id
 
 
 def not_visible(obj: Target | str) -> AcodeError:
@@ -279,23 +313,9 @@ def _session_of(obj: Target) -> AgentSession:
     return obj if isinstance(obj, AgentSession) else obj.session
 
 
-def _may_see(user: Any, session: AgentSession) -> bool:
-    # Owners need no permission lookup to see their own session.
-    return bool(user.is_authenticated) and (session.owner_id == user.pk or can_view_all(user))
-
-
-def _may_act(user: Any, session: AgentSession) -> bool:
-    return bool(user.is_authenticated) and (session.owner_id == user.pk or can_act_on_all(user))
-
-
-def _access_refusal(
-    rule: ActionRule, user: Any, session: AgentSession, seen: Target | None
-) -> AcodeError | None:
-    """Who may: sight of the session (asked when ``seen`` names what is looked at), then
-    the action's own access."""
-    if seen is not None and not _may_see(user, session):
-        return not_visible(seen)
-    if rule.access == SEE or (rule.access == ACT and _may_act(user, session)):
+def _who_refusal(rule: ActionRule, user: Any, session: AgentSession) -> AcodeError | None:
+    """The action's own access, for someone who sees the session."""
+    if rule.access == SEE or (rule.access == ACT and can_act(user, session)):
         return None
     if rule.access == DECIDE:
         if user.has_perm(APPROVE_RUN_PERMISSION):
@@ -312,15 +332,17 @@ def _access_refusal(
     )
 
 
-def _now_refusal(
+def now_refusal(
     action: SessionAction,
-    rule: ActionRule,
+    *,
     session: AgentSession,
-    run: Run | None,
-    job: Job | None,
-    acting_run: bool,
+    run: Run | None = None,
+    job: Job | None = None,
+    run_id: uuid.UUID | None = None,
 ) -> AcodeError | None:
-    """Whether the action may happen now, whoever takes it."""
+    """Whether the action may happen now, whoever takes it (asked on locked rows)."""
+    rule = ACTION_RULES[action]
+    acting_run = run_acting(session, run_id)
     if rule.run_owned and not acting_run and _run_owns(session, action, job):
         return AcodeError(
             "ACODE-RUN-003",

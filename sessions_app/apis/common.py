@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar, cast
 
 from django.contrib.auth.models import User
 from drf_spectacular.utils import OpenApiParameter
-from rest_framework.permissions import BasePermission, IsAuthenticated
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from sessions_app.permissions import SessionAction, may, not_visible
+from sessions_app.permissions import SessionAction
 
 T = TypeVar("T")
+# permissions.session_for, run_for or job_for: the object, or the one refusal.
+Access = Callable[[User, Any, SessionAction], T]
 
 IDEMPOTENCY = OpenApiParameter(
     "Idempotency-Key",
@@ -44,34 +47,22 @@ def request_user(request: Request) -> User:
     return cast(User, request.user)
 
 
-class SessionActionPermission(BasePermission):
-    """DRF's object check for a view on a session, one of its jobs or one of its runs: may
-    the user take the view's action on it (``SessionActionApi.actions``; reading is
-    ``SessionAction.VIEW``), as the one decision says (``permissions.may``, who may: sight
-    of the session, then the action's access). Whether the action may happen now is asked
-    by the service, on the locked rows."""
-
-    def has_object_permission(self, request: Request, view: APIView, obj: Any) -> bool:
-        action = getattr(view, "actions", {}).get(request.method or "", SessionAction.VIEW)
-        refusal = may(request.user, action, obj, access_only=True)
-        if refusal is not None:
-            raise refusal
-        return True
-
-
 class SessionActionApi(APIView):
     """An API view on one session, one of its jobs or one of its runs: ``actions`` names the
     action each method that changes it takes (the others read: ``SessionAction.VIEW``).
     A test enumerates the changing ones against every run state
-    (tests/sessions_app/test_action_guard.py)."""
+    (tests/sessions_app/test_action_guard.py).
 
-    permission_classes = [IsAuthenticated, SessionActionPermission]
+    A method fetches and checks in one call (``self.access(request, session_for, pk)``):
+    404 when there is none or the user may not see it, 403 when they may not take the
+    method's action. Whether the action may happen now is asked by the service, on the
+    locked rows."""
+
+    permission_classes = [IsAuthenticated]
     actions: ClassVar[dict[str, SessionAction]] = {}
 
-    def checked(self, request: Request, obj: T | None, what: str) -> T:
-        """``obj`` (a ``what`` read by its id) if the user may take this view's action on it:
-        404 when there is none or they may not see it, 403 when they may not act."""
-        if obj is None:
-            raise not_visible(what)
-        self.check_object_permissions(request, obj)
-        return obj
+    def access(self, request: Request, find: Access[T], pk: Any) -> T:
+        """``find`` (``permissions.session_for``, ``run_for`` or ``job_for``) asked for
+        ``pk`` by the user making the request, for this method's action."""
+        action = self.actions.get(request.method or "", SessionAction.VIEW)
+        return find(request_user(request), pk, action)

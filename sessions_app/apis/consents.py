@@ -16,9 +16,8 @@ from sessions_app.apis.common import (
     SessionActionApi,
     request_user,
 )
-from sessions_app.permissions import SessionAction
+from sessions_app.permissions import SessionAction, session_for
 from sessions_app.selectors.consents import session_consents
-from sessions_app.selectors.lookups import session_by_id
 from sessions_app.services.consents import CONSENT_CLOSED, tool_consent_answer
 
 
@@ -54,7 +53,7 @@ class SessionConsentsApi(SessionActionApi):
         '"outcome": "ask"): the 20 most recent, those waiting first.',
     )
     def get(self, request: Request, pk: str) -> Response:
-        session = self.checked(request, session_by_id(pk), "session")
+        session = self.access(request, session_for, pk)
         return Response(ConsentOutput(session_consents(session), many=True).data)
 
 
@@ -73,7 +72,7 @@ class SessionConsentAnswerApi(SessionActionApi):
         "the answer (allowed: the call runs and is audited; refused: the model is told).",
     )
     def post(self, request: Request, pk: str, consent_id: str) -> Response:
-        session = self.checked(request, session_by_id(pk), "session")
+        session = self.access(request, session_for, pk)
         data = ConsentAnswerInput(data=request.data)
         data.is_valid(raise_exception=True)
         consent = tool_consent_answer(

@@ -27,9 +27,8 @@ from sessions_app.apis.serializers import (
     JobOutput,
     SessionJobsQuery,
 )
-from sessions_app.permissions import SessionAction
+from sessions_app.permissions import SessionAction, job_for, session_for
 from sessions_app.selectors.jobs import job_events, session_jobs_listed
-from sessions_app.selectors.lookups import job_by_id, session_by_id
 from sessions_app.services.jobs import job_cancel, job_create, job_queue_consumed
 
 
@@ -45,7 +44,7 @@ class SessionJobsApi(SessionActionApi):
         operation_id="sessions_jobs_list",
     )
     def get(self, request: Request, pk: str) -> Response:
-        session = self.checked(request, session_by_id(pk), "session")
+        session = self.access(request, session_for, pk)
         statuses = query_of(SessionJobsQuery, request).get("status")
         jobs = session_jobs_listed(session, statuses=statuses, limit=200)
         return Response(JobOutput(jobs, many=True).data)
@@ -61,7 +60,7 @@ class SessionJobsApi(SessionActionApi):
         description="Queue an inference job in the session's current role; a worker on the role's queue runs it.",
     )
     def post(self, request: Request, pk: str) -> Response:
-        session = self.checked(request, session_by_id(pk), "session")
+        session = self.access(request, session_for, pk)
 
         def create() -> Response:
             data = JobCreateInput(data=request.data)
@@ -80,7 +79,7 @@ class JobDetailApi(SessionActionApi):
         operation_id="jobs_retrieve",
     )
     def get(self, request: Request, pk: str) -> Response:
-        job = self.checked(request, job_by_id(pk), "job")
+        job = self.access(request, job_for, pk)
         data = JobOutput(job).data
         data["queue_consumed"] = job_queue_consumed(job)
         data["events"] = JobEventOutput(job_events(job), many=True).data
@@ -97,7 +96,7 @@ class JobEventsApi(SessionActionApi):
         operation_id="jobs_events",
     )
     def get(self, request: Request, pk: str) -> Response:
-        job = self.checked(request, job_by_id(pk), "job")
+        job = self.access(request, job_for, pk)
         after = query_of(JobEventsQuery, request)["after"]
         return Response(JobEventOutput(job_events(job, after=after), many=True).data)
 
@@ -111,5 +110,5 @@ class JobCancelApi(SessionActionApi):
         operation_id="jobs_cancel",
     )
     def post(self, request: Request, pk: str) -> Response:
-        job = self.checked(request, job_by_id(pk), "job")
+        job = self.access(request, job_for, pk)
         return Response(JobOutput(job_cancel(job=job, user=request_user(request))).data)

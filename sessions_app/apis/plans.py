@@ -28,8 +28,7 @@ from sessions_app.apis.serializers import (
     PlanStepOutput,
     StepStatusInput,
 )
-from sessions_app.permissions import SessionAction
-from sessions_app.selectors.lookups import session_by_id
+from sessions_app.permissions import SessionAction, session_for
 from sessions_app.selectors.sessions import session_pending_changes
 from sessions_app.services.changes import change_record, changes_approve, changes_digest
 from sessions_app.services.plans import plan_set, plan_step_update
@@ -43,7 +42,7 @@ class SessionPlanApi(SessionActionApi):
         operation_id="sessions_plan_retrieve",
     )
     def get(self, request: Request, pk: str) -> Response:
-        return Response(self.checked(request, session_by_id(pk), "session").plan)
+        return Response(self.access(request, session_for, pk).plan)
 
     @extend_schema(
         request=PlanInput,
@@ -54,7 +53,7 @@ class SessionPlanApi(SessionActionApi):
         operation_id="sessions_plan_set",
     )
     def put(self, request: Request, pk: str) -> Response:
-        session = self.checked(request, session_by_id(pk), "session")
+        session = self.access(request, session_for, pk)
         data = PlanInput(data=request.data)
         if not data.is_valid():  # every problem with a plan is ACODE-SES-004
             raise AcodeError("ACODE-SES-004", "The plan is invalid.", {"fields": data.errors})
@@ -86,7 +85,7 @@ class SessionPlanStepApi(SessionActionApi):
         operation_id="sessions_plan_step_update",
     )
     def patch(self, request: Request, pk: str, number: int) -> Response:
-        session = self.checked(request, session_by_id(pk), "session")
+        session = self.access(request, session_for, pk)
         data = StepStatusInput(data=request.data)
         data.is_valid(raise_exception=True)
         session = plan_step_update(
@@ -119,7 +118,7 @@ class SessionChangesApi(SessionActionApi):
         operation_id="sessions_changes_list",
     )  # fmt: skip
     def get(self, request: Request, pk: str) -> Response:
-        session = self.checked(request, session_by_id(pk), "session")
+        session = self.access(request, session_for, pk)
         rows = list(session_pending_changes(session))
         response = Response(PendingChangeOutput(rows, many=True).data)
         response[CHANGES_DIGEST_HEADER] = changes_digest(rows)
@@ -135,7 +134,7 @@ class SessionChangesApi(SessionActionApi):
         operation_id="sessions_changes_record",
     )
     def post(self, request: Request, pk: str) -> Response:
-        session = self.checked(request, session_by_id(pk), "session")
+        session = self.access(request, session_for, pk)
 
         def record() -> Response:
             data = PendingChangeInput(data=request.data)
@@ -173,7 +172,7 @@ class SessionChangesApproveApi(SessionActionApi):
         "run commits: 409 ACODE-RUN-003, nothing written.",
     )
     def post(self, request: Request, pk: str) -> Response:
-        session = self.checked(request, session_by_id(pk), "session")
+        session = self.access(request, session_for, pk)
 
         def approve() -> Response:
             data = ApproveInput(data=request.data)

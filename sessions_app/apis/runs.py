@@ -35,8 +35,7 @@ from sessions_app.apis.serializers import (
     RunStartInput,
     RunSummaryOutput,
 )
-from sessions_app.permissions import SessionAction, runs_visible_to
-from sessions_app.selectors.lookups import run_by_id, session_by_id
+from sessions_app.permissions import SessionAction, run_for, runs_visible_to, session_for
 from sessions_app.selectors.runs import run_detail, run_events, runs_listed
 from sessions_app.services.runs import run_answer, run_approve, run_cancel, run_reject, run_start
 
@@ -82,7 +81,7 @@ class SessionRunsApi(SessionActionApi):
         "first stage's job is queued. One run at a time per session.",
     )
     def post(self, request: Request, pk: str) -> Response:
-        session = self.checked(request, session_by_id(pk), "session")
+        session = self.access(request, session_for, pk)
 
         def start() -> Response:
             data = RunStartInput(data=request.data)
@@ -124,7 +123,7 @@ class RunDetailApi(SessionActionApi):
         operation_id="runs_retrieve",
     )
     def get(self, request: Request, pk: str) -> Response:
-        return detail(request, self.checked(request, run_by_id(pk), "run").pk)
+        return detail(request, self.access(request, run_for, pk).pk)
 
 
 class RunEventsApi(SessionActionApi):
@@ -139,7 +138,7 @@ class RunEventsApi(SessionActionApi):
         "of its jobs, in time order (at most 200 per answer: poll again with ?after=next).",
     )
     def get(self, request: Request, pk: str) -> Response:
-        run = self.checked(request, run_by_id(pk), "run")
+        run = self.access(request, run_for, pk)
         after = query_of(RunEventsQuery, request)["after"]
         return Response(RunEventsOutput(run_events(run, after=after)).data)
 
@@ -159,7 +158,7 @@ class RunAnswerApi(SessionActionApi):
         "answer; a blocked run sends the plan step back to the Coder with it.",
     )
     def post(self, request: Request, pk: str) -> Response:
-        run = self.checked(request, run_by_id(pk), "run")
+        run = self.access(request, run_for, pk)
 
         def answer() -> Response:
             data = RunAnswerInput(data=request.data)
@@ -193,7 +192,7 @@ class RunApproveApi(SessionActionApi):
         "Needs approve_run; whoever started the run cannot approve it.",
     )
     def post(self, request: Request, pk: str) -> Response:
-        run = self.checked(request, run_by_id(pk), "run")
+        run = self.access(request, run_for, pk)
 
         def approve() -> Response:
             data = RunApproveInput(data=request.data)
@@ -223,7 +222,7 @@ class RunRejectApi(SessionActionApi):
         description="Reject the run at its gate: it ends rejected; the changes stay pending.",
     )
     def post(self, request: Request, pk: str) -> Response:
-        run = self.checked(request, run_by_id(pk), "run")
+        run = self.access(request, run_for, pk)
 
         def reject() -> Response:
             data = RunRejectInput(data=request.data)
@@ -246,7 +245,7 @@ class RunCancelApi(SessionActionApi):
         "stage otherwise. The session goes back to Default.",
     )
     def post(self, request: Request, pk: str) -> Response:
-        run = self.checked(request, run_by_id(pk), "run")
+        run = self.access(request, run_for, pk)
 
         def cancel() -> Response:
             run_cancel(run=run, user=request_user(request))

@@ -41,8 +41,7 @@ from sessions_app.apis.serializers import (
     UsageOutput,
 )
 from sessions_app.filters import SessionFilter
-from sessions_app.permissions import SessionAction, sessions_visible_to
-from sessions_app.selectors.lookups import session_by_id
+from sessions_app.permissions import SessionAction, session_for, sessions_visible_to
 from sessions_app.selectors.sessions import (
     session_history,
     session_pending_diffs,
@@ -106,7 +105,7 @@ class SessionDetailApi(SessionActionApi):
         operation_id="sessions_retrieve",
     )
     def get(self, request: Request, pk: str) -> Response:
-        return Response(SessionOutput(self.checked(request, session_by_id(pk), "session")).data)
+        return Response(SessionOutput(self.access(request, session_for, pk)).data)
 
     @extend_schema(
         request=SessionUpdateInput,
@@ -117,7 +116,7 @@ class SessionDetailApi(SessionActionApi):
         operation_id="sessions_update",
     )
     def patch(self, request: Request, pk: str) -> Response:
-        session = self.checked(request, session_by_id(pk), "session")
+        session = self.access(request, session_for, pk)
         if isinstance(request.data, dict) and (
             "current_role" in request.data or "role" in request.data
         ):
@@ -136,7 +135,7 @@ class SessionHistoryApi(SessionActionApi):
         operation_id="sessions_history",
     )
     def get(self, request: Request, pk: str) -> Response:
-        session = self.checked(request, session_by_id(pk), "session")
+        session = self.access(request, session_for, pk)
         return Response(TransitionOutput(session_history(session), many=True).data)
 
 
@@ -146,7 +145,7 @@ class SessionStatsApi(SessionActionApi):
         operation_id="sessions_stats",
     )
     def get(self, request: Request, pk: str) -> Response:
-        return Response(session_usage(self.checked(request, session_by_id(pk), "session")))
+        return Response(session_usage(self.access(request, session_for, pk)))
 
 
 class UsageApi(APIView):
@@ -170,7 +169,7 @@ class SessionContextApi(SessionActionApi):
         description="What a job would see: strategy, token count and files with their share.",
     )
     def get(self, request: Request, pk: str) -> Response:
-        session = self.checked(request, session_by_id(pk), "session")
+        session = self.access(request, session_for, pk)
         query = query_of(ContextQuery, request)
         role = registry.get(query.get("role") or session.current_role.slug)
         bundle = build_context(
@@ -192,7 +191,7 @@ class SessionToolsApi(SessionActionApi):
         operation_id="sessions_tools",
     )
     def get(self, request: Request, pk: str) -> Response:
-        session = self.checked(request, session_by_id(pk), "session")
+        session = self.access(request, session_for, pk)
         role = registry.resolve(session.current_role.slug)
         return Response(
             {

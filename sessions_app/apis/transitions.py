@@ -27,8 +27,7 @@ from sessions_app.apis.serializers import (
     TransitionResultOutput,
 )
 from sessions_app.models import AgentSession
-from sessions_app.permissions import SessionAction, not_visible
-from sessions_app.selectors.lookups import session_by_id
+from sessions_app.permissions import SessionAction, not_visible, session_for
 from sessions_app.services.transitions import session_transition, transitions_from
 
 
@@ -61,8 +60,8 @@ class SessionTransitionApi(SessionActionApi):
             data = TransitionInput(data=request.data)
             data.is_valid(raise_exception=True)
             try:
-                # Who may is asked by the service on the locked row (``permissions.may``,
-                # as this view's permission would), so the lock is the only read.
+                # Who may is asked by the service on the locked row (``access_refusal``,
+                # as ``session_for`` would), so the lock is the only read.
                 result = session_transition(
                     session=pk,
                     to_role=data.validated_data["to_role"],
@@ -96,5 +95,5 @@ class SessionTransitionsAllowedApi(SessionActionApi):
         operation_id="sessions_transitions_allowed",
     )
     def get(self, request: Request, pk: str) -> Response:
-        session = self.checked(request, session_by_id(pk), "session")
+        session = self.access(request, session_for, pk)
         return Response([t.as_dict() for t in transitions_from(session)])

@@ -14,8 +14,7 @@ from acode.errors import AcodeError, error_responses
 from acode.inputs import query_of
 from sessions_app.apis.common import NOT_VISIBLE_CODES, SessionActionApi, request_user
 from sessions_app.apis.serializers import DeliveredCommitOutput, PatchQuery, RepositoryOutput
-from sessions_app.permissions import repositories_usable_by
-from sessions_app.selectors.lookups import session_by_id
+from sessions_app.permissions import repositories_usable_by, session_for
 from sessions_app.selectors.sessions import session_commits, session_delivered
 from sessions_app.services.workspaces import workspace_commit_patch, workspace_patch
 
@@ -35,7 +34,7 @@ class SessionCommitsApi(SessionActionApi):
         "branch, newest first, with the files each changed, its patch and its push.",
     )
     def get(self, request: Request, pk: str) -> Response:
-        session = self.checked(request, session_by_id(pk), "session")
+        session = self.access(request, session_for, pk)
         return Response(DeliveredCommitOutput(session_commits(session), many=True).data)
 
 
@@ -54,7 +53,7 @@ class SessionPatchApi(SessionActionApi):
         "that one (a commit the session delivered; any other is 404).",
     )
     def get(self, request: Request, pk: str) -> HttpResponse:
-        session = self.checked(request, session_by_id(pk), "session")
+        session = self.access(request, session_for, pk)
         sha = query_of(PatchQuery, request).get("commit")
         if sha is None:
             body, name = workspace_patch(session), f"acode-{session.pk}.patch"

@@ -13,8 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from acode.errors import AcodeError
-from sessions_app.permissions import SessionAction, may
-from sessions_app.selectors.lookups import session_by_id
+from sessions_app.permissions import session_for
 from sessions_app.services.consents import tool_consent_answer
 
 
@@ -23,9 +22,10 @@ from sessions_app.services.consents import tool_consent_answer
 def consent_answer(request: HttpRequest, pk: UUID, consent_id: UUID) -> HttpResponse:
     """Allow or refuse a waiting call through the service; a refusal comes back as a message."""
     user = cast(User, request.user)
-    session = session_by_id(pk)
-    if session is None or may(user, SessionAction.VIEW, session) is not None:
-        raise Http404("No such session, or it is not yours to see.")
+    try:
+        session = session_for(user, pk)
+    except AcodeError:  # none, or not theirs to see
+        raise Http404("No such session, or it is not yours to see.") from None
     allow = request.POST.get("allow") == "yes"
     try:
         tool_consent_answer(

@@ -48,9 +48,8 @@ from sessions_app.models import (
     StepStatus,
     ToolConsent,
 )
-from sessions_app.permissions import SessionAction, may
+from sessions_app.permissions import can_act, can_see, session_for
 from sessions_app.selectors.consents import session_consents
-from sessions_app.selectors.lookups import session_by_id
 from sessions_app.selectors.sessions import (
     HistoryRow,
     session_for_page,
@@ -449,15 +448,16 @@ class SessionPage:
 
 def may_act(user: User, session: AgentSession) -> bool:
     """Whether the page offers the user its buttons: may they act on the session (the
-    one decision's answer for a transition, whatever the session's state now)."""
-    return may(user, SessionAction.TRANSITION, session, access_only=True) is None
+    one decision's answer, whatever the session's state now)."""
+    return can_act(user, session)
 
 
 def session_access(user: User, session_id: Any) -> tuple[bool, bool]:
     """(may see, may act) for a user and a session id (a socket connecting); (False,
     False) if it does not exist."""
-    session = session_by_id(session_id)
-    if session is None or may(user, SessionAction.VIEW, session) is not None:
+    try:
+        session = session_for(user, session_id)
+    except AcodeError:  # none, or not theirs to see
         return False, False
     return True, may_act(user, session)
 
@@ -500,7 +500,7 @@ def render_session_fragments(
 
 def _visible_page(user: User, pk: UUID) -> SessionPage:
     page = SessionPage.load(pk)
-    if page is None or may(user, SessionAction.VIEW, page.session) is not None:
+    if page is None or not can_see(user, page.session):
         raise Http404("No such session, or it is not yours to see.")
     return page
 

@@ -1,23 +1,16 @@
-"""One session, job or run by its id, with what its views read of it; and a stored answer
-to an idempotent request. Who may see what is found is ``permissions.may``'s answer."""
+"""A session read again by its id (after an action changed it); and a stored answer to an
+idempotent request. A view finds what a user asks for, and whether they may, in one call:
+``permissions.session_for`` (``run_for``, ``job_for``)."""
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from sessions_app.models import AgentSession, IdempotencyRecord, Job, Run
+from sessions_app.models import AgentSession, IdempotencyRecord
 
 
 def session_by_id(pk: Any) -> AgentSession | None:
     return AgentSession.objects.select_related("owner").filter(pk=pk).first()
-
-
-def job_by_id(pk: Any) -> Job | None:
-    return Job.objects.select_related("session", "role", "role_version").filter(pk=pk).first()
-
-
-def run_by_id(pk: Any) -> Run | None:
-    return Run.objects.select_related("session", "template").filter(pk=pk).first()
 
 
 class StoredAnswer(NamedTuple):

@@ -198,10 +198,9 @@ def changes_approve(
     gate): ``permissions.action_refusal``. Other changes than ``digest`` names: 409
     ACODE-CHG-002, nothing committed."""
     with lock_session(session.pk) as locked:
+        # It covers changes_commit's question too (no run holds the session): asked once.
         action_check(SessionAction.CHANGES_APPROVE, session=locked, user=user)
-        return changes_commit(
-            session=locked, digest=digest, summary=summary, actor=actor, user=user
-        )
+        return _commit(locked, digest, summary, actor, user, None)
 
 
 @transaction.atomic
@@ -227,42 +226,54 @@ def changes_commit(
     """
     with lock_session(session.pk) as locked:
         action_check(SessionAction.CHANGES_COMMIT, session=locked, run_id=run_id)
-        changes_check_digest(locked, digest)
-        rows = list(locked.pending_changes.order_by("path"))
-        approved = [
-            ApprovedChange(r.path, "" if r.kind == ChangeKind.DELETED else r.content, r.mode)
-            for r in rows
-            if r.content_recorded
-        ]
-        described = [r.path for r in rows if not r.content_recorded]
-        paths = [r.path for r in rows]
-        message = _commit_message(locked, summary)
-        commit = workspace_commit(locked, approved, message)
-        who = actor_name(user, actor)
-        recorded = [r for r in rows if r.content_recorded]
-        approver = _approver(locked, user, who, run_id)
-        if commit:
-            delivered_commit_record(
-                session=locked, sha=commit, message=message, committed=recorded,
-                approved_by=approver, run_id=run_id,
-            )  # fmt: skip
-        elif recorded and not locked.workspace_managed:  # there already: said so, not committed
-            delivered_applied_record(
-                session=locked, message=message, approved=recorded, approved_by=approver,
-                run_id=run_id,
-            )  # fmt: skip
-        locked.pending_changes.all().delete()
-        record_and_publish(
-            locked,
-            EventKind.CHANGES_COMMITTED if commit else EventKind.CHANGES_UPDATED,
-            event_type=AuditEventType.CHANGES_APPROVED,
-            actor=who,
-            target=", ".join(paths)[:1000],
-            result=f"{len(paths)} approved",
-            details=_approval_details(locked, paths, summary, commit, approved, described),
-        )
-        return ApprovalOutcome(len(paths), commit, locked.branch if commit else "",
-                               _outcome_words(locked, commit, bool(approved)))  # fmt: skip
+        return _commit(locked, digest, summary, actor, user, run_id)
+
+
+def _commit(
+    locked: AgentSession,
+    digest: str,
+    summary: str,
+    actor: str | None,
+    user: User | None,
+    run_id: uuid.UUID | None,
+) -> ApprovalOutcome:
+    """``changes_commit``'s work, on the session its caller locked and checked."""
+    changes_check_digest(locked, digest)
+    rows = list(locked.pending_changes.order_by("path"))
+    approved = [
+        ApprovedChange(r.path, "" if r.kind == ChangeKind.DELETED else r.content, r.mode)
+        for r in rows
+        if r.content_recorded
+    ]
+    described = [r.path for r in rows if not r.content_recorded]
+    paths = [r.path for r in rows]
+    message = _commit_message(locked, summary)
+    commit = workspace_commit(locked, approved, message)
+    who = actor_name(user, actor)
+    recorded = [r for r in rows if r.content_recorded]
+    approver = _approver(locked, user, who, run_id)
+    if commit:
+        delivered_commit_record(
+            session=locked, sha=commit, message=message, committed=recorded,
+            approved_by=approver, run_id=run_id,
+        )  # fmt: skip
+    elif recorded and not locked.workspace_managed:  # there already: said so, not committed
+        delivered_applied_record(
+            session=locked, message=message, approved=recorded, approved_by=approver,
+            run_id=run_id,
+        )  # fmt: skip
+    locked.pending_changes.all().delete()
+    record_and_publish(
+        locked,
+        EventKind.CHANGES_COMMITTED if commit else EventKind.CHANGES_UPDATED,
+        event_type=AuditEventType.CHANGES_APPROVED,
+        actor=who,
+        target=", ".join(paths)[:1000],
+        result=f"{len(paths)} approved",
+        details=_approval_details(locked, paths, summary, commit, approved, described),
+    )
+    return ApprovalOutcome(len(paths), commit, locked.branch if commit else "",
+                           _outcome_words(locked, commit, bool(approved)))  # fmt: skip
 
 
 def _approval_details(

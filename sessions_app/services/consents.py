@@ -7,7 +7,7 @@ A command rule may say ``"outcome": "ask"`` (``roles.commands``): the decision
 heartbeat too) and looks for the answer every ``ACODE_CONSENT_POLL_SECONDS``. The call,
 its rule and its (redacted) arguments are on the session page and at
 ``/api/sessions/{id}/consents/``; ``tool_consent_answer`` takes a person's answer, asked
-of ``permissions.may`` (``SessionAction.CONSENT_ANSWER``: the session's owner, or
+of ``permissions.action_check`` (``SessionAction.CONSENT_ANSWER``: the session's owner, or
 someone allowed to act on every session; superusers). After
 ``ACODE_CONSENT_TIMEOUT_SECONDS`` (default 15 minutes) the call is denied; a job
 cancelled while it waits takes its question with it. Every step has its ``ToolConsent``

@@ -18,7 +18,7 @@ from acode.inputs import is_blank
 from roles.models import Precondition
 from roles.registry import RoleDef, RuleDef, registry
 from sessions_app.models import AgentSession, AuditEventType, RoleTransition
-from sessions_app.permissions import SessionAction, action_refusal, may
+from sessions_app.permissions import SessionAction, access_refusal, now_refusal, run_acting
 from sessions_app.services.audit import audit_record
 from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.events import publish_session_event
@@ -96,16 +96,16 @@ def transition_decide(
     current: RoleDef,
     target: RoleDef,
     expected: RoleDef | None,
-    user: User | None = None,
     run_id: uuid.UUID | None = None,
 ) -> TransitionDecision:
     """May the (locked) session go from ``current`` to ``target`` now? The only place this
     is decided: the API, dashboard, CLI, admin, workers and runs all come through here.
 
-    Who may change it, and whether anything may change it now, is the one decision for
-    every action on a session (``permissions.action_refusal``): while a run is in progress
-    only that run (``run_id``) moves the session, so nobody skips or reorders its stages."""
-    refused = action_refusal(SessionAction.TRANSITION, session=session, user=user, run_id=run_id)
+    Whether anything may change the session now is the one decision for every action on a
+    session (``permissions.now_refusal``): while a run is in progress only that run
+    (``run_id``) moves the session, so nobody skips or reorders its stages. Who may is
+    asked before, by ``session_transition``."""
+    refused = now_refusal(SessionAction.TRANSITION, session=session, run_id=run_id)
     if refused is not None:
         refused.details.setdefault("current_role", current.slug)
         return TransitionDecision(refusal=refused)
@@ -194,9 +194,9 @@ def session_transition(
 ) -> TransitionResult:
     """Change a session's role if ``transition_decide`` allows it; the only way it changes.
 
-    Locks the session row, asks who may (``permissions.may``: refused unaudited), decides,
-    writes the transition, the new role and the audit event in one transaction and
-    publishes after commit; a refused transition is audited (``TransitionDenied``) first.
+    Locks the session row, asks who may (``permissions.access_refusal``, as ``session_for``
+    would: refused unaudited), decides, writes the transition, the new role and the audit
+    event in one transaction and publishes after commit; a refused transition is audited (``TransitionDenied``) first.
     ``run_id``: the run executing in the session. Raises ``DoesNotExist`` for an unknown id.
     """
     if not reason or is_blank(reason):  # zero-width spaces are no reason either
@@ -208,9 +208,10 @@ def session_transition(
     who = actor_name(user, actor)
     session_id = session.pk if isinstance(session, AgentSession) else session
     with lock_session(session_id) as locked:
-        refused = may(user, SessionAction.TRANSITION, locked, run_id=run_id, access_only=True)
-        if refused is not None:
-            raise refused
+        if user is not None and not run_acting(locked, run_id):
+            refused = access_refusal(user, SessionAction.TRANSITION, locked)
+            if refused is not None:
+                raise refused
         if user is not None and locked.owner_id == user.pk:
             locked.owner = user  # the answer shows the owner: no second read
         current = current_role_of(locked)
@@ -219,7 +220,6 @@ def session_transition(
             current=current,
             target=target,
             expected=expected,
-            user=user,
             run_id=run_id,
         )
         if decision.noop:

@@ -22,7 +22,7 @@ from sessions_app.models import (
     StagePurpose,
     StageStatus,
 )
-from sessions_app.permissions import SessionAction, may
+from sessions_app.permissions import SessionAction, may_take
 from sessions_app.selectors.jobs import job_id_in_flight
 from sessions_app.selectors.runs import (
     run_commit,
@@ -289,18 +289,18 @@ class RunDetailOutput(RunSummaryOutput):
         commit = run_commit(obj)
         return dict(DeliveredCommitOutput(commit).data) if commit is not None else None
 
-    # What the caller may do now, as the one decision says (``permissions.may``).
+    # What the caller may do now, as the one decision says (``permissions.may_take``).
     @extend_schema_field(serializers.BooleanField())
     def get_can_answer(self, obj: Run) -> bool:
-        return may(self.context["user"], SessionAction.RUN_ANSWER, obj) is None
+        return may_take(self.context["user"], SessionAction.RUN_ANSWER, obj)
 
     @extend_schema_field(serializers.BooleanField())
     def get_can_approve(self, obj: Run) -> bool:
-        return may(self.context["user"], SessionAction.RUN_APPROVE, obj) is None
+        return may_take(self.context["user"], SessionAction.RUN_APPROVE, obj)
 
     @extend_schema_field(serializers.BooleanField())
     def get_can_cancel(self, obj: Run) -> bool:
-        return may(self.context["user"], SessionAction.RUN_CANCEL, obj) is None
+        return may_take(self.context["user"], SessionAction.RUN_CANCEL, obj)
 
 
 class RunPageOutput(serializers.Serializer):

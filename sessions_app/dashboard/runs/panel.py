@@ -1,6 +1,6 @@
 """The run panel of the session page: the session's newest run as a pipeline of its
 template's stages, the stages it executed, its questions, approval gate, risk and budget,
-and the buttons the viewer may press (as ``permissions.may`` says). It reads through
+and the buttons the viewer may press (as ``permissions.may_take`` says). It reads through
 ``sessions_app.selectors``."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from sessions_app.models import (
     StageStatus,
     WorkflowStage,
 )
-from sessions_app.permissions import APPROVE_RUN_PERMISSION, SessionAction, may
+from sessions_app.permissions import APPROVE_RUN_PERMISSION, SessionAction, may_take
 from sessions_app.selectors.jobs import job_id_in_flight
 from sessions_app.selectors.runs import (
     run_commit,
@@ -314,7 +314,7 @@ def run_panel(session: AgentSession, user: Any, *, error: RunError | None = None
     """The run panel of a session as ``user`` sees it (which buttons they get)."""
     run = session_newest_run(session)  # the active one, if the session has one
     panel = RunPanel(session_id=str(session.pk), run=None, error=error)
-    panel.can_start = user is not None and may(user, SessionAction.RUN_START, session) is None
+    panel.can_start = user is not None and may_take(user, SessionAction.RUN_START, session)
     # The form starts with the session's task until a run of it succeeded.
     if run is None or run.status != RunStatus.SUCCEEDED:
         panel.prefill = session.task
@@ -322,9 +322,9 @@ def run_panel(session: AgentSession, user: Any, *, error: RunError | None = None
         return panel
     panel.run = run_view(run, session)
     if user is not None:
-        panel.can_answer = may(user, SessionAction.RUN_ANSWER, run) is None
-        panel.can_decide = may(user, SessionAction.RUN_APPROVE, run) is None
-        panel.can_cancel = may(user, SessionAction.RUN_CANCEL, run) is None
+        panel.can_answer = may_take(user, SessionAction.RUN_ANSWER, run)
+        panel.can_decide = may_take(user, SessionAction.RUN_APPROVE, run)
+        panel.can_cancel = may_take(user, SessionAction.RUN_CANCEL, run)
     earlier = session_earlier_runs(session, but=run.pk, limit=EARLIER_RUNS_SHOWN)
     panel.earlier = [
         RunSummary(

@@ -1,7 +1,7 @@
 """The run panel's buttons: start a run, answer it, approve or reject it at its gate,
 cancel it; and a stage's job. Each view looks the session or run up as the user may see it
 and calls ``sessions_app.services.runs``, which decides who may and whether now
-(``permissions.may``) and whose refusals the panel shows with their codes; htmx swaps the
+(``permissions.action_check``) and whose refusals the panel shows with their codes; htmx swaps the
 re-rendered panel in (``#run`` of ``dashboard/session.html``, root ``#run-panel``)."""
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from sessions_app.dashboard.jobs import job_panel
 from sessions_app.dashboard.runs.panel import run_panel
 from sessions_app.dashboard.runs.shapes import RunError
 from sessions_app.models import AgentSession, RiskTier, Run
-from sessions_app.permissions import SessionAction, Target, may
-from sessions_app.selectors.lookups import run_by_id, session_by_id
+from sessions_app.permissions import run_for, session_for
+from sessions_app.selectors.lookups import session_by_id
 from sessions_app.services import runs as run_services
 from sessions_app.services.event_catalog import SESSION_PAGE
 
@@ -36,18 +36,20 @@ JOB_TEMPLATE = "dashboard/job.html"
 # before it is even read into a query.
 MAX_TEXT_CHARS = 20_000
 
-Seen = TypeVar("Seen", bound=Target)
+Seen = TypeVar("Seen")
 
 
 def _is_htmx(request: HttpRequest) -> bool:
     return request.headers.get("HX-Request") == "true"
 
 
-def _visible(user: User, obj: Seen | None) -> Seen:
-    """The session or run found by id, if the user may see it (404 otherwise)."""
-    if obj is None or may(user, SessionAction.VIEW, obj) is not None:
-        raise Http404("No such session or run, or it is not yours to see.")
-    return obj
+def _visible(user: User, find: Callable[[User, UUID], Seen], pk: UUID) -> Seen:
+    """The session or run ``find`` (``session_for``, ``run_for``) reads by id, if the user
+    may see it (404 otherwise)."""
+    try:
+        return find(user, pk)
+    except AcodeError:  # none, or not theirs to see
+        raise Http404("No such session or run, or it is not yours to see.") from None
 
 
 def _error(error: AcodeError) -> RunError:
@@ -87,9 +89,9 @@ def _text(request: HttpRequest, name: str) -> str:
 @require_POST
 def run_start(request: HttpRequest, pk: UUID) -> HttpResponse:
     """Start a run of the request in the session (the Run form). The service decides who
-    may, and whether now (``permissions.may``)."""
+    may, and whether now (``permissions.action_check``)."""
     user = cast(User, request.user)
-    session = _visible(user, session_by_id(pk))
+    session = _visible(user, session_for, pk)
     try:
         risk = request.POST.get("risk", "").strip() or None
         if risk is not None and risk not in RiskTier.values:
@@ -109,9 +111,9 @@ def _run_action(
     done: str,
 ) -> HttpResponse:
     """Take a person's action on a run they may see; the service decides who may, and
-    whether now (``permissions.may``), and audits refused decisions."""
+    whether now (``permissions.action_check``), and audits refused decisions."""
     user = cast(User, request.user)
-    run = _visible(user, run_by_id(pk))
+    run = _visible(user, run_for, pk)
     session = run.session
     try:
         act(run, user)
@@ -178,7 +180,7 @@ def stage_job(request: HttpRequest, pk: UUID, job_id: UUID) -> HttpResponse:
     """One job of the session with its events (a run stage's "job" link): the job card for
     htmx, a page of its own otherwise."""
     user = cast(User, request.user)
-    session = _visible(user, session_by_id(pk))
+    session = _visible(user, session_for, pk)
     job = job_panel(session.pk, job_id)
     if job is None:
         raise Http404("No such job in this session.")
