@@ -19,7 +19,12 @@ MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 
 # Path from the project root -> why this concept reads best in one file.
-LONG_MODULES: dict[str, str] = {}
+LONG_MODULES: dict[str, str] = {
+    "sessions_app/services/runs/engine.py": "The run engine is the one place a run moves: "
+    "the decision of what follows (next_move) beside carrying it out (stages entered, the "
+    "approval gate, completing and finishing) and recording each move; its lock, gate and "
+    "entry points were split out only to fit the cap.",
+}
 
 # "path:Qualified.name" -> why this function reads best whole.
 LONG_FUNCTIONS: dict[str, str] = {}
