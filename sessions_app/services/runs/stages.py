@@ -347,18 +347,10 @@ def stage_request(run: Run, session: AgentSession, stage: RunStage, step: PlanSt
         for found in explored:
             parts.append(f"## Explorer's findings\n{found.evidence.get('findings', '')}")
         if stage.revision:
-            review = (
-                run.stages.filter(purpose=StagePurpose.REVIEW, plan_step=step.number)
-                .order_by("-seq")
-                .first()
-            )
+            review = _latest(run, StagePurpose.REVIEW, step)
             if review is not None:
                 parts.append("## Reviewer findings to address\n" + _findings_text(review.verdict))
-            tested = (
-                run.stages.filter(purpose=StagePurpose.TEST, plan_step=step.number)
-                .order_by("-seq")
-                .first()
-            )
+            tested = _latest(run, StagePurpose.TEST, step)
             if tested is not None:
                 parts.append(f"## Last test results\n{_evidence_text(tested.evidence)}")
     elif stage.purpose == StagePurpose.TEST:
@@ -372,17 +364,18 @@ def stage_request(run: Run, session: AgentSession, stage: RunStage, step: PlanSt
             "Call submit_review with verdict approve or request_changes, a summary, and "
             "findings (comments) with file path and line.",
         ]
-        tested = (
-            run.stages.filter(purpose=StagePurpose.TEST, plan_step=step.number)
-            .order_by("-seq")
-            .first()
-        )
+        tested = _latest(run, StagePurpose.TEST, step)
         if tested is not None:
             parts.append(f"## Test results (evidence)\n{_evidence_text(tested.evidence)}")
     answers = _answers_text(run)
     if answers:
         parts.append(f"## Answers from a person\n{answers}")
     return "\n\n".join(parts)[:MAX_REQUEST_CHARS]
+
+
+def _latest(run: Run, purpose: str, step: PlanStep) -> RunStage | None:
+    """The plan step's last stage of this purpose (its last review, its last test)."""
+    return run.stages.filter(purpose=purpose, plan_step=step.number).order_by("-seq").first()
 
 
 def _evidence_text(evidence: dict[str, Any]) -> str:
