@@ -33,7 +33,7 @@ DIGEST_FIELDS = ("path", "kind", "diff", "content", "mode", "content_recorded")
 def changes_digest(rows: Iterable[Any]) -> str:
     """The one digest of pending changes: every change's path, kind, diff, recorded content
     id and mode, in path order. Every approval is bound to it (a run's gate through
-    ``runs.gate.approval_digest``); commits are built from the same rows. ``rows`` are
+    ``runs.engine.approval_digest``); commits are built from the same rows. ``rows`` are
     ``PendingChange`` rows or tuples of ``DIGEST_FIELDS``."""
     values = [
         row if isinstance(row, tuple) else tuple(getattr(row, f) for f in DIGEST_FIELDS)

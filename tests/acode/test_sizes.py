@@ -26,6 +26,10 @@ LONG_MODULES: dict[str, str] = {
     "sessions_app/dashboard/session.py": "The session page: its panels as plain values, the "
     "view model that reads the session into them lazily, and the views and socket fragments "
     "that render them; the panels' shapes were split out only to fit the cap.",
+    "sessions_app/services/runs/engine.py": "The run engine is the one place a run moves: "
+    "the decision of what follows (next_move) beside carrying it out (stages entered, the "
+    "approval gate, completing and finishing) and recording each move; its lock, gate and "
+    "entry points were split out only to fit the cap.",
 }
 
 # "path:Qualified.name" -> why this function reads best whole.

@@ -1,18 +1,23 @@
 """The run engine: the one place a run moves, and the one function that decides how.
 
 ``advance`` is called with the run and its session locked, by the run's jobs when they end
-(``run_advance``, from the Celery task and the periodic sweep), by ``run_start``, and by
-people's actions (``people.py``: an answer, an approval, a rejection, a cancel), which
-record what the person did and hand the engine a ``RunEvent``. The engine closes the stage
-whose job ended (``stages.stage_close``), asks ``next_move`` what follows (a pure decision
-over the run, its stages, the outcome and the event) and carries that out: a stage
-started, resumed or paused, the run blocked, at its gate, completed or finished. No other
-module starts a stage or ends a run.
+(``run_advance``: from the Celery task through ``run_after_job``, and from the periodic
+sweep, ``runs_resume_stalled``), by ``run_start``, and by people's actions (``people.py``:
+an answer, an approval, a rejection, a cancel), which record what the person did and hand
+the engine a ``RunEvent``. The engine closes the stage whose job ended
+(``stages.stage_close``), asks ``next_move`` what follows (a pure decision over the run,
+its stages, the outcome and the event) and carries that out: a stage started, resumed or
+paused, the run blocked, at its approval gate, completed or finished. No other module
+starts a stage or ends a run, and every move is recorded here: the run's audit row and its
+live event.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
+from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -24,10 +29,14 @@ from acode.errors import AcodeError
 from acode.text import headline
 from roles.registry import registry
 from sessions_app.models import (
+    FINAL_JOB_STATUSES,
     AgentSession,
+    ApprovalStatus,
+    AuditEventType,
     Job,
     JobStatus,
     Run,
+    RunApproval,
     RunQuestion,
     RunStage,
     RunStatus,
@@ -37,20 +46,22 @@ from sessions_app.models import (
     WorkflowStage,
 )
 from sessions_app.models.states import status_move, status_move_where
+from sessions_app.services.audit import audit_record
 from sessions_app.services.changes import changes_commit, pending_digest
 from sessions_app.services.event_catalog import EventKind
+from sessions_app.services.events import publish_session_event
+from sessions_app.services.job_recovery import job_expire
 from sessions_app.services.jobs import job_cancel
 from sessions_app.services.locks import lock_session
 from sessions_app.services.plans import plan_step_update
-from sessions_app.services.runs.common import (
+from sessions_app.services.runs.stages import (
     ORCHESTRATOR,
-    lock_run,
-    publish_run,
-    run_audit,
-    run_pause,
+    StageOutcome,
+    budget_left,
+    stage_close,
+    stage_resume,
+    stage_start,
 )
-from sessions_app.services.runs.gate import gate_enter
-from sessions_app.services.runs.stages import StageOutcome, stage_close, stage_resume, stage_start
 from sessions_app.services.runs.testing import tests_note, tests_refusal
 from sessions_app.services.transitions import session_transition
 
@@ -120,6 +131,46 @@ def run_advance(run_id: Any) -> Run:
         with lock_session(run.session_id) as session:
             advance(run, session)
     return run
+
+
+def run_after_job(job_id: Any) -> None:
+    """A job ended (or its task was redelivered): move its run on, if it belongs to one."""
+    run_id = (
+        Job.objects.filter(pk=job_id, run_stage__isnull=False)
+        .values_list("run_stage__run_id", flat=True)
+        .first()
+    )
+    if run_id is not None:
+        run_advance(run_id)
+
+
+def runs_resume_stalled() -> list[str]:
+    """Advance running runs whose current stage's job has ended (a lost ``run_after_job``),
+    or never started before the run's budget was spent (``_expire_unstarted``)."""
+    _expire_unstarted()
+    resumed = []
+    for stage in RunStage.objects.filter(
+        status=StageStatus.RUNNING,
+        run__status=RunStatus.RUNNING,
+        job__status__in=FINAL_JOB_STATUSES,
+    ).select_related("job"):
+        run_advance(stage.run_id)
+        resumed.append(str(stage.run_id))
+    return resumed
+
+
+def _expire_unstarted() -> None:
+    # A stage's job may wait to start (for the broker to come back, or for a worker on its
+    # queue); the re-send delivers it then. The run's budget bounds the wait: once spent
+    # (ACODE-RUN-006, in practice its wall time), the job is failed and the run with it.
+    for stage in RunStage.objects.filter(
+        status=StageStatus.RUNNING, run__status=RunStatus.RUNNING, job__status=JobStatus.QUEUED
+    ).select_related("run", "job"):
+        assert stage.job is not None
+        try:
+            budget_left(stage.run)
+        except AcodeError as exc:
+            job_expire(stage.job, code=exc.code, message=f"{exc.message} Its job never started.")
 
 
 def advance(run: Run, session: AgentSession, event: RunEvent | None = None) -> None:
@@ -295,10 +346,12 @@ def _carry_out(
             run.revisions += 1
             run.save(update_fields=["revisions", "updated_at"])
         template_stage = template_stages(run)[nxt.index]
-        stage_start(run, session, template_stage, step=nxt.step, revision=nxt.revision)
+        stage = stage_start(run, session, template_stage, step=nxt.step, revision=nxt.revision)
+        _stage_entered(run, session, stage)
     elif nxt.move == Move.RESUME:
         assert nxt.question is not None and nxt.question.stage is not None
         stage_resume(run, session, nxt.question.stage, nxt.question)
+        _stage_entered(run, session, nxt.question.stage)
     elif nxt.move == Move.PAUSE:
         assert nxt.question is not None
         message = f"Waiting for an answer: {nxt.question.question}"
@@ -316,6 +369,66 @@ def _carry_out(
         )  # fmt: skip
     else:
         run_finish(run, session, nxt.status, nxt.code, nxt.message)
+
+
+def _stage_entered(run: Run, session: AgentSession, stage: RunStage) -> None:
+    """A stage's job is queued: the run says so (audited, and live)."""
+    run_audit(
+        run, session, f"stage {stage.seq} {stage.purpose}", reason=stage.reason,
+        job=str(stage.job_id),
+    )  # fmt: skip
+    publish_run(run)
+
+
+# -- the approval gate -------------------------------------------------------------------
+
+
+def approval_digest(run: Run, session: AgentSession) -> str:
+    """What an approval is bound to: the run, exactly what is pending (each change's diff
+    and the id of the content that approval commits), and the versions of the roles its
+    stages ran in."""
+    versions = sorted(
+        {
+            (registry.by_id(role_id).slug, registry.by_id(role_id).content_hash)
+            for role_id in run.stages.exclude(role=None).values_list("role_id", flat=True)
+        }
+    )
+    payload = {"run": str(run.pk), "changes": pending_digest(session), "roles": versions}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def gate_enter(run: Run, session: AgentSession, position: int) -> RunApproval:
+    """The run reached its approval gate (the template's, or one its risk requires)."""
+    RunStage.objects.create(
+        run=run,
+        seq=run.stages.count() + 1,
+        position=position,
+        purpose=StagePurpose.APPROVAL,
+        status=StageStatus.AWAITING_APPROVAL,
+        reason="Waiting for a person to approve",
+    )
+    return gate_open(run, session)
+
+
+def gate_open(run: Run, session: AgentSession) -> RunApproval:
+    """Ask for approval of exactly what is pending now (superseding any earlier request)."""
+    status_move_where(run.approvals.all(), ApprovalStatus.PENDING, ApprovalStatus.SUPERSEDED)
+    approval = RunApproval.objects.create(
+        run=run,
+        digest=approval_digest(run, session),
+        expires_at=timezone.now() + timedelta(minutes=run.template.approval_ttl_minutes),
+    )
+    run_pause(
+        run,
+        session,
+        RunStatus.AWAITING_APPROVAL,
+        f"Waiting for approval of {session.pending_changes.count()} pending changes "
+        f"(digest {approval.digest[:12]}).",
+    )
+    return approval
+
+
+# -- the end of a run --------------------------------------------------------------------
 
 
 def _reviewed_digest(session: AgentSession, last: RunStage | None) -> str:
@@ -379,3 +492,35 @@ def run_finish(
         session.save(update_fields=["active_run", "updated_at"])
     run_audit(run, session, status, code=code, message=message + note)
     publish_run(run, EventKind.RUN_FINISHED)
+
+
+# -- the run's own record: its lock, its audit rows and live events, pausing -------------
+
+
+def lock_run(run_id: Any) -> Run:
+    """Lock one run row, read with its template (which is not locked)."""
+    return Run.objects.select_for_update(of=("self",)).select_related("template").get(pk=run_id)
+
+
+def publish_run(run: Run, kind: EventKind = EventKind.RUN_UPDATED) -> None:
+    data = {"run": str(run.pk), "status": run.status}
+    transaction.on_commit(lambda: publish_session_event(run.session_id, kind, data))
+
+
+def run_audit(run: Run, session: AgentSession, result: str, **details: Any) -> None:
+    audit_record(
+        event_type=AuditEventType.RUN_EVENT,
+        actor=ORCHESTRATOR,
+        session=session,
+        role=registry.by_id(session.current_role_id).slug,
+        target=f"run {run.pk}",
+        result=result,
+        details=details,
+    )
+
+
+def run_pause(run: Run, session: AgentSession, status: str, message: str) -> None:
+    """The run waits (for an answer, an approval, a decision), saying why."""
+    status_move(run, status, message=message)
+    run_audit(run, session, status, message=message)
+    publish_run(run)

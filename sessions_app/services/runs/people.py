@@ -27,9 +27,14 @@ from sessions_app.permissions import SessionAction, action_check, action_refusal
 from sessions_app.services.audit import audit_record
 from sessions_app.services.changes import pending_digest
 from sessions_app.services.locks import lock_session
-from sessions_app.services.runs.common import lock_run
-from sessions_app.services.runs.engine import Person, RunEvent, advance
-from sessions_app.services.runs.gate import approval_digest, gate_open
+from sessions_app.services.runs.engine import (
+    Person,
+    RunEvent,
+    advance,
+    approval_digest,
+    gate_open,
+    lock_run,
+)
 from sessions_app.services.sessions import actor_name, current_role_of
 
 MAX_ANSWER_CHARS = 20_000

@@ -1,6 +1,6 @@
 """Risk is decided by acode, not by the acting model: signals an admin edits, evaluated on
 the request, the plan and the changes; the effective tier is the highest of them and the
-tier declared by whoever started the run."""
+tier declared by whoever started the run, and it says whether the run needs approval."""
 
 from __future__ import annotations
 
@@ -10,7 +10,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sessions_app.models import TIER_ORDER, RiskSignal, RiskTier, SignalKind
+from sessions_app.models import (
+    TIER_ORDER,
+    RiskSignal,
+    RiskTier,
+    Run,
+    SignalKind,
+    StagePurpose,
+    WorkflowTemplate,
+)
 
 # Words made of path characters; a path is one with a dot or slash before its last
 # character. (One regex for both, [\w./-]*[./][\w./-]+, backtracks quadratically: 80 s
@@ -86,3 +94,26 @@ def risk_assess(data: RiskInput, *, where: str) -> list[dict[str, str]]:
         for signal in RiskSignal.objects.filter(enabled=True)
         if (why := _fired(signal, data))
     ]
+
+
+def gate_required_for(tier: str, template: WorkflowTemplate) -> bool:
+    """Is an approval gate required: the run's template has one, or the template for its
+    effective tier does (high risk always)."""
+    if template.stages.filter(purpose=StagePurpose.APPROVAL).exists():
+        return True
+    tiered = WorkflowTemplate.objects.filter(risk_tier=tier, enabled=True).order_by("name").first()
+    return tier == RiskTier.HIGH or bool(
+        tiered and tiered.stages.filter(purpose=StagePurpose.APPROVAL).exists()
+    )
+
+
+def run_raise_risk(run: Run, fired: list[dict[str, str]]) -> None:
+    """New risk signals raise the run's tier (and may require the approval gate)."""
+    known = {(s["signal"], s["where"]) for s in run.signals}
+    new = [s for s in fired if (s["signal"], s["where"]) not in known]
+    if not new:
+        return
+    run.signals = [*run.signals, *new]
+    run.effective_tier = higher_tier(run.effective_tier, *(s["tier"] for s in new))
+    run.gate_required = run.gate_required or gate_required_for(run.effective_tier, run.template)
+    run.save(update_fields=["signals", "effective_tier", "gate_required", "updated_at"])

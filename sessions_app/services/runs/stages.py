@@ -1,22 +1,25 @@
-"""A run's stages: entering one (the role, its job), closing one (what it produced) and
-what a stage's job reports while it works (a review verdict, a question for a person).
+"""A run's stages: entering one (its role, what it is asked, its job within what is left
+of the run's budget), closing one (what it produced) and what a stage's job reports while
+it works (a review verdict, a question for a person).
 
-The engine (``engine.py``) decides which stage comes next; these functions carry it out.
+The engine (``engine.py``) decides which stage comes next and records each move; these
+functions carry it out.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.utils import timezone
 
 from acode.error_codes import MODEL_FAILURE_CODES, MODEL_SETTINGS_HINT
+from acode.errors import AcodeError
 from roles.registry import registry
+from sessions_app.containment import model_data
 from sessions_app.models import (
     AgentSession,
     Job,
-    JobEventKind,
     JobStatus,
     Run,
     RunQuestion,
@@ -26,19 +29,38 @@ from sessions_app.models import (
     WorkflowStage,
 )
 from sessions_app.models.states import status_move
+from sessions_app.selectors.runs import run_usage
 from sessions_app.services.changes import pending_digest
-from sessions_app.services.jobs import job_create
+from sessions_app.services.jobs import JobLimits, job_create
 from sessions_app.services.plans import plan_set, plan_step_update
-from sessions_app.services.runs.budget import stage_limits
-from sessions_app.services.runs.common import ORCHESTRATOR, publish_run, run_audit
-from sessions_app.services.runs.gate import gate_required_for
-from sessions_app.services.runs.requests import PlanStep, plan_step_of, stage_request
-from sessions_app.services.runs.risk import RiskInput, higher_tier, risk_assess
-from sessions_app.services.runs.testing import ERROR, NO_TESTS, outcome_of_tests
+from sessions_app.services.runs.risk import RiskInput, risk_assess, run_raise_risk
+from sessions_app.services.runs.testing import EVIDENCE_CHARS, tester_evidence
 from sessions_app.services.transitions import session_transition
 
-EVIDENCE_CHARS = 4_000
+ORCHESTRATOR = "orchestrator"  # the actor of everything a run does on its own
 MAX_FINDINGS = 100
+MAX_REQUEST_CHARS = 20_000
+PLAN_FORMAT = (
+    'Answer with the plan only, as JSON: {"steps": [{"title": "...", "detail": "...", '
+    '"files": ["path"], "depends_on": [1]}]}. Each step is one reviewable change.'
+)
+
+
+@dataclass
+class PlanStep:
+    """Where the run is in its plan."""
+
+    number: int
+    total: int
+    title: str
+    detail: str = ""
+    files: list[str] = field(default_factory=list)
+
+
+def plan_step_of(session: AgentSession, number: int) -> PlanStep:
+    plan = session.plan or []
+    step = next((s for s in plan if s["number"] == number), None) or {"title": f"step {number}"}
+    return PlanStep(number, len(plan), step["title"], step.get("detail", ""), step.get("files", []))
 
 
 @dataclass(frozen=True)
@@ -136,10 +158,6 @@ def _stage_job(run: Run, session: AgentSession, stage: RunStage, request: str, l
     )
     stage.job = job
     stage.save(update_fields=["job"])
-    run_audit(
-        run, session, f"stage {stage.seq} {stage.purpose}", reason=stage.reason, job=str(job.pk)
-    )
-    publish_run(run)
 
 
 def stage_resume(run: Run, session: AgentSession, stage: RunStage, question: RunQuestion) -> None:
@@ -159,28 +177,6 @@ def stage_resume(run: Run, session: AgentSession, stage: RunStage, question: Run
         f"{first.request}\n\n## You asked a person\nQ: {question.question}\nA: {question.answer}"
     )
     _stage_job(run, session, stage, request, limits)
-
-
-def _test_evidence(job: Job) -> dict[str, Any]:
-    """The Tester's last test command: its result follows its exit status (``testing``)."""
-    for event in job.events.filter(kind=JobEventKind.TOOL_RESULT).order_by("-seq"):
-        if event.data.get("name") in ("run_tests", "execute_command"):
-            command = str(event.data.get("target", ""))
-            ended = str(event.data.get("summary") or "")
-            result, said = (
-                outcome_of_tests(command, ended) if ended else (ERROR, "error: no exit status")
-            )
-            if event.data.get("status") != "ok":
-                result, said = ERROR, f"error: the command did not run ({event.data.get('status')})"
-            return {
-                "ran": True,
-                "result": result,
-                "status": said,
-                "command": command,
-                "output": str(event.data.get("output", ""))[-EVIDENCE_CHARS:],
-                "summary": job.result[:EVIDENCE_CHARS],
-            }
-    return {"ran": False, "result": NO_TESTS, "summary": job.result[:EVIDENCE_CHARS]}
 
 
 def stage_close(run: Run, session: AgentSession, stage: RunStage, job: Job | None) -> StageOutcome:
@@ -220,7 +216,7 @@ def _evidence(
     if stage.purpose == StagePurpose.EXPLORE:
         return {"findings": job.result[:EVIDENCE_CHARS]}, None
     if stage.purpose == StagePurpose.TEST:
-        return _test_evidence(job), None
+        return tester_evidence(job), None
     if stage.purpose != StagePurpose.CODE:
         return {}, None
     before, stage.progress = stage.progress, pending_digest(session)
@@ -236,18 +232,6 @@ def _evidence(
         run, risk_assess(RiskInput(paths=paths), where=f"changes of step {stage.plan_step}")
     )
     return {"changed": list(paths), "summary": job.result[:EVIDENCE_CHARS]}, None
-
-
-def run_raise_risk(run: Run, fired: list[dict[str, str]]) -> None:
-    """New risk signals raise the run's tier (and may require the approval gate)."""
-    known = {(s["signal"], s["where"]) for s in run.signals}
-    new = [s for s in fired if (s["signal"], s["where"]) not in known]
-    if not new:
-        return
-    run.signals = [*run.signals, *new]
-    run.effective_tier = higher_tier(run.effective_tier, *(s["tier"] for s in new))
-    run.gate_required = run.gate_required or gate_required_for(run.effective_tier, run.template)
-    run.save(update_fields=["signals", "effective_tier", "gate_required", "updated_at"])
 
 
 # -- from a stage's job ------------------------------------------------------------------
@@ -284,3 +268,126 @@ def run_question_ask(*, job: Job, question: str) -> RunQuestion:
     return RunQuestion.objects.create(
         run=stage.run, stage=stage, asked_by=job.role.slug, question=question[:4000]
     )
+
+
+# -- a stage's budget: what is left of the run's ---------------------------------------
+
+
+def budget_left(run: Run) -> JobLimits:
+    """What the run may still spend (its caps minus what its jobs used, and its wall time);
+    ACODE-RUN-006 once any of them is spent."""
+    usage = run_usage(run)
+    calls = run.max_llm_calls - usage["used_llm_calls"]
+    tokens = run.max_tokens - usage["used_tokens"]
+    seconds = run.max_seconds - usage["elapsed_seconds"]
+    if calls <= 0 or tokens <= 0 or seconds <= 0:
+        spent = "LLM calls" if calls <= 0 else ("tokens" if tokens <= 0 else "wall time")
+        raise AcodeError(
+            "ACODE-RUN-006",
+            f"The run's budget of {spent} is spent.",
+            {"llm_calls_left": calls, "tokens_left": tokens, "seconds_left": seconds},
+        )
+    return JobLimits(llm_calls=calls, tokens=tokens, seconds=seconds)
+
+
+def stage_limits(run: Run, *, llm_calls: int, tokens: int, seconds: int, model: str) -> JobLimits:
+    """A stage's job limits: its own caps (0: none) within what is left of the run's."""
+    left = budget_left(run)
+    return JobLimits(
+        llm_calls=_cap(llm_calls, left.llm_calls),
+        tokens=_cap(tokens, left.tokens),
+        seconds=_cap(seconds, left.seconds),
+        model=model,
+    )
+
+
+def _cap(own: int | None, left: int | None) -> int | None:
+    return min(own, left) if own and left is not None else left
+
+
+# -- what a stage is asked ------------------------------------------------------------
+
+
+def _findings_text(verdict: dict[str, Any]) -> str:
+    lines = [f"Reviewer summary: {verdict.get('summary', '')}"]
+    for finding in verdict.get("findings", []):
+        where = finding.get("path", "")
+        if finding.get("line"):
+            where += f":{finding['line']}"
+        lines.append(f"- {where + ': ' if where else ''}{finding.get('body', '')}")
+    return "\n".join(lines)
+
+
+def _answers_text(run: Run) -> str:
+    answered = run.questions.filter(answered_at__isnull=False).order_by("answered_at")
+    return "\n".join(f"Q: {q.question}\nA: {q.answer}" for q in answered)
+
+
+def stage_request(run: Run, session: AgentSession, stage: RunStage, step: PlanStep) -> str:
+    """The request a stage's job gets: the run's request, the step, and what earlier stages
+    found (the plan, the Explorer's findings, the reviewer's findings, test results)."""
+    parts: list[str] = []
+    if stage.purpose == StagePurpose.PLAN:
+        parts = [f"Plan this request: {run.request}", PLAN_FORMAT]
+    elif stage.purpose == StagePurpose.EXPLORE:
+        plan = "\n".join(f"{s['number']}. {s['title']}" for s in session.plan or [])
+        parts = [
+            "Explore the workspace for this request and report the files, entry points and "
+            f"risks the Coder must know about: {run.request}",
+            f"## Plan\n{plan}",
+        ]
+    elif stage.purpose == StagePurpose.CODE:
+        parts = [f"Executing plan step {step.number}/{step.total}: {step.title}"]
+        if step.detail:
+            parts.append(step.detail)
+        if step.files:
+            parts.append("Files: " + ", ".join(step.files))
+        parts.append(f"## The whole request\n{run.request}")
+        explored = run.stages.filter(purpose=StagePurpose.EXPLORE, status=StageStatus.SUCCEEDED)
+        for found in explored:
+            parts.append(f"## Explorer's findings\n{found.evidence.get('findings', '')}")
+        if stage.revision:
+            review = _latest(run, StagePurpose.REVIEW, step)
+            if review is not None:
+                parts.append("## Reviewer findings to address\n" + _findings_text(review.verdict))
+            tested = _latest(run, StagePurpose.TEST, step)
+            if tested is not None:
+                parts.append(f"## Last test results\n{_evidence_text(tested.evidence)}")
+    elif stage.purpose == StagePurpose.TEST:
+        parts = [
+            f"Run the test suite for plan step {step.number}/{step.total}: {step.title}. "
+            "Report whether the tests pass and what failed."
+        ]
+    elif stage.purpose == StagePurpose.REVIEW:
+        parts = [
+            f"Review the pending changes for plan step {step.number}/{step.total}: {step.title}.",
+            "Call submit_review with verdict approve or request_changes, a summary, and "
+            "findings (comments) with file path and line.",
+        ]
+        tested = _latest(run, StagePurpose.TEST, step)
+        if tested is not None:
+            parts.append(f"## Test results (evidence)\n{_evidence_text(tested.evidence)}")
+    answers = _answers_text(run)
+    if answers:
+        parts.append(f"## Answers from a person\n{answers}")
+    return "\n\n".join(parts)[:MAX_REQUEST_CHARS]
+
+
+def _latest(run: Run, purpose: str, step: PlanStep) -> RunStage | None:
+    """The plan step's last stage of this purpose (its last review, its last test)."""
+    return run.stages.filter(purpose=purpose, plan_step=step.number).order_by("-seq").first()
+
+
+def _evidence_text(evidence: dict[str, Any]) -> str:
+    """The Tester's run as the next model reads it: the command's output is outside text,
+    so it goes through the one channel as untrusted data (cut first, so the wrapper stays
+    whole)."""
+    if not evidence.get("ran"):
+        return f"The Tester ran no tests. {evidence.get('summary', '')}".strip()
+    output = model_data(
+        str(evidence.get("output", ""))[: MAX_REQUEST_CHARS // 4], source="the Tester's test run"
+    )
+    return (
+        f"{evidence.get('command', '')}: {evidence.get('status', '')}\n"
+        f"{output}\n{evidence.get('summary', '')}"
+    ).strip()

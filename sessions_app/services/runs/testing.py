@@ -1,5 +1,5 @@
-"""What a run's tests said (issue 34): a test stage's result follows the test command's exit
-status, not whether the command ran; a template may require passing tests before a run
+"""What a run's tests said (issue 34): a test stage's result (its evidence) follows the test
+command's exit status, not whether the command ran; a template may require passing tests before a run
 can pass (by default the tiers in ``ACODE_RUN_REQUIRE_TESTS_TIERS``: medium and high);
 and a run that passed without passing tests says so in its message.
 
@@ -16,7 +16,7 @@ from typing import Any
 
 from django.conf import settings
 
-from sessions_app.models import Run, StagePurpose
+from sessions_app.models import Job, JobEventKind, Run, StagePurpose
 
 PASSED, FAILED, NO_TESTS, ERROR, TIMED_OUT = "passed", "failed", "no_tests", "error", "timed_out"
 PYTEST_STATUSES = {
@@ -28,6 +28,7 @@ PYTEST_STATUSES = {
     5: (NO_TESTS, "no tests collected"),
 }
 _EXIT = re.compile(r"^exit (-?\d+)$")
+EVIDENCE_CHARS = 4_000  # how much of a stage's output its evidence keeps
 
 
 def outcome_of_tests(command: str, summary: str) -> tuple[str, str]:
@@ -44,6 +45,29 @@ def outcome_of_tests(command: str, summary: str) -> tuple[str, str]:
     else:
         result, words = (PASSED, "passed") if code == 0 else (FAILED, "failed")
     return result, f"{words} (exit {code})"
+
+
+def tester_evidence(job: Job) -> dict[str, Any]:
+    """A test stage's evidence: the Tester's last test command, its result following its
+    exit status (``outcome_of_tests``)."""
+    for event in job.events.filter(kind=JobEventKind.TOOL_RESULT).order_by("-seq"):
+        if event.data.get("name") in ("run_tests", "execute_command"):
+            command = str(event.data.get("target", ""))
+            ended = str(event.data.get("summary") or "")
+            result, said = (
+                outcome_of_tests(command, ended) if ended else (ERROR, "error: no exit status")
+            )
+            if event.data.get("status") != "ok":
+                result, said = ERROR, f"error: the command did not run ({event.data.get('status')})"
+            return {
+                "ran": True,
+                "result": result,
+                "status": said,
+                "command": command,
+                "output": str(event.data.get("output", ""))[-EVIDENCE_CHARS:],
+                "summary": job.result[:EVIDENCE_CHARS],
+            }
+    return {"ran": False, "result": NO_TESTS, "summary": job.result[:EVIDENCE_CHARS]}
 
 
 def requires_tests(run: Run) -> bool:
