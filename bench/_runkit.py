@@ -41,6 +41,18 @@ def code(number: int) -> str:
     return f"def greet_{number}():\n    return {number}\n"
 
 
+def test_file(number: int) -> str:
+    return f"tests/test_greet_{number}.py"
+
+
+def test_code(number: int) -> str:
+    module = step_file(number).removesuffix(".py").replace("/", ".")
+    return (
+        f"from {module} import greet_{number}\n\n\n"
+        f"def test_greet_{number}():\n    assert greet_{number}() == {number}\n"
+    )
+
+
 def plan_answer(steps: int) -> str:
     return json.dumps(
         {
@@ -63,11 +75,20 @@ def role_scripts(steps: int) -> dict[str, list[list[dict[str, Any]]]]:
     return {
         "planner": [[{"content": plan_answer(steps)}]],
         "coder": [
-            calls(("create_file", {"path": step_file(n), "content": code(n)}), final="created")
+            calls(
+                ("create_file", {"path": step_file(n), "content": code(n)}),
+                ("create_file", {"path": test_file(n), "content": test_code(n)}),
+                final="created",
+            )
             for n in numbers
         ],
+        # A medium run passes only with passing tests (issue 34): the Tester runs them.
         "tester": [
-            calls(("read_file", {"path": step_file(n)}), final=f"greet_{n}() returns {n}")
+            calls(
+                ("read_file", {"path": step_file(n)}),
+                ("run_tests", {"argv": ["python", "-m", "pytest", "-q", test_file(n)]}),
+                final=f"greet_{n}() returns {n}",
+            )
             for n in numbers
         ],
         "reviewer": [
