@@ -109,18 +109,23 @@ def role_versions_record(
             actor=label,
             user_id=user.pk if user is not None else None,
         )
-        audit_record(
-            event_type=AuditEventType.ROLE_EDITED,
-            actor=version.actor,
-            role=slug,
-            target=f"{slug} v{number}",
-            result="versioned",
-            details={"number": number, "content_hash": digest},
-        )
+        _version_audit(version)
         created.append(version)
     if created:
         roles_changed_on_commit()
     return created
+
+
+def _version_audit(version: RoleVersion) -> None:
+    """A new role version's audit row, in the version's transaction."""
+    audit_record(
+        event_type=AuditEventType.ROLE_EDITED,
+        actor=version.actor,
+        role=version.role_slug,
+        target=f"{version.role_slug} v{version.number}",
+        result="versioned",
+        details={"number": version.number, "content_hash": version.content_hash},
+    )
 
 
 def _snapshot(slug: str, number: int) -> dict[str, Any]:
