@@ -55,7 +55,7 @@ from _runkit import (
 )
 from _setup import ROOT, django_setup
 
-PACKAGES = ("acode", "roles", "sessions_app")
+PACKAGES = ("acode", "audit", "roles", "sessions_app")
 # The modules that decide and write (services, permissions, selectors): the walk the issue
 # counted by hand, without models, the role registry or helpers in acode/.
 DECISIONS = ("sessions_app/services/", "sessions_app/permissions.py", "sessions_app/selectors.py")

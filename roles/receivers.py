@@ -1,18 +1,20 @@
-"""What the roles app does when models change: every write to role data moves the stamp,
-and once its transaction commits, ``role_data_committed`` is sent.
+"""What the roles app does when models change: every write to role data moves the stamp
+and schedules the live push to open pages for when its transaction commits
+(``acode.live.roles_changed_on_commit``). Model signals are the only hook that sees every
+writer (a service, admin, the shell, a data migration); the services schedule the same
+push themselves, and a transaction publishes it once.
 
 Connected once, in ``RolesConfig.ready``.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from django.apps import AppConfig
-from django.db import transaction
 from django.db.models.signals import m2m_changed, post_delete, post_migrate, post_save
 
+from acode.live import roles_changed_on_commit
 from roles.models import (
     McpArgumentLimit,
     McpServer,
@@ -27,9 +29,6 @@ from roles.models import (
 )
 from roles.portability.definitions import seed_defaults
 from roles.registry import registry_stamp_bump
-from roles.signals import role_data_committed
-
-logger = logging.getLogger(__name__)
 
 _WATCHED = (
     Permission, Tool, Role, RoleVersion, TransitionRule, PromptPack, PromptComponent,
@@ -47,24 +46,7 @@ def _role_data_changed(sender: Any, **kwargs: Any) -> None:
     if action is not None and not str(action).startswith("post_"):
         return
     registry_stamp_bump()
-    _announce_after_commit()
-
-
-def _announce() -> None:
-    for receiver, result in role_data_committed.send_robust(sender=None):
-        if isinstance(result, Exception):  # the change is committed: never fail its request
-            logger.warning("role_data_committed: %r failed: %r", receiver, result)
-
-
-def _announce_after_commit() -> None:
-    # Once per transaction, however many rows it writes (a role saved in admin writes
-    # the role, its permissions, its tools and a new version).
-    connection = transaction.get_connection()
-    if connection.in_atomic_block and any(
-        callback is _announce for _, callback, _ in connection.run_on_commit
-    ):
-        return
-    transaction.on_commit(_announce)
+    roles_changed_on_commit()
 
 
 def _seed_after_migrate(sender: AppConfig, using: str = "default", **kwargs: Any) -> None:

@@ -73,7 +73,7 @@ def sessions_visible_to(user: Any) -> QuerySet[AgentSession]:
 
 
 def can_view_all_audit(user: Any) -> bool:
-    return bool(can_view_all(user) or user.has_perm("sessions_app.view_auditevent"))
+    return bool(can_view_all(user) or user.has_perm("audit.view_auditevent"))
 
 
 def audit_visible_to(user: Any) -> QuerySet[AuditEvent]:
@@ -85,7 +85,7 @@ def audit_visible_to(user: Any) -> QuerySet[AuditEvent]:
 
 def can_verify_audit(user: Any) -> bool:
     """May re-hash the whole audit log (it reads every row, so it is not for everyone)."""
-    return bool(user.is_superuser or user.has_perm("sessions_app.view_auditevent"))
+    return bool(user.is_superuser or user.has_perm("audit.view_auditevent"))
 
 
 def repositories_usable_by(user: Any) -> QuerySet[Repository]:

@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI and ReDoc from static/, so the docs work offline
     "channels",
+    "audit",
     "roles",
     "sessions_app",
 ]

@@ -28,7 +28,7 @@ def account_grants_record(
     if grants:
         data_changed(
             "account", "granted", account.get_username(), label,
-            {"account": account.get_username(), "kinds": [g.kind for g in grants]},
+            {"account": account.get_username(), "kinds": [g.kind for g in grants]}, live=False,
         )  # fmt: skip
     return grants
 

@@ -119,6 +119,7 @@ def transition_rule_delete(
 
 
 # -- prompt packs ---------------------------------------------------------------------
+@transaction.atomic
 def prompt_pack_save(*, pack: PromptPack, actor: str | None = None) -> PromptPack:
     """Save a prompt pack's name, version and description (its texts: prompt_component_save)."""
     pack.save()
@@ -126,6 +127,7 @@ def prompt_pack_save(*, pack: PromptPack, actor: str | None = None) -> PromptPac
     return pack
 
 
+@transaction.atomic
 def prompt_pack_delete(*, pack: PromptPack, actor: str | None = None) -> None:
     """Delete a prompt pack and its components."""
     pack.delete()
@@ -144,12 +146,14 @@ def prompt_component_save(
             actor=actor or "system",
             findings=exc.details.get("findings", []),
         )
-        raise
-    component.save()
-    data_changed("prompt", "saved", str(component), actor or "system")
+        raise  # recorded before the save's transaction: the refusal is kept
+    with transaction.atomic():
+        component.save()
+        data_changed("prompt", "saved", str(component), actor or "system")
     return component
 
 
+@transaction.atomic
 def prompt_component_delete(*, component: PromptComponent, actor: str | None = None) -> None:
     """Delete one prompt text of a pack."""
     component.delete()

@@ -1,4 +1,5 @@
-"""What every role-data write shares: who did it, the change signal, and role versions."""
+"""What every role-data write shares: who did it, its audit row and live push, and role
+versions."""
 
 from __future__ import annotations
 
@@ -8,15 +9,17 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from acode.live import roles_changed_on_commit
+from audit.models import AuditEventType
+from audit.services import audit_record
 from roles.access import compute_access, content_hash, role_snapshot
 from roles.decision.diff import PolicyDiff
 from roles.decision.limits import limits_of
 from roles.mcp.tools import argument_limits
-from roles.models import PromptComponent, RoleVersion
+from roles.models import RoleVersion
 from roles.registry import read_specs
 from roles.services.policy import tool_declarations
 from roles.services.protection import protected_widening, protected_widening_check
-from roles.signals import prompt_rejected, role_data_changed, role_version_created
 
 
 def actor_label(actor: str | None, user: AbstractBaseUser | None) -> str:
@@ -29,13 +32,27 @@ def actor_label(actor: str | None, user: AbstractBaseUser | None) -> str:
 
 
 def data_changed(
-    kind: str, action: str, name: str, actor: str, details: Mapping[str, Any] | None = None
+    kind: str,
+    action: str,
+    name: str,
+    actor: str,
+    details: Mapping[str, Any] | None = None,
+    *,
+    live: bool = True,
 ) -> None:
-    """Announce a write to role data (``roles.signals.role_data_changed``; audited, with
-    ``details`` added to the audit row's)."""
-    role_data_changed.send(
-        sender=None, kind=kind, action=action, name=name, actor=actor, details=dict(details or {})
+    """Record a write to role data, in the write's transaction: its audit row (every
+    change, deletions included, with ``details`` added to the row's) and, with ``live``,
+    the push to open pages once the transaction commits (none if it rolls back; one per
+    transaction). ``live=False`` for what no page shows: drafts, endpoints, accounts."""
+    audit_record(
+        event_type=AuditEventType.ROLE_DATA_CHANGED,
+        actor=actor,
+        target=f"{kind} {name}"[:1000],
+        result=action,
+        details={"kind": kind, "name": name, **dict(details or {})},
     )
+    if live:
+        roles_changed_on_commit()
 
 
 @transaction.atomic
@@ -92,9 +109,23 @@ def role_versions_record(
             actor=label,
             user_id=user.pk if user is not None else None,
         )
-        role_version_created.send(sender=RoleVersion, version=version)
+        _version_audit(version)
         created.append(version)
+    if created:
+        roles_changed_on_commit()
     return created
+
+
+def _version_audit(version: RoleVersion) -> None:
+    """A new role version's audit row, in the version's transaction."""
+    audit_record(
+        event_type=AuditEventType.ROLE_EDITED,
+        actor=version.actor,
+        role=version.role_slug,
+        target=f"{version.role_slug} v{version.number}",
+        result="versioned",
+        details={"number": version.number, "content_hash": version.content_hash},
+    )
 
 
 def _snapshot(slug: str, number: int) -> dict[str, Any]:
@@ -103,5 +134,11 @@ def _snapshot(slug: str, number: int) -> dict[str, Any]:
 
 
 def prompt_rejection_record(*, where: str, actor: str, findings: list[dict[str, Any]]) -> None:
-    """Report refused prompt text (``roles.signals.prompt_rejected``; the audit log keeps it)."""
-    prompt_rejected.send(sender=PromptComponent, where=where, actor=actor, findings=findings)
+    """Record refused prompt text in the audit log (in the caller's transaction)."""
+    audit_record(
+        event_type=AuditEventType.PROMPT_REJECTED,
+        actor=actor,
+        target=where,
+        result="ACODE-PRM-001",
+        details={"findings": findings},
+    )

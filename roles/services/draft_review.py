@@ -7,7 +7,7 @@ current version, and the publisher holds ``roles.publish_roledraft`` and is not 
 author (superusers included), nor an account its author created or gave rights to
 (staff, superuser, permissions, groups; and theirs in turn: ``roles.services.accounts``):
 two people are two people. Rejecting needs the permission too, except that an author
-may withdraw their own draft. Every step is audited (``role_data_changed``).
+may withdraw their own draft. Every step is audited (``common.data_changed``).
 """
 
 from __future__ import annotations
@@ -148,4 +148,5 @@ def _decided(draft: RoleDraft, status: str, *, user: AbstractBaseUser, reason: s
         draft.decided_by_name,
         {"draft": draft.pk, "role": draft.role_slug, "author": draft.author_name,
          "base_version": draft.base_number, "reason": reason},
+        live=False,
     )  # fmt: skip

@@ -126,5 +126,6 @@ def role_draft_create(
         label,
         {"draft": draft.pk, "role": slug, "base_version": draft.base_number,
          "fields": [d["field"] for d in diff]},
+        live=False,
     )  # fmt: skip
     return draft

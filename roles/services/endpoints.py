@@ -150,7 +150,7 @@ def model_endpoint_store(
         ) from None
     endpoint.save()
     action = "created" if created else "changed"
-    data_changed("model endpoint", action, endpoint.name, actor_label(actor, user))
+    data_changed("model endpoint", action, endpoint.name, actor_label(actor, user), live=False)
     return endpoint
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from acode.errors import AcodeError
+from audit.services import safe_text
 from roles.commands.workspace import LiveWorkspace, WorkspaceFacts
 from roles.decision import (
     BAD_ARGUMENTS,
@@ -65,7 +66,7 @@ from sessions_app.containment import (
     sandbox_required,
 )
 from sessions_app.models import AgentSession, AuditEventType, ConsentStatus, Job
-from sessions_app.services.audit import audit_record, safe_text
+from sessions_app.services.audit import audit_record
 from sessions_app.services.consents import consent_refusal, tool_consent_ask, tool_consent_await
 
 logger = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ from django.db import migrations, models
 def rechain(apps, schema_editor):
     """Move the single global chain's events into one chain per session (events without a
     session stay in "global"), re-linking and re-hashing them in their original order."""
-    from sessions_app.services.audit import event_hash
+    from audit.services import event_hash
 
     AuditEvent = apps.get_model("sessions_app", "AuditEvent")
     AuditChain = apps.get_model("sessions_app", "AuditChain")

@@ -1,8 +1,13 @@
-"""Sessions, their history, pending changes, the audit log and jobs (one module each)."""
+"""Sessions, their history, pending changes, jobs and runs (one module each).
+
+The audit log's rows are the ``audit`` app's (below this one); their names are handed on
+here for the session code that names them beside the session's own.
+"""
 
 from __future__ import annotations
 
-from sessions_app.models.audit import (
+from audit.appendonly import AppendOnlyError, AppendOnlyModel, AppendOnlyQuerySet
+from audit.models import (
     GLOBAL_CHAIN,
     AuditAnchor,
     AuditChain,
@@ -11,7 +16,6 @@ from sessions_app.models.audit import (
     AuditVerification,
     chain_key,
 )
-from sessions_app.models.base import AppendOnlyError, AppendOnlyModel, AppendOnlyQuerySet
 from sessions_app.models.consents import ConsentStatus, ToolConsent
 from sessions_app.models.deliveries import DeliveredCommit, PushStatus
 from sessions_app.models.jobs import (

@@ -8,8 +8,8 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
+from audit.appendonly import AppendOnlyModel
 from roles.models import Role, RoleVersion
-from sessions_app.models.base import AppendOnlyModel
 
 
 class RiskTier(models.TextChoices):
@@ -35,7 +35,7 @@ class StepStatus(models.TextChoices):
 
 
 # The head of a session's audit chain, kept on the session's own row: whoever locks the
-# session to change it already holds the chain. Written only by sessions_app.services.audit.
+# session to change it already holds the chain. Written only by sessions_app.services.audit.SessionHead.
 AUDIT_HEAD_FIELDS = ("audit_seq", "audit_hash", "audit_anchored_seq")
 
 

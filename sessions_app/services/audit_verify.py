@@ -1,4 +1,4 @@
-"""Verifying the tamper-evident audit log (``audit.py`` appends and anchors).
+"""Verifying the tamper-evident audit log (``audit.services`` appends, ``audit.py`` anchors).
 
 Verification recomputes every hash and names the first row that does not fit: an edit, a
 deletion or a reordering anywhere is detected, and so is a chain whose newest events were
@@ -13,8 +13,9 @@ from typing import Any
 
 from django.utils import timezone
 
-from sessions_app.models import AuditAnchor, AuditEvent, AuditVerification
-from sessions_app.services.audit import GENESIS_HASH, Head, anchor_hash, chain_heads, event_hash
+from audit.models import AuditAnchor, AuditEvent, AuditVerification
+from audit.services import GENESIS_HASH, anchor_hash, event_hash
+from sessions_app.services.audit import Head, chain_heads
 
 
 @dataclass(frozen=True)

@@ -376,7 +376,7 @@ def test_server_keeps_working_while_redis_is_down_and_pushes_again_after(
             lambda: [
                 r
                 for r in server.log_records()
-                if r.get("logger") == "sessions_app.services.events"
+                if r.get("logger") == "acode.live"
                 and r.get("level") == "warning"
                 and "live push skipped" in str(r.get("message"))
             ],

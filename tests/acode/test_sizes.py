@@ -14,7 +14,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("acode", "roles", "sessions_app")
+PACKAGES = ("acode", "audit", "roles", "sessions_app")
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 

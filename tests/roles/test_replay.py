@@ -165,7 +165,7 @@ def test_admin_preview_impact_renders_the_report_for_unsaved_form_values(
     assert response.status_code == 200
     html = response.content.decode()
     assert "Denied &rarr; allowed</th><td>1</td>" in html
-    assert f"/admin/sessions_app/auditevent/{history['write']}/change/" in html
+    assert f"/admin/audit/auditevent/{history['write']}/change/" in html
     assert "the Tester cannot modify files" in html  # a failing example is shown, not refused
     assert RoleVersion.objects.count() == versions
     assert not Role.objects.get(slug="tester").permissions.filter(code="write_files").exists()

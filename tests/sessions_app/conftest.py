@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from sessions_app.services import events
+from acode import live
 
 
 @pytest.fixture
@@ -15,5 +15,5 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     def record(sends: list[tuple[str, dict[str, Any]]]) -> None:
         out.extend((group, message["kind"]) for group, message in sends)
 
-    monkeypatch.setattr(events, "_send", record)
+    monkeypatch.setattr(live, "send", record)
     return out

@@ -27,6 +27,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection, transaction
 from django.utils import timezone
 
+from audit.services import event_hash
 from roles.registry import registry
 from sessions_app.management.bulk_rows import RowWriter
 from sessions_app.management.synthetic import SessionStory, Vocabulary, split
@@ -40,7 +41,7 @@ from sessions_app.models import (
     PendingChange,
     RoleTransition,
 )
-from sessions_app.services.audit import audit_anchor, event_hash
+from sessions_app.services.audit import audit_anchor
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 
 from django.contrib.auth.models import User
 
+from audit.services import GENESIS_HASH
 from sessions_app.management.synthetic.jobs import job_event_data, job_event_kinds
 from sessions_app.management.synthetic.vocabulary import (
     PATHS,
@@ -36,7 +37,6 @@ from sessions_app.models import (
     StepStatus,
     chain_key,
 )
-from sessions_app.services.audit import GENESIS_HASH
 
 
 @dataclass

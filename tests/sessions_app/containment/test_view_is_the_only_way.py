@@ -15,7 +15,7 @@ from sessions_app.containment.sandbox import SandboxStatus
 from sessions_app.containment.view import process_view
 
 ROOT = Path(__file__).resolve().parents[3]
-PRODUCTION = ("acode", "roles", "sessions_app")
+PRODUCTION = ("acode", "audit", "roles", "sessions_app")
 SPAWNERS = {
     ("subprocess", "run"), ("subprocess", "Popen"), ("subprocess", "call"),
     ("subprocess", "check_call"), ("subprocess", "check_output"), ("os", "system"),

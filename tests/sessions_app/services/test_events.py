@@ -13,6 +13,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 from rest_framework.authtoken.models import Token
 
+from acode import live
 from acode.asgi import application
 from sessions_app.services import events
 from sessions_app.services.events import publish_session_event
@@ -55,7 +56,7 @@ def test_a_failing_channel_layer_never_undoes_the_change(
         async def group_send(self, group: str, message: dict[str, Any]) -> None:
             raise ConnectionError("redis is down")
 
-    monkeypatch.setattr(events, "get_channel_layer", lambda: Broken())
+    monkeypatch.setattr(live, "get_channel_layer", lambda: Broken())
     user = django_user_model.objects.create_user("cy", password="pw-cy-12345")
     session = session_create(owner=user, title="Still here")
     result = session_transition(session=session, to_role="planner", reason="plan", user=user)

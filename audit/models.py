@@ -1,12 +1,17 @@
-"""The tamper-evident audit log."""
+"""The tamper-evident audit log.
+
+The tables keep the names they had when the sessions app owned them (``db_table``). A
+session's chain ends on the session's own row (``AgentSession.audit_seq``), which only the
+sessions app writes; ``AuditEvent.session`` names that model by its label, so this app
+imports no other.
+"""
 
 from __future__ import annotations
 
 from django.db import models
 from django.db.models.functions import Upper
 
-from sessions_app.models.base import AppendOnlyModel
-from sessions_app.models.sessions import AgentSession
+from audit.appendonly import AppendOnlyModel
 
 
 class AuditEventType(models.TextChoices):
@@ -54,7 +59,7 @@ class AuditEvent(AppendOnlyModel):
     seq = models.PositiveBigIntegerField(help_text="Position in its chain, from 1.")
     event_type = models.CharField(max_length=40, choices=AuditEventType.choices)
     session = models.ForeignKey(
-        AgentSession,
+        "sessions_app.AgentSession",
         null=True,
         blank=True,
         on_delete=models.PROTECT,
@@ -71,6 +76,7 @@ class AuditEvent(AppendOnlyModel):
     hash = models.CharField(max_length=64)
 
     class Meta:
+        db_table = "sessions_app_auditevent"
         ordering = ["id"]
         constraints = [
             models.UniqueConstraint(fields=["chain", "seq"], name="unique_audit_chain_seq")
@@ -104,6 +110,9 @@ class AuditChain(models.Model):
         default=0, help_text="The last event of this chain an anchor has sealed."
     )
 
+    class Meta:
+        db_table = "sessions_app_auditchain"
+
     def __str__(self) -> str:
         return f"{self.key} #{self.last_seq}"
 
@@ -122,6 +131,7 @@ class AuditAnchor(AppendOnlyModel):
     hash = models.CharField(max_length=64)
 
     class Meta:
+        db_table = "sessions_app_auditanchor"
         ordering = ["seq"]
 
     def __str__(self) -> str:
@@ -141,6 +151,7 @@ class AuditVerification(models.Model):
     verified_at = models.DateTimeField(db_index=True)
 
     class Meta:
+        db_table = "sessions_app_auditverification"
         ordering = ["-verified_at"]
 
     def __str__(self) -> str:
