@@ -90,6 +90,7 @@ class LoopState:
     asked: list[str] = field(default_factory=list)  # questions put to a person (ask_human)
     answer_schema: dict[str, Any] | None = None  # the final answer's structure (a plan)
     unparseable: int = 0  # answers in a row that did not parse
+    suggestion: str = ""  # the last denial's suggestion, repeated if the job then fails
 
 
 def tool_definitions(role: RoleDef) -> list[dict[str, Any]]:
@@ -165,6 +166,10 @@ def _loop(job: Job, provider_override: Provider | None) -> None:
     run = _prepare(job)
     try:
         _steps(job, run, provider_override)
+    except Stop as stop:  # a job that fails after a refusal says what would have worked
+        if run.suggestion and stop.status != JobStatus.SUCCEEDED:
+            stop.message += f" After a refused tool: {run.suggestion}"
+        raise
     finally:  # the job's MCP servers die with it; what they wrote is applied now
         actor = f"job:{str(job.pk)[:8]}"
         written = mcp_servers_close(
@@ -475,6 +480,8 @@ def _run_tool_call(run: LoopState, call: Any) -> None:
     run.deadline += outcome.waited  # waiting for a person's consent is not the job's time
     if outcome.status == "denied":
         data = {"name": call.name, "code": outcome.code, "reason": outcome.reason}
+        if outcome.suggestion:
+            data["suggestion"] = run.suggestion = outcome.suggestion
         job_event(job, JobEventKind.TOOL_DENIED, data)
     else:
         data = {
