@@ -144,7 +144,9 @@ def run_job(
     if job is None:
         return Job.objects.get(pk=job_id)
     # Every log line of the job (ours, Django's, a tool's) says which job, session and role.
-    log_context = bind_log_context(job=str(job.pk), session=str(job.session_id), role=job.role.slug)
+    log_context = bind_log_context(
+        job=str(job.pk), session=str(job.session_id), role=registry.by_id(job.role_id).name
+    )
     try:
         with _Heartbeat(job.pk):
             _loop(job, provider)
