@@ -16,11 +16,13 @@ from acode.cli.commands import (
     changes,
     context,
     jobs,
+    model_routing,
     models,
     plans,
     prompt_packs,
     role,
     roles,
+    roles_models,
     runs,
     sessions,
     status,
@@ -103,6 +105,14 @@ GROUPS = {
     "changes": changes.app,
     "model": models.app,
 }
+# Subcommands kept in modules of their own, joined to their group here.
+SUBCOMMANDS: dict[tuple[typer.Typer, str], Callable[..., Any]] = {
+    (models.app, "show"): model_routing.show,
+    (models.app, "set"): model_routing.set_,
+    (roles.app, "set-model"): roles_models.set_model,
+}
+for (group, name), command in SUBCOMMANDS.items():
+    group.command(name)(command)
 for name, command in COMMANDS.items():
     app.command(name)(command)
 for name, group in GROUPS.items():

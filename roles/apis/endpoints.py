@@ -1,5 +1,5 @@
-"""/api/model-endpoints/: the models roles route to, adding or changing one (PUT, as
-``acode model add`` does), and a check of one (several probes)."""
+"""/api/model-endpoints/: the models roles route to (and which roles do), adding or
+changing one (PUT, as ``acode model add`` does), and a check of one (several probes)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,13 @@ class ModelEndpointPermission(DjangoModelPermissions):
     }
 
 
+class ModelUserOutput(serializers.Serializer):
+    role = serializers.CharField(help_text="The role's name.")
+    use = serializers.ChoiceField(
+        choices=["preferred", "fallback"], help_text="As the role's preferred or fallback model."
+    )
+
+
 class ModelEndpointOutput(serializers.Serializer):
     name = serializers.CharField()
     kind = serializers.CharField(help_text="openai (an OpenAI-compatible server) or scripted.")
@@ -49,6 +56,9 @@ class ModelEndpointOutput(serializers.Serializer):
         max_digits=12, decimal_places=4, allow_null=True, required=False,
         help_text="Price per million output tokens (null: none).",
     )  # fmt: skip
+    used_by = ModelUserOutput(
+        many=True, required=False, help_text="The roles that route to it, and as what."
+    )
 
 
 ENDPOINT_FIELDS = (
@@ -131,10 +141,14 @@ class ModelEndpointListApi(APIView):
     )
     def get(self, request: Request) -> Response:
         default = selectors.endpoint_for("")
+        fields = [name for name in ModelEndpointOutput().fields if name != "used_by"]
         rows = [
             {**asdict(default), "enabled": True},
-            *selectors.model_endpoint_values(ModelEndpointOutput().fields),
+            *selectors.model_endpoint_values(fields),
         ]
+        users = selectors.model_endpoint_users()
+        for row in rows:
+            row["used_by"] = users.get(row["name"], [])
         return Response(ModelEndpointOutput(rows, many=True).data)
 
 
@@ -182,4 +196,5 @@ class ModelEndpointDetailApi(APIView):
             user=request.user,  # type: ignore[arg-type]
         )
         row = {field: getattr(endpoint, field) for field in ENDPOINT_FIELDS}
+        row["used_by"] = selectors.model_endpoint_users().get(endpoint.name, [])
         return Response(ModelEndpointOutput(row).data, status=201 if created else 200)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from rest_framework.test import APIClient
 
 from roles.access import WithheldTool
 from roles.commands.workspace import KnownWorkspace
@@ -85,3 +86,22 @@ def test_no_reachable_role_says_whom_to_ask() -> None:
         "roles to grant it to a role you can reach."
     )
     assert text.startswith("[ERROR] Tool 'write_file' is not available in current role: Auditor")
+
+
+def test_the_check_api_gives_the_denial_a_job_would_get(api: APIClient) -> None:
+    body = {"tool": "write_file", "arguments": {"path": "test.txt", "content": "hello"}}
+    answer = api.post("/api/roles/Planner/check/", body, format="json")
+    assert answer.status_code == 200
+    data = answer.json()
+    assert (data["outcome"], data["code"], data["rule"]) == (
+        "deny",
+        "ACODE-ROL-003",
+        "effective_tools",
+    )
+    assert data["reason"] == SPEC_DENIAL
+    assert data["suggestion"] == "Transition to Coder role to make file changes."
+    allowed = api.post("/api/roles/coder/check/", body, format="json").json()
+    assert (allowed["outcome"], allowed["reason"], allowed["suggestion"]) == ("allow", "", "")
+    unknown = api.post("/api/roles/wizard/check/", body, format="json")
+    assert (unknown.status_code, unknown.json()["code"]) == (404, "ACODE-ROL-001")
+    assert unknown.json()["message"].startswith("Invalid role specified: 'wizard' is not a role.")

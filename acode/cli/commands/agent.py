@@ -24,6 +24,7 @@ from acode.cli.output import (
     esc,
     out,
     plural,
+    print_denial,
     print_error,
     said,
     short_id,
@@ -168,9 +169,7 @@ def render_event(console: Console, event: dict[str, Any], *, role: str = "?") ->
         why = str(data.get("reason") or data.get("message") or "")
         code = f" ({data['code']})" if data.get("code") else ""
         if why.startswith("[ERROR] "):  # the spec's denial: its block, as the model saw it
-            first, _, rest = why.partition("\n")
-            console.print(f"[bold red]{esc(first)}[/]")
-            console.print(f"{esc(rest.strip())}{esc(code)}")
+            print_denial(console, why, str(data.get("code") or ""))
             return
         # The executor's reason is usually a full sentence naming the tool and role.
         what = why if tool and tool in why else f"Tool {tool!r} refused in role {role}: {why}"

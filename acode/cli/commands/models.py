@@ -1,5 +1,7 @@
 """``acode model list|add|use|check``: the model endpoints, adding one (an OpenAI-compatible
-server or a scripted one), giving a role its model, and whether a model can call tools."""
+server or a scripted one), giving a role its model, and whether a model can call tools.
+``acode model show|set`` (which roles use which endpoint, and changing that or an
+endpoint's context size) are in ``model_routing``, joined to the group in ``acode.cli.app``."""
 
 from __future__ import annotations
 
@@ -13,7 +15,14 @@ from acode.cli.errors import CliError
 from acode.cli.output import emit, emit_json, esc, out, table
 from acode.cli.runtime import JsonOption, fetch, handles_errors, runtime
 
-app = typer.Typer(help="Model endpoints and their checks.", no_args_is_help=True)
+app = typer.Typer(help="Model endpoints, which roles use them, and their checks.",
+                  no_args_is_help=True)  # fmt: skip
+ContextSizeOption = Annotated[
+    int | None,
+    typer.Option(
+        "--context-size", min=256, help="The model's context window, in tokens.", show_default=False
+    ),
+]
 
 
 @app.command("list")
@@ -66,10 +75,12 @@ def add(
     base_url: Annotated[
         str | None,
         typer.Option(
+            "--url",
             "--base-url",
             help="OpenAI-compatible: the server's /v1 URL (default: ACODE_LLM_BASE_URL).",
         ),
     ] = None,
+    context_size: ContextSizeOption = None,
     api_key_env: Annotated[
         str | None,
         typer.Option("--api-key-env", help="The server's environment variable holding the key."),
@@ -104,6 +115,7 @@ def add(
         "model": model, "base_url": base_url, "api_key_env": api_key_env,
         "supports_json_schema": json_schema, "script": _script(script),
         "input_price": input_price, "output_price": output_price,
+        "context_window": context_size,
     }  # fmt: skip
     body.update({key: value for key, value in options.items() if value is not None})
     with runtime(ctx).client() as client:
@@ -130,6 +142,14 @@ def use(
 ) -> None:
     """Make the endpoint a role's preferred (or fallback) model. A protected role's change
     becomes a draft another admin publishes."""
+    role_model_set(ctx, role, name, fallback=fallback, as_json=as_json)
+
+
+def role_model_set(
+    ctx: typer.Context, role: str, name: str, *, fallback: bool, as_json: bool
+) -> None:
+    """Give ``role`` the endpoint ``name`` through the role-edit API admin's form uses
+    (``PATCH /api/roles/{role}/``): a protected role's change becomes a draft, audited."""
     field = "fallback_model" if fallback else "preferred_model"
     with runtime(ctx).client() as client:
         result = client.patch(f"/api/roles/{role}/", {field: name})
