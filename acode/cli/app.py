@@ -27,6 +27,7 @@ from acode.cli.commands import (
     sessions,
     status,
     tools,
+    verify,
 )
 from acode.cli.runtime import Runtime
 
@@ -90,6 +91,7 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "whoami": auth.whoami,
     "status": status.status,
     "agent": agent.agent,
+    "verify": verify.verify,
 }
 GROUPS = {
     "session": sessions.app,
