@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -30,7 +30,7 @@ from roles.access import (
     content_hash,
     role_snapshot,
 )
-from roles.decision.denial import Edge, Route, role_node, transition_paths
+from roles.decision.denial import Route, with_routes
 from roles.decision.limits import limits_of
 from roles.mcp.tools import argument_limits, mcp_tool_specs
 from roles.models import (
@@ -63,7 +63,6 @@ class RoleDef:
     argument_limits: Mapping[str, tuple[tuple[str, Mapping[str, Any]], ...]] = field(
         default_factory=dict
     )
-    # tool -> the nearest role with it the transition rules reach (the denial's suggestion)
     tool_routes: Mapping[str, Route] = field(default_factory=dict)
 
     # Shortcuts for the most read fields.
@@ -201,21 +200,6 @@ def registry_stamp_bump() -> None:
     registry.invalidate()  # this process knows already; others compare stamps
 
 
-def _with_routes(
-    roles: Mapping[str, RoleDef], rules: Mapping[str, tuple[RuleDef, ...]]
-) -> dict[str, RoleDef]:
-    """Each role with, per tool it lacks, the nearest role with it that its transition
-    rules reach (``roles.decision.denial``)."""
-    nodes = [role_node(r.slug, r.name, r.access) for r in roles.values()]
-    edges = [
-        Edge(rule.from_slug, rule.to_slug, rule.implicit) for out in rules.values() for rule in out
-    ]
-    return {
-        slug: replace(role, tool_routes=transition_paths(slug, nodes, edges))
-        for slug, role in roles.items()
-    }
-
-
 class RoleRegistry:
     """Cached, process-wide access to roles, tools, rules and prompt texts."""
 
@@ -289,7 +273,7 @@ class RoleRegistry:
             keys[spec.slug.lower()] = spec.slug
             keys[spec.name.lower()] = spec.slug
         rules = self._load_rules(roles)
-        roles = _with_routes(roles, rules)
+        roles = with_routes(roles, rules)  # the suggestion of each denial (roles.decision.denial)
         return _State(
             stamp=stamp,
             roles=roles,

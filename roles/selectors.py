@@ -18,7 +18,6 @@ from roles.models import (
     Role,
     RoleDraft,
 )
-from roles.registry import registry
 
 
 def endpoint_for(name: str) -> Endpoint:
@@ -61,18 +60,6 @@ def model_endpoint_exists(name: str) -> bool:
 def model_endpoint_values(fields: Iterable[str]) -> list[dict[str, Any]]:
     """``fields`` of every model endpoint row, in the model's order."""
     return list(ModelEndpoint.objects.values(*fields))
-
-
-def model_endpoint_users() -> dict[str, list[dict[str, str]]]:
-    """Per endpoint name, the roles that route to it (``use``: preferred or fallback); a role
-    naming no preferred model uses ``default``, the settings' endpoint."""
-    users: dict[str, list[dict[str, str]]] = {}
-    for role in registry.list_roles():
-        for use, name in (("preferred", role.spec.preferred_model or "default"),
-                          ("fallback", role.spec.fallback_model)):  # fmt: skip
-            if name:
-                users.setdefault(name, []).append({"role": role.name, "use": use})
-    return users
 
 
 # -- MCP servers, their pinned tools and roles' argument limits (issue 24) ---------------

@@ -54,6 +54,7 @@ from sessions_app.models import (
     RunStage,
     RunStatus,
 )
+from sessions_app.selectors.lookups import log_keys
 
 APPROVE_RUN_PERMISSION = "sessions_app.approve_run"
 
@@ -219,16 +220,8 @@ def _accessed(user: Any, action: SessionAction, found: Found | None, what: str) 
     refusal = access_refusal(user, action, found)
     if refusal is not None:
         raise refusal
-    _bind_log(found)
+    bind_log_context(**log_keys(found))  # the request's later lines; its middleware unbinds
     return found
-
-
-def _bind_log(found: Target) -> None:
-    """Every later log line of the request says which session it is about and that
-    session's role (a job's: the job's own); the request's middleware unbinds them."""
-    session = found if isinstance(found, AgentSession) else found.session
-    role_id = found.role_id if isinstance(found, Job) else session.current_role_id
-    bind_log_context(session=str(session.pk), role=registry.by_id(role_id).name)
 
 
 def access_refusal(user: Any, action: SessionAction, obj: Target) -> AcodeError | None:

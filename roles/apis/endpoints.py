@@ -18,6 +18,7 @@ from acode.inputs import Input, Query, query_of
 from acode.llm import Endpoint, model_check
 from acode.llm.check import MAX_PROBES, PROBES
 from roles import selectors
+from roles.registry import registry
 from roles.services.endpoints import ENDPOINT_KINDS, model_endpoint_save
 
 
@@ -120,6 +121,18 @@ class ModelCheckOutput(serializers.Serializer):
     )
 
 
+def _model_users() -> dict[str, list[dict[str, str]]]:
+    """Per endpoint name, the roles that route to it (``use``: preferred or fallback); a
+    role naming no preferred model uses ``default``, the settings' endpoint."""
+    users: dict[str, list[dict[str, str]]] = {}
+    for role in registry.list_roles():
+        for use, name in (("preferred", role.spec.preferred_model or "default"),
+                          ("fallback", role.spec.fallback_model)):  # fmt: skip
+            if name:
+                users.setdefault(name, []).append({"role": role.name, "use": use})
+    return users
+
+
 def _endpoint_named(name: str) -> Endpoint:
     """An endpoint by name; ``default`` is the settings' endpoint unless a row has the name.
     A name no row has is 404; a disabled endpoint is ACODE-LLM-001."""
@@ -141,12 +154,12 @@ class ModelEndpointListApi(APIView):
     )
     def get(self, request: Request) -> Response:
         default = selectors.endpoint_for("")
-        fields = [name for name in ModelEndpointOutput().fields if name != "used_by"]
+        fields = [str(name) for name in ModelEndpointOutput().fields if name != "used_by"]
         rows = [
             {**asdict(default), "enabled": True},
             *selectors.model_endpoint_values(fields),
         ]
-        users = selectors.model_endpoint_users()
+        users = _model_users()
         for row in rows:
             row["used_by"] = users.get(row["name"], [])
         return Response(ModelEndpointOutput(rows, many=True).data)
@@ -196,5 +209,5 @@ class ModelEndpointDetailApi(APIView):
             user=request.user,  # type: ignore[arg-type]
         )
         row = {field: getattr(endpoint, field) for field in ENDPOINT_FIELDS}
-        row["used_by"] = selectors.model_endpoint_users().get(endpoint.name, [])
+        row["used_by"] = _model_users().get(endpoint.name, [])
         return Response(ModelEndpointOutput(row).data, status=201 if created else 200)

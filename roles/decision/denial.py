@@ -7,15 +7,16 @@ role lacks: one short sentence per permission), a suggestion naming a role that 
 tool and that the session may reach by its transition rules, and acode's own reason.
 
 ``transition_paths`` finds, for each tool a role lacks, the nearest role reachable by
-transition rules that has it; the registry computes it once per snapshot
-(``RoleDef.tool_routes``), so the decision stays a pure function of the role it is given.
+transition rules that has it; the registry keeps it per role (``with_routes``, once per
+snapshot: ``RoleDef.tool_routes``), so the decision stays a pure function of its role.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Protocol, TypeVar
 
 from roles.access import RoleAccess, WithheldTool
 
@@ -145,5 +146,35 @@ def role_denial(
     return text, suggestion
 
 
-def role_node(slug: str, name: str, access: RoleAccess) -> RoleNode:
-    return RoleNode(slug, name, frozenset(access.tools))
+class _Role(Protocol):
+    @property
+    def slug(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def access(self) -> RoleAccess: ...
+
+
+class _Rule(Protocol):
+    @property
+    def from_slug(self) -> str: ...
+    @property
+    def to_slug(self) -> str: ...
+    @property
+    def implicit(self) -> bool: ...
+
+
+RoleT = TypeVar("RoleT", bound=_Role)
+
+
+def with_routes(
+    roles: Mapping[str, RoleT], rules: Mapping[str, Iterable[_Rule]]
+) -> dict[str, RoleT]:
+    """Each role (a dataclass with ``tool_routes``) with ``transition_paths`` from it: what
+    the registry keeps of each role (``RoleDef.tool_routes``), once per snapshot."""
+    nodes = [RoleNode(r.slug, r.name, frozenset(r.access.tools)) for r in roles.values()]
+    edges = [Edge(r.from_slug, r.to_slug, r.implicit) for out in rules.values() for r in out]
+    return {
+        slug: replace(role, tool_routes=transition_paths(slug, nodes, edges))  # type: ignore[type-var]
+        for slug, role in roles.items()
+    }

@@ -17,6 +17,14 @@ from acode.cli.runtime import JsonOption, fetch, handles_errors, runtime
 
 app = typer.Typer(help="Model endpoints, which roles use them, and their checks.",
                   no_args_is_help=True)  # fmt: skip
+UrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--url",
+        "--base-url",
+        help="OpenAI-compatible: the server's /v1 URL (default: ACODE_LLM_BASE_URL).",
+    ),
+]
 ContextSizeOption = Annotated[
     int | None,
     typer.Option(
@@ -72,14 +80,7 @@ def add(
     model: Annotated[
         str | None, typer.Option("--model", help="OpenAI-compatible: the model name to send.")
     ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--url",
-            "--base-url",
-            help="OpenAI-compatible: the server's /v1 URL (default: ACODE_LLM_BASE_URL).",
-        ),
-    ] = None,
+    base_url: UrlOption = None,
     context_size: ContextSizeOption = None,
     api_key_env: Annotated[
         str | None,
@@ -109,7 +110,7 @@ def add(
     as_json: JsonOption = False,
 ) -> None:
     """Add a model endpoint, or change one: ``--script FILE`` makes a scripted one, else
-    ``--model`` (and ``--base-url``) an OpenAI-compatible one."""
+    ``--model`` (and ``--url``) an OpenAI-compatible one."""
     body: dict[str, Any] = {"kind": "scripted" if script else "openai"}
     options = {
         "model": model, "base_url": base_url, "api_key_env": api_key_env,
