@@ -49,6 +49,11 @@ def test_agent_role_shows_transition_denials_and_the_result(cli: RunCli, session
     assert '"title": "Create AuthService"' in out
     assert "succeeded in role planner · 2 LLM calls" in out
     assert "Active Plan: 0/2 steps complete" in cli("status").stdout
+    audited = cli("audit", "search", "--event-type", "ToolDenied").stdout
+    assert (
+        "  Reason: [ERROR] Tool 'write_file' is not available in current role: Planner "
+        "Suggestion: Transition to Coder role to make file changes.\n"
+    ) in audited
 
 
 def test_agent_failure_exits_7_with_the_job_error(cli: RunCli, session_id: str) -> None:
