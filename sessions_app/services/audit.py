@@ -1,6 +1,7 @@
 """The sessions' side of the audit log (the ``audit`` app writes it): a session's chain
-ends on the session's own row, and anchoring seals every chain's head (verifying is
-``audit_verify.py``).
+ends on the session's own row; ``session_record`` is the one path of a change to a session
+(its audit row, then the live push to open pages after commit); anchoring seals every
+chain's head (verifying is ``audit_verify.py``).
 
 An anchor (``audit_anchor``, run periodically by Celery beat) seals the head of every
 chain that moved since the last anchor, and anchors form a chain of their own.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -28,7 +30,10 @@ from audit.models import (
     chain_key,
 )
 from audit.services import GENESIS_HASH, anchor_hash
+from roles.registry import RoleDef, registry
 from sessions_app.models import AgentSession
+from sessions_app.services.event_catalog import EventKind
+from sessions_app.services.events import publish_session_event
 from sessions_app.services.locks import held_session
 
 
@@ -80,6 +85,47 @@ def audit_record(
         details=details,
         head=SessionHead(session) if session is not None else None,
     )
+
+
+def actor_name(user: User | None, actor: str | None = None) -> str:
+    """How an actor is recorded: the given label, else the username, else ``system``."""
+    if actor:
+        return actor
+    if user is not None and user.is_authenticated:
+        return user.get_username()
+    return "system"
+
+
+def current_role_of(session: AgentSession) -> RoleDef:
+    """The session's current role as the registry knows it (no query): the role its
+    events are recorded in."""
+    return registry.by_id(session.current_role_id)
+
+
+def session_record(
+    session: AgentSession,
+    kind: EventKind,
+    *,
+    event_type: AuditEventType,
+    actor: str,
+    target: str,
+    result: str,
+    details: dict[str, Any],
+    data: dict[str, Any] | None = None,
+) -> None:
+    """Record a change to a locked session: its audit row in the session's chain (in its
+    current role), and ``kind`` told to the open pages once the transaction commits (with
+    ``data``), so nobody hears of a change that did not commit."""
+    audit_record(
+        event_type=event_type,
+        actor=actor,
+        session=session,
+        role=current_role_of(session).slug,
+        target=target,
+        result=result,
+        details=details,
+    )
+    transaction.on_commit(lambda: publish_session_event(session.pk, kind, data))
 
 
 class Head(NamedTuple):

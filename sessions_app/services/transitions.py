@@ -19,11 +19,10 @@ from roles.models import Precondition
 from roles.registry import RoleDef, RuleDef, registry
 from sessions_app.models import AgentSession, AuditEventType, RoleTransition
 from sessions_app.permissions import SessionAction, access_refusal, now_refusal, run_acting
-from sessions_app.services.audit import audit_record
+from sessions_app.services.audit import actor_name, audit_record, current_role_of
 from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.events import publish_session_event
 from sessions_app.services.locks import lock_session
-from sessions_app.services.sessions import actor_name, current_role_of
 
 
 def _needs_plan(session: AgentSession) -> str:

@@ -46,12 +46,12 @@ from sessions_app.models import (
     WorkflowStage,
 )
 from sessions_app.models.states import status_move, status_move_where
-from sessions_app.services.audit import audit_record
+from sessions_app.services.audit import session_record
 from sessions_app.services.changes import changes_commit, pending_digest
 from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.events import publish_session_event
 from sessions_app.services.job_recovery import job_expire
-from sessions_app.services.jobs import job_cancel
+from sessions_app.services.jobs import job_stop
 from sessions_app.services.locks import lock_session
 from sessions_app.services.plans import plan_step_update
 from sessions_app.services.runs.stages import (
@@ -183,7 +183,7 @@ def advance(run: Run, session: AgentSession, event: RunEvent | None = None) -> N
         job = Job.objects.get(pk=last.job_id) if last.job_id else None
         if job is not None and not job.is_final and _cancelling(event):
             if job.status == JobStatus.QUEUED:  # not started: nothing to wait for
-                job = job_cancel(job=job, actor=event.who if event else "", run_id=run.pk)
+                job = job_stop(job=job, actor=event.who if event else "")
             else:
                 who = event.who if event else ""
                 message = f"Cancel requested by {who}; stops when the current stage ends."
@@ -373,11 +373,10 @@ def _carry_out(
 
 def _stage_entered(run: Run, session: AgentSession, stage: RunStage) -> None:
     """A stage's job is queued: the run says so (audited, and live)."""
-    run_audit(
-        run, session, f"stage {stage.seq} {stage.purpose}", reason=stage.reason,
-        job=str(stage.job_id),
+    run_record(
+        run, session, EventKind.RUN_UPDATED, f"stage {stage.seq} {stage.purpose}",
+        reason=stage.reason, job=str(stage.job_id),
     )  # fmt: skip
-    publish_run(run)
 
 
 # -- the approval gate -------------------------------------------------------------------
@@ -490,8 +489,7 @@ def run_finish(
     if session.active_run_id == run.pk:
         session.active_run = None
         session.save(update_fields=["active_run", "updated_at"])
-    run_audit(run, session, status, code=code, message=message + note)
-    publish_run(run, EventKind.RUN_FINISHED)
+    run_record(run, session, EventKind.RUN_FINISHED, status, code=code, message=message + note)
 
 
 # -- the run's own record: its lock, its audit rows and live events, pausing -------------
@@ -503,24 +501,28 @@ def lock_run(run_id: Any) -> Run:
 
 
 def publish_run(run: Run, kind: EventKind = EventKind.RUN_UPDATED) -> None:
+    """Tell the open pages the run changed, after commit, with no audit row (a message)."""
     data = {"run": str(run.pk), "status": run.status}
     transaction.on_commit(lambda: publish_session_event(run.session_id, kind, data))
 
 
-def run_audit(run: Run, session: AgentSession, result: str, **details: Any) -> None:
-    audit_record(
+def run_record(
+    run: Run, session: AgentSession, kind: EventKind, result: str, **details: Any
+) -> None:
+    """A move of the run: its audit row and its live event (``audit.session_record``)."""
+    session_record(
+        session,
+        kind,
         event_type=AuditEventType.RUN_EVENT,
         actor=ORCHESTRATOR,
-        session=session,
-        role=registry.by_id(session.current_role_id).slug,
         target=f"run {run.pk}",
         result=result,
         details=details,
+        data={"run": str(run.pk), "status": run.status},
     )
 
 
 def run_pause(run: Run, session: AgentSession, status: str, message: str) -> None:
     """The run waits (for an answer, an approval, a decision), saying why."""
     status_move(run, status, message=message)
-    run_audit(run, session, status, message=message)
-    publish_run(run)
+    run_record(run, session, EventKind.RUN_UPDATED, status, message=message)
