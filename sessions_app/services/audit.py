@@ -1,7 +1,14 @@
-"""The sessions' side of the audit log (the ``audit`` app writes it): a session's chain
-ends on the session's own row; ``session_record`` is the one path of a change to a session
-(its audit row, then the live push to open pages after commit); anchoring seals every
-chain's head (verifying is ``audit_verify.py``).
+"""A session's record: what happens in a session is written to its audit chain (the
+``audit`` app writes the log; a session's chain ends on the session's own row) and told to
+its open pages after commit (``acode.live`` sends it). ``session_record`` is the one path of
+a change to a session: its audit row, then its live event once the transaction commits, so
+nobody hears of a change that did not commit. Anchoring seals every chain's head
+(verifying is ``audit_verify.py``).
+
+Every kind published here is an :class:`EventKind` of the catalog
+(``sessions_app.services.event_catalog``), which says what each one re-renders. (Role
+data's own event, ``roles.changed``, is ``acode.live``'s: the roles app, below this one,
+schedules it.)
 
 An anchor (``audit_anchor``, run periodically by Celery beat) seals the head of every
 chain that moved since the last anchor, and anchors form a chain of their own.
@@ -12,6 +19,7 @@ removed together with its head, once an anchor has sealed them.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, NamedTuple
 
 from django.contrib.auth.models import User
@@ -19,6 +27,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from acode import live
 from audit import services as audit_log
 from audit.models import (
     GLOBAL_CHAIN,
@@ -32,8 +41,7 @@ from audit.models import (
 from audit.services import GENESIS_HASH, anchor_hash
 from roles.registry import RoleDef, registry
 from sessions_app.models import AgentSession
-from sessions_app.services.event_catalog import EventKind
-from sessions_app.services.events import publish_session_event
+from sessions_app.services.event_catalog import EventKind, catalogued
 from sessions_app.services.locks import held_session
 
 
@@ -87,6 +95,57 @@ def audit_record(
     )
 
 
+# -- telling the open pages (after commit) ---------------------------------------------
+
+BOARD_GROUP = "acode-board"
+# Every open board, session page and roles page joins it (published by acode.live).
+ROLES_GROUP = live.ROLES_GROUP
+
+
+def session_group(session_id: uuid.UUID | str) -> str:
+    return f"acode-session-{session_id}"
+
+
+def publish_session_event(
+    session_id: uuid.UUID | str, kind: EventKind, data: dict[str, Any] | None = None
+) -> None:
+    """Tell the session's group and the board that something changed in a session.
+
+    Consumers re-render from the database, so the message carries only what changed;
+    a lost message is repaired by the page's resync on reconnect. A kind the catalog
+    lacks is a programming error (ValueError): nobody would know what it re-renders.
+    """
+    message = {
+        "type": "session.event",
+        "kind": str(catalogued(kind)),
+        "session": str(session_id),
+        "data": data or {},
+    }
+    live.send([(session_group(session_id), message), (BOARD_GROUP, message)])
+
+
+def publish_job_event(
+    session_id: uuid.UUID | str, job_id: uuid.UUID | str, seq: int, kind: str, data: dict[str, Any]
+) -> None:
+    """Push one job event to the session's group (the session page's live job stream)."""
+    message = {
+        "type": EventKind.JOB_EVENT.value,
+        "session": str(session_id),
+        "job": str(job_id),
+        "seq": seq,
+        "kind": kind,
+        "data": data,
+    }
+    sends = [(session_group(session_id), message)]
+    if kind == "status":
+        board = {**message, "type": "session.event", "kind": EventKind.JOB_STATUS.value}
+        sends.append((BOARD_GROUP, board))
+    live.send(sends)
+
+
+# -- the one path of a change to a session -----------------------------------------------
+
+
 def actor_name(user: User | None, actor: str | None = None) -> str:
     """How an actor is recorded: the given label, else the username, else ``system``."""
     if actor:
@@ -126,6 +185,9 @@ def session_record(
         details=details,
     )
     transaction.on_commit(lambda: publish_session_event(session.pk, kind, data))
+
+
+# -- anchoring: sealing every chain's head -----------------------------------------------
 
 
 class Head(NamedTuple):

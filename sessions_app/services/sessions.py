@@ -14,9 +14,13 @@ from acode.errors import AcodeError
 from roles.registry import registry
 from sessions_app.models import AgentSession, AuditEventType, RiskTier, RoleTransition
 from sessions_app.permissions import SessionAction, action_check
-from sessions_app.services.audit import actor_name, audit_record, session_record
+from sessions_app.services.audit import (
+    actor_name,
+    audit_record,
+    publish_session_event,
+    session_record,
+)
 from sessions_app.services.event_catalog import EventKind
-from sessions_app.services.events import publish_session_event
 from sessions_app.services.locks import lock_session
 from sessions_app.services.workspaces import repository_for, workspace_attach, workspace_create
 

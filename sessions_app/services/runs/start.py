@@ -24,8 +24,13 @@ from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.jobs import require_broker
 from sessions_app.services.locks import lock_session
 from sessions_app.services.runs.engine import advance, publish_run
-from sessions_app.services.runs.risk import RiskInput, gate_required_for, higher_tier, risk_assess
-from sessions_app.services.runs.stages import MAX_REQUEST_CHARS
+from sessions_app.services.runs.stages import (
+    MAX_REQUEST_CHARS,
+    RiskInput,
+    gate_required_for,
+    higher_tier,
+    risk_assess,
+)
 from sessions_app.services.transitions import session_transition
 
 

@@ -19,13 +19,13 @@ from django.template.loader import get_template
 
 from acode import live
 from sessions_app.dashboard.session import SESSION_FRAGMENTS, fragments_for
+from sessions_app.services.audit import publish_job_event, publish_session_event
 from sessions_app.services.event_catalog import (
     EVENT_CATALOG,
     LIVE_PAGES,
     EventKind,
     rerenders,
 )
-from sessions_app.services.events import publish_job_event, publish_session_event
 
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGES = ("acode", "audit", "roles", "sessions_app")
