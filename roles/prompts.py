@@ -42,7 +42,7 @@ class PromptPart:
 
     layer: str  # system | role | language | framework | constraints
     key: str
-    source: str
+    origin: str  # where the text came from: the pack, or generated
     tokens: int
     budget: int | None
     cut: bool = False

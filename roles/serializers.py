@@ -147,7 +147,7 @@ class PromptPartOutput(serializers.Serializer):
         choices=["system", "role", "language", "framework", "constraints"]
     )
     key = serializers.CharField()
-    source = serializers.CharField()
+    origin = serializers.CharField(help_text="Where the text came from: its pack, or generated.")
     tokens = serializers.IntegerField()
     budget = serializers.IntegerField(allow_null=True)
     cut = serializers.BooleanField()

@@ -179,25 +179,14 @@ def build_context(
     pending = pending or {}
     project = project or ContextSettings()
     notes: list[str] = []
-    files = candidate_files(workspace, git_dir)
-    if project.exclude_patterns:
-        kept = [f for f in files if not project.excluded(f)]
-        notes.append(f"{len(files) - len(kept)} files excluded by the project config")
-        files = kept
+    files = _candidates(workspace, git_dir, project, notes)
     step_text = " ".join(
         s.get("title", "") + " " + " ".join(s.get("files", []))
         for s in plan or []
         if s.get("status") in ("pending", "in_progress")
     )[:2000]
     chosen = _choose_strategy(strategy, pending, files, f"{request} {step_text}", notes)
-    adaptive_broad = strategy == "adaptive" and chosen == "broad"
-    budget = ADAPTIVE_BROAD_BUDGET if adaptive_broad else BUDGETS[chosen]
-    if project.max_tokens is not None:
-        budget = project.max_tokens
-        notes.append(f"budget {budget} tokens set by the project config")
-    if budget_cap is not None and budget_cap < budget:
-        notes.append(f"budget capped at {budget_cap} tokens by the model's context window")
-        budget = budget_cap
+    budget = _budget(strategy, chosen, project, budget_cap, notes)
     builder = _Builder(ContextBundle(role_name, chosen, strategy, budget, notes=notes))
     request_text = model_text(
         request if not task or task == request else f"{request}\n\nSession task: {task}"
@@ -224,6 +213,37 @@ def build_context(
     if reviews:
         _add_lint_rules(builder, workspace, files)
     return builder.finish()
+
+
+def _candidates(
+    workspace: Path, git_dir: Path | None, project: ContextSettings, notes: list[str]
+) -> list[str]:
+    """The files a strategy may pick, without those the project config excludes."""
+    files = candidate_files(workspace, git_dir)
+    if not project.exclude_patterns:
+        return files
+    kept = [f for f in files if not project.excluded(f)]
+    notes.append(f"{len(files) - len(kept)} files excluded by the project config")
+    return kept
+
+
+def _budget(
+    strategy: str,
+    chosen: str,
+    project: ContextSettings,
+    budget_cap: int | None,
+    notes: list[str],
+) -> int:
+    """The strategy's budget, or the project's ``max_tokens``; the model's window caps both."""
+    adaptive_broad = strategy == "adaptive" and chosen == "broad"
+    budget = ADAPTIVE_BROAD_BUDGET if adaptive_broad else BUDGETS[chosen]
+    if project.max_tokens is not None:
+        budget = project.max_tokens
+        notes.append(f"budget {budget} tokens set by the project config")
+    if budget_cap is not None and budget_cap < budget:
+        notes.append(f"budget capped at {budget_cap} tokens by the model's context window")
+        budget = budget_cap
+    return budget
 
 
 def _add_interfaces(

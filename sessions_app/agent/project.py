@@ -46,7 +46,7 @@ class JobProject:
                 {
                     "key": p.key,
                     "layer": p.layer,
-                    "source": p.source,
+                    "origin": p.origin,
                     "tokens": p.tokens,
                     "cut": p.cut,
                 }

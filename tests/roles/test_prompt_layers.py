@@ -34,8 +34,8 @@ def test_coder_prompt_composes_layers_in_the_stated_order() -> None:
         "system", "role", "language", "framework", "constraints",
     ]  # fmt: skip
     assert all(p.tokens > 0 and not p.cut for p in composed.parts)
-    assert composed.parts[2].source == "pack acode-standard"
-    assert composed.parts[-1].source == "generated from the role"
+    assert composed.parts[2].origin == "pack acode-standard"
+    assert composed.parts[-1].origin == "generated from the role"
 
 
 def test_the_standard_pack_ships_every_language_and_framework_layer() -> None:

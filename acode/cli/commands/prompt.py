@@ -67,7 +67,7 @@ def _print_parts(composed: dict[str, Any]) -> None:
         budget = "-" if part["budget"] is None else str(part["budget"])
         tokens = f"{part['tokens']} (cut)" if part["cut"] else str(part["tokens"])
         rendered.add_row(
-            str(number), part["layer"], esc(part["key"]), esc(part["source"]), tokens, budget
+            str(number), part["layer"], esc(part["key"]), esc(part["origin"]), tokens, budget
         )
     console.print(rendered)
     for note in composed.get("notes") or []:
