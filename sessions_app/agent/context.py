@@ -14,10 +14,12 @@ the workspace (files, diffs, its structure) as untrusted data, the request as te
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from roles.access import ToolSpec
 from sessions_app.agent.context_extras import (
     lint_rules,
     neighbour_of,
@@ -200,6 +202,10 @@ def build_context(
     if focus:
         notes.append(f"{len(focus)} files matched the project's focus patterns")
     visible = {p: d for p, d in pending.items() if not project.excluded(p)}
+    if len(visible) < len(pending):
+        notes.append(
+            f"{len(pending) - len(visible)} pending changes excluded by the project config"
+        )
     if chosen == "broad":
         _fill_broad(builder, workspace, files, f"{request} {task}")
     elif chosen == "focused":
@@ -213,6 +219,14 @@ def build_context(
     if reviews:
         _add_lint_rules(builder, workspace, files)
     return builder.finish()
+
+
+def role_gains(tools: Iterable[ToolSpec]) -> tuple[bool, bool]:
+    """(writes, reviews) for ``build_context``: a role holding a tool that writes gains the
+    interfaces and a style example, one holding ``submit_review`` the lint rules."""
+    specs = list(tools)
+    writes = any(spec.declaration.writes for spec in specs)
+    return writes, any(spec.name == "submit_review" for spec in specs)
 
 
 def _candidates(

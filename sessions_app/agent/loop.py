@@ -35,7 +35,7 @@ from acode.logs import bind_log_context, restore_log_context
 from acode.metrics import observe_llm_call
 from roles.registry import RoleDef, registry
 from roles.selectors import endpoint_for
-from sessions_app.agent.context import build_context
+from sessions_app.agent.context import build_context, role_gains
 from sessions_app.agent.executor import tool_execute
 from sessions_app.agent.mcp.tool import mcp_servers_close
 from sessions_app.agent.plans import PLAN_ANSWER_SCHEMA, plan_from_answer
@@ -203,8 +203,7 @@ def _prepare(job: Job) -> LoopState:
     role = registry.get(job.role.slug)
     shown = pending_snapshot(session)  # what the context shows, and its digest
     pending = shown.diffs
-    tools = registry.effective_tools(role.slug)
-    reviews = any(spec.name == "submit_review" for spec in tools)
+    writes, reviews = role_gains(registry.effective_tools(role.slug))
     if role.spec.context_strategy == "change_focused" and not pending and reviews:
         raise Stop(
             JobStatus.FAILED,
@@ -230,7 +229,7 @@ def _prepare(job: Job) -> LoopState:
         budget_cap=min(e.context_window for e in endpoints) // 2,
         git_dir=git_dir,
         project=project.config.context,
-        writes=any(spec.declaration.writes for spec in tools),
+        writes=writes,
         reviews=reviews,
     )
     job_event(job, JobEventKind.CONTEXT, context.as_dict())

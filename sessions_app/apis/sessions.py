@@ -17,7 +17,7 @@ from acode.inputs import query_of
 from acode.middleware import request_id_of
 from roles.registry import registry
 from roles.serializers import tool_data
-from sessions_app.agent.context import build_context
+from sessions_app.agent.context import build_context, role_gains
 from sessions_app.agent.project_config import project_config_load
 from sessions_app.apis.common import (
     ACT_CODES,
@@ -179,6 +179,7 @@ class SessionContextApi(SessionActionApi):
         session = self.access(request, session_for, pk)
         query = query_of(ContextQuery, request)
         role = registry.get(query.get("role") or session.current_role.slug)
+        writes, reviews = role_gains(registry.effective_tools(role.slug))
         bundle = build_context(
             workspace=Path(session.workspace),
             role_name=role.name,
@@ -189,6 +190,8 @@ class SessionContextApi(SessionActionApi):
             pending=session_pending_diffs(session),
             git_dir=session_git_dir(session),
             project=project_config_load(Path(session.workspace)).context,
+            writes=writes,
+            reviews=reviews,
         )
         return Response(bundle.as_dict())
 

@@ -204,3 +204,76 @@ def test_a_bad_config_fails_the_job_clearly_and_loses_nothing(user: Any, tmp_pat
     assert (root / "shop/cart.py").read_text() == DJANGO_SHOP["shop/cart.py"]
     session.refresh_from_db()
     assert session.current_role.slug == "planner"
+
+
+@pytest.mark.django_db
+def test_the_model_server_receives_the_layers_and_the_coder_context(
+    user: Any, tmp_path: Path
+) -> None:
+    from roles.models import EndpointKind, ModelEndpoint
+    from tests.fake_openai import fake_openai
+
+    config = "role_models:\n  coder: team-coder\n"
+    root = write(tmp_path / "ws", {**DJANGO_SHOP, ".acode/config.yml": config})
+    with fake_openai(["Done."]) as server:
+        ModelEndpoint.objects.create(name="team-coder", kind=EndpointKind.OPENAI,
+                                     base_url=server.base_url, model="fake")  # fmt: skip
+        job = run(
+            session_in("coder", user, workspace=root), "Round cart_total in shop/cart.py", user
+        )
+    assert job.status == JobStatus.SUCCEEDED, job.error_message
+    (body,) = server.requests  # the role has no model of its own: the project's routes it
+    system, context = body["messages"][0]["content"], body["messages"][1]["content"]
+    assert system.index("You are the Coder agent") < system.index("The workspace uses Python.")
+    assert system.index("The workspace uses Python.") < system.index(
+        "The project is a Django application."
+    )
+    assert system.index("The project is a Django application.") < system.index(
+        "## Role in force: Coder"
+    )
+    assert "## Interface: shop/pricing.py (signatures)" in context
+    assert "def price_of(item: 'Item') -> float:  # The price of one item, tax included." in context
+
+
+@pytest.mark.django_db
+def test_a_roles_own_model_wins_over_the_project_config(user: Any, tmp_path: Path) -> None:
+    from roles.models import EndpointKind, ModelEndpoint
+
+    ModelEndpoint.objects.create(name="team-planner", kind=EndpointKind.SCRIPTED, model="x",
+                                 script=[{"content": "not this one"}])  # fmt: skip
+    root = write(tmp_path / "ws", {".acode/config.yml": "role_models:\n  planner: team-planner\n"})
+    scripted_model("planner", [{"content": "1. The admin's model answered"}])
+    job = run(session_in("planner", user, workspace=root, plan=False), "Plan it", user)
+    assert job.status == JobStatus.SUCCEEDED, job.error_message
+    assert job.events.filter(kind="llm_request").first().data["endpoints"] == ["scripted-planner"]
+
+
+def test_the_pack_is_the_projects_unless_the_admin_set_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sessions_app.agent.project_config import ProjectConfig, effective_pack
+
+    monkeypatch.delenv("ACODE_PROMPT_PACK", raising=False)
+    assert effective_pack(ProjectConfig()) == "acode-standard"
+    assert effective_pack(ProjectConfig(found=True, pack="team-pack")) == "team-pack"
+    monkeypatch.setenv("ACODE_PROMPT_PACK", "acode-standard")
+    assert effective_pack(ProjectConfig(found=True, pack="team-pack")) == "acode-standard"
+
+
+@pytest.mark.django_db
+def test_the_context_preview_honours_the_config_and_says_when_it_is_bad(
+    api: Any, user: Any, tmp_path: Path
+) -> None:
+    root = write(
+        tmp_path / "ws", {**DJANGO_SHOP, ".acode/config.yml": "context:\n  max_tokens: 3000\n"}
+    )
+    session = session_in("planner", user, workspace=root, plan=False)
+    preview = api.get(
+        f"/api/sessions/{session.pk}/context/", {"role": "coder", "task": "Fix shop/cart.py"}
+    )
+    assert preview.status_code == 200
+    assert preview.json()["budget"] == 3000
+    assert "signatures" in {f["mode"] for f in preview.json()["files"]}
+    (root / ".acode/config.yml").write_text("context:\n  focus_patterns: nope\n")
+    refused = api.get(f"/api/sessions/{session.pk}/context/")
+    assert refused.status_code == 400
+    assert refused.json()["code"] == "ACODE-CFG-001"
+    assert "context/focus_patterns: 'nope' is not of type 'array'" in refused.json()["message"]
