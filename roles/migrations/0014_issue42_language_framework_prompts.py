@@ -1,7 +1,7 @@
 """Issue 42: the standard prompt pack gains language layers (Python, JavaScript,
 TypeScript, Go, Java, C#) and framework layers (Django, React, ASP.NET Core). An existing
 pack gets the layers it lacks from the seed; a component an admin already keyed the same
-way is left as it is."""
+way is left as it is, and so is a description an admin changed."""
 
 from pathlib import Path
 
@@ -10,6 +10,7 @@ from django.db import migrations
 
 SEED = Path(__file__).resolve().parent.parent / "seed" / "acode-standard.yaml"
 LAYER_PREFIXES = ("languages/", "frameworks/")
+OLD_DESCRIPTION = "The prompts acode ships with, one per seeded role."
 
 
 def forwards(apps, schema_editor):
@@ -20,6 +21,9 @@ def forwards(apps, schema_editor):
         pack = PromptPack.objects.filter(name=spec["name"]).first()
         if pack is None:
             continue  # a fresh database: the seed brings everything after migrate
+        if pack.description == OLD_DESCRIPTION:
+            pack.description = spec["description"]
+            pack.save(update_fields=["description"])
         for component in spec["components"]:
             if component["key"].startswith(LAYER_PREFIXES):
                 PromptComponent.objects.get_or_create(
