@@ -196,11 +196,7 @@ def build_context(
     builder.add("Request", request_text, path="(request)", mode="request", force=True)
     share = (WRITER_SHARE if writes else 0.0) + (REVIEWER_SHARE if reviews else 0.0)
     builder.reserved = int(budget * share)
-    focus = [f for f in files if project.focused(f)]
-    for f in focus:
-        builder.add_file(workspace, f, mode="focus")
-    if focus:
-        notes.append(f"{len(focus)} files matched the project's focus patterns")
+    _add_focus(builder, workspace, files, project)
     visible = {p: d for p, d in pending.items() if not project.excluded(p)}
     if len(visible) < len(pending):
         notes.append(
@@ -219,6 +215,17 @@ def build_context(
     if reviews:
         _add_lint_rules(builder, workspace, files)
     return builder.finish()
+
+
+def _add_focus(
+    builder: _Builder, workspace: Path, files: list[str], project: ContextSettings
+) -> None:
+    """The files the project's focus patterns name, before the strategy's own picks."""
+    focus = [f for f in files if project.focused(f)]
+    for f in focus:
+        builder.add_file(workspace, f, mode="focus")
+    if focus:
+        builder.bundle.notes.append(f"{len(focus)} files matched the project's focus patterns")
 
 
 def role_gains(tools: Iterable[ToolSpec]) -> tuple[bool, bool]:

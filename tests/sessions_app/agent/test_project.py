@@ -277,3 +277,15 @@ def test_the_context_preview_honours_the_config_and_says_when_it_is_bad(
     assert refused.status_code == 400
     assert refused.json()["code"] == "ACODE-CFG-001"
     assert "context/focus_patterns: 'nope' is not of type 'array'" in refused.json()["message"]
+
+
+def test_the_readme_example_follows_the_published_schema() -> None:
+    import yaml
+
+    from acode.inputs import json_schema_problems
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    start = readme.index("```yaml\nversion: 1") + len("```yaml\n")
+    example = yaml.safe_load(readme[start : readme.index("```", start)])
+    assert json_schema_problems(config_schema(), example) == []
+    assert set(example["context"]) == {"max_tokens", "exclude_patterns", "focus_patterns"}
