@@ -10,8 +10,8 @@ within budget.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Iterator
-from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -49,11 +49,16 @@ LINT_SECTIONS = {
 }
 
 
-@cache
-def _parser(language: str) -> Any:
-    from tree_sitter_language_pack import get_parser  # a large native library: load on use
+_PARSERS = threading.local()  # a tree-sitter parser is not safe to share between threads
 
-    return get_parser(language)  # type: ignore[arg-type]
+
+def _parser(language: str) -> Any:
+    parsers: dict[str, Any] = _PARSERS.__dict__.setdefault("by_language", {})
+    if language not in parsers:
+        from tree_sitter_language_pack import get_parser  # a large native library: load on use
+
+        parsers[language] = get_parser(language)  # type: ignore[arg-type]
+    return parsers[language]
 
 
 def _grammar(path: str) -> str | None:
