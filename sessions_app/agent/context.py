@@ -4,11 +4,12 @@ Strategies (spec "Context Management by Role"): ``broad`` (structure, key files,
 ranked by relevance to the task), ``focused`` (files the task or plan step names, and
 their tests), ``change_focused`` (pending diffs, changed files, related tests, the
 original request) and ``adaptive`` (picks one). ``.gitignore``d, binary and vendored
-files are left out. A project's ``.acode/config.yml`` (``project_config``) sets the budget
-(``max_tokens``), paths never included (``exclude_patterns``) and paths included first
-(``focus_patterns``). A role that writes also sees the signatures of the interfaces its
-files import and a short style example; a role that reviews, the project's lint and style
-rules (``context_extras``), each within a share of the budget. Every text passes the one channel (``containment.channel``): what comes from
+files are left out. A project's ``.acode/config.yml`` (``project_config``) sets the
+budget (``max_tokens``), paths never included (``exclude_patterns``) and paths included
+first (``focus_patterns``). A role that writes also sees the signatures of the interfaces
+its files import and a short style example; a role that reviews, the project's lint and
+style rules (``context_extras``), each within a share of the budget. Every text passes the
+one channel (``containment.channel``): what comes from
 the workspace (files, diffs, its structure) as untrusted data, the request as text.
 """
 
@@ -187,7 +188,12 @@ def build_context(
         for s in plan or []
         if s.get("status") in ("pending", "in_progress")
     )[:2000]
-    chosen = _choose_strategy(strategy, pending, files, f"{request} {step_text}", notes)
+    visible = {p: d for p, d in pending.items() if not project.excluded(p)}
+    if len(visible) < len(pending):
+        notes.append(
+            f"{len(pending) - len(visible)} pending changes excluded by the project config"
+        )
+    chosen = _choose_strategy(strategy, visible, files, f"{request} {step_text}", notes)
     budget = _budget(strategy, chosen, project, budget_cap, notes)
     builder = _Builder(ContextBundle(role_name, chosen, strategy, budget, notes=notes))
     request_text = model_text(
@@ -197,11 +203,6 @@ def build_context(
     share = (WRITER_SHARE if writes else 0.0) + (REVIEWER_SHARE if reviews else 0.0)
     builder.reserved = int(budget * share)
     _add_focus(builder, workspace, files, project)
-    visible = {p: d for p, d in pending.items() if not project.excluded(p)}
-    if len(visible) < len(pending):
-        notes.append(
-            f"{len(pending) - len(visible)} pending changes excluded by the project config"
-        )
     if chosen == "broad":
         _fill_broad(builder, workspace, files, f"{request} {task}")
     elif chosen == "focused":

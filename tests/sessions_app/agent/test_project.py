@@ -289,3 +289,19 @@ def test_the_readme_example_follows_the_published_schema() -> None:
     example = yaml.safe_load(readme[start : readme.index("```", start)])
     assert json_schema_problems(config_schema(), example) == []
     assert set(example["context"]) == {"max_tokens", "exclude_patterns", "focus_patterns"}
+
+
+def test_an_excluded_files_pending_change_stays_out_of_the_review(tmp_path: Path) -> None:
+    from sessions_app.agent.project_config import ContextSettings
+
+    root = write(tmp_path, DJANGO_SHOP)
+    pending = {
+        "shop/cart.py": "--- a/shop/cart.py\n+++ b/shop/cart.py\n@@ -1 +1 @@\n-x\n+visible change\n",
+        "generated/big.py": "--- a/generated/big.py\n+++ b/generated/big.py\n@@ -1 +1 @@\n-a\n+SECRET_TABLE = 2\n",
+    }
+    bundle = build_context(workspace=root, role_name="Reviewer", strategy="change_focused",
+                           request="Review", pending=pending,
+                           project=ContextSettings(exclude_patterns=("generated/**",)))  # fmt: skip
+    assert "visible change" in bundle.text
+    assert "SECRET_TABLE" not in bundle.text and "generated/big.py" not in bundle.text
+    assert "1 pending changes excluded by the project config" in bundle.notes
