@@ -272,13 +272,14 @@ def _add_interfaces(
     builder: _Builder, workspace: Path, files: list[str], targets: list[str]
 ) -> None:
     """Signatures of what the targets import, then a style example from a neighbour."""
-    for rel in related_files(workspace, files, targets):
+    related = related_files(workspace, files, targets)
+    for rel in related:
         text = read_workspace_text(workspace, rel)
         view = signatures(redact_file(rel, text), rel) if text else None
         if view and rel not in builder.seen:
             body = model_data(view, source=f"signatures of workspace file {rel}")
             builder.add(f"Interface: {rel} (signatures)", body, path=rel, mode="signatures")
-    neighbour = neighbour_of(files, targets, set(targets))
+    neighbour = neighbour_of(files, targets, {*targets, *related})
     text = read_workspace_text(workspace, neighbour) if neighbour else None
     example = style_example(redact_file(neighbour, text), neighbour) if neighbour and text else None
     if neighbour and example:

@@ -88,7 +88,13 @@ def _doc(node: Any, source: bytes) -> str:
             first = first.named_children[0]
         if first.type == "string":
             return _first_line(first.text.decode("utf-8", "replace"))
-    before = node.prev_named_sibling
+    outer = node
+    while outer.parent is not None and outer.parent.type in (
+        "export_statement",
+        "decorated_definition",
+    ):
+        outer = outer.parent  # the comment stands before ``export`` or the decorators
+    before = outer.prev_named_sibling
     if (
         before is not None
         and "comment" in before.type
@@ -181,7 +187,29 @@ def _java_imports(rel: str, text: str) -> Iterator[str]:
         yield name.replace(".", "/") + ".java"
 
 
+_GO_BLOCK = re.compile(r"^import\s*(?:\(([^)]*)\)|(\"[^\"]+\"))", re.M)
+_CS_USING = re.compile(r"^\s*using\s+(?:static\s+)?([\w.]+)\s*;", re.M)
+
+
+def _go_imports(rel: str, text: str) -> Iterator[str]:
+    """A module's import path names a directory: its last two segments, as a suffix."""
+    for block, single in _GO_BLOCK.findall(text):
+        for path in _GO_IMPORT.findall(block or single):
+            if "." not in path.split("/")[0]:
+                continue  # the standard library (fmt, net/http), not the project
+            yield "dir:" + "/".join(path.split("/")[-2:])
+
+
+def _csharp_imports(rel: str, text: str) -> Iterator[str]:
+    """A C# namespace names a directory by convention (``Shop.Services`` -> Services/)."""
+    for namespace in _CS_USING.findall(text):
+        if not namespace.startswith(("System", "Microsoft")):
+            yield "dir:" + "/".join(namespace.split(".")[-2:])
+
+
 IMPORTERS: dict[str, Callable[[str, str], Iterator[str]]] = {
+    "go": _go_imports,
+    "csharp": _csharp_imports,
     "python": _python_imports,
     "javascript": _js_imports,
     "typescript": _js_imports,
@@ -191,8 +219,9 @@ IMPORTERS: dict[str, Callable[[str, str], Iterator[str]]] = {
 
 
 def related_files(root: Path, files: list[str], targets: list[str]) -> list[str]:
-    """Workspace files the ``targets`` import (Python, JavaScript/TypeScript, Java; a
-    module path matches a file at the same path or ending with it, as in a src/ layout)."""
+    """Workspace files the ``targets`` import (Python, JavaScript/TypeScript, Java: a
+    module path matches a file at the same path or ending with it, as in a src/ layout;
+    Go and C#: files of the directory an import path or namespace names)."""
     known = set(files)
     by_suffix: dict[str, list[str]] = {}
     for f in files:
@@ -207,9 +236,25 @@ def related_files(root: Path, files: list[str], targets: list[str]) -> list[str]
         if importer is None or text is None:
             continue
         for candidate in importer(target, text):
-            hits = [candidate] if candidate in known else by_suffix.get(candidate, [])[:1]
+            if candidate.startswith("dir:"):
+                hits = _in_directory(files, candidate[4:], PurePosixPath(target).suffix)
+            else:
+                hits = [candidate] if candidate in known else by_suffix.get(candidate, [])[:1]
             out.extend(h for h in hits if h not in targets)
     return list(dict.fromkeys(out))
+
+
+def _in_directory(files: list[str], folder: str, suffix: str) -> list[str]:
+    """Up to five non-test files of ``suffix`` in a directory whose path ends with
+    ``folder`` (or its last segment)."""
+    last = folder.rsplit("/", 1)[-1]
+    found = [
+        f for f in files
+        if f.endswith(suffix) and "test" not in PurePosixPath(f).name.lower()
+        and (str(PurePosixPath(f).parent).endswith(folder)
+             or PurePosixPath(f).parent.name == last)
+    ]  # fmt: skip
+    return found[:5]
 
 
 def neighbour_of(files: list[str], targets: list[str], skip: set[str]) -> str | None:

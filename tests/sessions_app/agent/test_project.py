@@ -305,3 +305,34 @@ def test_an_excluded_files_pending_change_stays_out_of_the_review(tmp_path: Path
     assert "visible change" in bundle.text
     assert "SECRET_TABLE" not in bundle.text and "generated/big.py" not in bundle.text
     assert "1 pending changes excluded by the project config" in bundle.notes
+
+
+@pytest.mark.parametrize(
+    ("files", "target", "related", "signature"),
+    [
+        (
+            {"go.mod": "module example.com/shop\n",
+             "cmd/main.go": 'package main\n\nimport (\n\t"fmt"\n\t"example.com/shop/pricing"\n)\n\nfunc main() { fmt.Println(pricing.Of(1)) }\n',
+             "pricing/pricing.go": "package pricing\n\n// Of prices one item.\nfunc Of(n int) int {\n\treturn n * 2\n}\n"},
+            "cmd/main.go", "pricing/pricing.go", "func Of(n int) int  # Of prices one item.",
+        ),
+        (
+            {"Shop/Services/Pricing.cs": "namespace Shop.Services;\n/// <summary>Prices.</summary>\npublic class Pricing {\n    public int Of(int n) { return n * 2; }\n}\n",
+             "Shop/Program.cs": "using System;\nusing Shop.Services;\n\nvar p = new Pricing();\n"},
+            "Shop/Program.cs", "Shop/Services/Pricing.cs", "    public int Of(int n)",
+        ),
+        (
+            {"src/cart.ts": "import { price } from './pricing';\nexport const total = (n: number) => price(n);\n",
+             "src/pricing.ts": "/** Price of n. */\nexport function price(n: number): number { return n * 2; }\n"},
+            "src/cart.ts", "src/pricing.ts", "function price(n: number): number  # Price of n.",
+        ),
+    ],
+)  # fmt: skip
+def test_signatures_of_what_a_go_csharp_or_typescript_file_uses(
+    tmp_path: Path, files: dict[str, str], target: str, related: str, signature: str
+) -> None:
+    root = write(tmp_path, files)
+    bundle = build_context(workspace=root, role_name="Coder", strategy="focused",
+                           request=f"Change {target}", writes=True)  # fmt: skip
+    assert {f.path: f.mode for f in bundle.files}[related] == "signatures"
+    assert signature in bundle.text
