@@ -1,13 +1,21 @@
-"""Prompt composition for a role.
+"""Prompt composition for a role, in layers.
 
-A role's prompt is ``system`` + ``roles/<key>`` + a constraints block generated from the
-role's data, taken from the active prompt pack. Prompt text that instructs dangerous
-actions (spec, Threat 3) is refused when saved or imported (``roles.validation``), and
-again here when composed, in case it reached the database some other way.
+A role's prompt is composed from the active prompt pack in this order (spec
+"Role-Specific Prompts"): ``system``, ``roles/<key>``, one ``languages/<name>`` per
+language, one ``frameworks/<name>`` per framework, then a constraints block generated from
+the role's data. Packs are data (``PromptComponent`` rows, admin-editable); a language or
+framework the pack has no layer for is noted and left out. Each pack layer has a token
+budget (``LAYER_BUDGETS``): a layer over it is cut at a line and the cut is said, in the
+prompt and in the notes. The constraints block is never cut: it is what acode enforces.
+
+Prompt text that instructs dangerous actions (spec, Threat 3) is refused when saved or
+imported (``roles.validation``), and again here when composed, in case it reached the
+database some other way.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -17,6 +25,27 @@ from roles.commands import rule_label
 from roles.registry import RoleDef, RoleRegistry
 from roles.registry import registry as default_registry
 from roles.validation import check_prompt_text
+
+# Tokens each layer of a pack may take; the constraints block is never cut.
+LAYER_BUDGETS = {"system": 1_200, "role": 800, "language": 400, "framework": 400}
+LAYER_ORDER = ("system", "role", "language", "framework", "constraints")
+
+
+def estimate_tokens(text: str) -> int:
+    """A model-independent estimate (about four characters a token), as the context uses."""
+    return max(1, len(text) // 4)
+
+
+@dataclass(frozen=True)
+class PromptPart:
+    """One layer of a composed prompt: its key, where it came from and its size."""
+
+    layer: str  # system | role | language | framework | constraints
+    key: str
+    origin: str  # where the text came from: the pack, or generated
+    tokens: int
+    budget: int | None
+    cut: bool = False
 
 
 @dataclass(frozen=True)
@@ -29,6 +58,13 @@ class ComposedPrompt:
     components: list[str]
     fell_back: bool
     notes: list[str] = field(default_factory=list)
+    parts: list[PromptPart] = field(default_factory=list)
+    languages: list[str] = field(default_factory=list)
+    frameworks: list[str] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> int:
+        return estimate_tokens(self.text)
 
 
 def constraints_block(role: RoleDef) -> str:
@@ -57,10 +93,51 @@ def constraints_block(role: RoleDef) -> str:
     return "\n".join(lines)
 
 
+def fit_layer(text: str, budget: int) -> tuple[str, bool]:
+    """``text`` within ``budget`` tokens: whole, or cut at a line with the cut said."""
+    text = text.strip()
+    if estimate_tokens(text) <= budget:
+        return text, False
+    marker = f"\n[… layer cut to its budget of {budget} tokens]"
+    room = budget * 4 - len(marker)
+    kept = text[: max(room, 0)].rsplit("\n", 1)[0] if "\n" in text[:room] else text[:room]
+    return kept.rstrip() + marker, True
+
+
+@dataclass
+class _Layers:
+    pack: str
+    texts: Mapping[str, str]
+    bodies: list[str] = field(default_factory=list)
+    parts: list[PromptPart] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, layer: str, key: str) -> bool:
+        text = self.texts.get(key)
+        if text is None:
+            return False
+        check_prompt_text(key, text, where="composed prompt part")
+        budget = LAYER_BUDGETS[layer]
+        body, cut = fit_layer(text, budget)
+        if cut:
+            self.notes.append(f"{key!r} is over its {budget}-token budget; cut.")
+        self.bodies.append(body)
+        self.parts.append(
+            PromptPart(layer, key, f"pack {self.pack}", estimate_tokens(body), budget, cut)
+        )
+        return True
+
+
 def compose_prompt(
-    role_name: str, *, pack: str | None = None, registry: RoleRegistry | None = None
+    role_name: str,
+    *,
+    pack: str | None = None,
+    registry: RoleRegistry | None = None,
+    languages: Sequence[str] = (),
+    frameworks: Sequence[str] = (),
 ) -> ComposedPrompt:
-    """Compose ``system + roles/<key> + constraints`` from the active (or given) pack."""
+    """Compose system, role, language and framework layers and the constraints block from
+    the active (or given) pack, each pack layer within its budget."""
     reg = registry or default_registry
     role = reg.get(role_name)
     pack_name = pack or settings.ACODE_PROMPT_PACK
@@ -71,34 +148,40 @@ def compose_prompt(
             f"Unknown prompt pack {pack_name!r}.",
             {"pack": pack_name, "known_packs": reg.prompt_packs()},
         )
-    parts: list[str] = []
-    used: list[str] = []
-    notes: list[str] = []
+    layers = _Layers(pack_name, texts)
     fell_back = False
-    system = texts.get("system")
-    if system is None:
-        notes.append(f"Pack {pack_name!r} has no 'system' prompt.")
-    else:
-        parts.append(system)
-        used.append("system")
+    if not layers.add("system", "system"):
+        layers.notes.append(f"Pack {pack_name!r} has no 'system' prompt.")
     key = role.prompt_component_key
-    if key != "system":
-        role_text = texts.get(key)
-        if role_text is None:
-            fell_back = True
-            notes.append(f"{key!r} is missing from pack {pack_name!r}; fell back to 'system'.")
-        else:
-            parts.append(role_text)
-            used.append(key)
-    parts.append(constraints_block(role))
-    used.append("constraints")
-    for name, text in zip(used, parts, strict=True):
-        check_prompt_text(name, text, where="composed prompt part")
+    if key != "system" and not layers.add("role", key):
+        fell_back = True
+        layers.notes.append(f"{key!r} is missing from pack {pack_name!r}; fell back to 'system'.")
+    langs = list(dict.fromkeys(n.lower() for n in languages))
+    frames = list(dict.fromkeys(n.lower() for n in frameworks))
+    for layer, names in (("language", langs), ("framework", frames)):
+        for name in names:
+            if not layers.add(layer, f"{layer}s/{name}"):
+                layers.notes.append(f"Pack {pack_name!r} has no {layer} layer for {name!r}.")
+    constraints = constraints_block(role)
+    check_prompt_text("constraints", constraints, where="composed prompt part")
+    layers.bodies.append(constraints)
+    layers.parts.append(
+        PromptPart(
+            "constraints",
+            "constraints",
+            "generated from the role",
+            estimate_tokens(constraints),
+            None,
+        )
+    )
     return ComposedPrompt(
         role=role.name,
         pack=pack_name,
-        text="\n\n".join(p.strip() for p in parts) + "\n",
-        components=used,
+        text="\n\n".join(layers.bodies) + "\n",
+        components=[p.key for p in layers.parts],
         fell_back=fell_back,
-        notes=notes,
+        notes=layers.notes,
+        parts=layers.parts,
+        languages=langs,
+        frameworks=frames,
     )

@@ -34,6 +34,11 @@ def endpoint_for(name: str) -> Endpoint:
     return endpoint_from_row(row)
 
 
+def endpoint_names() -> list[str]:
+    """Names of the enabled model endpoints (what a role or a project config may name)."""
+    return list(ModelEndpoint.objects.filter(enabled=True).values_list("name", flat=True))
+
+
 def roles_all() -> QuerySet[Role]:
     """Every role row (DRF's model permissions read the model from it; no row is read)."""
     return Role.objects.all()

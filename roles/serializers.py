@@ -142,10 +142,25 @@ def rule_data(rule: RuleDef) -> dict[str, Any]:
     }
 
 
+class PromptPartOutput(serializers.Serializer):
+    layer = serializers.ChoiceField(
+        choices=["system", "role", "language", "framework", "constraints"]
+    )
+    key = serializers.CharField()
+    origin = serializers.CharField(help_text="Where the text came from: its pack, or generated.")
+    tokens = serializers.IntegerField()
+    budget = serializers.IntegerField(allow_null=True)
+    cut = serializers.BooleanField()
+
+
 class ComposedPromptOutput(serializers.Serializer):
     role = serializers.CharField()
     pack = serializers.CharField()
     text = serializers.CharField()
+    tokens = serializers.IntegerField()
     components = serializers.ListField(child=serializers.CharField())
     fell_back = serializers.BooleanField()
     notes = serializers.ListField(child=serializers.CharField())
+    parts = PromptPartOutput(many=True)
+    languages = serializers.ListField(child=serializers.CharField())
+    frameworks = serializers.ListField(child=serializers.CharField())

@@ -53,6 +53,20 @@ class RoleDetailApi(APIView):
 
 class PromptQuery(Query):
     pack = Text(max_length=100, required=False, help_text="Prompt pack (default: active pack)")
+    language = Text(
+        max_length=200,
+        required=False,
+        help_text="Language layers, comma-separated, in order (e.g. python,typescript)",
+    )
+    framework = Text(
+        max_length=200,
+        required=False,
+        help_text="Framework layers, comma-separated, in order (e.g. django,react)",
+    )
+
+
+def _names(value: str | None) -> list[str]:
+    return [n.strip() for n in (value or "").split(",") if n.strip()]
 
 
 class RolePromptApi(APIView):
@@ -65,8 +79,14 @@ class RolePromptApi(APIView):
         operation_id="roles_prompt",
     )
     def get(self, request: Request, name: str) -> Response:
-        composed = compose_prompt(name, pack=query_of(PromptQuery, request).get("pack"))
-        return Response(asdict(composed))
+        query = query_of(PromptQuery, request)
+        composed = compose_prompt(
+            name,
+            pack=query.get("pack"),
+            languages=_names(query.get("language")),
+            frameworks=_names(query.get("framework")),
+        )
+        return Response({**asdict(composed), "tokens": composed.tokens})
 
 
 class RoleWritePermission(DjangoModelPermissions):

@@ -4,16 +4,31 @@ Strategies (spec "Context Management by Role"): ``broad`` (structure, key files,
 ranked by relevance to the task), ``focused`` (files the task or plan step names, and
 their tests), ``change_focused`` (pending diffs, changed files, related tests, the
 original request) and ``adaptive`` (picks one). ``.gitignore``d, binary and vendored
-files are left out. Every text passes the one channel (``containment.channel``): what comes from
+files are left out. A project's ``.acode/config.yml`` (``project_config``) sets the
+budget (``max_tokens``), paths never included (``exclude_patterns``) and paths included
+first (``focus_patterns``). A role that writes also sees the signatures of the interfaces
+its files import and a short style example; a role that reviews, the project's lint and
+style rules (``context_extras``), each within a share of the budget. Every text passes the
+one channel (``containment.channel``): what comes from
 the workspace (files, diffs, its structure) as untrusted data, the request as text.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from roles.access import ToolSpec
+from sessions_app.agent.context_extras import (
+    lint_rules,
+    neighbour_of,
+    related_files,
+    signatures,
+    style_example,
+)
+from sessions_app.agent.project_config import ContextSettings
 from sessions_app.agent.selection import (
     KEY_FILES,
     candidate_files,
@@ -29,6 +44,9 @@ from sessions_app.containment import is_secret_file, model_data, model_text, red
 BUDGETS = {"broad": 16_000, "focused": 6_000, "change_focused": 8_000}
 ADAPTIVE_BROAD_BUDGET = 8_000
 EXCERPT_LINES = 60
+# Shares of the budget kept for what a writing or reviewing role gains beyond files.
+WRITER_SHARE = 0.25
+REVIEWER_SHARE = 0.25
 
 
 def estimate_tokens(text: str) -> int:
@@ -40,7 +58,7 @@ def estimate_tokens(text: str) -> int:
 class FileShare:
     path: str
     tokens: int
-    mode: str  # full | excerpt | diff | structure | request
+    mode: str  # full | excerpt | focus | diff | structure | request | signatures | style | rules
     share: float = 0.0
 
 
@@ -77,10 +95,11 @@ class _Builder:
         self.bundle = bundle
         self.parts: list[str] = []
         self.used = 0
+        self.reserved = 0
         self.seen: set[str] = set()
 
     def room(self) -> int:
-        return self.bundle.budget - self.used
+        return self.bundle.budget - self.used - self.reserved
 
     def add(self, title: str, body: str, *, path: str, mode: str, force: bool = False) -> bool:
         section = f"## {title}\n{body.rstrip()}\n"
@@ -149,38 +168,131 @@ def build_context(
     pending: dict[str, str] | None = None,
     budget_cap: int | None = None,
     git_dir: Path | None = None,
+    project: ContextSettings | None = None,
+    writes: bool = False,
+    reviews: bool = False,
 ) -> ContextBundle:
     """Assemble context for one job in one role, within the strategy's token budget.
 
     ``budget_cap`` keeps the context inside what the model can take (its context window);
-    ``git_dir`` is the session's git directory (for ``.gitignore``-aware file listing).
+    ``git_dir`` is the session's git directory (for ``.gitignore``-aware file listing);
+    ``project`` the project config's context settings; ``writes`` and ``reviews`` what the
+    role may do (a writer gains signatures and a style example, a reviewer lint rules).
     """
     pending = pending or {}
-    files = candidate_files(workspace, git_dir)
+    project = project or ContextSettings()
+    notes: list[str] = []
+    files = _candidates(workspace, git_dir, project, notes)
     step_text = " ".join(
         s.get("title", "") + " " + " ".join(s.get("files", []))
         for s in plan or []
         if s.get("status") in ("pending", "in_progress")
     )[:2000]
-    notes: list[str] = []
-    chosen = _choose_strategy(strategy, pending, files, f"{request} {step_text}", notes)
-    adaptive_broad = strategy == "adaptive" and chosen == "broad"
-    budget = ADAPTIVE_BROAD_BUDGET if adaptive_broad else BUDGETS[chosen]
-    if budget_cap is not None and budget_cap < budget:
-        notes.append(f"budget capped at {budget_cap} tokens by the model's context window")
-        budget = budget_cap
+    visible = {p: d for p, d in pending.items() if not project.excluded(p)}
+    if len(visible) < len(pending):
+        notes.append(
+            f"{len(pending) - len(visible)} pending changes excluded by the project config"
+        )
+    chosen = _choose_strategy(strategy, visible, files, f"{request} {step_text}", notes)
+    budget = _budget(strategy, chosen, project, budget_cap, notes)
     builder = _Builder(ContextBundle(role_name, chosen, strategy, budget, notes=notes))
     request_text = model_text(
         request if not task or task == request else f"{request}\n\nSession task: {task}"
     )
     builder.add("Request", request_text, path="(request)", mode="request", force=True)
+    share = (WRITER_SHARE if writes else 0.0) + (REVIEWER_SHARE if reviews else 0.0)
+    builder.reserved = int(budget * share)
+    _add_focus(builder, workspace, files, project)
     if chosen == "broad":
         _fill_broad(builder, workspace, files, f"{request} {task}")
     elif chosen == "focused":
         _fill_focused(builder, workspace, files, f"{request} {step_text}")
     else:
-        _fill_changes(builder, workspace, files, pending)
+        _fill_changes(builder, workspace, files, visible)
+    builder.reserved = 0
+    if writes:
+        targets = named_files(files, f"{request} {step_text}") + sorted(visible)
+        _add_interfaces(builder, workspace, files, targets)
+    if reviews:
+        _add_lint_rules(builder, workspace, files)
     return builder.finish()
+
+
+def _add_focus(
+    builder: _Builder, workspace: Path, files: list[str], project: ContextSettings
+) -> None:
+    """The files the project's focus patterns name, before the strategy's own picks."""
+    focus = [f for f in files if project.focused(f)]
+    for f in focus:
+        builder.add_file(workspace, f, mode="focus")
+    if focus:
+        builder.bundle.notes.append(f"{len(focus)} files matched the project's focus patterns")
+
+
+def role_gains(tools: Iterable[ToolSpec]) -> tuple[bool, bool]:
+    """(writes, reviews) for ``build_context``: a role holding a tool that writes gains the
+    interfaces and a style example, one holding ``submit_review`` the lint rules."""
+    specs = list(tools)
+    writes = any(spec.declaration.writes for spec in specs)
+    return writes, any(spec.name == "submit_review" for spec in specs)
+
+
+def _candidates(
+    workspace: Path, git_dir: Path | None, project: ContextSettings, notes: list[str]
+) -> list[str]:
+    """The files a strategy may pick, without those the project config excludes."""
+    files = candidate_files(workspace, git_dir)
+    if not project.exclude_patterns:
+        return files
+    kept = [f for f in files if not project.excluded(f)]
+    notes.append(f"{len(files) - len(kept)} files excluded by the project config")
+    return kept
+
+
+def _budget(
+    strategy: str,
+    chosen: str,
+    project: ContextSettings,
+    budget_cap: int | None,
+    notes: list[str],
+) -> int:
+    """The strategy's budget, or the project's ``max_tokens``; the model's window caps both."""
+    adaptive_broad = strategy == "adaptive" and chosen == "broad"
+    budget = ADAPTIVE_BROAD_BUDGET if adaptive_broad else BUDGETS[chosen]
+    if project.max_tokens is not None:
+        budget = project.max_tokens
+        notes.append(f"budget {budget} tokens set by the project config")
+    if budget_cap is not None and budget_cap < budget:
+        notes.append(f"budget capped at {budget_cap} tokens by the model's context window")
+        budget = budget_cap
+    return budget
+
+
+def _add_interfaces(
+    builder: _Builder, workspace: Path, files: list[str], targets: list[str]
+) -> None:
+    """Signatures of what the targets import, then a style example from a neighbour."""
+    related = related_files(workspace, files, targets)
+    for rel in related:
+        text = read_workspace_text(workspace, rel)
+        view = signatures(redact_file(rel, text), rel) if text else None
+        if view and rel not in builder.seen:
+            body = model_data(view, source=f"signatures of workspace file {rel}")
+            builder.add(f"Interface: {rel} (signatures)", body, path=rel, mode="signatures")
+    neighbour = neighbour_of(files, targets, {*targets, *related})
+    text = read_workspace_text(workspace, neighbour) if neighbour else None
+    example = style_example(redact_file(neighbour, text), neighbour) if neighbour and text else None
+    if neighbour and example:
+        body = model_data(example, source=f"a style example from workspace file {neighbour}")
+        builder.add(f"Style example: {neighbour}", body, path=f"{neighbour} (style)", mode="style")
+
+
+def _add_lint_rules(builder: _Builder, workspace: Path, files: list[str]) -> None:
+    """The project's lint and style rules, each file whole or not at all."""
+    for rel, text in lint_rules(workspace, files):
+        body = model_data(redact_file(rel, text), source=f"lint and style rules in {rel}")
+        if not builder.add(f"Style rules: {rel}", body, path=f"{rel} (rules)", mode="rules"):
+            builder.bundle.notes.append(f"style rules in {rel} left out: over the budget")
 
 
 def _fill_broad(builder: _Builder, workspace: Path, files: list[str], wanted: str) -> None:

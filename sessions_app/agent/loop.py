@@ -33,13 +33,13 @@ from acode.errors import AcodeError
 from acode.llm import Completion, EndpointUnavailable, Provider, provider_for
 from acode.logs import bind_log_context, restore_log_context
 from acode.metrics import observe_llm_call
-from roles.prompts import compose_prompt
 from roles.registry import RoleDef, registry
 from roles.selectors import endpoint_for
-from sessions_app.agent.context import build_context
+from sessions_app.agent.context import build_context, role_gains
 from sessions_app.agent.executor import tool_execute
 from sessions_app.agent.mcp.tool import mcp_servers_close
 from sessions_app.agent.plans import PLAN_ANSWER_SCHEMA, plan_from_answer
+from sessions_app.agent.project import job_project
 from sessions_app.agent.tool_context import run_of, tool_context
 from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolContext
 from sessions_app.containment import messages_seal, model_text
@@ -210,7 +210,7 @@ def _prepare(job: Job) -> LoopState:
     role = registry.get(job.role.slug)
     shown = pending_snapshot(session)  # what the context shows, and its digest
     pending = shown.diffs
-    reviews = any(spec.name == "submit_review" for spec in registry.effective_tools(role.slug))
+    writes, reviews = role_gains(registry.effective_tools(role.slug))
     if role.spec.context_strategy == "change_focused" and not pending and reviews:
         raise Stop(
             JobStatus.FAILED,
@@ -218,19 +218,11 @@ def _prepare(job: Job) -> LoopState:
             f"No changes to review: role {role.name} works on pending changes and the session "
             "has none. Implement changes in Coder role first.",
         )
-    prompt = compose_prompt(role.slug)
-    job_event(
-        job,
-        JobEventKind.PROMPT,
-        {
-            "components": prompt.components,
-            "fell_back": prompt.fell_back,
-            "notes": prompt.notes,
-            "pack": prompt.pack,
-            "chars": len(prompt.text),
-        },
-    )
-    endpoints = [endpoint_for(job.model_override or role.spec.preferred_model)]
+    git_dir = session_git_dir(session)
+    project = job_project(role, Path(session.workspace), git_dir)
+    prompt = project.prompt
+    job_event(job, JobEventKind.PROMPT, project.prompt_event())
+    endpoints = [endpoint_for(job.model_override or project.model_for(role))]
     if role.spec.fallback_model and not job.model_override:
         endpoints.append(endpoint_for(role.spec.fallback_model))
     context = build_context(
@@ -242,7 +234,10 @@ def _prepare(job: Job) -> LoopState:
         plan=session.plan,
         pending=pending,
         budget_cap=min(e.context_window for e in endpoints) // 2,
-        git_dir=session_git_dir(session),
+        git_dir=git_dir,
+        project=project.config.context,
+        writes=writes,
+        reviews=reviews,
     )
     job_event(job, JobEventKind.CONTEXT, context.as_dict())
     messages: list[dict[str, Any]] = [

@@ -17,7 +17,8 @@ from acode.inputs import query_of
 from acode.middleware import request_id_of
 from roles.registry import registry
 from roles.serializers import tool_data
-from sessions_app.agent.context import build_context
+from sessions_app.agent.context import build_context, role_gains
+from sessions_app.agent.project_config import project_config_load
 from sessions_app.apis.common import (
     ACT_CODES,
     IDEMPOTENCY,
@@ -163,7 +164,13 @@ class SessionContextApi(SessionActionApi):
         parameters=[ContextQuery],
         responses={
             200: ContextOutput,
-            **error_responses("ACODE-ROL-001", *INVALID_CODES, *NOT_VISIBLE_CODES),
+            **error_responses(
+                "ACODE-ROL-001",
+                "ACODE-CFG-001",
+                "ACODE-CFG-002",
+                *INVALID_CODES,
+                *NOT_VISIBLE_CODES,
+            ),
         },
         operation_id="sessions_context",
         description="What a job would see: strategy, token count and files with their share.",
@@ -172,6 +179,7 @@ class SessionContextApi(SessionActionApi):
         session = self.access(request, session_for, pk)
         query = query_of(ContextQuery, request)
         role = registry.get(query.get("role") or session.current_role.slug)
+        writes, reviews = role_gains(registry.effective_tools(role.slug))
         bundle = build_context(
             workspace=Path(session.workspace),
             role_name=role.name,
@@ -181,6 +189,9 @@ class SessionContextApi(SessionActionApi):
             plan=session.plan,
             pending=session_pending_diffs(session),
             git_dir=session_git_dir(session),
+            project=project_config_load(Path(session.workspace)).context,
+            writes=writes,
+            reviews=reviews,
         )
         return Response(bundle.as_dict())
 

@@ -40,8 +40,8 @@ from sessions_app.dashboard.session import (
     render_session_fragments,
     session_access,
 )
+from sessions_app.services.audit import BOARD_GROUP, ROLES_GROUP, session_group
 from sessions_app.services.event_catalog import EventKind, rerenders
-from sessions_app.services.events import BOARD_GROUP, ROLES_GROUP, session_group
 
 logger = logging.getLogger(__name__)
 

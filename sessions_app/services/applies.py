@@ -24,9 +24,9 @@ from django.db import transaction
 from sessions_app.containment import RecordedWrite, Refused, apply_resume, staging_leftovers
 from sessions_app.models import AgentSession, AuditEventType, PendingChange, WorkspaceApply
 from sessions_app.permissions import SessionAction, action_check
+from sessions_app.services.audit import actor_name, session_record
 from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.locks import lock_session
-from sessions_app.services.sessions import actor_name, record_and_publish
 from sessions_app.services.tracking import change_path_check, track_decision
 
 logger = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ def changes_track_batch(
         )  # fmt: skip
         PendingChange.objects.filter(pk__in=gone).delete()
         journal = WorkspaceApply.objects.create(session=locked, plan=plan)
-        record_and_publish(
+        session_record(
             locked,
             EventKind.CHANGES_UPDATED,
             event_type=AuditEventType.CHANGE_RECORDED,

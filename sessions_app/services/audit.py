@@ -1,6 +1,14 @@
-"""The sessions' side of the audit log (the ``audit`` app writes it): a session's chain
-ends on the session's own row, and anchoring seals every chain's head (verifying is
-``audit_verify.py``).
+"""A session's record: what happens in a session is written to its audit chain (the
+``audit`` app writes the log; a session's chain ends on the session's own row) and told to
+its open pages after commit (``acode.live`` sends it). ``session_record`` is the one path of
+a change to a session: its audit row, then its live event once the transaction commits, so
+nobody hears of a change that did not commit. Anchoring seals every chain's head
+(verifying is ``audit_verify.py``).
+
+Every kind published here is an :class:`EventKind` of the catalog
+(``sessions_app.services.event_catalog``), which says what each one re-renders. (Role
+data's own event, ``roles.changed``, is ``acode.live``'s: the roles app, below this one,
+schedules it.)
 
 An anchor (``audit_anchor``, run periodically by Celery beat) seals the head of every
 chain that moved since the last anchor, and anchors form a chain of their own.
@@ -11,12 +19,15 @@ removed together with its head, once an anchor has sealed them.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, NamedTuple
 
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from acode import live
 from audit import services as audit_log
 from audit.models import (
     GLOBAL_CHAIN,
@@ -28,7 +39,9 @@ from audit.models import (
     chain_key,
 )
 from audit.services import GENESIS_HASH, anchor_hash
+from roles.registry import RoleDef, registry
 from sessions_app.models import AgentSession
+from sessions_app.services.event_catalog import EventKind, catalogued
 from sessions_app.services.locks import held_session
 
 
@@ -80,6 +93,101 @@ def audit_record(
         details=details,
         head=SessionHead(session) if session is not None else None,
     )
+
+
+# -- telling the open pages (after commit) ---------------------------------------------
+
+BOARD_GROUP = "acode-board"
+# Every open board, session page and roles page joins it (published by acode.live).
+ROLES_GROUP = live.ROLES_GROUP
+
+
+def session_group(session_id: uuid.UUID | str) -> str:
+    return f"acode-session-{session_id}"
+
+
+def publish_session_event(
+    session_id: uuid.UUID | str, kind: EventKind, data: dict[str, Any] | None = None
+) -> None:
+    """Tell the session's group and the board that something changed in a session.
+
+    Consumers re-render from the database, so the message carries only what changed;
+    a lost message is repaired by the page's resync on reconnect. A kind the catalog
+    lacks is a programming error (ValueError): nobody would know what it re-renders.
+    """
+    message = {
+        "type": "session.event",
+        "kind": str(catalogued(kind)),
+        "session": str(session_id),
+        "data": data or {},
+    }
+    live.send([(session_group(session_id), message), (BOARD_GROUP, message)])
+
+
+def publish_job_event(
+    session_id: uuid.UUID | str, job_id: uuid.UUID | str, seq: int, kind: str, data: dict[str, Any]
+) -> None:
+    """Push one job event to the session's group (the session page's live job stream)."""
+    message = {
+        "type": EventKind.JOB_EVENT.value,
+        "session": str(session_id),
+        "job": str(job_id),
+        "seq": seq,
+        "kind": kind,
+        "data": data,
+    }
+    sends = [(session_group(session_id), message)]
+    if kind == "status":
+        board = {**message, "type": "session.event", "kind": EventKind.JOB_STATUS.value}
+        sends.append((BOARD_GROUP, board))
+    live.send(sends)
+
+
+# -- the one path of a change to a session -----------------------------------------------
+
+
+def actor_name(user: User | None, actor: str | None = None) -> str:
+    """How an actor is recorded: the given label, else the username, else ``system``."""
+    if actor:
+        return actor
+    if user is not None and user.is_authenticated:
+        return user.get_username()
+    return "system"
+
+
+def current_role_of(session: AgentSession) -> RoleDef:
+    """The session's current role as the registry knows it (no query): the role its
+    events are recorded in."""
+    return registry.by_id(session.current_role_id)
+
+
+def session_record(
+    session: AgentSession,
+    kind: EventKind,
+    *,
+    event_type: AuditEventType,
+    actor: str,
+    target: str,
+    result: str,
+    details: dict[str, Any],
+    data: dict[str, Any] | None = None,
+) -> None:
+    """Record a change to a locked session: its audit row in the session's chain (in its
+    current role), and ``kind`` told to the open pages once the transaction commits (with
+    ``data``), so nobody hears of a change that did not commit."""
+    audit_record(
+        event_type=event_type,
+        actor=actor,
+        session=session,
+        role=current_role_of(session).slug,
+        target=target,
+        result=result,
+        details=details,
+    )
+    transaction.on_commit(lambda: publish_session_event(session.pk, kind, data))
+
+
+# -- anchoring: sealing every chain's head -----------------------------------------------
 
 
 class Head(NamedTuple):

@@ -16,14 +16,10 @@ from acode.errors import AcodeError
 from sessions_app.containment import RecordedWrite
 from sessions_app.models import AgentSession, AuditEventType, ChangeKind, PendingChange
 from sessions_app.permissions import SessionAction, action_check
+from sessions_app.services.audit import actor_name, current_role_of, session_record
 from sessions_app.services.deliveries import delivered_applied_record, delivered_commit_record
 from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.locks import lock_session
-from sessions_app.services.sessions import (
-    actor_name,
-    current_role_of,
-    record_and_publish,
-)
 from sessions_app.services.tracking import change_path_check, track_decision
 from sessions_app.services.workspaces import ApprovedChange, workspace_commit
 
@@ -104,7 +100,7 @@ def change_record(
                 "content": "", "mode": 0, "content_recorded": False,
             },
         )  # fmt: skip
-        record_and_publish(
+        session_record(
             locked,
             EventKind.CHANGES_UPDATED,
             event_type=AuditEventType.CHANGE_RECORDED,
@@ -145,7 +141,7 @@ def change_track(
             change, _ = PendingChange.objects.update_or_create(
                 session=locked, path=path, defaults=defaults
             )
-        record_and_publish(
+        session_record(
             locked,
             EventKind.CHANGES_UPDATED,
             event_type=AuditEventType.CHANGE_RECORDED,
@@ -263,7 +259,7 @@ def _commit(
             run_id=run_id,
         )  # fmt: skip
     locked.pending_changes.all().delete()
-    record_and_publish(
+    session_record(
         locked,
         EventKind.CHANGES_COMMITTED if commit else EventKind.CHANGES_UPDATED,
         event_type=AuditEventType.CHANGES_APPROVED,

@@ -25,11 +25,9 @@ from sessions_app.models import (
     PendingChange,
     PushStatus,
 )
-from sessions_app.services.audit import audit_record
+from sessions_app.services.audit import audit_record, current_role_of, publish_session_event
 from sessions_app.services.event_catalog import EventKind
-from sessions_app.services.events import publish_session_event
 from sessions_app.services.locks import lock_session
-from sessions_app.services.sessions import current_role_of
 from sessions_app.services.workspaces import masked_remote, workspace_push
 from sessions_app.tasks import push_branch_task  # service -> task; tasks import services lazily
 

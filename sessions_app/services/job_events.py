@@ -10,7 +10,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 
 from sessions_app.models import Job, JobEvent
-from sessions_app.services.events import publish_job_event
+from sessions_app.services.audit import publish_job_event
 
 _next_seq: OrderedDict[Any, int] = OrderedDict()  # job id -> last seq written by this process
 _seq_lock = threading.Lock()

@@ -42,10 +42,9 @@ from sessions_app.models import (
 )
 from sessions_app.models.states import status_move
 from sessions_app.permissions import SessionAction, action_check
-from sessions_app.services.audit import audit_record
+from sessions_app.services.audit import actor_name, audit_record
 from sessions_app.services.job_events import job_event as job_event
 from sessions_app.services.locks import lock_job, lock_session
-from sessions_app.services.sessions import actor_name
 from sessions_app.tasks import run_job_task  # service -> task; tasks import services lazily
 
 logger = logging.getLogger(__name__)
@@ -306,19 +305,33 @@ def job_cancel(
             action_check(
                 SessionAction.JOB_CANCEL, session=session, user=user, run_id=run_id, job=locked
             )
-            if locked.is_final:
-                raise AcodeError(
-                    "ACODE-JOB-006",
-                    f"Job {locked.pk} already finished ({locked.status}).",
-                    {"status": locked.status},
-                )
-            locked.cancel_requested = True
-            locked.save(update_fields=["cancel_requested"])
-            job_event(
-                locked,
-                JobEventKind.NOTE,
-                {"message": f"cancel requested by {actor_name(user, actor)}"},
-            )
+            _stop_requested(locked, actor_name(user, actor))
+    return _cancelled_if_queued(locked)
+
+
+def job_stop(*, job: Job, actor: str) -> Job:
+    """The system stops a job it owns: a run's engine cancelling its own stage's queued job
+    while it holds the session locked. Nobody's permission is asked (no person acts; the
+    person's cancel of the run was checked by ``run_cancel``)."""
+    with transaction.atomic():
+        locked = lock_job(job.pk)
+        _stop_requested(locked, actor)
+    return _cancelled_if_queued(locked)
+
+
+def _stop_requested(locked: Job, who: str) -> None:
+    if locked.is_final:
+        raise AcodeError(
+            "ACODE-JOB-006",
+            f"Job {locked.pk} already finished ({locked.status}).",
+            {"status": locked.status},
+        )
+    locked.cancel_requested = True
+    locked.save(update_fields=["cancel_requested"])
+    job_event(locked, JobEventKind.NOTE, {"message": f"cancel requested by {who}"})
+
+
+def _cancelled_if_queued(locked: Job) -> Job:
     if locked.status == JobStatus.QUEUED:
         return job_finish(locked, JobStatus.CANCELLED, message="cancelled before it started")
     return locked

@@ -14,9 +14,9 @@ from acode.inputs import json_schema_errors, trim_invisible
 from acode.text import blank_text_pattern
 from sessions_app.models import AgentSession, AuditEventType, StepStatus
 from sessions_app.permissions import SessionAction, action_check
+from sessions_app.services.audit import actor_name, session_record
 from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.locks import lock_session
-from sessions_app.services.sessions import actor_name, record_and_publish
 
 # Limits of a plan, whoever sets it (the API's serializers use the same numbers).
 MAX_STEPS = 200
@@ -141,7 +141,7 @@ def plan_set(
         action_check(SessionAction.PLAN_SET, session=locked, user=user, run_id=run_id)
         locked.plan = _normalise_plan(steps)
         locked.save(update_fields=["plan", "updated_at"])
-        record_and_publish(
+        session_record(
             locked,
             EventKind.PLAN_UPDATED,
             event_type=AuditEventType.PLAN_UPDATED,
@@ -184,7 +184,7 @@ def plan_step_update(
                 {"step": number, "steps": len(locked.plan)},
             )
         locked.save(update_fields=["plan", "updated_at"])
-        record_and_publish(
+        session_record(
             locked,
             EventKind.PLAN_UPDATED,
             event_type=AuditEventType.PLAN_UPDATED,

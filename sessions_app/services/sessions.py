@@ -11,53 +11,20 @@ from django.db import transaction
 from django.utils import timezone
 
 from acode.errors import AcodeError
-from roles.registry import RoleDef, registry
+from roles.registry import registry
 from sessions_app.models import AgentSession, AuditEventType, RiskTier, RoleTransition
 from sessions_app.permissions import SessionAction, action_check
-from sessions_app.services.audit import audit_record
+from sessions_app.services.audit import (
+    actor_name,
+    audit_record,
+    publish_session_event,
+    session_record,
+)
 from sessions_app.services.event_catalog import EventKind
-from sessions_app.services.events import publish_session_event
 from sessions_app.services.locks import lock_session
 from sessions_app.services.workspaces import repository_for, workspace_attach, workspace_create
 
 logger = logging.getLogger(__name__)
-
-
-def actor_name(user: User | None, actor: str | None = None) -> str:
-    """How an actor is recorded: the given label, else the username, else ``system``."""
-    if actor:
-        return actor
-    if user is not None and user.is_authenticated:
-        return user.get_username()
-    return "system"
-
-
-def current_role_of(session: AgentSession) -> RoleDef:
-    """The session's current role as the registry knows it (no query)."""
-    return registry.by_id(session.current_role_id)
-
-
-def record_and_publish(
-    session: AgentSession,
-    kind: EventKind,
-    *,
-    event_type: AuditEventType,
-    actor: str,
-    target: str,
-    result: str,
-    details: dict[str, Any],
-) -> None:
-    """Audit a change to a locked session (in its current role) and publish it after commit."""
-    audit_record(
-        event_type=event_type,
-        actor=actor,
-        session=session,
-        role=current_role_of(session).slug,
-        target=target,
-        result=result,
-        details=details,
-    )
-    transaction.on_commit(lambda: publish_session_event(session.pk, kind))
 
 
 def _history_start(session: AgentSession, owner: User, request_id: str) -> None:
@@ -162,7 +129,7 @@ def session_update(
                 setattr(locked, key, value)
         if changed:
             locked.save()
-            record_and_publish(
+            session_record(
                 locked,
                 EventKind.SESSION_UPDATED,
                 event_type=AuditEventType.SESSION_UPDATED,

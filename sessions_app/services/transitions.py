@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db import transaction
 from django.utils import timezone
 
 from acode.errors import AcodeError
@@ -19,11 +18,14 @@ from roles.models import Precondition
 from roles.registry import RoleDef, RuleDef, registry
 from sessions_app.models import AgentSession, AuditEventType, RoleTransition
 from sessions_app.permissions import SessionAction, access_refusal, now_refusal, run_acting
-from sessions_app.services.audit import audit_record
+from sessions_app.services.audit import (
+    actor_name,
+    audit_record,
+    current_role_of,
+    session_record,
+)
 from sessions_app.services.event_catalog import EventKind
-from sessions_app.services.events import publish_session_event
 from sessions_app.services.locks import lock_session
-from sessions_app.services.sessions import actor_name, current_role_of
 
 
 def _needs_plan(session: AgentSession) -> str:
@@ -269,11 +271,11 @@ def _apply(
     session.role_since = now
     session.last_reason = reason
     session.transition_count = seq
-    audit_record(
+    session_record(  # in the new role: the session's row already says it
+        session,
+        EventKind.ROLE_CHANGED,
         event_type=AuditEventType.ROLE_TRANSITION,
         actor=who,
-        session=session,
-        role=target.slug,
         target=f"{current.slug}->{target.slug}",
         result="ok",
         details={
@@ -283,6 +285,7 @@ def _apply(
             "role_version": target.version,
             "request_id": request_id,
         },
+        data={"from_role": current.slug, "to_role": target.slug, "reason": reason},
     )
     session.save(
         update_fields=[
@@ -294,8 +297,6 @@ def _apply(
             "updated_at",
         ]
     )
-    change = {"from_role": current.slug, "to_role": target.slug, "reason": reason}
-    transaction.on_commit(lambda: publish_session_event(session.pk, EventKind.ROLE_CHANGED, change))
     return TransitionResult(
         session, True, transition, f"Role transition: {current.name} → {target.name}"
     )

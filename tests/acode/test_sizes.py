@@ -27,9 +27,14 @@ LONG_MODULES: dict[str, str] = {
     "view model that reads the session into them lazily, and the views and socket fragments "
     "that render them; the panels' shapes were split out only to fit the cap.",
     "sessions_app/services/runs/engine.py": "The run engine is the one place a run moves: "
-    "the decision of what follows (next_move) beside carrying it out (stages entered, the "
-    "approval gate, completing and finishing) and recording each move; its lock, gate and "
-    "entry points were split out only to fit the cap.",
+    "the decision of what follows (next_move, whether its tests let it pass) beside carrying "
+    "it out (stages entered, the approval gate, completing and finishing) and recording each "
+    "move; its lock, gate, test policy and entry points were split out only to fit the cap.",
+    "sessions_app/services/runs/stages.py": "A stage's whole life in one room: entering it "
+    "(its request, its share of the run's budget), closing it (what it produced: a test "
+    "stage's evidence by its exit status, the risk a plan or changes raise) and what its job "
+    "reports; risk and test evidence were separate modules every advance walked into "
+    "(issue 33: a run advance visits few files).",
     "roles/registry.py": "The role registry: role rows read into specs, one snapshot with "
     "what is derived of each role (access, argument limits, the transition routes a denial "
     "suggests) and every lookup on it; each derivation lives in its own module (access, "

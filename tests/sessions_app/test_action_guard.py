@@ -497,11 +497,8 @@ SERVICES: dict[str, tuple[Action, Callable[[World], object]]] = {
 }
 # Public functions of the services that change no session on a person's behalf.
 SERVICES_NOT_ACTIONS = {
-    "actor_name": "a helper",
     "lock_session": "a helper",
     "lock_job": "a helper (the job row, inside the calling service's transaction)",
-    "current_role_of": "a read",
-    "record_and_publish": "a helper of the services above (audit and publish)",
     "session_create": "opens a new session",
     "precondition_unmet": "a read",
     "transitions_from": "a read",
@@ -550,6 +547,8 @@ SERVICES_NOT_ACTIONS = {
     "changes_digest": "a pure function",
     "changes_check_digest": "a check the approving services make under their lock",
     "require_broker": "a read (is the broker reachable)",
+    "job_stop": "the run's engine stopping its own stage's queued job (the cancel of the run "
+    "was checked)",
     "job_expire": "the run's engine failing its own stage's job when the run's budget is spent",
 }
 

@@ -18,7 +18,7 @@ from django.test import Client
 
 from acode.routing import websocket_urlpatterns
 from sessions_app.models import AgentSession
-from sessions_app.services.events import BOARD_GROUP, session_group
+from sessions_app.services.audit import BOARD_GROUP, session_group
 from sessions_app.services.sessions import session_create
 from sessions_app.services.transitions import session_transition
 

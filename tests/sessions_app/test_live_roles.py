@@ -27,7 +27,7 @@ from roles.services import (
     transition_rule_save,
 )
 from sessions_app.models import AgentSession
-from sessions_app.services import events
+from sessions_app.services import audit as events
 from sessions_app.services.sessions import session_create
 from sessions_app.services.transitions import session_transition
 from tests.roles.test_registry import _role_form_data

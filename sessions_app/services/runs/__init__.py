@@ -1,10 +1,11 @@
 """Orchestrated runs: a workflow template executed in a session as a chain of jobs.
 
-``engine`` decides and makes every move of a run (its approval gate and its moving on
-after jobs included); ``start`` begins one; ``people`` records what people do to it and
-hands that to the engine; ``stages`` carries out entering and closing a stage (what it is
-asked, its budget); ``risk`` and ``testing`` are the two policies a run is held to;
-``seed`` and ``portability`` are its templates as shipped and as YAML.
+``engine`` decides and makes every move of a run (its approval gate, whether it may pass
+without passing tests, and its moving on after jobs included); ``start`` begins one;
+``people`` records what people do to it and hands that to the engine; ``stages`` carries
+out entering and closing a stage (what it is asked, its budget, what it produced: a test
+stage's evidence, the risk a request, plan or changes raise); ``seed`` and ``portability``
+are its templates as shipped and as YAML.
 """
 
 from __future__ import annotations

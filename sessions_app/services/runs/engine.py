@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
@@ -46,23 +48,22 @@ from sessions_app.models import (
     WorkflowStage,
 )
 from sessions_app.models.states import status_move, status_move_where
-from sessions_app.services.audit import audit_record
+from sessions_app.services.audit import publish_session_event, session_record
 from sessions_app.services.changes import changes_commit, pending_digest
 from sessions_app.services.event_catalog import EventKind
-from sessions_app.services.events import publish_session_event
 from sessions_app.services.job_recovery import job_expire
-from sessions_app.services.jobs import job_cancel
+from sessions_app.services.jobs import job_stop
 from sessions_app.services.locks import lock_session
 from sessions_app.services.plans import plan_step_update
 from sessions_app.services.runs.stages import (
     ORCHESTRATOR,
+    PASSED,
     StageOutcome,
     budget_left,
     stage_close,
     stage_resume,
     stage_start,
 )
-from sessions_app.services.runs.testing import tests_note, tests_refusal
 from sessions_app.services.transitions import session_transition
 
 LOOP_PURPOSES = (StagePurpose.CODE, StagePurpose.TEST, StagePurpose.REVIEW)
@@ -183,7 +184,7 @@ def advance(run: Run, session: AgentSession, event: RunEvent | None = None) -> N
         job = Job.objects.get(pk=last.job_id) if last.job_id else None
         if job is not None and not job.is_final and _cancelling(event):
             if job.status == JobStatus.QUEUED:  # not started: nothing to wait for
-                job = job_cancel(job=job, actor=event.who if event else "", run_id=run.pk)
+                job = job_stop(job=job, actor=event.who if event else "")
             else:
                 who = event.who if event else ""
                 message = f"Cancel requested by {who}; stops when the current stage ends."
@@ -373,11 +374,10 @@ def _carry_out(
 
 def _stage_entered(run: Run, session: AgentSession, stage: RunStage) -> None:
     """A stage's job is queued: the run says so (audited, and live)."""
-    run_audit(
-        run, session, f"stage {stage.seq} {stage.purpose}", reason=stage.reason,
-        job=str(stage.job_id),
+    run_record(
+        run, session, EventKind.RUN_UPDATED, f"stage {stage.seq} {stage.purpose}",
+        reason=stage.reason, job=str(stage.job_id),
     )  # fmt: skip
-    publish_run(run)
 
 
 # -- the approval gate -------------------------------------------------------------------
@@ -429,6 +429,59 @@ def gate_open(run: Run, session: AgentSession) -> RunApproval:
 
 
 # -- the end of a run --------------------------------------------------------------------
+# A template may require passing tests before a run can pass (by default the tiers in
+# ``ACODE_RUN_REQUIRE_TESTS_TIERS``: medium and high); a run that passed without passing
+# tests says so in its message (issue 34).
+
+
+def requires_tests(run: Run) -> bool:
+    """Whether the run passes only with passing tests: its template's setting, else by
+    its tier."""
+    own = run.template.require_tests
+    if own is not None:
+        return bool(own)
+    return run.effective_tier in settings.ACODE_RUN_REQUIRE_TESTS_TIERS
+
+
+def _last_evidence(run: Run) -> list[Mapping[str, Any]]:
+    """The evidence of each plan step's last test stage, in step order."""
+    last: dict[int, Mapping[str, Any]] = {}
+    for stage in run.stages.filter(purpose=StagePurpose.TEST).order_by("seq"):
+        last[stage.plan_step] = stage.evidence or {}
+    return [last[step] for step in sorted(last)]
+
+
+def tests_verdict(run: Run) -> tuple[bool, str]:
+    """(whether the run's tests passed, what they said in words): every plan step's last
+    test stage passed; "no tests were run" when it had none or its Tester ran none."""
+    evidence = _last_evidence(run)
+    if not evidence:
+        return False, "no tests were run (the workflow has no test stage)"
+    for found in evidence:
+        if not found.get("ran"):
+            return False, "no tests were run (the Tester ran no test command)"
+        if found.get("result", PASSED if "result" not in found else "") != PASSED:
+            return False, f"the last test run ended: {found.get('status') or 'unknown'}"
+    return True, "tests passed"
+
+
+def tests_refusal(run: Run) -> str:
+    """Why the run may not pass for its tests ("": it may)."""
+    if not requires_tests(run):
+        return ""
+    passed, said = tests_verdict(run)
+    if passed:
+        return ""
+    return (
+        f"The {run.template.name} workflow requires passing tests before a run can pass, "
+        f"and {said}."
+    )
+
+
+def tests_note(run: Run) -> str:
+    """What a passing run's message adds when its tests did not pass ("": they did)."""
+    passed, said = tests_verdict(run)
+    return "" if passed else f"Note: {said}."
 
 
 def _reviewed_digest(session: AgentSession, last: RunStage | None) -> str:
@@ -490,8 +543,7 @@ def run_finish(
     if session.active_run_id == run.pk:
         session.active_run = None
         session.save(update_fields=["active_run", "updated_at"])
-    run_audit(run, session, status, code=code, message=message + note)
-    publish_run(run, EventKind.RUN_FINISHED)
+    run_record(run, session, EventKind.RUN_FINISHED, status, code=code, message=message + note)
 
 
 # -- the run's own record: its lock, its audit rows and live events, pausing -------------
@@ -503,24 +555,28 @@ def lock_run(run_id: Any) -> Run:
 
 
 def publish_run(run: Run, kind: EventKind = EventKind.RUN_UPDATED) -> None:
+    """Tell the open pages the run changed, after commit, with no audit row (a message)."""
     data = {"run": str(run.pk), "status": run.status}
     transaction.on_commit(lambda: publish_session_event(run.session_id, kind, data))
 
 
-def run_audit(run: Run, session: AgentSession, result: str, **details: Any) -> None:
-    audit_record(
+def run_record(
+    run: Run, session: AgentSession, kind: EventKind, result: str, **details: Any
+) -> None:
+    """A move of the run: its audit row and its live event (``audit.session_record``)."""
+    session_record(
+        session,
+        kind,
         event_type=AuditEventType.RUN_EVENT,
         actor=ORCHESTRATOR,
-        session=session,
-        role=registry.by_id(session.current_role_id).slug,
         target=f"run {run.pk}",
         result=result,
         details=details,
+        data={"run": str(run.pk), "status": run.status},
     )
 
 
 def run_pause(run: Run, session: AgentSession, status: str, message: str) -> None:
     """The run waits (for an answer, an approval, a decision), saying why."""
     status_move(run, status, message=message)
-    run_audit(run, session, status, message=message)
-    publish_run(run)
+    run_record(run, session, EventKind.RUN_UPDATED, status, message=message)

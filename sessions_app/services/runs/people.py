@@ -24,7 +24,7 @@ from sessions_app.models import (
 )
 from sessions_app.models.states import status_move, status_move_where
 from sessions_app.permissions import SessionAction, action_check, action_refusal
-from sessions_app.services.audit import audit_record
+from sessions_app.services.audit import actor_name, audit_record, current_role_of
 from sessions_app.services.changes import pending_digest
 from sessions_app.services.locks import lock_session
 from sessions_app.services.runs.engine import (
@@ -35,7 +35,6 @@ from sessions_app.services.runs.engine import (
     gate_open,
     lock_run,
 )
-from sessions_app.services.sessions import actor_name, current_role_of
 
 MAX_ANSWER_CHARS = 20_000
 

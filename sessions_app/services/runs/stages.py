@@ -1,6 +1,12 @@
 """A run's stages: entering one (its role, what it is asked, its job within what is left
-of the run's budget), closing one (what it produced) and what a stage's job reports while
-it works (a review verdict, a question for a person).
+of the run's budget), closing one (what it produced: a test stage's evidence, following its
+test command's exit status; the risk a plan or changes raise) and what a stage's job
+reports while it works (a review verdict, a question for a person).
+
+Risk is decided by acode, not by the acting model: signals an admin edits, evaluated on
+the request (``start``), the plan and the changes (closing their stages); the effective
+tier is the highest of them and the tier declared by whoever started the run, and it says
+whether the run needs approval.
 
 The engine (``engine.py``) decides which stage comes next and records each move; these
 functions carry it out.
@@ -8,6 +14,9 @@ functions carry it out.
 
 from __future__ import annotations
 
+import fnmatch
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,23 +27,27 @@ from acode.errors import AcodeError
 from roles.registry import registry
 from sessions_app.containment import model_data
 from sessions_app.models import (
+    TIER_ORDER,
     AgentSession,
     Job,
+    JobEventKind,
     JobStatus,
+    RiskSignal,
+    RiskTier,
     Run,
     RunQuestion,
     RunStage,
+    SignalKind,
     StagePurpose,
     StageStatus,
     WorkflowStage,
+    WorkflowTemplate,
 )
 from sessions_app.models.states import status_move
 from sessions_app.selectors.runs import run_usage
 from sessions_app.services.changes import pending_digest
 from sessions_app.services.jobs import JobLimits, job_create
 from sessions_app.services.plans import plan_set, plan_step_update
-from sessions_app.services.runs.risk import RiskInput, risk_assess, run_raise_risk
-from sessions_app.services.runs.testing import EVIDENCE_CHARS, tester_evidence
 from sessions_app.services.transitions import session_transition
 
 ORCHESTRATOR = "orchestrator"  # the actor of everything a run does on its own
@@ -232,6 +245,164 @@ def _evidence(
         run, risk_assess(RiskInput(paths=paths), where=f"changes of step {stage.plan_step}")
     )
     return {"changed": list(paths), "summary": job.result[:EVIDENCE_CHARS]}, None
+
+
+# -- what a test stage produced (issue 34) -----------------------------------------------
+# Its evidence follows the test command's exit status, not whether the command ran.
+# pytest's exit statuses are told apart (pytest is the command the Tester's rules allow);
+# any other command's non-zero status is a failure.
+
+PASSED, FAILED, NO_TESTS, ERROR, TIMED_OUT = "passed", "failed", "no_tests", "error", "timed_out"
+PYTEST_STATUSES = {
+    0: (PASSED, "passed"),
+    1: (FAILED, "tests failed"),
+    2: (ERROR, "error: the test run was interrupted"),
+    3: (ERROR, "error: pytest's internal error"),
+    4: (ERROR, "error: pytest was called wrongly"),
+    5: (NO_TESTS, "no tests collected"),
+}
+_EXIT = re.compile(r"^exit (-?\d+)$")
+EVIDENCE_CHARS = 4_000  # how much of a stage's output its evidence keeps
+
+
+def outcome_of_tests(command: str, summary: str) -> tuple[str, str]:
+    """(result, words) of a test command that ended as ``summary`` ("exit 5", "timed
+    out", "killed (...)"): result is passed, failed, no_tests, error or timed_out."""
+    found = _EXIT.match(summary.strip())
+    if found is None:
+        if summary.startswith("timed out"):
+            return TIMED_OUT, "timed out"
+        return ERROR, f"error: {summary or 'no exit status'}"
+    code = int(found.group(1))
+    if "pytest" in command and code in PYTEST_STATUSES:
+        result, words = PYTEST_STATUSES[code]
+    else:
+        result, words = (PASSED, "passed") if code == 0 else (FAILED, "failed")
+    return result, f"{words} (exit {code})"
+
+
+def tester_evidence(job: Job) -> dict[str, Any]:
+    """A test stage's evidence: the Tester's last test command, its result following its
+    exit status (``outcome_of_tests``)."""
+    for event in job.events.filter(kind=JobEventKind.TOOL_RESULT).order_by("-seq"):
+        if event.data.get("name") in ("run_tests", "execute_command"):
+            command = str(event.data.get("target", ""))
+            ended = str(event.data.get("summary") or "")
+            result, said = (
+                outcome_of_tests(command, ended) if ended else (ERROR, "error: no exit status")
+            )
+            if event.data.get("status") != "ok":
+                result, said = ERROR, f"error: the command did not run ({event.data.get('status')})"
+            return {
+                "ran": True,
+                "result": result,
+                "status": said,
+                "command": command,
+                "output": str(event.data.get("output", ""))[-EVIDENCE_CHARS:],
+                "summary": job.result[:EVIDENCE_CHARS],
+            }
+    return {"ran": False, "result": NO_TESTS, "summary": job.result[:EVIDENCE_CHARS]}
+
+
+# -- the risk a run's request, plan and changes raise ---------------------------------
+
+# Words made of path characters; a path is one with a dot or slash before its last
+# character. (One regex for both, [\w./-]*[./][\w./-]+, backtracks quadratically: 80 s
+# for a 20,000-character request without a dot.)
+_WORD = re.compile(r"[\w./-]+")
+_PATH_LIKE = re.compile(r"[./].")
+
+
+def _path_tokens(text: str) -> list[str]:
+    return [word for word in _WORD.findall(text) if _PATH_LIKE.search(word)]
+
+
+@dataclass(frozen=True)
+class RiskInput:
+    """What a signal can look at, at one point of a run."""
+
+    request: str = ""
+    plan: tuple[dict[str, Any], ...] = ()
+    paths: tuple[str, ...] = ()
+    failed_runs: int = 0
+
+
+def higher_tier(*tiers: str) -> str:
+    """The highest of the given tiers."""
+    return max(tiers, key=lambda tier: TIER_ORDER[RiskTier(tier)])
+
+
+def _glob_hits(patterns: Iterable[str], paths: Iterable[str]) -> list[str]:
+    hits = []
+    for path in paths:
+        clean = path.strip().lstrip("./")
+        name = clean.rsplit("/", 1)[-1]
+        if any(
+            fnmatch.fnmatch(clean, pattern) or fnmatch.fnmatch(name, pattern)
+            for pattern in patterns
+        ):
+            hits.append(clean)
+    return sorted(set(hits))
+
+
+def _fired(signal: RiskSignal, data: RiskInput) -> str:
+    """Why the signal fires on ``data`` ('' when it does not)."""
+    patterns = [str(p) for p in signal.patterns or [] if str(p).strip()]
+    if signal.kind == SignalKind.REQUEST_KEYWORD:
+        words = [
+            p for p in patterns if re.search(rf"\b{re.escape(p)}", data.request, re.IGNORECASE)
+        ]
+        return f"the request mentions {', '.join(words)}" if words else ""
+    if signal.kind == SignalKind.PATH_GLOB:
+        plan_files = [f for step in data.plan for f in step.get("files", [])]
+        mentioned = _path_tokens(data.request)
+        hits = _glob_hits(patterns, [*data.paths, *plan_files, *mentioned])
+        return f"touches {', '.join(hits[:5])}" if hits else ""
+    if signal.kind == SignalKind.PLAN_STEPS:
+        steps = len(data.plan)
+        return (
+            f"the plan has {steps} steps" if signal.threshold and steps >= signal.threshold else ""
+        )
+    if signal.kind == SignalKind.FAILED_RUNS:
+        count = data.failed_runs
+        return (
+            f"the session had {count} failed or blocked runs"
+            if signal.threshold and count >= signal.threshold
+            else ""
+        )
+    return ""
+
+
+def risk_assess(data: RiskInput, *, where: str) -> list[dict[str, str]]:
+    """Every enabled signal that fires on ``data``, recorded as ``{signal, tier, why, where}``."""
+    return [
+        {"signal": signal.name, "tier": signal.tier, "why": why, "where": where}
+        for signal in RiskSignal.objects.filter(enabled=True)
+        if (why := _fired(signal, data))
+    ]
+
+
+def gate_required_for(tier: str, template: WorkflowTemplate) -> bool:
+    """Is an approval gate required: the run's template has one, or the template for its
+    effective tier does (high risk always)."""
+    if template.stages.filter(purpose=StagePurpose.APPROVAL).exists():
+        return True
+    tiered = WorkflowTemplate.objects.filter(risk_tier=tier, enabled=True).order_by("name").first()
+    return tier == RiskTier.HIGH or bool(
+        tiered and tiered.stages.filter(purpose=StagePurpose.APPROVAL).exists()
+    )
+
+
+def run_raise_risk(run: Run, fired: list[dict[str, str]]) -> None:
+    """New risk signals raise the run's tier (and may require the approval gate)."""
+    known = {(s["signal"], s["where"]) for s in run.signals}
+    new = [s for s in fired if (s["signal"], s["where"]) not in known]
+    if not new:
+        return
+    run.signals = [*run.signals, *new]
+    run.effective_tier = higher_tier(run.effective_tier, *(s["tier"] for s in new))
+    run.gate_required = run.gate_required or gate_required_for(run.effective_tier, run.template)
+    run.save(update_fields=["signals", "effective_tier", "gate_required", "updated_at"])
 
 
 # -- from a stage's job ------------------------------------------------------------------

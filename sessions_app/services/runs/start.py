@@ -19,14 +19,18 @@ from sessions_app.models import (
     WorkflowTemplate,
 )
 from sessions_app.permissions import SessionAction, action_check
-from sessions_app.services.audit import audit_record
+from sessions_app.services.audit import actor_name, audit_record
 from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.jobs import require_broker
 from sessions_app.services.locks import lock_session
 from sessions_app.services.runs.engine import advance, publish_run
-from sessions_app.services.runs.risk import RiskInput, gate_required_for, higher_tier, risk_assess
-from sessions_app.services.runs.stages import MAX_REQUEST_CHARS
-from sessions_app.services.sessions import actor_name
+from sessions_app.services.runs.stages import (
+    MAX_REQUEST_CHARS,
+    RiskInput,
+    gate_required_for,
+    higher_tier,
+    risk_assess,
+)
 from sessions_app.services.transitions import session_transition
 
 

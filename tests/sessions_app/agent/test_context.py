@@ -162,5 +162,6 @@ def test_context_api_scenario_8(api: APIClient, user: Any, project: Path) -> Non
     assert [f["path"] for f in coder["files"]][1:] == [
         "shop/services/auth_service.py",
         "tests/test_auth_service.py",
+        "shop/controllers/orders.py (style)",  # a Coder also sees how the project writes code
     ]
     assert broad["token_count"] > coder["token_count"]

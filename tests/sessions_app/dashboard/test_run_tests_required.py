@@ -16,7 +16,7 @@ from django.test import Client
 from sessions_app.management import demo
 from sessions_app.models import AgentSession, RunStatus, WorkflowTemplate
 from sessions_app.services.runs import run_start
-from sessions_app.services.runs.testing import outcome_of_tests
+from sessions_app.services.runs.stages import outcome_of_tests
 from tests.sessions_app.dashboard.test_runs import page, panel
 from tests.sessions_app.runkit import drive, review, script_medium_run
 

@@ -27,7 +27,7 @@ from sessions_app.models import (
     RunStatus,
     WorkflowTemplate,
 )
-from sessions_app.services.events import session_group
+from sessions_app.services.audit import session_group
 from sessions_app.services.jobs import job_start
 from sessions_app.services.runs import run_start
 from sessions_app.services.sessions import session_create

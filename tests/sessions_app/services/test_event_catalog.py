@@ -19,20 +19,20 @@ from django.template.loader import get_template
 
 from acode import live
 from sessions_app.dashboard.session import SESSION_FRAGMENTS, fragments_for
+from sessions_app.services.audit import publish_job_event, publish_session_event
 from sessions_app.services.event_catalog import (
     EVENT_CATALOG,
     LIVE_PAGES,
     EventKind,
     rerenders,
 )
-from sessions_app.services.events import publish_job_event, publish_session_event
 
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGES = ("acode", "audit", "roles", "sessions_app")
 SERVICES = ROOT / "sessions_app" / "services"
 CATALOG_MODULE = SERVICES / "event_catalog.py"
 # Functions that publish a live event, and the position of their kind argument.
-PUBLISHERS = {"publish_session_event": 1, "record_and_publish": 1, "publish_run": 1}
+PUBLISHERS = {"publish_session_event": 1, "session_record": 1, "publish_run": 1, "run_record": 2}
 JOB_PUBLISHERS = {"job_event": 1, "publish_job_event": 3}
 SESSION = "7f1c0f8e-5a4e-4a55-9a51-2f0d3c1b9e10"
 

@@ -15,8 +15,8 @@ from rest_framework.authtoken.models import Token
 
 from acode import live
 from acode.asgi import application
-from sessions_app.services import events
-from sessions_app.services.events import publish_session_event
+from sessions_app.services import audit as events
+from sessions_app.services.audit import publish_session_event
 from sessions_app.services.sessions import session_create
 from sessions_app.services.transitions import session_transition
 
