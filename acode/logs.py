@@ -4,7 +4,9 @@ Every line, whether it comes from ``structlog`` or from a plain ``logging.getLog
 (Django, Celery, uvicorn, our code), goes through one :class:`ProcessorFormatter` and
 gets ``timestamp``, ``level``, ``logger`` and ``message``, plus the context keys bound
 with ``structlog.contextvars`` while it was written: ``request_id`` (web requests),
-``session``, ``job`` and ``role`` (agent jobs).
+``session`` and ``role`` (a request about a session, its run or job; an agent job, with
+``job``). A line outside any session says ``role=-`` and ``session=-`` (spec FR-070: the
+current role is in every log line).
 """
 
 from __future__ import annotations
@@ -38,8 +40,16 @@ def _request_context(logger: WrappedLogger, method: str, event: EventDict) -> Ev
     return event
 
 
+def _outside_session(logger: WrappedLogger, method: str, event: EventDict) -> EventDict:
+    """A line written outside any session still has the keys: ``-``."""
+    event.setdefault("role", "-")
+    event.setdefault("session", "-")
+    return event
+
+
 _SHARED: list[Processor] = [
     structlog.contextvars.merge_contextvars,
+    _outside_session,
     structlog.stdlib.add_log_level,
     structlog.stdlib.add_logger_name,
     structlog.processors.TimeStamper(fmt="iso", utc=True, key="timestamp"),

@@ -30,6 +30,7 @@ from roles.access import (
     content_hash,
     role_snapshot,
 )
+from roles.decision.denial import Route, with_routes
 from roles.decision.limits import limits_of
 from roles.mcp.tools import argument_limits, mcp_tool_specs
 from roles.models import (
@@ -62,6 +63,7 @@ class RoleDef:
     argument_limits: Mapping[str, tuple[tuple[str, Mapping[str, Any]], ...]] = field(
         default_factory=dict
     )
+    tool_routes: Mapping[str, Route] = field(default_factory=dict)
 
     # Shortcuts for the most read fields.
     @property
@@ -270,13 +272,15 @@ class RoleRegistry:
             )
             keys[spec.slug.lower()] = spec.slug
             keys[spec.name.lower()] = spec.slug
+        rules = self._load_rules(roles)
+        roles = with_routes(roles, rules)  # the suggestion of each denial (roles.decision.denial)
         return _State(
             stamp=stamp,
             roles=roles,
             by_id={r.id: r for r in roles.values()},
             keys=keys,
             tools={t.name: t for t in tool_specs},
-            rules=self._load_rules(roles),
+            rules=rules,
             prompts=self._load_prompts(),
         )
 
@@ -325,7 +329,7 @@ class RoleRegistry:
             known = [r.name for r in state.roles.values()]
             raise AcodeError(
                 "ACODE-ROL-001",
-                f"Unknown role {name!r}. Known roles: {', '.join(known)}.",
+                f"Invalid role specified: {name!r} is not a role. Known roles: {', '.join(known)}.",
                 {"role": name, "known_roles": known},
             )
         return state.roles[slug]

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.urls import path
 
 from roles.apis import catalog, drafts, endpoints, mcp, me, portability, roles
+from roles.apis.check import RoleToolCheckApi
 from roles.apis.examples import RoleTestApi
 from roles.apis.replay import RoleReplayApi
 
@@ -15,6 +16,7 @@ urlpatterns = [
     path("roles/<str:name>/", roles.RoleResourceApi.as_view(), name="api-role"),
     path("roles/<str:name>/replay/", RoleReplayApi.as_view(), name="api-role-replay"),
     path("roles/<str:name>/prompt/", roles.RolePromptApi.as_view(), name="api-role-prompt"),
+    path("roles/<str:name>/check/", RoleToolCheckApi.as_view(), name="api-role-check"),
     path(
         "roles/<str:name>/argument-limits/",
         mcp.ArgumentLimitCollectionApi.as_view(),

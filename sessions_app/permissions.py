@@ -42,6 +42,7 @@ from typing import Any, TypeVar
 from django.db.models import Q, QuerySet
 
 from acode.errors import AcodeError
+from acode.logs import bind_log_context
 from roles.registry import registry
 from sessions_app.models import (
     ACTIVE_RUN_STATUSES,
@@ -109,7 +110,7 @@ def can_attach_workspace(user: Any) -> bool:
 
 def runs_visible_to(user: Any) -> QuerySet[Run]:
     """Runs of the sessions the user may see."""
-    qs = Run.objects.select_related("session", "template")
+    qs = Run.objects.select_related("session__current_role", "template")
     return qs if can_view_all(user) else qs.filter(session__owner_id=user.pk)
 
 
@@ -196,7 +197,7 @@ def session_for(user: Any, pk: Any, action: SessionAction = SessionAction.VIEW) 
     """The session ``pk`` if ``user`` may take ``action`` on it, else the one refusal: not
     visible (as for none), or not theirs to act on. What a view asks before it reads a body;
     whether the action may happen now is the service's, on its locked rows."""
-    found = AgentSession.objects.select_related("owner").filter(pk=pk).first()
+    found = AgentSession.objects.select_related("owner", "current_role").filter(pk=pk).first()
     return _accessed(user, action, found, "session")
 
 
@@ -218,6 +219,7 @@ def _accessed(user: Any, action: SessionAction, found: Found | None, what: str) 
     refusal = access_refusal(user, action, found)
     if refusal is not None:
         raise refusal
+    bind_log_context(**found.log_keys)  # the request's later lines; its middleware unbinds
     return found
 
 

@@ -16,16 +16,19 @@ from acode.cli.commands import (
     changes,
     context,
     jobs,
+    model_routing,
     models,
     plans,
     prompt,
     prompt_packs,
     role,
     roles,
+    roles_models,
     runs,
     sessions,
     status,
     tools,
+    verify,
 )
 from acode.cli.runtime import Runtime
 
@@ -89,6 +92,7 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "whoami": auth.whoami,
     "status": status.status,
     "agent": agent.agent,
+    "verify": verify.verify,
 }
 GROUPS = {
     "session": sessions.app,
@@ -105,6 +109,14 @@ GROUPS = {
     "changes": changes.app,
     "model": models.app,
 }
+# Subcommands kept in modules of their own, joined to their group here.
+SUBCOMMANDS: dict[tuple[typer.Typer, str], Callable[..., Any]] = {
+    (models.app, "show"): model_routing.show,
+    (models.app, "set"): model_routing.set_,
+    (roles.app, "set-model"): roles_models.set_model,
+}
+for (group, name), command in SUBCOMMANDS.items():
+    group.command(name)(command)
 for name, command in COMMANDS.items():
     app.command(name)(command)
 for name, group in GROUPS.items():

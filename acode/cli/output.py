@@ -214,3 +214,14 @@ def _print_refused_transition(console: Console, details: dict[str, Any]) -> None
             if not t.get("allowed_now"):
                 line += f" — not now: {t.get('unmet')}"
             console.print(esc(line))
+
+
+def print_denial(console: Console, reason: str, code: str) -> None:
+    """A refusal: the spec's denial block (its first line in red, as the model saw it, the
+    code after acode's details) or acode's one line."""
+    if reason.startswith("[ERROR] "):
+        first, _, rest = reason.partition("\n")
+        console.print(f"[bold red]{esc(first)}[/]")
+        console.print(f"{esc(rest)} ({esc(code)})" if code else esc(rest))
+    else:
+        console.print(f"[bold red][DENIED][/] {esc(reason)}" + (f" ({esc(code)})" if code else ""))

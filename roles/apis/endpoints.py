@@ -1,5 +1,5 @@
-"""/api/model-endpoints/: the models roles route to, adding or changing one (PUT, as
-``acode model add`` does), and a check of one (several probes)."""
+"""/api/model-endpoints/: the models roles route to (and which roles do), adding or
+changing one (PUT, as ``acode model add`` does), and a check of one (several probes)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from acode.inputs import Input, Query, query_of
 from acode.llm import Endpoint, model_check
 from acode.llm.check import MAX_PROBES, PROBES
 from roles import selectors
+from roles.registry import registry
 from roles.services.endpoints import ENDPOINT_KINDS, model_endpoint_save
 
 
@@ -30,6 +31,13 @@ class ModelEndpointPermission(DjangoModelPermissions):
         "GET": ["%(app_label)s.view_%(model_name)s"],
         "POST": ["%(app_label)s.change_%(model_name)s"],
     }
+
+
+class ModelUserOutput(serializers.Serializer):
+    role = serializers.CharField(help_text="The role's name.")
+    use = serializers.ChoiceField(
+        choices=["preferred", "fallback"], help_text="As the role's preferred or fallback model."
+    )
 
 
 class ModelEndpointOutput(serializers.Serializer):
@@ -49,6 +57,9 @@ class ModelEndpointOutput(serializers.Serializer):
         max_digits=12, decimal_places=4, allow_null=True, required=False,
         help_text="Price per million output tokens (null: none).",
     )  # fmt: skip
+    used_by = ModelUserOutput(
+        many=True, required=False, help_text="The roles that route to it, and as what."
+    )
 
 
 ENDPOINT_FIELDS = (
@@ -110,6 +121,18 @@ class ModelCheckOutput(serializers.Serializer):
     )
 
 
+def _model_users() -> dict[str, list[dict[str, str]]]:
+    """Per endpoint name, the roles that route to it (``use``: preferred or fallback); a
+    role naming no preferred model uses ``default``, the settings' endpoint."""
+    users: dict[str, list[dict[str, str]]] = {}
+    for role in registry.list_roles():
+        for use, name in (("preferred", role.spec.preferred_model or "default"),
+                          ("fallback", role.spec.fallback_model)):  # fmt: skip
+            if name:
+                users.setdefault(name, []).append({"role": role.name, "use": use})
+    return users
+
+
 def _endpoint_named(name: str) -> Endpoint:
     """An endpoint by name; ``default`` is the settings' endpoint unless a row has the name.
     A name no row has is 404; a disabled endpoint is ACODE-LLM-001."""
@@ -131,10 +154,14 @@ class ModelEndpointListApi(APIView):
     )
     def get(self, request: Request) -> Response:
         default = selectors.endpoint_for("")
+        fields = [str(name) for name in ModelEndpointOutput().fields if name != "used_by"]
         rows = [
             {**asdict(default), "enabled": True},
-            *selectors.model_endpoint_values(ModelEndpointOutput().fields),
+            *selectors.model_endpoint_values(fields),
         ]
+        users = _model_users()
+        for row in rows:
+            row["used_by"] = users.get(row["name"], [])
         return Response(ModelEndpointOutput(rows, many=True).data)
 
 
@@ -182,4 +209,5 @@ class ModelEndpointDetailApi(APIView):
             user=request.user,  # type: ignore[arg-type]
         )
         row = {field: getattr(endpoint, field) for field in ENDPOINT_FIELDS}
+        row["used_by"] = _model_users().get(endpoint.name, [])
         return Response(ModelEndpointOutput(row).data, status=201 if created else 200)

@@ -29,6 +29,7 @@ from roles.access import RoleAccess, RoleSpec, WritePolicy
 from roles.commands import command_rule_check
 from roles.commands.workspace import WorkspaceFacts
 from roles.decision.arguments import Refused, RuleRefused, check_argv, normalised_path
+from roles.decision.denial import Route, role_denial
 from roles.decision.facts import HostSource, host_facts, sandbox_problem
 from roles.decision.schemas import argument_validator, limit_validator, non_finite, workspace_links
 from roles.tools import ToolDeclaration
@@ -60,6 +61,11 @@ class PolicyRole(Protocol):
         then its ancestors'), each with the role that set it."""
         ...
 
+    @property
+    def tool_routes(self) -> Mapping[str, Route]:
+        """Per tool the role lacks, the nearest role with it that transitions reach."""
+        ...
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -80,6 +86,7 @@ class Decision:
     normalised: dict[str, Any] = field(default_factory=dict)
     arguments: dict[str, Any] = field(default_factory=dict)
     ask: bool = False
+    suggestion: str = ""
 
     @property
     def outcome(self) -> str:
@@ -122,10 +129,8 @@ def decide(
         withheld = role.access.withheld_reason(tool)
         if withheld is None:
             return deny(f"Tool {tool!r} does not exist.", "tool_exists")
-        return deny(
-            f"Tool {tool!r} is not available in role {role.name}: {withheld.reason}.",
-            "effective_tools",
-        )
+        text, suggestion = role_denial(role.name, tool, withheld, role.tool_routes.get(tool))
+        return Decision(False, DENIED, text, rule="effective_tools", suggestion=suggestion)
     if not isinstance(arguments, dict):
         return deny("Tool arguments must be a JSON object.", "schema", BAD_ARGUMENTS)
     odd = non_finite(arguments)

@@ -26,6 +26,7 @@ from roles.access import (
 )
 from roles.commands.workspace import KnownWorkspace
 from roles.decision.core import Decision, PolicyRole, decide
+from roles.decision.denial import Route
 from roles.decision.facts import HostFacts
 from roles.decision.limits import limits_of
 
@@ -42,6 +43,8 @@ class RoleView:
     argument_limits: Mapping[str, tuple[tuple[str, Mapping[str, Any]], ...]] = field(
         default_factory=dict
     )
+    # A role being edited is judged alone: no transitions, so a denial suggests asking.
+    tool_routes: Mapping[str, Route] = field(default_factory=dict)
 
     @property
     def name(self) -> str:

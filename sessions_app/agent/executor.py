@@ -130,6 +130,7 @@ class ToolOutcome:
     untrusted: bool = True  # the output is outside data (False: acode's own words)
     waited: float = 0.0  # seconds the call waited for a person's consent (not the job's)
     summary: str = ""  # how the tool ended, in its words: a command's "exit 5", "timed out"
+    suggestion: str = ""  # a denial's suggestion: the role that has the tool, or who to ask
 
     def for_model(self) -> str:
         """The one channel's text for the model (``sessions_app.containment.channel``)."""
@@ -137,7 +138,10 @@ class ToolOutcome:
             if not self.untrusted:
                 return model_text(self.output)
             return model_data(self.output, source=self.source or "a tool")
-        text = model_text(f"ERROR {self.code}: {self.reason}")
+        if self.reason.startswith("[ERROR] "):  # the spec's denial, its own first line
+            text = model_text(f"{self.reason}\n({self.code})")
+        else:
+            text = model_text(f"ERROR {self.code}: {self.reason}")
         if self.detail:
             text += "\n" + model_data(self.detail, source=self.source or "a tool")
         return text
@@ -231,9 +235,8 @@ def tool_execute(
     if not decision.allowed or decision.declaration is None:
         audit.row(AuditEventType.TOOL_DENIED, decision.code, phase="decision",
                   reason=decision.reason, code=decision.code, replay=replay)  # fmt: skip
-        return ToolOutcome(
-            "denied", "", decision.code, _clean(decision.reason), _clean(decision.target)
-        )
+        return ToolOutcome("denied", "", decision.code, _clean(decision.reason),
+                           _clean(decision.target), suggestion=decision.suggestion)  # fmt: skip
     details["decision"] = audit.row(TOOL_DECISION, "allowed", phase="decision", replay=replay)
     details["decision_rule"] = details.pop("rule")
     return _run(audit, decision, _call_context(context, role))

@@ -90,6 +90,7 @@ class LoopState:
     asked: list[str] = field(default_factory=list)  # questions put to a person (ask_human)
     answer_schema: dict[str, Any] | None = None  # the final answer's structure (a plan)
     unparseable: int = 0  # answers in a row that did not parse
+    suggestion: str = ""  # the last denial's suggestion, repeated if the job then fails
 
 
 def tool_definitions(role: RoleDef) -> list[dict[str, Any]]:
@@ -143,7 +144,9 @@ def run_job(
     if job is None:
         return Job.objects.get(pk=job_id)
     # Every log line of the job (ours, Django's, a tool's) says which job, session and role.
-    log_context = bind_log_context(job=str(job.pk), session=str(job.session_id), role=job.role.slug)
+    log_context = bind_log_context(
+        job=str(job.pk), session=str(job.session_id), role=registry.by_id(job.role_id).name
+    )
     try:
         with _Heartbeat(job.pk):
             _loop(job, provider)
@@ -165,6 +168,10 @@ def _loop(job: Job, provider_override: Provider | None) -> None:
     run = _prepare(job)
     try:
         _steps(job, run, provider_override)
+    except Stop as stop:  # a job that fails after a refusal says what would have worked
+        if run.suggestion and stop.status != JobStatus.SUCCEEDED:
+            stop.message += f" After a refused tool: {run.suggestion}"
+        raise
     finally:  # the job's MCP servers die with it; what they wrote is applied now
         actor = f"job:{str(job.pk)[:8]}"
         written = mcp_servers_close(
@@ -470,6 +477,8 @@ def _run_tool_call(run: LoopState, call: Any) -> None:
     run.deadline += outcome.waited  # waiting for a person's consent is not the job's time
     if outcome.status == "denied":
         data = {"name": call.name, "code": outcome.code, "reason": outcome.reason}
+        if outcome.suggestion:
+            data["suggestion"] = run.suggestion = outcome.suggestion
         job_event(job, JobEventKind.TOOL_DENIED, data)
     else:
         data = {

@@ -85,6 +85,11 @@ class Job(models.Model):
         return f"job {self.id} ({self.status})"
 
     @property
+    def log_keys(self) -> dict[str, str]:
+        """What its log lines say of it: its session and the job's own role."""
+        return {"session": str(self.session_id), "role": self.role.name}
+
+    @property
     def is_final(self) -> bool:
         return self.status in FINAL_JOB_STATUSES
 

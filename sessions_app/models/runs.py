@@ -201,6 +201,11 @@ class Run(models.Model):
         return f"run {self.id} ({self.status})"
 
     @property
+    def log_keys(self) -> dict[str, str]:
+        """What its log lines say of it: its session's (and that session's current role)."""
+        return self.session.log_keys
+
+    @property
     def is_final(self) -> bool:
         return self.status in FINAL_RUN_STATUSES
 

@@ -130,6 +130,11 @@ class AgentSession(models.Model):
             ]
         super().save(*args, **kwargs)
 
+    @property
+    def log_keys(self) -> dict[str, str]:
+        """What its log lines say of it: the session and its current role (spec FR-070)."""
+        return {"session": str(self.pk), "role": self.current_role.name}
+
 
 class RoleTransition(AppendOnlyModel):
     """One change of role in a session; the first entry is the initial Default."""

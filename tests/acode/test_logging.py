@@ -16,7 +16,8 @@ import structlog
 from django.test import Client
 from structlog.stdlib import ProcessorFormatter
 
-from acode.logs import formatter
+from acode.logs import bind_log_context, formatter, restore_log_context
+from sessions_app.permissions import session_for
 from tests.sessions_app.jobkit import run, scripted_model, session_in
 
 pytestmark = pytest.mark.django_db
@@ -81,10 +82,28 @@ def test_line_written_while_a_job_runs_names_job_session_and_role(
     assert (warning["job"], warning["session"], warning["role"]) == (
         str(job.pk),
         str(session.pk),
-        "coder",
+        "Coder",
     )
     after = next(line for line in lines if line["message"] == "after the job")
-    assert not {"job", "session", "role"} & set(after), "the job's context ends with the job"
+    assert "job" not in after, "the job's context ends with the job"
+    assert (after["role"], after["session"]) == ("-", "-")
+
+
+def test_a_request_about_a_session_logs_its_current_role(
+    user: Any, console_text: Callable[[], str]
+) -> None:
+    session = session_in("planner", user, plan=False)
+    outside = bind_log_context(request_id="r-1")
+    try:
+        session_for(user, session.pk)  # where every session view resolves its session
+        logging.getLogger("tests.view").info("inside the view")
+    finally:
+        restore_log_context(outside)
+    logging.getLogger("tests.view").info("after the request")
+    text = re.sub(r"\x1b\[[0-9;]*m", "", console_text())
+    inside, after = (line for line in text.splitlines() if "the view" in line or "after" in line)
+    assert "role=Planner" in inside and f"session={session.pk}" in inside
+    assert "role=-" in after and "session=-" in after
 
 
 def test_django_request_line_carries_the_request_id(client: Client, log_lines: Lines) -> None:

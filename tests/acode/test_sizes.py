@@ -35,6 +35,11 @@ LONG_MODULES: dict[str, str] = {
     "stage's evidence by its exit status, the risk a plan or changes raise) and what its job "
     "reports; risk and test evidence were separate modules every advance walked into "
     "(issue 33: a run advance visits few files).",
+    "roles/registry.py": "The role registry: role rows read into specs, one snapshot with "
+    "what is derived of each role (access, argument limits, the transition routes a denial "
+    "suggests) and every lookup on it; each derivation lives in its own module (access, "
+    "decision.limits, decision.denial), the registry only assembles them (issue 42 added "
+    "the routes at 400 lines).",
 }
 
 # "path:Qualified.name" -> why this function reads best whole.

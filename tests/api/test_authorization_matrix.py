@@ -97,6 +97,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "PATCH /api/roles/{name}/": ROLE_ADMIN,
     "DELETE /api/roles/{name}/": ROLE_ADMIN | {"superuser": 204},
     "GET /api/roles/{name}/prompt/": ANY_USER,
+    "POST /api/roles/{name}/check/": ANY_USER,  # decides a call; runs and writes nothing
     "GET /api/roles/export/": ANY_USER,
     "POST /api/roles/import/": ROLE_ADMIN,
     "GET /api/roles/test/": ANY_USER,  # runs examples, writes nothing
@@ -184,6 +185,7 @@ BODIES: dict[str, Any] = {
     "POST /api/auth/token/": {"username": "owner", "password": "pw-owner-123"},
     "POST /api/roles/": {"slug": "matrix", "name": "Matrix"},
     "PATCH /api/roles/{name}/": {"description": "Changed by the matrix"},
+    "POST /api/roles/{name}/check/": {"tool": "write_file", "arguments": {"path": "a.txt"}},
     "POST /api/mcp-servers/": {"slug": "matrix-mcp", "command": ["matrix-mcp"]},
     "PATCH /api/mcp-servers/{slug}/": {"description": "Changed by the matrix"},
     "PUT /api/model-endpoints/{name}/": {

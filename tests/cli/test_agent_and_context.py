@@ -41,14 +41,19 @@ def test_agent_role_shows_transition_denials_and_the_result(cli: RunCli, session
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "[ROLE TRANSITION] Default → Planner (Reason: acode agent --role Planner)" in out
-    assert (
-        "[DENIED] Tool 'write_file' is not available in role Planner: "
-        "missing permission write_files. (ACODE-ROL-003)"
-    ) in out
+    assert "[ERROR] Tool 'write_file' is not available in current role: Planner\n" in out
+    assert "  Constraint: Cannot modify files\n" in out
+    assert "Suggestion: Transition to Coder role to make file changes.\n" in out
+    assert "Details: missing permission write_files. (ACODE-ROL-003)" in out
     assert "⚙ write_file" in out
     assert '"title": "Create AuthService"' in out
     assert "succeeded in role planner · 2 LLM calls" in out
     assert "Active Plan: 0/2 steps complete" in cli("status").stdout
+    audited = cli("audit", "search", "--event-type", "ToolDenied").stdout
+    assert (
+        "  Reason: [ERROR] Tool 'write_file' is not available in current role: Planner "
+        "Suggestion: Transition to Coder role to make file changes.\n"
+    ) in audited
 
 
 def test_agent_failure_exits_7_with_the_job_error(cli: RunCli, session_id: str) -> None:

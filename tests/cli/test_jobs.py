@@ -39,7 +39,8 @@ def test_job_list_show_follow_after_no_wait(cli: RunCli, session_id: str) -> Non
     shown = cli("job", "show", job_id[:8])
     assert shown.exit_code == 0, shown.output
     assert "Status: succeeded" in shown.stdout
-    assert "[DENIED] Tool 'write_file' is not available in role Explorer" in shown.stdout
+    assert "[ERROR] Tool 'write_file' is not available in current role: Explorer" in shown.stdout
+    assert "Suggestion: Transition to Coder role to make file changes." in shown.stdout
     assert "Nothing to change here." in shown.stdout
     followed = cli("job", "follow", job_id, "--interval", "0.05")
     assert followed.exit_code == 0 and "succeeded in role explorer" in followed.stdout

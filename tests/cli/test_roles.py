@@ -54,7 +54,7 @@ def test_roles_show_include_prompt_prints_the_composed_prompt(cli: RunCli) -> No
 def test_unknown_role_exits_3_with_the_known_roles(cli: RunCli) -> None:
     result = cli("roles", "show", "wizard")
     assert result.exit_code == 3
-    assert "[ERROR] ACODE-ROL-001 Unknown role" in result.stderr
+    assert "[ERROR] ACODE-ROL-001 Invalid role specified" in result.stderr
     assert "Known roles: Default, Planner, Coder" in result.stderr
     assert "Suggestion: Use one of the roles listed" in result.stderr
     assert result.stdout == ""

@@ -24,6 +24,7 @@ from acode.cli.output import (
     esc,
     out,
     plural,
+    print_denial,
     print_error,
     said,
     short_id,
@@ -167,6 +168,9 @@ def render_event(console: Console, event: dict[str, Any], *, role: str = "?") ->
     if kind == "tool_denied":
         why = str(data.get("reason") or data.get("message") or "")
         code = f" ({data['code']})" if data.get("code") else ""
+        if why.startswith("[ERROR] "):  # the spec's denial: its block, as the model saw it
+            print_denial(console, why, str(data.get("code") or ""))
+            return
         # The executor's reason is usually a full sentence naming the tool and role.
         what = why if tool and tool in why else f"Tool {tool!r} refused in role {role}: {why}"
         console.print(f"[bold red][DENIED][/] {esc(what)}{esc(code)}")

@@ -165,6 +165,13 @@ def _read_events(
         page = client.get(page["next"])
 
 
+def _reason(reason: str) -> str:
+    """A reason on one line: the spec's denial block by its first line and suggestion."""
+    lines = reason.splitlines()
+    suggestion = [line for line in lines if line.startswith("Suggestion: ")]
+    return " ".join(lines[:1] + suggestion) if len(lines) > 1 else reason
+
+
 def describe_event(event: dict[str, Any], names: dict[str, str]) -> list[str]:
     """An audit event as the lines the spec shows (heading, then indented facts)."""
     kind = event["event_type"]
@@ -193,7 +200,7 @@ def describe_event(event: dict[str, Any], names: dict[str, str]) -> list[str]:
     elif kind in ("RoleAction", "ToolDenied"):
         prefix = "Denied: " if kind == "ToolDenied" else ""
         tool = details.get("tool") or details.get("tool_name") or "?"
-        why = f"  Reason: {details['reason']}" if details.get("reason") else ""
+        why = f"  Reason: {_reason(str(details['reason']))}" if details.get("reason") else ""
         lines = [
             f"{when} {prefix}{name(event.get('role'))}: {tool}",
             f"  Target: {event.get('target') or '-'}",

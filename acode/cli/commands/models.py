@@ -1,5 +1,7 @@
 """``acode model list|add|use|check``: the model endpoints, adding one (an OpenAI-compatible
-server or a scripted one), giving a role its model, and whether a model can call tools."""
+server or a scripted one), giving a role its model, and whether a model can call tools.
+``acode model show|set`` (which roles use which endpoint, and changing that or an
+endpoint's context size) are in ``model_routing``, joined to the group in ``acode.cli.app``."""
 
 from __future__ import annotations
 
@@ -13,7 +15,22 @@ from acode.cli.errors import CliError
 from acode.cli.output import emit, emit_json, esc, out, table
 from acode.cli.runtime import JsonOption, fetch, handles_errors, runtime
 
-app = typer.Typer(help="Model endpoints and their checks.", no_args_is_help=True)
+app = typer.Typer(help="Model endpoints, which roles use them, and their checks.",
+                  no_args_is_help=True)  # fmt: skip
+UrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--url",
+        "--base-url",
+        help="OpenAI-compatible: the server's /v1 URL (default: ACODE_LLM_BASE_URL).",
+    ),
+]
+ContextSizeOption = Annotated[
+    int | None,
+    typer.Option(
+        "--context-size", min=256, help="The model's context window, in tokens.", show_default=False
+    ),
+]
 
 
 @app.command("list")
@@ -63,13 +80,8 @@ def add(
     model: Annotated[
         str | None, typer.Option("--model", help="OpenAI-compatible: the model name to send.")
     ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--base-url",
-            help="OpenAI-compatible: the server's /v1 URL (default: ACODE_LLM_BASE_URL).",
-        ),
-    ] = None,
+    base_url: UrlOption = None,
+    context_size: ContextSizeOption = None,
     api_key_env: Annotated[
         str | None,
         typer.Option("--api-key-env", help="The server's environment variable holding the key."),
@@ -98,12 +110,13 @@ def add(
     as_json: JsonOption = False,
 ) -> None:
     """Add a model endpoint, or change one: ``--script FILE`` makes a scripted one, else
-    ``--model`` (and ``--base-url``) an OpenAI-compatible one."""
+    ``--model`` (and ``--url``) an OpenAI-compatible one."""
     body: dict[str, Any] = {"kind": "scripted" if script else "openai"}
     options = {
         "model": model, "base_url": base_url, "api_key_env": api_key_env,
         "supports_json_schema": json_schema, "script": _script(script),
         "input_price": input_price, "output_price": output_price,
+        "context_window": context_size,
     }  # fmt: skip
     body.update({key: value for key, value in options.items() if value is not None})
     with runtime(ctx).client() as client:
@@ -130,6 +143,14 @@ def use(
 ) -> None:
     """Make the endpoint a role's preferred (or fallback) model. A protected role's change
     becomes a draft another admin publishes."""
+    role_model_set(ctx, role, name, fallback=fallback, as_json=as_json)
+
+
+def role_model_set(
+    ctx: typer.Context, role: str, name: str, *, fallback: bool, as_json: bool
+) -> None:
+    """Give ``role`` the endpoint ``name`` through the role-edit API admin's form uses
+    (``PATCH /api/roles/{role}/``): a protected role's change becomes a draft, audited."""
     field = "fallback_model" if fallback else "preferred_model"
     with runtime(ctx).client() as client:
         result = client.patch(f"/api/roles/{role}/", {field: name})

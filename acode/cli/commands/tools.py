@@ -1,13 +1,15 @@
-"""``acode tool list``: the tools a role has and, for the rest, what it is missing."""
+"""``acode tool list``: the tools a role has and, for the rest, what it is missing;
+``acode tool check``: whether a role may make a call, and the denial a job would get."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+from typing import Annotated, Any
 
 import typer
 
-from acode.cli.errors import UsageError
-from acode.cli.output import emit_json, esc, out, plural, table
+from acode.cli.errors import ExitCode, UsageError
+from acode.cli.output import emit_json, esc, out, plural, print_denial, table
 from acode.cli.runtime import (
     JsonOption,
     SessionOption,
@@ -78,3 +80,33 @@ def list_tools(
             missing = tool.get("missing_permissions") or []
             why = f"missing permission {', '.join(missing)}" if missing else tool.get("reason", "")
             console.print(f"- {esc(tool['name'])}: {esc(tool['description'])} [dim]({esc(why)})[/]")
+
+
+@app.command("check")
+@handles_errors
+def check(
+    ctx: typer.Context,
+    tool: Annotated[str, typer.Argument(help="The tool (e.g. write_file).")],
+    role: Annotated[str, typer.Option("--role", help="The role that would make the call.")],
+    arguments: Annotated[
+        str, typer.Option("--arguments", help="The call's arguments, a JSON object.")
+    ] = "{}",
+    as_json: JsonOption = False,
+) -> None:
+    """Would ROLE be allowed this call? The executor's decision, nothing run; a tool the
+    role lacks prints the denial a job's model gets. Exits 5 when refused."""
+    try:
+        parsed: Any = json.loads(arguments)
+    except ValueError as exc:
+        raise UsageError(f"--arguments is not JSON: {exc}") from None
+    with runtime(ctx).client() as client:
+        found = client.post(f"/api/roles/{role}/check/", {"tool": tool, "arguments": parsed})
+    if as_json:
+        emit_json(found)
+    elif found["allowed"]:
+        out().print(f"[bold green][ALLOWED][/] {esc(tool)} in role {esc(found['role'])} "
+                    f"({esc(found['rule'])})")  # fmt: skip
+    else:
+        print_denial(out(), found["reason"], found["code"])
+    if not found["allowed"]:
+        raise typer.Exit(ExitCode.AUTH)
