@@ -85,6 +85,8 @@ DEFINITIONS: dict[str, set[str]] = {
 }
 # ``const retry = () => ...``: a variable holding a function is a definition too.
 _FUNCTION_VALUES = {"arrow_function", "function", "function_expression", "generator_function"}
+# Chunks, but not definitions of a name (``impl Queue`` adds to Queue, defined elsewhere).
+_NOT_SYMBOLS = {"impl_item"}
 _HEADING = re.compile(r"^(#{1,6} |\S.*\n[=-]{3,}\s*$)")
 
 
@@ -154,8 +156,9 @@ def parse(path: str, text: str) -> Parsed:
     chunks.extend(_uncovered(lines, covered))
     chunks.sort(key=lambda chunk: chunk.start_line)
     found = tuple(
-        Definition(name, node.start_point[0] + 1, node.end_point[0] + 1, language)
+        Definition(name, _name_line(node), node.end_point[0] + 1, language)
         for node, name in definitions
+        if node.type not in _NOT_SYMBOLS
     )
     return Parsed(language, tuple(chunks), found)
 
@@ -186,6 +189,13 @@ def _definition_name(node: Any, language: str) -> str:
         if value is not None and value.type in _FUNCTION_VALUES and named is not None:
             return _text(named)
     return ""
+
+
+def _name_line(node: Any) -> int:
+    """The line that names a definition (after a Python definition's decorators)."""
+    inner = node.child_by_field_name("definition") or node
+    named = inner.child_by_field_name("name") or inner
+    return int(named.start_point[0]) + 1
 
 
 def _text(node: Any) -> str:

@@ -100,25 +100,27 @@ class _MiniLM:
     def encode(self, ids: npt.NDArray[np.int64], mask: Vectors) -> Vectors:
         batch, length = ids.shape
         x = self.word[ids] + self.position[:length] + self.token_type[0]
-        x = _layer_norm(x, self.embedding_norm)
-        bias = (1.0 - mask)[:, None, None, :] * -1e9
+        # Tokens as rows of one matrix: each projection is a single BLAS call.
+        x = _layer_norm(x.reshape(batch * length, -1), self.embedding_norm)
+        bias = (1.0 - mask)[:, None, None, :] * np.float32(-1e9)
         size = x.shape[-1] // self.heads
         for layer in self.layers:
 
-            def split(weights: tuple[Vectors, Vectors], x: Vectors = x) -> Vectors:
+            def heads(weights: tuple[Vectors, Vectors], x: Vectors = x) -> Vectors:
                 projected = x @ weights[0] + weights[1]
                 return projected.reshape(batch, length, self.heads, size).transpose(0, 2, 1, 3)
 
-            q, k, v = split(layer.query), split(layer.key), split(layer.value)
+            q, k, v = heads(layer.query), heads(layer.key), heads(layer.value)
             scores = q @ k.transpose(0, 1, 3, 2) / np.float32(np.sqrt(size)) + bias
             scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
             scores /= scores.sum(axis=-1, keepdims=True)
-            context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, length, -1)
+            context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch * length, -1)
             attended = context @ layer.attention_out[0] + layer.attention_out[1]
             x = _layer_norm(x + attended, layer.attention_norm)
             hidden = _gelu(x @ layer.intermediate[0] + layer.intermediate[1])
             x = _layer_norm(x + hidden @ layer.output[0] + layer.output[1], layer.output_norm)
-        summed = (x * mask[:, :, None]).sum(axis=1)
+        tokens = x.reshape(batch, length, -1)
+        summed = (tokens * mask[:, :, None]).sum(axis=1)
         return np.asarray(summed / np.maximum(mask.sum(axis=1, keepdims=True), 1.0), np.float32)
 
 
