@@ -193,14 +193,14 @@ class EndpointEmbedder:
 
     base_url: str
     model: str
-    api_key: str = ""
+    api_key: str = field(default="", repr=False)
     dimensions: int = 0
     batch: int = 64
     client: Any = field(default=None, repr=False)
+    name: str = ""
 
-    @property
-    def name(self) -> str:
-        return f"endpoint:{self.model}"
+    def __post_init__(self) -> None:
+        self.name = self.name or f"endpoint:{self.model}"
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         rows: list[list[float]] = []

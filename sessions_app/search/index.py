@@ -26,8 +26,12 @@ from sessions_app.search.results import (
     SearchResult,
     SymbolHit,
 )
+from sessions_app.search.static import StaticMiniLMEmbedder
 from sessions_app.search.tokens import words
 
+# The packaged model runs whole (best recall; about 25-60 chunks a second on two cores) up to
+# this many files, a build of minutes; above, its static distillation (thousands a second).
+WHOLE_MODEL_MAX_FILES = 3000
 # Chunks embedded per call in put_many (one model call amortised over many files).
 EMBED_BATCH = 256
 # Candidates each ranking contributes to the fusion, per hit asked for.
@@ -38,11 +42,14 @@ MIN_DEPTH = 50
 class CodeIndex:
     """A workspace's code index: chunks ranked by BM25 and embeddings, and symbols.
 
-    ``embedder`` None is the packaged offline model (loaded on first use)."""
+    ``embedder`` None is the packaged offline model (loaded on first use): the whole encoder
+    for a workspace of up to ``WHOLE_MODEL_MAX_FILES`` files, its static distillation above
+    (``begin`` chooses by the build's size and records it, so readers use the same)."""
 
     def __init__(self, index_dir: pathlib.Path, embedder: Embedder | None = None) -> None:
         self.index_dir = pathlib.Path(index_dir)
         self._embedder = embedder
+        self._chooses_model = embedder is None
         self._lock = threading.RLock()
         self._db = store.connect(self.index_dir)
         self._vectors = ranking.VectorTable()
@@ -50,7 +57,9 @@ class CodeIndex:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = packaged_embedder()
+            with self._lock:
+                chosen = store.meta_get(self._db, "packaged_model")
+            self._embedder = StaticMiniLMEmbedder() if chosen == "static" else packaged_embedder()
         return self._embedder
 
     # Writing (one writer at a time) ------------------------------------------------------
@@ -62,6 +71,10 @@ class CodeIndex:
             store.meta_set(
                 self._db, state="building", files_indexed=0, files_total=files_total, error=""
             )
+            if self._chooses_model:
+                large = files_total > WHOLE_MODEL_MAX_FILES
+                store.meta_set(self._db, packaged_model="static" if large else "whole")
+                self._embedder = None
 
     def put(self, path: str, text: str) -> None:
         """(Re)index one file's text; nothing to do when its content is unchanged."""

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -53,7 +54,7 @@ class StaticMiniLMEmbedder:
 
 
 @lru_cache(maxsize=1)
-def _tokenizer() -> object:
+def _tokenizer() -> Any:
     from copy import deepcopy
 
     tokenizer = deepcopy(_minilm(8).tokenizer)

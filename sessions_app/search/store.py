@@ -72,7 +72,7 @@ def read_progress(connection: sqlite3.Connection) -> IndexProgress:
             "('state', 'files_indexed', 'files_total', 'error')"
         ).fetchall()
     )
-    state: IndexState = rows.get("state", "missing")  # type: ignore[assignment]
+    state: IndexState = rows.get("state", "missing")
     return IndexProgress(
         state=state,
         files_indexed=int(rows.get("files_indexed", 0)),
