@@ -30,7 +30,8 @@ _MODEL_PACKAGE = "all_minilm_l6_v2"
 
 class Embedder(Protocol):
     """Turns texts into vectors of ``dimensions`` floats (unit length or not: the index
-    normalises); ``name`` identifies the model, so an index knows what built its vectors."""
+    normalises); ``name`` identifies the model, so an index knows what built its vectors.
+    An optional ``fusion_weight`` says how its ranking weighs against BM25's (default 1)."""
 
     name: str
     dimensions: int
@@ -64,6 +65,9 @@ class MiniLMEmbedder:
     name: str = "all-MiniLM-L6-v2"
     dimensions: int = 384
     max_tokens: int = MAX_TOKENS
+    # Its ranking weighs three times BM25's in the fusion: bench/retrieval.py, Recall@5 of
+    # embeddings alone 0.84 against BM25's 0.69 (RRF K=60: weight 1 0.79, 2 0.81, 3 0.85).
+    fusion_weight: float = 3.0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def embed(self, texts: Sequence[str]) -> Vectors:

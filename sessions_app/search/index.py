@@ -215,7 +215,8 @@ class CodeIndex:
                     query_vector = self._embed([query])[0]
                     found = table.ranking(query_vector, depth, path_ok)
                     similarity = dict(found)
-                    rankings.append((ranking.EMBEDDING_WEIGHT, [chunk_id for chunk_id, _ in found]))
+                    weight = getattr(self.embedder, "fusion_weight", ranking.EMBEDDING_WEIGHT)
+                    rankings.append((weight, [chunk_id for chunk_id, _ in found]))
             fused = ranking.fuse(rankings)[:limit]
             hits = tuple(self._hit(chunk_id, score, query, similarity) for chunk_id, score in fused)
         return SearchResult(hits=tuple(hit for hit in hits if hit is not None), progress=progress)
