@@ -8,7 +8,6 @@ the model's own WordPiece tokenizer (``tokenizers``): nothing is downloaded at r
 from __future__ import annotations
 
 import importlib.util
-import threading
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -68,7 +67,6 @@ class MiniLMEmbedder:
     # Its ranking weighs three times BM25's in the fusion: bench/retrieval.py, Recall@5 of
     # embeddings alone 0.84 against BM25's 0.69 (RRF K=60: weight 1 0.79, 2 0.81, 3 0.85).
     fusion_weight: float = 3.0
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:

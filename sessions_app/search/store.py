@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from sessions_app.search.results import IndexProgress, IndexState
@@ -42,6 +44,19 @@ def connect(index_dir: Path) -> sqlite3.Connection:
     connection.execute("PRAGMA synchronous = NORMAL")
     connection.executescript(SCHEMA)
     return connection
+
+
+@contextmanager
+def writing(connection: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction: readers see all of it or none of it (a file's old chunks until
+    its new ones are in). IMMEDIATE takes the write lock first, so two writers queue."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
 
 
 def meta_get(connection: sqlite3.Connection, key: str, default: str = "") -> str:

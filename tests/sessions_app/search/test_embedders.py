@@ -77,3 +77,16 @@ def test_the_packaged_default_is_the_whole_model_for_a_workspace_of_its_size(
     large.begin(WHOLE_MODEL_MAX_FILES + 1)
     assert large.embedder.name == "all-MiniLM-L6-v2-static"
     assert CodeIndex(tmp_path / "large").embedder.name == "all-MiniLM-L6-v2-static"  # a reader
+
+
+def test_a_hybrid_search_answers_by_words_when_the_endpoint_is_down(tmp_path: Path) -> None:
+    with fake_embeddings(topic_vector) as server:
+        embedder = endpoint_embedder(server.base_url, "nomic-embed-text")
+        index = CodeIndex(tmp_path / "index", embedder)
+        index.begin(1)
+        index.put("sky.py", "def forecast():\n    # the weather tomorrow\n    pass\n")
+        index.finish()
+    hits = index.search("weather forecast").hits  # the server is gone now
+    assert [(hit.path, hit.why) for hit in hits] == [("sky.py", "words: weather, forecast")]
+    with pytest.raises(Exception):  # noqa: B017 (whatever the client raises)
+        index.search("weather", mode="embedding")
