@@ -81,19 +81,24 @@ def fuse(rankings: Sequence[tuple[float, Sequence[int]]]) -> list[tuple[int, flo
 
 def excerpt(text: str, start_line: int, query: str) -> tuple[str, list[str]]:
     """A few lines around the chunk's best line (most query words), and the words matched."""
-    wanted = set(query_words(query))
+    wanted = query_words(query)
     lines = text.splitlines() or [""]
-    counts = [len(wanted.intersection(words(line))) for line in lines]
-    best = max(range(len(lines)), key=lambda i: (counts[i], -i)) if any(counts) else 0
-    if not any(counts):
+    found: list[set[str]] = []
+    for line in lines:  # only lines holding a wanted word's letters are cut into words
+        lower = line.lower()
+        found.append(set(words(line)) if any(word in lower for word in wanted) else set())
+    counts = [len(found_words.intersection(wanted)) for found_words in found]
+    if any(counts):
+        best = max(range(len(lines)), key=lambda i: (counts[i], -i))
+    else:
         best = next((i for i, line in enumerate(lines) if line.strip()), 0)
     first = max(0, best - (EXCERPT_LINES // 2))
     shown = lines[first : first + EXCERPT_LINES]
     body = "\n".join(
         f"{start_line + first + n}: {line[:EXCERPT_WIDTH]}" for n, line in enumerate(shown)
     )
-    matched = [word for word in query_words(query) if word in set(words(text))]
-    return body, matched
+    everywhere = set().union(*found)
+    return body, [word for word in wanted if word in everywhere]
 
 
 def reason(matched: Sequence[str], similarity: float | None) -> str:

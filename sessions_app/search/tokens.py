@@ -26,6 +26,17 @@ def words(text: str) -> list[str]:
     return found
 
 
+# English function words: a question's "where do we ..." says nothing about the code, and
+# each would match most chunks of a large index (its BM25 then reads them all).
+STOPWORDS = frozenset(
+    "a an and are as at be by can do does for from how i if in into is it its me my no not "
+    "of on or our so that the their them then there these this those to us was we were what "
+    "when where which who why will with you your".split()
+)
+
+
 def query_words(text: str) -> list[str]:
-    """The distinct words of a query, in order (a repeated word adds no weight)."""
-    return list(dict.fromkeys(words(text)))
+    """The distinct words of a query that carry meaning, in order (a repeated word adds no
+    weight; function words are dropped unless the query has nothing else)."""
+    distinct = list(dict.fromkeys(words(text)))
+    return [word for word in distinct if word not in STOPWORDS] or distinct
