@@ -22,6 +22,7 @@ from acode.cli.commands import (
     role,
     roles,
     runs,
+    search,
     sessions,
     status,
     tools,
@@ -88,6 +89,7 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "whoami": auth.whoami,
     "status": status.status,
     "agent": agent.agent,
+    "search": search.search,
 }
 GROUPS = {
     "session": sessions.app,

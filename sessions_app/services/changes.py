@@ -7,6 +7,7 @@ import json
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -19,6 +20,7 @@ from sessions_app.permissions import SessionAction, action_check
 from sessions_app.services.deliveries import delivered_applied_record, delivered_commit_record
 from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.locks import lock_session
+from sessions_app.services.search_index import search_index_touched
 from sessions_app.services.sessions import (
     actor_name,
     current_role_of,
@@ -154,6 +156,7 @@ def change_track(
             result=str(kind),
             details={"cumulative": True, "content": write.content, "mode": write.mode},
         )
+        search_index_touched(Path(locked.workspace), [path])  # once committed
         return change
 
 
