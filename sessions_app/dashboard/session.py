@@ -27,6 +27,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from acode.errors import AcodeError
 from sessions_app.dashboard.deliveries import DeliveredPanel, delivered_panel
+from sessions_app.dashboard.search import SearchIndexPanel, search_index_panel
 from sessions_app.dashboard.formatting import (
     DARK_INK,
     RoleBadge,
@@ -431,6 +432,10 @@ class SessionPage:
     @cached_property
     def delivered(self) -> DeliveredPanel:
         return delivered_panel(self.session)
+
+    @cached_property
+    def search_index(self) -> SearchIndexPanel:
+        return search_index_panel(self.session)
 
     @cached_property
     def consents(self) -> list[ToolConsent]:

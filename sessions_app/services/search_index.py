@@ -92,6 +92,13 @@ def code_index(workspace: Path) -> CodeIndex:
     return found
 
 
+def index_progress(workspace: Path) -> IndexProgress:
+    """How far the workspace's index got (``missing`` before any build was queued)."""
+    if not index_dir(Path(workspace)).is_dir():
+        return IndexProgress("missing", 0, 0, "")
+    return code_index(Path(workspace)).progress()
+
+
 @contextlib.contextmanager
 def _writing(workspace: Path, *, wait: bool = True) -> Iterator[bool]:
     """Hold the index's write lock (``False`` when ``wait`` is off and another holds it)."""
