@@ -142,10 +142,13 @@ BUILTIN_TOOLS: tuple[ToolDeclaration, ...] = (
         "Find where a symbol (function, class, method, variable) is defined and used, from a "
         "code-aware parse of the workspace",
         _object(
-            {"symbol": {"type": "string", "minLength": 1, "maxLength": 200}, "paths": _GLOBS,
-             "limit": _limit(500)},
+            {
+                "symbol": {"type": "string", "minLength": 1, "maxLength": 200},
+                "paths": _GLOBS,
+                "limit": _limit(500),
+            },
             "symbol",
-        ),  # fmt: skip
+        ),
         _READ,
     ),
     ToolDeclaration(
@@ -207,10 +210,13 @@ BUILTIN_TOOLS: tuple[ToolDeclaration, ...] = (
         "Find the definitions of a symbol by name (functions, classes, methods), from a "
         "code-aware parse of the workspace",
         _object(
-            {"name": {"type": "string", "minLength": 1, "maxLength": 200}, "paths": _GLOBS,
-             "limit": _limit(200)},
+            {
+                "name": {"type": "string", "minLength": 1, "maxLength": 200},
+                "paths": _GLOBS,
+                "limit": _limit(200),
+            },
             "name",
-        ),  # fmt: skip
+        ),
         _READ,
     ),
     ToolDeclaration(

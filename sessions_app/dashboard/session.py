@@ -27,7 +27,6 @@ from django.views.decorators.http import require_GET, require_POST
 
 from acode.errors import AcodeError
 from sessions_app.dashboard.deliveries import DeliveredPanel, delivered_panel
-from sessions_app.dashboard.search import SearchIndexPanel, search_index_panel
 from sessions_app.dashboard.formatting import (
     DARK_INK,
     RoleBadge,
@@ -41,6 +40,7 @@ from sessions_app.dashboard.jobs import JobView, session_jobs
 from sessions_app.dashboard.live import session_socket_path
 from sessions_app.dashboard.runs.panel import run_panel
 from sessions_app.dashboard.runs.shapes import RunPanel
+from sessions_app.dashboard.search import SearchIndexPanel, search_index_panel
 from sessions_app.models import (
     AgentSession,
     PendingChange,

@@ -225,9 +225,7 @@ def search_index_touched(workspace: Path, paths: Iterable[str]) -> None:
                         return
                     except Exception:  # the worker tries again; the change stands
                         logger.exception("inline re-index of %s failed", workspace)
-        search_index_refresh_task.apply_async(
-            args=(str(workspace), touched), ignore_result=True
-        )
+        search_index_refresh_task.apply_async(args=(str(workspace), touched), ignore_result=True)
 
     transaction.on_commit(refresh)
 
@@ -263,8 +261,8 @@ def progress_note(progress: IndexProgress, *, queued: bool = False) -> str:
         )
     if progress.state == "failed":
         return f"index failed ({progress.error}); a rebuild was queued"
-    return "no index yet: a build was queued; search again in a moment" if queued else (
-        "no index yet"
+    return (
+        "no index yet: a build was queued; search again in a moment" if queued else ("no index yet")
     )
 
 
@@ -326,4 +324,6 @@ def _checked(globs: Iterable[Any]) -> tuple[str, ...]:
     try:
         return search_globs(globs)
     except Refused as exc:
-        raise AcodeError(GLOB_REFUSED, f"Path glob refused: {exc.reason}", {"paths": "glob"}) from exc
+        raise AcodeError(
+            GLOB_REFUSED, f"Path glob refused: {exc.reason}", {"paths": "glob"}
+        ) from exc

@@ -260,4 +260,3 @@ def test_dashboard_panel_shows_the_index_state(
     assert 'id="session-search-index"' in page and 'data-state="ready"' in page
     panel = client.get(f"/sessions/{planner.pk}/search-index/").content.decode()
     assert 'id="session-search-index"' in panel
-
