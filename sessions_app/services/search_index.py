@@ -47,11 +47,11 @@ from sessions_app.containment import (
 )
 from sessions_app.search import (
     CodeIndex,
+    Embedder,
     Hit,
     IndexProgress,
     SymbolHit,
     endpoint_embedder,
-    packaged_embedder,
 )
 
 logger = logging.getLogger(__name__)
@@ -68,15 +68,16 @@ def index_dir(workspace: Path) -> Path:
     return Path(settings.ACODE_INDEX_ROOT) / "search" / workspace_key(workspace)
 
 
-def search_embedder() -> Any:
-    """The configured embeddings endpoint, else the packaged model (offline)."""
+def search_embedder() -> Embedder | None:
+    """The configured embeddings endpoint; None: the packaged model (offline, loaded by
+    the index on first use)."""
     if settings.ACODE_EMBEDDINGS_URL:
         return endpoint_embedder(
             settings.ACODE_EMBEDDINGS_URL,
             settings.ACODE_EMBEDDINGS_MODEL,
             settings.ACODE_EMBEDDINGS_API_KEY,
         )
-    return packaged_embedder()
+    return None
 
 
 _OPEN: dict[Path, CodeIndex] = {}
