@@ -184,7 +184,7 @@ ACODE_INDEX_ROOT = Path(env_str("ACODE_INDEX_ROOT", str(VAR_DIR / "index")))
 ACODE_EMBEDDINGS_URL = env_str("ACODE_EMBEDDINGS_URL", "")
 ACODE_EMBEDDINGS_MODEL = env_str("ACODE_EMBEDDINGS_MODEL", "")
 ACODE_EMBEDDINGS_API_KEY = env_str("ACODE_EMBEDDINGS_API_KEY", "")
-ACODE_SEARCH_INLINE_FILES = env_int("ACODE_SEARCH_INLINE_FILES", 20)
+ACODE_SEARCH_INLINE_FILES = env_int("ACODE_SEARCH_INLINE_FILES", 3)
 # What one command's layer may hold (bytes by apparent size: sparse files count whole), past
 # which none of its writes are applied (ACODE-TOL-005); what the session keeps counts too.
 ACODE_LAYER_MAX_BYTES = env_int("ACODE_LAYER_MAX_BYTES", 1 << 30)
