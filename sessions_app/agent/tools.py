@@ -13,7 +13,10 @@ file), and changed only through the ``WorkspaceWriter``. What a tool shows of a 
 what every process acode starts sees of it (the one view: a file secret by name shows
 nothing, one holding secrets its redacted form). Commands run only in the sandbox, in the
 view ``process_view`` makes, writing to a copy-on-write layer whose content the server
-applies, as far as the role may write, once the command is over.
+applies, as far as the role may write, once the command is over. The search tools
+(``semantic_search``, ``search_code``, ``find_references``) ask the workspace's index
+(``services.search_index``), which holds the files as that view shows them to a role that
+does not read secrets (so a role that does still gets redacted excerpts).
 """
 
 from __future__ import annotations
@@ -162,7 +165,7 @@ def semantic_search(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         excerpt = "\n".join("    " + line for line in hit.excerpt.splitlines()[:EXCERPT_LINES])
         lines.append(f"{rank}. {hit.path}:{hit.start_line}-{hit.end_line} ({hit.why})\n{excerpt}")
     return ToolResult(_headed(answer, lines, "(no matches)"), query[:200],
-                      f"{len(answer.hits)} results", {"index": answer.progress.state})  # fmt: skip
+                      f"{len(answer.hits)} result{'' if len(answer.hits) == 1 else 's'}", {"index": answer.progress.state})  # fmt: skip
 
 
 def _symbols(ctx: ToolContext, args: dict[str, Any], name: str, *, references: bool) -> ToolResult:
