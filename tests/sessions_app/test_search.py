@@ -262,3 +262,23 @@ def test_dashboard_panel_shows_the_index_state(
     assert 'id="session-search-index"' in page and 'data-state="ready"' in page
     panel = client.get(f"/sessions/{planner.pk}/search-index/").content.decode()
     assert 'id="session-search-index"' in panel
+
+
+def test_the_upgrade_gives_an_existing_database_the_search_tools() -> None:
+    import importlib
+
+    from django.apps import apps
+
+    from roles.models import Role, Tool
+
+    upgrade = importlib.import_module("roles.migrations.0014_issue38_search_tools")
+    planner = Role.objects.get(slug="planner")
+    planner.allowed_tools.remove(*Tool.objects.filter(name__in=upgrade.SEARCH_TOOLS))
+    Tool.objects.filter(name__in=upgrade.SEARCH_TOOLS).delete()  # as before issue 38
+    upgrade.forwards(apps, None)
+    assert set(Tool.objects.filter(enabled=True).values_list("name", flat=True)) >= set(
+        upgrade.SEARCH_TOOLS
+    )
+    assert set(planner.allowed_tools.values_list("name", flat=True)) == {
+        *upgrade.OLD_PLANNER_TOOLS, *upgrade.SEARCH_TOOLS
+    }  # fmt: skip
