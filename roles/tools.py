@@ -65,10 +65,12 @@ def _object(properties: dict[str, Any], *required: str) -> Mapping[str, Any]:
 _PATH = {"type": "string", "description": "Path relative to the workspace"}
 _READ = frozenset({"read_files"})
 
+# No length bounds in these schemas: llama.cpp turns a bounded string into a grammar nested
+# once per character, which it then fails to parse (constrained tool calls, the embedded
+# model). The search service bounds them (services.search_index).
 _GLOBS = {
     "type": "array",
-    "items": {"type": "string", "minLength": 1, "maxLength": 500},
-    "maxItems": 20,
+    "items": {"type": "string"},
     "description": "Only files matching one of these globs, relative to the workspace "
     "(e.g. src/**/*.py)",
 }
@@ -225,7 +227,7 @@ BUILTIN_TOOLS: tuple[ToolDeclaration, ...] = (
         "ranges with short excerpts, each saying why it matched",
         _object(
             {
-                "query": {"type": "string", "minLength": 1, "maxLength": 2000},
+                "query": {"type": "string"},
                 "paths": _GLOBS,
                 "limit": _limit(50),
             },

@@ -47,6 +47,7 @@ from sessions_app.containment import (
 from sessions_app.services.search_index import (
     SearchAnswer,
     search_globs,
+    search_text,
     workspace_search,
     workspace_symbols,
 )
@@ -158,7 +159,7 @@ def _headed(answer: SearchAnswer, lines: list[str], none: str) -> str:
 
 
 def semantic_search(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    query, limit = str(args["query"]), int(args.get("limit", 10))
+    query, limit = search_text(args["query"], "query"), int(args.get("limit", 10))
     answer = workspace_search(ctx.workspace, query, globs=_globs(args), limit=limit)
     lines = []
     for rank, hit in enumerate(answer.hits, 1):
@@ -182,11 +183,11 @@ def _symbols(ctx: ToolContext, args: dict[str, Any], name: str, *, references: b
 
 
 def search_code(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    return _symbols(ctx, args, str(args["name"]), references=False)
+    return _symbols(ctx, args, search_text(args["name"], "name"), references=False)
 
 
 def find_references(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    return _symbols(ctx, args, str(args["symbol"]), references=True)
+    return _symbols(ctx, args, search_text(args["symbol"], "symbol"), references=True)
 
 
 def analyze_diff(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:

@@ -60,6 +60,8 @@ FILE_CAP = 1 << 20  # as grep_search: a bigger file is data, not code to search
 GLOB_REFUSED = "ACODE-SRC-001"
 MODES = ("hybrid", "bm25", "embedding")
 Mode = Literal["hybrid", "bm25", "embedding"]
+MAX_GLOBS = 20
+MAX_QUERY = 2000
 REQUEUE_AFTER = 600.0  # a build queued this long ago that never started is queued again
 
 
@@ -232,13 +234,24 @@ def search_index_touched(workspace: Path, paths: Iterable[str]) -> None:
 
 
 def search_globs(raw: Iterable[Any]) -> tuple[str, ...]:
-    """Path globs as a path argument is checked: relative, no ``..``, nothing in ``.git``
-    (``Refused`` saying why)."""
-    globs = []
-    for glob in raw:
+    """Path globs as a path argument is checked: relative, no ``..``, nothing in ``.git``,
+    at most ``MAX_GLOBS`` of them (``Refused`` saying why)."""
+    globs = list(raw)
+    if len(globs) > MAX_GLOBS:
+        raise Refused(f"at most {MAX_GLOBS} path globs")
+    for glob in globs:
         split_path(glob)
-        globs.append(glob)
     return tuple(globs)
+
+
+def search_text(raw: str, what: str) -> str:
+    """A query or symbol name: visible, at most ``MAX_QUERY`` characters (``Refused``)."""
+    text = str(raw).strip()
+    if not text:
+        raise Refused(f"the {what} is empty")
+    if len(text) > MAX_QUERY:
+        raise Refused(f"the {what} is longer than {MAX_QUERY} characters")
+    return text
 
 
 @dataclass(frozen=True)
