@@ -8,6 +8,7 @@ passed, secrets redacted); the index never reads the workspace itself.
 from __future__ import annotations
 
 import hashlib
+import logging
 import pathlib
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -26,8 +27,14 @@ from sessions_app.search.results import (
     SearchResult,
     SymbolHit,
 )
+from sessions_app.search.static import StaticMiniLMEmbedder
 from sessions_app.search.tokens import words
 
+logger = logging.getLogger(__name__)
+
+# The packaged model runs whole (best recall; about 25-60 chunks a second on two cores) up to
+# this many files, a build of minutes; above, its static distillation (thousands a second).
+WHOLE_MODEL_MAX_FILES = 3000
 # Chunks embedded per call in put_many (one model call amortised over many files).
 EMBED_BATCH = 256
 # Candidates each ranking contributes to the fusion, per hit asked for.
@@ -38,11 +45,14 @@ MIN_DEPTH = 50
 class CodeIndex:
     """A workspace's code index: chunks ranked by BM25 and embeddings, and symbols.
 
-    ``embedder`` None is the packaged offline model (loaded on first use)."""
+    ``embedder`` None is the packaged offline model (loaded on first use): the whole encoder
+    for a workspace of up to ``WHOLE_MODEL_MAX_FILES`` files, its static distillation above
+    (``begin`` chooses by the build's size and records it, so readers use the same)."""
 
     def __init__(self, index_dir: pathlib.Path, embedder: Embedder | None = None) -> None:
         self.index_dir = pathlib.Path(index_dir)
         self._embedder = embedder
+        self._chooses_model = embedder is None
         self._lock = threading.RLock()
         self._db = store.connect(self.index_dir)
         self._vectors = ranking.VectorTable()
@@ -50,7 +60,9 @@ class CodeIndex:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = packaged_embedder()
+            with self._lock:
+                chosen = store.meta_get(self._db, "packaged_model")
+            self._embedder = StaticMiniLMEmbedder() if chosen == "static" else packaged_embedder()
         return self._embedder
 
     # Writing (one writer at a time) ------------------------------------------------------
@@ -58,10 +70,14 @@ class CodeIndex:
     def begin(self, files_total: int) -> None:
         """Start a build of ``files_total`` files; searches keep answering from the entries
         already indexed until each is replaced."""
-        with self._lock, self._db:
+        with self._lock, store.writing(self._db):
             store.meta_set(
                 self._db, state="building", files_indexed=0, files_total=files_total, error=""
             )
+            if self._chooses_model:
+                large = files_total > WHOLE_MODEL_MAX_FILES
+                store.meta_set(self._db, packaged_model="static" if large else "whole")
+                self._embedder = None
 
     def put(self, path: str, text: str) -> None:
         """(Re)index one file's text; nothing to do when its content is unchanged."""
@@ -70,36 +86,36 @@ class CodeIndex:
     def put_many(self, items: Iterable[tuple[str, str]]) -> None:
         """Index many files, embedding their chunks in batches."""
         pending: list[tuple[str, str, str, Parsed]] = []
-        chunk_count = 0
+        chunk_count = unchanged = 0
         for path, text in items:
             digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
             if self._unchanged(path, digest):
-                self._count(1)
+                unchanged += 1
                 continue
             parsed = parse(path, text)
             pending.append((path, text, digest, parsed))
             chunk_count += len(parsed.chunks)
-            if chunk_count >= EMBED_BATCH:
-                self._write(pending)
-                pending, chunk_count = [], 0
-        if pending:
-            self._write(pending)
+            if chunk_count >= EMBED_BATCH or unchanged >= EMBED_BATCH:
+                self._write(pending, unchanged)
+                pending, chunk_count, unchanged = [], 0, 0
+        if pending or unchanged:
+            self._write(pending, unchanged)
 
     def remove(self, path: str) -> None:
         """Forget ``path`` (deleted, or no longer in the role's view)."""
-        with self._lock, self._db:
+        with self._lock, store.writing(self._db):
             self._delete(path)
             store.bump_generation(self._db)
 
     def finish(self) -> None:
         """The build is complete: state ready."""
-        with self._lock, self._db:
+        with self._lock, store.writing(self._db):
             (count,) = self._db.execute("SELECT count(*) FROM files").fetchone()
             store.meta_set(self._db, state="ready", files_indexed=count, files_total=count)
 
     def fail(self, error: str) -> None:
         """The build stopped with ``error``; what was indexed still answers searches."""
-        with self._lock, self._db:
+        with self._lock, store.writing(self._db):
             store.meta_set(self._db, state="failed", error=error)
 
     def _unchanged(self, path: str, digest: str) -> bool:
@@ -109,10 +125,6 @@ class CodeIndex:
             ).fetchone()
         return row is not None and row[0] == digest and row[1] == self.embedder.name
 
-    def _count(self, files: int) -> None:
-        with self._lock, self._db:
-            self._bump_count(files)
-
     def _bump_count(self, files: int) -> None:
         if store.meta_get(self._db, "state") == "building":
             self._db.execute(
@@ -121,13 +133,14 @@ class CodeIndex:
                 (files,),
             )
 
-    def _write(self, pending: list[tuple[str, str, str, Parsed]]) -> None:
+    def _write(self, pending: list[tuple[str, str, str, Parsed]], unchanged: int = 0) -> None:
+        """Write ``pending`` files in one transaction, counting ``unchanged`` ones too."""
         texts = [
             embedding_text(path, chunk) for path, _, _, parsed in pending for chunk in parsed.chunks
         ]
         vectors = self._embed(texts)
         position = 0
-        with self._lock, self._db:
+        with self._lock, store.writing(self._db):
             for path, text, digest, parsed in pending:
                 self._delete(path)
                 self._db.execute(
@@ -147,8 +160,9 @@ class CodeIndex:
                         (cursor.lastrowid, " ".join(words(f"{path}\n{chunk.text}"))),
                     )
                 symbols.insert_definitions(self._db, path, text, parsed)
-            self._bump_count(len(pending))
-            store.bump_generation(self._db)
+            self._bump_count(len(pending) + unchanged)
+            if pending:
+                store.bump_generation(self._db)
 
     def _embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
@@ -197,12 +211,10 @@ class CodeIndex:
                     (ranking.BM25_WEIGHT, ranking.bm25_ranking(self._db, query, depth, path_ok))
                 )
             if mode in ("hybrid", "embedding") and query.strip():
-                table = self._vector_table()
-                if len(table.ids):
-                    query_vector = self._embed([query])[0]
-                    found = table.ranking(query_vector, depth, path_ok)
-                    similarity = dict(found)
-                    rankings.append((ranking.EMBEDDING_WEIGHT, [chunk_id for chunk_id, _ in found]))
+                found = self._meaning_ranking(query, depth, path_ok, fallback=mode == "hybrid")
+                similarity = dict(found)
+                weight = getattr(self.embedder, "fusion_weight", ranking.EMBEDDING_WEIGHT)
+                rankings.append((weight, [chunk_id for chunk_id, _ in found]))
             fused = ranking.fuse(rankings)[:limit]
             hits = tuple(self._hit(chunk_id, score, query, similarity) for chunk_id, score in fused)
         return SearchResult(hits=tuple(hit for hit in hits if hit is not None), progress=progress)
@@ -222,6 +234,23 @@ class CodeIndex:
         comments or strings; whole words in other text)."""
         with self._lock:
             return symbols.references(self._db, symbol, _path_filter(tuple(globs)), limit)
+
+    def _meaning_ranking(
+        self, query: str, depth: int, path_ok: Callable[[str], bool], *, fallback: bool
+    ) -> list[tuple[int, float]]:
+        """(chunk id, cosine) best first; with ``fallback`` (hybrid), none when the embedder
+        fails (an endpoint down), so the search still answers by its words."""
+        table = self._vector_table()
+        if not len(table.ids):
+            return []
+        try:
+            query_vector = self._embed([query])[0]
+        except Exception:
+            if not fallback:
+                raise
+            logger.warning("search.embedding_failed", exc_info=True)
+            return []
+        return table.ranking(query_vector, depth, path_ok)
 
     def _hit(
         self, chunk_id: int, score: float, query: str, similarity: dict[int, float]

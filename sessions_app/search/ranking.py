@@ -13,8 +13,9 @@ import numpy.typing as npt
 from sessions_app.search.embedders import Vectors
 from sessions_app.search.tokens import query_words, words
 
-# Reciprocal rank fusion (Cormack et al.): score = sum of weight / (K + rank). The weights
-# are the bench's (bench/retrieval.py), tuned on its questions' Recall@5.
+# Reciprocal rank fusion (Cormack et al., with their K): score = sum of weight / (K + rank).
+# BM25 weighs 1; an embedder's ranking weighs its ``fusion_weight`` (how far its meaning is
+# to be trusted over words: bench/retrieval.py measures it), else EMBEDDING_WEIGHT.
 RRF_K = 60
 BM25_WEIGHT = 1.0
 EMBEDDING_WEIGHT = 1.0

@@ -13,7 +13,8 @@ SymbolKind = Literal["definition", "reference"]
 @dataclass(frozen=True)
 class Hit:
     """One ranked chunk: a file's line range (1-based, inclusive), a short excerpt around
-    its best line, the fused score and ``why`` ("words: retry, limit; meaning 0.62")."""
+    its best line (a few lines, each as "N: text" with its line number), the fused score
+    and ``why`` ("words: retry, limit; meaning 0.62")."""
 
     path: str
     start_line: int

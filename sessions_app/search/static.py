@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +41,9 @@ class StaticMiniLMEmbedder:
 
     name: str = "all-MiniLM-L6-v2-static"
     dimensions: int = 384
+    # Weaker alone than BM25 (Recall@5 0.49 against 0.69 in bench/retrieval.py), it helps as
+    # a half-weight vote: hybrid 0.75 (weight 1: 0.69, weight 2: 0.64).
+    fusion_weight: float = 0.5
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         table, weights = token_table()
@@ -53,7 +57,7 @@ class StaticMiniLMEmbedder:
 
 
 @lru_cache(maxsize=1)
-def _tokenizer() -> object:
+def _tokenizer() -> Any:
     from copy import deepcopy
 
     tokenizer = deepcopy(_minilm(8).tokenizer)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from sessions_app.search.results import IndexProgress, IndexState
@@ -44,6 +46,19 @@ def connect(index_dir: Path) -> sqlite3.Connection:
     return connection
 
 
+@contextmanager
+def writing(connection: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction: readers see all of it or none of it (a file's old chunks until
+    its new ones are in). IMMEDIATE takes the write lock first, so two writers queue."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+
+
 def meta_get(connection: sqlite3.Connection, key: str, default: str = "") -> str:
     row = connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     return str(row[0]) if row else default
@@ -72,7 +87,7 @@ def read_progress(connection: sqlite3.Connection) -> IndexProgress:
             "('state', 'files_indexed', 'files_total', 'error')"
         ).fetchall()
     )
-    state: IndexState = rows.get("state", "missing")  # type: ignore[assignment]
+    state: IndexState = rows.get("state", "missing")
     return IndexProgress(
         state=state,
         files_indexed=int(rows.get("files_indexed", 0)),

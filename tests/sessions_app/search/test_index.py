@@ -4,6 +4,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from sessions_app.search import CodeIndex, IndexProgress
@@ -60,7 +61,7 @@ def test_an_unchanged_file_is_not_indexed_again(tmp_path: Path) -> None:
     class Counting(WordHashEmbedder):
         calls = 0
 
-        def embed(self, texts):  # type: ignore[no-untyped-def]
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
             Counting.calls += 1
             return super().embed(texts)
 
