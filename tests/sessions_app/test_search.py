@@ -140,6 +140,8 @@ def test_globs_narrow_the_search_and_are_checked_like_paths(
                      paths=["*.md"])  # fmt: skip
     ranked = [line for line in only_docs.output.splitlines() if not line.startswith(" ")]
     assert ranked and all(line.split(" ")[1].startswith("README.md:") for line in ranked), ranked
+    blank = call(planner, user, tmp_path, "semantic_search", query="   ")
+    assert blank.status == "denied" and "empty" in blank.reason
     for bad in ("/etc/*", "../*", ".git/**", "src/../../x"):
         refused = call(planner, user, tmp_path, "semantic_search", query="x", paths=[bad])
         assert refused.status == "denied", (bad, refused)
