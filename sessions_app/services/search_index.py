@@ -249,6 +249,8 @@ def search_text(raw: str, what: str) -> str:
     text = str(raw).strip()
     if not text:
         raise Refused(f"the {what} is empty")
+    if "\0" in text:  # the index's full-text query cannot hold one
+        raise Refused(f"the {what} may not contain NUL characters")
     if len(text) > MAX_QUERY:
         raise Refused(f"the {what} is longer than {MAX_QUERY} characters")
     return text
