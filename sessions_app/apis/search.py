@@ -29,6 +29,7 @@ from sessions_app.services.search_index import (
 )
 
 KINDS = ("text", "definitions", "references")
+GLOB_PATTERN = r"^[^/\x00][^\x00]*$"  # relative: never starts with "/"
 
 
 class SearchInput(Input):
@@ -44,7 +45,9 @@ class SearchInput(Input):
         help_text="For text: hybrid (embeddings and BM25), bm25 (words) or embedding.",
     )  # fmt: skip
     paths = serializers.ListField(
-        child=Text(max_length=500), max_length=20, default=list,
+        # A path's component is at most 255 bytes, so a glob longer than that would need a
+        # "/" to be valid; what else a path may not be (``..``, ``.git``) is ACODE-SRC-001.
+        child=Text(max_length=255, pattern=GLOB_PATTERN), max_length=20, default=list,
         help_text="Only files matching one of these globs, relative to the workspace.",
     )  # fmt: skip
     limit = serializers.IntegerField(min_value=1, max_value=50, default=10)
