@@ -65,6 +65,21 @@ def _object(properties: dict[str, Any], *required: str) -> Mapping[str, Any]:
 _PATH = {"type": "string", "description": "Path relative to the workspace"}
 _READ = frozenset({"read_files"})
 
+# No length bounds in these schemas: llama.cpp turns a bounded string into a grammar nested
+# once per character, which it then fails to parse (constrained tool calls, the embedded
+# model). The search service bounds them (services.search_index).
+_GLOBS = {
+    "type": "array",
+    "items": {"type": "string"},
+    "description": "Only files matching one of these globs, relative to the workspace "
+    "(e.g. src/**/*.py)",
+}
+
+
+def _limit(maximum: int) -> dict[str, Any]:
+    return {"type": "integer", "minimum": 1, "maximum": maximum, "description": "Most results"}
+
+
 BUILTIN_TOOLS: tuple[ToolDeclaration, ...] = (
     ToolDeclaration(
         "analyze_diff",
@@ -125,6 +140,20 @@ BUILTIN_TOOLS: tuple[ToolDeclaration, ...] = (
         command=True,
     ),
     ToolDeclaration(
+        "find_references",
+        "Find where a symbol (function, class, method, variable) is defined and used, from a "
+        "code-aware parse of the workspace",
+        _object(
+            {
+                "symbol": {"type": "string", "minLength": 1, "maxLength": 200},
+                "paths": _GLOBS,
+                "limit": _limit(500),
+            },
+            "symbol",
+        ),
+        _READ,
+    ),
+    ToolDeclaration(
         "grep_search",
         "Search workspace files for a regular expression",
         _object(
@@ -177,6 +206,34 @@ BUILTIN_TOOLS: tuple[ToolDeclaration, ...] = (
         frozenset({"execute_commands"}),
         command=True,
         default_argv=("python", "-m", "pytest", "-q"),
+    ),
+    ToolDeclaration(
+        "search_code",
+        "Find the definitions of a symbol by name (functions, classes, methods), from a "
+        "code-aware parse of the workspace",
+        _object(
+            {
+                "name": {"type": "string", "minLength": 1, "maxLength": 200},
+                "paths": _GLOBS,
+                "limit": _limit(200),
+            },
+            "name",
+        ),
+        _READ,
+    ),
+    ToolDeclaration(
+        "semantic_search",
+        "Search the workspace by meaning (e.g. 'where are retries handled?'): ranked file "
+        "ranges with short excerpts, each saying why it matched",
+        _object(
+            {
+                "query": {"type": "string"},
+                "paths": _GLOBS,
+                "limit": _limit(50),
+            },
+            "query",
+        ),
+        _READ,
     ),
     ToolDeclaration(
         "submit_review",

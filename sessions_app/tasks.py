@@ -7,6 +7,7 @@ the two never import each other at load time.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 from celery import Task, shared_task
@@ -89,6 +90,22 @@ def audit_verify_task() -> bool:
     if not report.ok:
         logger.error("audit log verification failed: %s", report.problem)
     return report.ok
+
+
+@shared_task(name="acode.search_index_build", acks_late=True)
+def search_index_build_task(workspace: str) -> str:
+    """Build a workspace's search index (created or attached, or searched before it had one)."""
+    from sessions_app.services.search_index import search_index_build
+
+    return search_index_build(Path(workspace)).state
+
+
+@shared_task(name="acode.search_index_refresh", acks_late=True)
+def search_index_refresh_task(workspace: str, paths: list[str]) -> int:
+    """Index again the files a change applied to a workspace touched."""
+    from sessions_app.services.search_index import search_index_refresh
+
+    return search_index_refresh(Path(workspace), paths)
 
 
 @worker_ready.connect

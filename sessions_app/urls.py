@@ -8,6 +8,7 @@ from sessions_app.apis import (
     jobs,
     plans,
     runs,
+    search,
     sessions,
     transitions,
     usage,
@@ -55,6 +56,9 @@ urlpatterns = [
         name="api-session-context",
     ),
     path("sessions/<uuid:pk>/tools/", sessions.SessionToolsApi.as_view(), name="api-session-tools"),
+    path(
+        "sessions/<uuid:pk>/search/", search.SessionSearchApi.as_view(), name="api-session-search"
+    ),
     path(
         "sessions/<uuid:pk>/patch/", workspaces.SessionPatchApi.as_view(), name="api-session-patch"
     ),

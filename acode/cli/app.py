@@ -25,6 +25,7 @@ from acode.cli.commands import (
     roles,
     roles_models,
     runs,
+    search,
     sessions,
     status,
     tools,
@@ -93,6 +94,7 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "status": status.status,
     "agent": agent.agent,
     "verify": verify.verify,
+    "search": search.search,
 }
 GROUPS = {
     "session": sessions.app,

@@ -177,6 +177,14 @@ ACODE_LAYERS_ROOT = Path(env_str("ACODE_LAYERS_ROOT", str(VAR_DIR / "layers")))
 # Per-workspace indexes in server state (which files are hidden, the git view commands see),
 # shared between hosts like the workspaces and never mounted into a sandbox.
 ACODE_INDEX_ROOT = Path(env_str("ACODE_INDEX_ROOT", str(VAR_DIR / "index")))
+# Workspace search (issue 38): an OpenAI-compatible /v1/embeddings endpoint (Ollama, vLLM,
+# OpenAI) and its model; unset, the packaged small model embeds offline. The index lives in
+# ACODE_INDEX_ROOT/search/. A change touching at most ACODE_SEARCH_INLINE_FILES files is
+# re-indexed in the process that applied it, once committed; a larger one by a Celery task.
+ACODE_EMBEDDINGS_URL = env_str("ACODE_EMBEDDINGS_URL", "")
+ACODE_EMBEDDINGS_MODEL = env_str("ACODE_EMBEDDINGS_MODEL", "")
+ACODE_EMBEDDINGS_API_KEY = env_str("ACODE_EMBEDDINGS_API_KEY", "")
+ACODE_SEARCH_INLINE_FILES = env_int("ACODE_SEARCH_INLINE_FILES", 3)
 # What one command's layer may hold (bytes by apparent size: sparse files count whole), past
 # which none of its writes are applied (ACODE-TOL-005); what the session keeps counts too.
 ACODE_LAYER_MAX_BYTES = env_int("ACODE_LAYER_MAX_BYTES", 1 << 30)

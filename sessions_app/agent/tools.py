@@ -13,7 +13,10 @@ file), and changed only through the ``WorkspaceWriter``. What a tool shows of a 
 what every process acode starts sees of it (the one view: a file secret by name shows
 nothing, one holding secrets its redacted form). Commands run only in the sandbox, in the
 view ``process_view`` makes, writing to a copy-on-write layer whose content the server
-applies, as far as the role may write, once the command is over.
+applies, as far as the role may write, once the command is over. The search tools
+(``semantic_search``, ``search_code``, ``find_references``) ask the workspace's index
+(``services.search_index``), which holds the files as that view shows them to a role that
+does not read secrets (so a role that does still gets redacted excerpts).
 """
 
 from __future__ import annotations
@@ -41,6 +44,13 @@ from sessions_app.containment import (
     redact_text,
     search,
 )
+from sessions_app.services.search_index import (
+    SearchAnswer,
+    search_globs,
+    search_text,
+    workspace_search,
+    workspace_symbols,
+)
 
 __all__ = [
     "OUTPUT_CAP",
@@ -56,6 +66,7 @@ READ_CAP = 200_000
 
 
 GREP_FILE_CAP = 1 << 20
+EXCERPT_LINES = 8
 
 
 @dataclass(frozen=True)
@@ -134,6 +145,49 @@ def grep_search(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         )  # fmt: skip
     hits = [f"{m.path}:{m.line_number}: {m.line[:300]}" for m in found.matches]
     return ToolResult("\n".join(hits) or "(no matches)", rel, f"{len(hits)} matches")
+
+
+def _globs(args: dict[str, Any]) -> tuple[str, ...]:
+    """The ``paths`` globs, checked as a path argument is (``Refused``: denied, audited)."""
+    return search_globs(args.get("paths") or ())
+
+
+def _headed(answer: SearchAnswer, lines: list[str], none: str) -> str:
+    """Results with the index's progress first when it is not complete."""
+    head = [f"({answer.note})"] if answer.note else []
+    return "\n".join(head + (lines or [none]))
+
+
+def semantic_search(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    query, limit = search_text(args["query"], "query"), int(args.get("limit", 10))
+    answer = workspace_search(ctx.workspace, query, globs=_globs(args), limit=limit)
+    lines = []
+    for rank, hit in enumerate(answer.hits, 1):
+        excerpt = "\n".join("    " + line for line in hit.excerpt.splitlines()[:EXCERPT_LINES])
+        lines.append(f"{rank}. {hit.path}:{hit.start_line}-{hit.end_line} ({hit.why})\n{excerpt}")
+    return ToolResult(_headed(answer, lines, "(no matches)"), query[:200],
+                      f"{len(answer.hits)} result{'' if len(answer.hits) == 1 else 's'}", {"index": answer.progress.state})  # fmt: skip
+
+
+def _symbols(ctx: ToolContext, args: dict[str, Any], name: str, *, references: bool) -> ToolResult:
+    limit = int(args.get("limit", 100 if references else 50))
+    answer = workspace_symbols(ctx.workspace, name, globs=_globs(args), limit=limit,
+                               references=references)  # fmt: skip
+    lines = [
+        f"{s.path}:{s.line}: {s.kind} of {s.symbol} ({s.language}): "
+        f"{s.excerpt.strip().splitlines()[0][:300] if s.excerpt.strip() else ''}"
+        for s in answer.symbols
+    ]
+    return ToolResult(_headed(answer, lines, f"(no {'references to' if references else 'definitions of'} {name})"),
+                      name[:200], f"{len(answer.symbols)} found", {"index": answer.progress.state})  # fmt: skip
+
+
+def search_code(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    return _symbols(ctx, args, search_text(args["name"], "name"), references=False)
+
+
+def find_references(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    return _symbols(ctx, args, search_text(args["symbol"], "symbol"), references=True)
 
 
 def analyze_diff(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -257,10 +311,13 @@ TOOL_IMPLEMENTATIONS: dict[str, ToolImpl] = _bind(
     ToolImpl("create_file", create_file),
     ToolImpl("delete_file", delete_file),
     ToolImpl("execute_command", execute_command),
+    ToolImpl("find_references", find_references),
     ToolImpl("grep_search", grep_search),
     ToolImpl("list_directory", list_directory),
     ToolImpl("read_file", read_file),
     ToolImpl("run_tests", run_tests),
+    ToolImpl("search_code", search_code),
+    ToolImpl("semantic_search", semantic_search),
     ToolImpl("submit_review", submit_review),
     ToolImpl("write_file", write_file),
 )

@@ -40,6 +40,7 @@ from sessions_app.dashboard.jobs import JobView, session_jobs
 from sessions_app.dashboard.live import session_socket_path
 from sessions_app.dashboard.runs.panel import run_panel
 from sessions_app.dashboard.runs.shapes import RunPanel
+from sessions_app.dashboard.search import SearchIndexPanel, search_index_panel
 from sessions_app.models import (
     AgentSession,
     PendingChange,
@@ -431,6 +432,10 @@ class SessionPage:
     @cached_property
     def delivered(self) -> DeliveredPanel:
         return delivered_panel(self.session)
+
+    @cached_property
+    def search_index(self) -> SearchIndexPanel:
+        return search_index_panel(self.session)
 
     @cached_property
     def consents(self) -> list[ToolConsent]:

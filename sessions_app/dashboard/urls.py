@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions_app.dashboard import audit, board, consents, roles, session, usage
+from sessions_app.dashboard import audit, board, consents, roles, search, session, usage
 from sessions_app.dashboard.runs import views as runs
 
 urlpatterns = [
@@ -20,6 +20,11 @@ urlpatterns = [
         "sessions/<uuid:pk>/consents/<uuid:consent_id>/",
         consents.consent_answer,
         name="dashboard-consent-answer",
+    ),
+    path(
+        "sessions/<uuid:pk>/search-index/",
+        search.search_index,
+        name="dashboard-session-search-index",
     ),
     path("sessions/<uuid:pk>/runs/", runs.run_start, name="dashboard-run-start"),
     path("sessions/<uuid:pk>/jobs/<uuid:job_id>/", runs.stage_job, name="dashboard-session-job"),

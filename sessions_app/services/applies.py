@@ -27,6 +27,7 @@ from sessions_app.permissions import SessionAction, action_check
 from sessions_app.services.audit import actor_name, session_record
 from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.locks import lock_session
+from sessions_app.services.search_index import search_index_touched
 from sessions_app.services.tracking import change_path_check, track_decision
 
 logger = logging.getLogger(__name__)
@@ -98,17 +99,21 @@ class SessionJournal:
     def __init__(self, session: AgentSession, actor: str, run_id: Any = None) -> None:
         self.session, self.actor, self.run_id = session, actor, run_id
         self._open: WorkspaceApply | None = None
+        self._paths: list[str] = []
 
     def begin(self, writes: list[RecordedWrite], plan: dict[str, Any]) -> None:
         self._open = changes_track_batch(
             session=self.session, writes=writes, plan=plan, actor=self.actor, run_id=self.run_id
         )
+        self._paths = [w.path for w in writes]
 
     def end(self) -> None:
-        """The moves are made: close the journal (under the session's lock, as it opened)."""
+        """The moves are made: close the journal (under the session's lock, as it opened);
+        the files they touched are indexed again once that commits."""
         if self._open is not None:
-            with lock_session(self.session.pk):
+            with lock_session(self.session.pk) as locked:
                 WorkspaceApply.objects.filter(pk=self._open.pk).delete()
+                search_index_touched(Path(locked.workspace), self._paths)
             self._open = None
 
 

@@ -7,6 +7,7 @@ import json
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -20,6 +21,7 @@ from sessions_app.services.audit import actor_name, current_role_of, session_rec
 from sessions_app.services.deliveries import delivered_applied_record, delivered_commit_record
 from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.locks import lock_session
+from sessions_app.services.search_index import search_index_touched
 from sessions_app.services.tracking import change_path_check, track_decision
 from sessions_app.services.workspaces import ApprovedChange, workspace_commit
 
@@ -150,6 +152,7 @@ def change_track(
             result=str(kind),
             details={"cumulative": True, "content": write.content, "mode": write.mode},
         )
+        search_index_touched(Path(locked.workspace), [path])  # once committed
         return change
 
 

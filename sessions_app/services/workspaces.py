@@ -40,6 +40,7 @@ from sessions_app.containment import (
 )
 from sessions_app.models import AgentSession, Repository
 from sessions_app.permissions import can_attach_workspace, repository_can_use
+from sessions_app.services.search_index import search_index_queue
 from sessions_app.services.secrets import session_index, workspace_index
 
 COMMITTER = ("acode", "acode@localhost")
@@ -86,6 +87,7 @@ def workspace_attach(user: Any, raw: str) -> Workspace:
     roots = [Path(r).resolve() for r in settings.ACODE_ATTACH_ROOTS]
     if not real.is_dir() or not any(real == r or r in real.parents for r in roots):
         raise AcodeError("ACODE-SES-002", NO_ATTACH, {"workspace": raw})
+    search_index_queue(real)  # once the session is committed: it may have changed since
     return Workspace(real, managed=False)
 
 
@@ -152,6 +154,7 @@ def workspace_create(session_id: uuid.UUID, repository: Repository | None = None
             raise
         raise AcodeError("ACODE-SES-006", f"Could not create the workspace: {exc}", {}) from exc
     base = _git(git_dir, "rev-parse", "--verify", "--quiet", "HEAD") if repository else ""
+    search_index_queue(path)
     return Workspace(path, managed=True, branch=branch, base_commit=base)
 
 

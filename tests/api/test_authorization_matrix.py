@@ -147,6 +147,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "GET /api/sessions/{id}/stats/": SESSION_READ,
     "GET /api/sessions/{id}/tools/": SESSION_READ,
     "GET /api/sessions/{id}/context/": SESSION_READ,
+    "POST /api/sessions/{id}/search/": SESSION_READ,  # a read with a body (issue 38)
     "GET /api/sessions/{id}/patch/": SESSION_READ,
     "GET /api/sessions/{id}/commits/": SESSION_READ,
     "GET /api/sessions/{id}/jobs/": SESSION_READ,
@@ -202,6 +203,7 @@ BODIES: dict[str, Any] = {
     "PATCH /api/sessions/{id}/plan/steps/{number}/": {"status": "done"},
     "POST /api/sessions/{id}/changes/": {"path": "b.py", "kind": "created", "diff": "+b"},
     "POST /api/sessions/{id}/jobs/": {"request": "Explain the code"},
+    "POST /api/sessions/{id}/search/": {"query": "where are retries handled?"},
     "POST /api/sessions/{id}/runs/": {"request": "Explain the code"},
     "POST /api/runs/{id}/answer/": {"answer": "Yes"},
     "POST /api/runs/{id}/reject/": {"reason": "Not now"},

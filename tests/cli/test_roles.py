@@ -34,6 +34,10 @@ def test_roles_show_planner_has_scenario_2_details(cli: RunCli) -> None:
     assert "Role: Planner (planner)" in out
     assert "Description: Task decomposition and planning." in out
     assert "  - read_file: Read the contents of a workspace file" in out
+    # Spec 000's Planner has semantic_search; spec 001 adds the symbol tools (issue 38).
+    assert "  - semantic_search: Search the workspace by meaning" in out
+    assert "  - search_code: Find the definitions of a symbol" in out
+    assert "  - find_references: Find where a symbol" in out
     assert "  - Cannot modify files (read-only access)" in out
     assert "  - Must not provide implementation details (focus on WHAT, not HOW)" in out
     assert "Prompt Key: roles/planner" in out

@@ -16,7 +16,10 @@ def test_anonymous_gets_401_with_code() -> None:
 @pytest.mark.django_db
 def test_roles_list_shows_spec_fields(api: APIClient) -> None:
     roles = {r["name"]: r for r in api.get("/api/roles/").json()}
-    assert roles["Planner"]["tools"] == ["grep_search", "list_directory", "read_file"]
+    assert roles["Planner"]["tools"] == [
+        "find_references", "grep_search", "list_directory", "read_file", "search_code",
+        "semantic_search",
+    ]  # fmt: skip
     assert roles["Planner"]["prompt_component"] == "roles/planner"
     assert roles["Default"]["prompt_component"] == "system"
     assert roles["Reviewer"]["context_strategy"] == "change_focused"
@@ -27,9 +30,12 @@ def test_roles_list_shows_spec_fields(api: APIClient) -> None:
 def test_role_detail_lists_available_and_withheld_tools(api: APIClient) -> None:
     body = api.get("/api/roles/planner/").json()
     assert [t["name"] for t in body["available_tools"]] == [
+        "find_references",
         "grep_search",
         "list_directory",
         "read_file",
+        "search_code",
+        "semantic_search",
     ]
     withheld = {t["name"]: t for t in body["withheld_tools"]}
     assert withheld["write_file"]["missing_permissions"] == ["write_files"]

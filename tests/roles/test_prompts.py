@@ -52,7 +52,10 @@ def test_planner_prompt_composes_system_role_and_constraints() -> None:
     assert "You are the Planner agent" in composed.text
     assert composed.text.index("You CANNOT") < composed.text.index("Your responsibilities")
     assert "- Cannot execute commands" in composed.text
-    assert "Tools available: grep_search, list_directory, read_file" in composed.text
+    assert (
+        "Tools available: find_references, grep_search, list_directory, read_file, search_code, "
+        "semantic_search"
+    ) in composed.text
     assert "write_file (missing permission write_files)" in composed.text
 
 

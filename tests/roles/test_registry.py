@@ -11,7 +11,12 @@ from roles.registry import RoleRegistry, registry
 from tests.conftest import spawn_python
 from tests.factories import make_role
 
-READ_TOOLS = ["grep_search", "list_directory", "read_file"]
+# Spec 000's Planner tools (read_file, list_directory, grep_search, semantic_search) and
+# spec 001's symbol tools (issue 38).
+READ_TOOLS = [
+    "find_references", "grep_search", "list_directory", "read_file", "search_code",
+    "semantic_search",
+]  # fmt: skip
 
 
 @pytest.mark.django_db
@@ -35,8 +40,11 @@ def test_seeded_roles_are_listed_with_spec_tools() -> None:
         "analyze_diff",
         "grep_search",
         "submit_review",
+        "semantic_search",
+        "search_code",
+        "find_references",
     }
-    assert len(registry.access("Default").tools) == 10
+    assert len(registry.access("Default").tools) == 13
     tester = registry.get("tester")
     assert "write_file" not in tester.access.tools
     assert {"program": "python", "module": "pytest"}.items() <= tester.spec.command_patterns[
@@ -93,7 +101,7 @@ def test_child_role_never_exceeds_parent() -> None:
         "greedy", permissions=["read_files", "write_files", "execute_commands"], parent=reader
     )
     access = registry.access(child.slug)
-    assert set(access.tools) == {"analyze_diff", "grep_search", "list_directory", "read_file"}
+    assert set(access.tools) == {"analyze_diff", *READ_TOOLS}
     withheld = {w.name: w.reason for w in access.withheld}
     assert withheld["write_file"] == "permission write_files not held by parent role reader"
     assert "execute_commands" in withheld["execute_command"]

@@ -97,13 +97,14 @@ def test_rows_order_what_a_role_is_offered_not_its_content() -> None:
     row = Tool.objects.get(name="read_file")
     row.position = 0
     tool_save(tool=row, actor="test")
-    for name in ("grep_search", "list_directory"):
+    others = ("find_references", "grep_search", "list_directory", "search_code", "semantic_search")
+    for name in others:
         other = Tool.objects.get(name=name)
         other.position = 5
         tool_save(tool=other, actor="test")
     registry.sync()
     offered = [t.name for t in registry.effective_tools("planner")]
-    assert offered == ["read_file", "grep_search", "list_directory"]
+    assert offered == ["read_file", *others]
     assert registry.get("planner").content_hash == before  # order is presentation only
 
 

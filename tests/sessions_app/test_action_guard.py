@@ -157,6 +157,8 @@ API_NOT_ON_A_SESSION = {
     # A job's question about one call (a rule's "outcome": "ask"): a run's stage job asks
     # too, so a person answers it whatever the run's state (permissions.CONSENT_ANSWER).
     "POST /api/sessions/{id}/consents/{consent_id}/": "answers a job's question, not the session",
+    # A read with a body (the query); at most it queues a build of the workspace's index.
+    "POST /api/sessions/{id}/search/": "searches the workspace's index; changes no session",
 }
 
 

@@ -54,11 +54,17 @@ def test_planner_job_executes_none_of_the_forbidden_calls(user: Any, tmp_path: P
     assert "missing permission write_files" in reasons[0]
 
 
+PLANNER_TOOLS = [
+    "find_references", "grep_search", "list_directory", "read_file", "search_code",
+    "semantic_search",
+]  # fmt: skip
+
+
 def test_planner_is_offered_only_its_effective_tools(user: Any) -> None:
     scripted_model("planner", [{"content": "1. Create AuthService\n2. Add login endpoint"}])
     job = run(session_in("planner", user, plan=False), "Plan it", user)
     request = events(job, "llm_request")[0]
-    assert request["tools"] == ["grep_search", "list_directory", "read_file"]
+    assert request["tools"] == PLANNER_TOOLS
     assert [t["function"]["name"] for t in request["tool_definitions"]] == request["tools"]
     system = request["messages"][0]["content"]
     assert "You are the Planner agent" in system
@@ -336,6 +342,6 @@ def test_session_tools_endpoint_scenario_5(api: APIClient, user: Any) -> None:
     session = session_in("planner", user)
     body = api.get(f"/api/sessions/{session.pk}/tools/").json()
     assert body["role"] == "Planner"
-    assert [t["name"] for t in body["available"]] == ["grep_search", "list_directory", "read_file"]
+    assert [t["name"] for t in body["available"]] == PLANNER_TOOLS
     restricted = {t["name"]: t for t in body["restricted"]}
     assert restricted["write_file"]["missing_permissions"] == ["write_files"]

@@ -98,7 +98,9 @@ def test_a_disabled_tool_is_neither_offered_nor_run(user: Any, tmp_path: Path) -
     tool_save(tool=row, actor="test")
     registry.sync()
     offered = {t["function"]["name"] for t in tool_definitions(registry.get("planner"))}
-    assert offered == {"grep_search", "list_directory"}
+    assert offered == {
+        "find_references", "grep_search", "list_directory", "search_code", "semantic_search"
+    }  # fmt: skip
     outcome = _caller(user, tmp_path, "planner")("read_file", path="README.md")
     assert outcome.status == "denied" and "tool is disabled" in outcome.reason
 
