@@ -185,6 +185,9 @@ ACODE_EMBEDDINGS_URL = env_str("ACODE_EMBEDDINGS_URL", "")
 ACODE_EMBEDDINGS_MODEL = env_str("ACODE_EMBEDDINGS_MODEL", "")
 ACODE_EMBEDDINGS_API_KEY = env_str("ACODE_EMBEDDINGS_API_KEY", "")
 ACODE_SEARCH_INLINE_FILES = env_int("ACODE_SEARCH_INLINE_FILES", 3)
+# Index builds and refreshes go to a queue of their own: a large workspace's build takes
+# minutes and must never hold a worker slot an agent's job is waiting for.
+ACODE_SEARCH_QUEUE = env_str("ACODE_SEARCH_QUEUE", "search")
 # What one command's layer may hold (bytes by apparent size: sparse files count whole), past
 # which none of its writes are applied (ACODE-TOL-005); what the session keeps counts too.
 ACODE_LAYER_MAX_BYTES = env_int("ACODE_LAYER_MAX_BYTES", 1 << 30)

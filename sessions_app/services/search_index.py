@@ -206,8 +206,14 @@ def search_index_queue(workspace: Path) -> None:
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.touch()
     transaction.on_commit(
-        lambda: search_index_build_task.apply_async(args=(str(workspace),), ignore_result=True)
+        lambda: search_index_build_task.apply_async(
+            args=(str(workspace),), queue=settings.ACODE_SEARCH_QUEUE, ignore_result=True
+        )
     )
+
+
+def _built(workspace: Path) -> bool:
+    return code_index(workspace).progress().state == "ready"
 
 
 def search_index_touched(workspace: Path, paths: Iterable[str]) -> None:
@@ -220,7 +226,9 @@ def search_index_touched(workspace: Path, paths: Iterable[str]) -> None:
         return  # no index yet: its build will read the files as they are
 
     def refresh() -> None:
-        if len(touched) <= settings.ACODE_SEARCH_INLINE_FILES:
+        # Inline only into a built index: a missing or unfinished one is built whole, which
+        # is a worker's business, never an apply's (a Coder's first write would wait on it).
+        if len(touched) <= settings.ACODE_SEARCH_INLINE_FILES and _built(workspace):
             with _writing(workspace, wait=False) as mine:
                 if mine:
                     try:
@@ -228,7 +236,9 @@ def search_index_touched(workspace: Path, paths: Iterable[str]) -> None:
                         return
                     except Exception:  # the worker tries again; the change stands
                         logger.exception("inline re-index of %s failed", workspace)
-        search_index_refresh_task.apply_async(args=(str(workspace), touched), ignore_result=True)
+        search_index_refresh_task.apply_async(
+            args=(str(workspace), touched), queue=settings.ACODE_SEARCH_QUEUE, ignore_result=True
+        )
 
     transaction.on_commit(refresh)
 

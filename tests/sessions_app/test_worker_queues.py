@@ -195,13 +195,13 @@ def test_every_queue_counts_as_consumed_when_tasks_run_eagerly() -> None:
 
 
 @pytest.mark.django_db
-def test_worker_queues_command_lists_every_role_queue_and_the_default(
+def test_worker_queues_command_lists_every_role_queue_the_default_and_search(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     special = _name("special")
     role_write(data={"queue": special}, create=False, slug="reviewer", actor="test")
     call_command("acode_worker_queues")
-    assert capsys.readouterr().out.strip() == ",".join(sorted({"agents", special}))
+    assert capsys.readouterr().out.strip() == ",".join(sorted({"agents", "search", special}))
     call_command("acode_worker_queues", only=f" {special} ")
     assert capsys.readouterr().out.strip() == special
 
@@ -211,4 +211,4 @@ def test_worker_queues_command_refuses_an_unknown_queue() -> None:
     with pytest.raises(CommandError) as refused:
         call_command("acode_worker_queues", only="agents,agnets")
     assert "unknown queue(s) agnets" in str(refused.value)
-    assert "configured queues are agents" in str(refused.value)
+    assert "configured queues are agents, search" in str(refused.value)

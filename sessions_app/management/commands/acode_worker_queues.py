@@ -11,10 +11,11 @@ from roles.registry import registry
 
 
 def configured_queues() -> set[str]:
-    """Every Celery queue a role routes its jobs to, plus the default queue (Celery beat's)."""
+    """Every Celery queue a role routes its jobs to, plus the default queue (Celery beat's)
+    and the search index's."""
     registry.sync()
     queues = {role.spec.queue for role in registry.list_roles() if role.spec.queue}
-    return queues | {settings.CELERY_TASK_DEFAULT_QUEUE}
+    return queues | {settings.CELERY_TASK_DEFAULT_QUEUE, settings.ACODE_SEARCH_QUEUE}
 
 
 class Command(BaseCommand):
