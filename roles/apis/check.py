@@ -5,7 +5,7 @@ and the suggestion of a role to transition to)."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -13,18 +13,23 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import error_responses
-from acode.inputs import Input
+from acode.inputs import JSON_VALUE_REF, NO_NUL, Input
 from roles.apis.roles import ROLE_NAME
 from roles.commands.workspace import KnownWorkspace
 from roles.decision import HostFacts, decide
 from roles.registry import registry
 
 
+@extend_schema_field(
+    {"type": "object", "propertyNames": {"pattern": NO_NUL}, "additionalProperties": JSON_VALUE_REF}
+)
+class Arguments(serializers.DictField):
+    """A call's arguments: a JSON object whose keys hold no NUL (``Input`` refuses one)."""
+
+
 class ToolCheckInput(Input):
     tool = serializers.CharField(max_length=200)
-    arguments = serializers.DictField(
-        required=False, help_text="The call's arguments (default: none)."
-    )
+    arguments = Arguments(required=False, help_text="The call's arguments (default: none).")
 
 
 class ToolCheckOutput(serializers.Serializer):

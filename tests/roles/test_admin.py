@@ -43,9 +43,12 @@ def test_role_created_in_admin_is_in_registry_without_restart(admin_client_logge
     role = registry.get("Docs Writer")
     assert set(role.access.tools) == {
         "analyze_diff",
+        "find_references",
         "grep_search",
         "list_directory",
         "read_file",
+        "search_code",
+        "semantic_search",
         "write_file",
     }
     assert role.spec.write_paths == ("docs/**",)

@@ -145,6 +145,7 @@ API_NOT_ON_A_SESSION = {
     "POST /api/role-drafts/{id}/reject/": "a protected role's draft; no live role data",
     "POST /api/workflows/import/": "workflow templates (a run keeps its own stages)",
     "POST /api/model-endpoints/{name}/check/": "probes a model server; changes no session",
+    "POST /api/roles/{name}/check/": "decides a call on role data; runs and writes nothing",
     "PUT /api/model-endpoints/{name}/": "model endpoints (roles app data); changes no session",
     "POST /api/mcp-servers/": "MCP server registrations (roles app; offered only once approved)",
     "PATCH /api/mcp-servers/{slug}/": "MCP server registrations",
