@@ -314,6 +314,7 @@ def _admin_form(stages: list[tuple[str, str | None]]) -> dict[str, Any]:
         "enabled": "on",
         "max_revisions_per_step": 2,
         "max_revisions_per_run": 6,
+        "max_test_attempts": 3,
         "max_llm_calls": 200,
         "max_tokens": 2_000_000,
         "max_seconds": 7200,
