@@ -51,6 +51,8 @@ class Again:
 def tests_failed(stage: RunStage) -> bool:
     """A test stage whose Tester ran tests and they did not pass."""
     evidence = stage.evidence or {}
+    if str(evidence.get("status", "")).startswith("error: the command did not run"):
+        return False  # the Tester's command was refused: nothing the Coder can fix
     return bool(evidence.get("ran")) and evidence.get("result") in FAILING
 
 

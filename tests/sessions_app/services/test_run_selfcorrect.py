@@ -123,8 +123,11 @@ def test_a_step_whose_tests_still_fail_after_its_attempts_is_blocked_for_a_perso
 
 
 def test_a_template_bounds_the_attempts_and_zero_sends_failing_tests_to_review(
-    user: User,
+    user: User, client: Client
 ) -> None:
+    client.force_login(user)
+    listed = {t["slug"]: t for t in client.get("/api/workflows/").json()}
+    assert listed["medium"]["max_test_attempts"] == 3
     WorkflowTemplate.objects.filter(slug="medium").update(max_test_attempts=0)
     _coder(_first_try(), _rewrite(SECOND))
     run = _medium(user)
