@@ -41,7 +41,7 @@ def _coder(*jobs: list[dict[str, Any]]) -> None:
     scripted_model("coder", list(jobs), name="coder-attempts")
 
 
-def _first_try() -> list[dict[str, Any]]:
+def first_try() -> list[dict[str, Any]]:
     """greet() without the name its test passes: the test fails."""
     return calls(
         ("create_file", {"path": "test_greet.py", "content": TEST_GREET}),
@@ -50,7 +50,7 @@ def _first_try() -> list[dict[str, Any]]:
     )
 
 
-def _rewrite(content: str) -> list[dict[str, Any]]:
+def rewrite(content: str) -> list[dict[str, Any]]:
     return calls(("write_file", {"path": "greet.py", "content": content}), final="rewrote")
 
 
@@ -71,7 +71,7 @@ def _coder_requests(run: Any) -> list[str]:
 def test_a_failing_test_goes_back_to_the_coder_and_is_fixed_on_the_second_attempt(
     user: User, client: Client
 ) -> None:
-    _coder(_first_try(), _rewrite(SECOND))
+    _coder(first_try(), rewrite(SECOND))
     run = _medium(user)
 
     assert run.status == RunStatus.SUCCEEDED, run.message
@@ -103,8 +103,8 @@ def test_a_failing_test_goes_back_to_the_coder_and_is_fixed_on_the_second_attemp
 def test_a_step_whose_tests_still_fail_after_its_attempts_is_blocked_for_a_person(
     user: User,
 ) -> None:
-    _coder(_first_try(), _rewrite("def greet(name):\n    return 1\n"),
-           _rewrite("def greet(name):\n    return 2\n"), _rewrite(SECOND))  # fmt: skip
+    _coder(first_try(), rewrite("def greet(name):\n    return 1\n"),
+           rewrite("def greet(name):\n    return 2\n"), rewrite(SECOND))  # fmt: skip
     run = _medium(user)
 
     assert run.status == RunStatus.BLOCKED
@@ -129,7 +129,7 @@ def test_a_template_bounds_the_attempts_and_zero_sends_failing_tests_to_review(
     listed = {t["slug"]: t for t in client.get("/api/workflows/").json()}
     assert listed["medium"]["max_test_attempts"] == 3
     WorkflowTemplate.objects.filter(slug="medium").update(max_test_attempts=0)
-    _coder(_first_try(), _rewrite(SECOND))
+    _coder(first_try(), rewrite(SECOND))
     run = _medium(user)
     assert run.status == RunStatus.SUCCEEDED
     assert history(run) == ["Default", "Planner", "Coder", "Tester", "Reviewer", "Default"]
@@ -177,7 +177,7 @@ def test_an_answer_identical_to_the_last_no_progress_answer_fails_at_once(
 def test_a_malformed_plan_is_tried_once_more_with_the_refusal_shown(user: User) -> None:
     scripted_model("planner", [[{"content": "I think we add a helper."}],
                                [{"content": PLAN_ONE_STEP}]])  # fmt: skip
-    _coder(_first_try(), _rewrite(SECOND))
+    _coder(first_try(), rewrite(SECOND))
     scripted_model("tester", [script_tester()])
     scripted_model("reviewer", [APPROVE])
     run = drive(
