@@ -47,6 +47,12 @@ class WorkflowTemplate(models.Model):
     max_revisions_per_run = models.PositiveSmallIntegerField(
         default=6, help_text="Requested changes sent back to the Coder in the whole run."
     )
+    max_test_attempts = models.PositiveSmallIntegerField(
+        default=3,
+        help_text="Attempts the Coder gets at a plan step while its tests fail (each time "
+        "with the failing output); then the step is blocked and a person decides. 0: failing "
+        "tests go on to the review.",
+    )
     max_llm_calls = models.PositiveIntegerField(default=200, help_text="Across all stages.")
     max_tokens = models.PositiveIntegerField(default=2_000_000, help_text="Across all stages.")
     max_seconds = models.PositiveIntegerField(

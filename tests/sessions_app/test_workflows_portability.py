@@ -92,6 +92,8 @@ def test_export_then_import_round_trips_and_applies_edits() -> None:
 
     edited = copy.deepcopy(document)
     template_of(edited, "medium")["max_llm_calls"] = 50
+    assert template_of(edited, "medium")["max_test_attempts"] == 3  # issue 39's default
+    template_of(edited, "medium")["max_test_attempts"] = 5
     template_of(edited, "medium")["stages"][1]["max_tokens"] = 9000
     edited["templates"].append(
         {
@@ -109,6 +111,8 @@ def test_export_then_import_round_trips_and_applies_edits() -> None:
     assert (summary.templates, summary.signals) == (4, len(edited["risk_signals"]))
     again = workflows_export()
     assert template_of(again, "medium")["max_llm_calls"] == 50
+    assert template_of(again, "medium")["max_test_attempts"] == 5
+    assert template_of(again, "docs")["max_test_attempts"] == 3
     assert template_of(again, "medium")["stages"][1]["max_tokens"] == 9000
     assert template_of(again, "docs")["max_seconds"] == 7200  # the model's default
     assert template_of(again, "docs")["stages"][0]["position"] == 0
@@ -314,6 +318,7 @@ def _admin_form(stages: list[tuple[str, str | None]]) -> dict[str, Any]:
         "enabled": "on",
         "max_revisions_per_step": 2,
         "max_revisions_per_run": 6,
+        "max_test_attempts": 3,
         "max_llm_calls": 200,
         "max_tokens": 2_000_000,
         "max_seconds": 7200,

@@ -53,6 +53,7 @@ class WorkflowOutput(serializers.ModelSerializer):
             "enabled",
             "max_revisions_per_step",
             "max_revisions_per_run",
+            "max_test_attempts",
             "max_llm_calls",
             "max_tokens",
             "max_seconds",

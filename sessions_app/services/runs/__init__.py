@@ -4,7 +4,9 @@
 without passing tests, and its moving on after jobs included); ``start`` begins one;
 ``people`` records what people do to it and hands that to the engine; ``stages`` carries
 out entering and closing a stage (what it is asked, its budget, what it produced: a test
-stage's evidence, the risk a request, plan or changes raise); ``seed`` and ``portability``
+stage's evidence, the risk a request, plan or changes raise); ``retries`` decides when a
+stage is tried again (failing tests back to the Coder, a Coder that wrote nothing, a
+malformed plan) and what its request adds; ``seed`` and ``portability``
 are its templates as shipped and as YAML.
 """
 

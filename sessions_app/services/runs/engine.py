@@ -55,6 +55,7 @@ from sessions_app.services.job_recovery import job_expire
 from sessions_app.services.jobs import job_stop
 from sessions_app.services.locks import lock_session
 from sessions_app.services.plans import plan_step_update
+from sessions_app.services.runs.retries import Again, after_failure, after_tests, retry_note
 from sessions_app.services.runs.stages import (
     ORCHESTRATOR,
     PASSED,
@@ -117,6 +118,7 @@ class Next:
     done_step: int = 0  # a plan step a review just approved (marked done first)
     question: RunQuestion | None = None
     revise: bool = False  # START of a revision: counts against the run's bound
+    retry: str = ""  # START of a stage again (``retries``): which attempt, and why
 
 
 def template_stages(run: Run) -> list[WorkflowStage]:
@@ -218,10 +220,8 @@ def next_move(
         return Next(Move.FINISH, status=RunStatus.CANCELLED, message=f"Run cancelled{by}")
     if event is not None:
         return _after_person(run, event)
-    if outcome is not None and outcome.status == StageStatus.FAILED:
-        return Next(
-            Move.FINISH, status=RunStatus.FAILED, code=outcome.code, message=outcome.message
-        )
+    if last is not None and outcome is not None and outcome.status == StageStatus.FAILED:
+        return _after_failure(run, last, outcome)
     if outcome is not None and outcome.status == StageStatus.AWAITING_INPUT:
         return Next(Move.PAUSE, question=outcome.question)
     stages = template_stages(run)
@@ -238,9 +238,37 @@ def next_move(
             message=f"No progress: the Coder's revision of plan step {last.plan_step} left "
             "the changes exactly as they were.",
         )
+    again = after_tests(run, last) if last.purpose == StagePurpose.TEST else None
+    if again is not None:
+        return _tests_failed(stages, last, again)
     if last.purpose in (StagePurpose.CODE, StagePurpose.TEST):
         return _enter(run, stages, index + 1, step=last.plan_step, revision=last.revision)
     return _after_review(run, session, stages, last)
+
+
+def _after_failure(run: Run, last: RunStage, outcome: StageOutcome) -> Next:
+    """A failed stage ends the run, unless ``retries`` enters it again (a Coder that wrote
+    nothing, a Planner's answer that was not a plan)."""
+    again = after_failure(run, last, outcome)
+    if again is not None and again.retry:
+        stages = template_stages(run)
+        index = next(i for i, s in enumerate(stages) if s.position == last.position)
+        return Next(
+            Move.START, index=index, step=last.plan_step, revision=last.revision, retry=again.why
+        )
+    message = again.why if again is not None else outcome.message
+    return Next(Move.FINISH, status=RunStatus.FAILED, code=outcome.code, message=message)
+
+
+def _tests_failed(stages: list[WorkflowStage], test: RunStage, again: Again) -> Next:
+    """The step's tests failed: back to the Coder with them, or blocked once its attempts
+    are spent (a person's answer sends it back to the Coder, ``_after_person``)."""
+    if not again.retry:
+        return Next(Move.BLOCK, message=again.why)
+    code = next(i for i, s in enumerate(stages) if s.purpose == StagePurpose.CODE)
+    return Next(
+        Move.START, index=code, step=test.plan_step, revision=test.revision, retry=again.why
+    )
 
 
 def _after_person(run: Run, event: RunEvent) -> Next:
@@ -347,8 +375,11 @@ def _carry_out(
             run.revisions += 1
             run.save(update_fields=["revisions", "updated_at"])
         template_stage = template_stages(run)[nxt.index]
-        stage = stage_start(run, session, template_stage, step=nxt.step, revision=nxt.revision)
-        _stage_entered(run, session, stage)
+        stage = stage_start(
+            run, session, template_stage, step=nxt.step, revision=nxt.revision,
+            retry=nxt.retry, note=retry_note(last, template_stage.purpose),
+        )  # fmt: skip
+        _stage_entered(run, session, stage, retry=nxt.retry)
     elif nxt.move == Move.RESUME:
         assert nxt.question is not None and nxt.question.stage is not None
         stage_resume(run, session, nxt.question.stage, nxt.question)
@@ -372,11 +403,12 @@ def _carry_out(
         run_finish(run, session, nxt.status, nxt.code, nxt.message)
 
 
-def _stage_entered(run: Run, session: AgentSession, stage: RunStage) -> None:
-    """A stage's job is queued: the run says so (audited, and live)."""
+def _stage_entered(run: Run, session: AgentSession, stage: RunStage, retry: str = "") -> None:
+    """A stage's job is queued: the run says so (audited, and live), and which attempt a
+    stage entered again is."""
     run_record(
         run, session, EventKind.RUN_UPDATED, f"stage {stage.seq} {stage.purpose}",
-        reason=stage.reason, job=str(stage.job_id),
+        reason=stage.reason, job=str(stage.job_id), **({"retry": retry} if retry else {}),
     )  # fmt: skip
 
 

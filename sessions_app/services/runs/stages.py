@@ -119,10 +119,19 @@ def _reason(purpose: str, step: PlanStep, revision: int, run: Run) -> str:
 
 
 def stage_start(
-    run: Run, session: AgentSession, template_stage: WorkflowStage, *, step: int, revision: int
+    run: Run,
+    session: AgentSession,
+    template_stage: WorkflowStage,
+    *,
+    step: int,
+    revision: int,
+    retry: str = "",
+    note: str = "",
 ) -> RunStage:
     """Enter a template stage: move the (locked) session into its role with a reason a
-    person reads, and queue its job within what is left of the run's budget."""
+    person reads, and queue its job within what is left of the run's budget. A stage
+    entered again says why in its reason (``retry``: which attempt); ``note`` is what its
+    request adds (``retries.retry_note``)."""
     limits = stage_limits(
         run,
         llm_calls=template_stage.max_llm_calls,
@@ -140,6 +149,7 @@ def stage_start(
         )  # fmt: skip
     plan_step = plan_step_of(session, step) if step else PlanStep(0, 0, "")
     reason = _reason(template_stage.purpose, plan_step, revision, run)
+    reason += f" ({retry})" if retry else ""
     session_transition(
         session=session, to_role=role.slug, reason=reason, actor=ORCHESTRATOR, run_id=run.pk
     )
@@ -160,7 +170,7 @@ def stage_start(
             session=session, number=plan_step.number, status="in_progress",
             actor=ORCHESTRATOR, run_id=run.pk,
         )  # fmt: skip
-    request = stage_request(run, session, stage, plan_step)
+    request = stage_request(run, session, stage, plan_step, note=note)
     _stage_job(run, session, stage, request, limits)
     return stage
 
@@ -234,7 +244,8 @@ def _evidence(
         return {}, None
     before, stage.progress = stage.progress, pending_digest(session)
     if stage.progress == before and not stage.revision:  # revisions: ACODE-RUN-007
-        return {"changed": [], "summary": job.result[:EVIDENCE_CHARS]}, StageOutcome(
+        wrote = {"changed": [], "wrote_nothing": True, "summary": job.result[:EVIDENCE_CHARS]}
+        return wrote, StageOutcome(
             StageStatus.FAILED,
             "ACODE-JOB-009",
             f"The Coder stage of plan step {stage.plan_step} changed nothing: the model "
@@ -494,9 +505,12 @@ def _answers_text(run: Run) -> str:
     return "\n".join(f"Q: {q.question}\nA: {q.answer}" for q in answered)
 
 
-def stage_request(run: Run, session: AgentSession, stage: RunStage, step: PlanStep) -> str:
+def stage_request(
+    run: Run, session: AgentSession, stage: RunStage, step: PlanStep, *, note: str = ""
+) -> str:
     """The request a stage's job gets: the run's request, the step, and what earlier stages
-    found (the plan, the Explorer's findings, the reviewer's findings, test results)."""
+    found (the plan, the Explorer's findings, the reviewer's findings, test results), and
+    ``note``: why a stage entered again is (failing tests, nothing written, a refusal)."""
     parts: list[str] = []
     if stage.purpose == StagePurpose.PLAN:
         parts = [f"Plan this request: {run.request}", PLAN_FORMAT]
@@ -522,8 +536,8 @@ def stage_request(run: Run, session: AgentSession, stage: RunStage, step: PlanSt
             if review is not None:
                 parts.append("## Reviewer findings to address\n" + _findings_text(review.verdict))
             tested = _latest(run, StagePurpose.TEST, step)
-            if tested is not None:
-                parts.append(f"## Last test results\n{_evidence_text(tested.evidence)}")
+            if tested is not None and not note:  # a note carries the failing tests
+                parts.append(f"## Last test results\n{evidence_text(tested.evidence)}")
     elif stage.purpose == StagePurpose.TEST:
         parts = [
             f"Run the test suite for plan step {step.number}/{step.total}: {step.title}. "
@@ -537,7 +551,9 @@ def stage_request(run: Run, session: AgentSession, stage: RunStage, step: PlanSt
         ]
         tested = _latest(run, StagePurpose.TEST, step)
         if tested is not None:
-            parts.append(f"## Test results (evidence)\n{_evidence_text(tested.evidence)}")
+            parts.append(f"## Test results (evidence)\n{evidence_text(tested.evidence)}")
+    if note:
+        parts.append(note)
     answers = _answers_text(run)
     if answers:
         parts.append(f"## Answers from a person\n{answers}")
@@ -549,7 +565,7 @@ def _latest(run: Run, purpose: str, step: PlanStep) -> RunStage | None:
     return run.stages.filter(purpose=purpose, plan_step=step.number).order_by("-seq").first()
 
 
-def _evidence_text(evidence: dict[str, Any]) -> str:
+def evidence_text(evidence: dict[str, Any]) -> str:
     """The Tester's run as the next model reads it: the command's output is outside text,
     so it goes through the one channel as untrusted data (cut first, so the wrapper stays
     whole)."""

@@ -41,7 +41,7 @@ def test_a_coder_stage_that_changes_nothing_fails_in_that_stage(user: User) -> N
     assert run.error_code == "ACODE-JOB-009"
     assert "changed nothing" in run.message and MODEL_SETTINGS in run.message
     stages = list(run.stages.order_by("seq").values_list("purpose", "status"))
-    assert stages == [("code", "failed")]
+    assert stages == [("code", "failed"), ("code", "failed")]  # tried again once (issue 39)
     assert history(run) == ["Default", "Coder", "Default"]  # no Tester, no ACODE-ROL-002
     run.session.refresh_from_db()
     assert [s["status"] for s in run.session.plan] == ["failed"]
@@ -81,8 +81,8 @@ def test_a_failed_planners_answer_is_kept_on_the_job(user: User) -> None:
         run_start(session=_session(user), request="Add a greeting", user=user, risk="medium")
     )
     assert run.error_code == "ACODE-JOB-008"
-    job = Job.objects.get(session=run.session, role__slug="planner")
-    assert job.status == JobStatus.FAILED and job.result == answer
+    jobs = Job.objects.filter(session=run.session, role__slug="planner")  # tried again once
+    assert [(j.status, j.result) for j in jobs] == [(JobStatus.FAILED, answer)] * 2
 
 
 def test_model_failures_do_not_raise_the_next_runs_risk(user: User) -> None:

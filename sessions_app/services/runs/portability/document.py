@@ -36,6 +36,7 @@ INT = 2_147_483_647  # PositiveIntegerField
 TEMPLATE_INTS = {
     "max_revisions_per_step": SMALL_INT,
     "max_revisions_per_run": SMALL_INT,
+    "max_test_attempts": SMALL_INT,
     "max_llm_calls": INT,
     "max_tokens": INT,
     "max_seconds": INT,
