@@ -232,5 +232,4 @@ def test_a_review_on_the_model_the_coder_was_moved_to_is_refused(
         return
     assert run.status == RunStatus.SUCCEEDED, run.message
     assert review_stage is not None and review_stage.model == "reviewer-b"
-    job = Job.objects.get(pk=review_stage.job_id)
-    assert job.model_override == "reviewer-b"
+    assert review_stage.job is not None and review_stage.job.model_override == "reviewer-b"
