@@ -248,6 +248,7 @@ def jobs_never_start(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_no_follow_list_show_and_cancel(
     cli: RunCli, session_id: str, jobs_never_start: None
 ) -> None:
+    runkit.other_reviewer()
     started = cli("run", "Store the password hash", "--no-follow")
     assert started.exit_code == 0, started.output
     run = only_run()

@@ -25,6 +25,7 @@ pytestmark = pytest.mark.django_db
 def staff(admin_user: Any) -> APIClient:
     client = APIClient()
     client.force_authenticate(admin_user)
+    client.force_login(admin_user)  # and the pages
     return client
 
 
@@ -51,6 +52,9 @@ def test_a_roles_reassign_models_are_ordered_endpoint_names_through_the_api(
     assert registry.get("coder").spec.reassign_models == ("bigger", "big")
     assert registry.get("coder").content_hash != hash_before  # a new version of the role
     assert staff.get("/api/roles/reviewer/").json()["reassign_models"] == []
+
+    page = staff.get("/roles/").content.decode()  # the roles page shows the route
+    assert "When a run step is blocked" in page and "<code>bigger</code>, then <code>big" in page
 
     # The policy diff lists it as a changed field that grants nothing on its own.
     diff = policy_diff(before, registry.get("coder").spec.content())

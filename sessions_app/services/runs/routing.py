@@ -44,13 +44,15 @@ def configured_model(stage: WorkflowStage) -> str:
     return registry.by_id(stage.role_id).spec.preferred_model
 
 
-def _template_stage(run: Run, stage: RunStage) -> WorkflowStage:
-    return run.template.stages.select_related("role").get(position=stage.position)
-
-
 def _used(run: Run, stage: RunStage) -> str:
-    """The model a run stage asked: where the run routed it, else its template stage's."""
-    return stage.model or configured_model(_template_stage(run, stage))
+    """The model a run stage asked: where the run routed it, else its template stage's (its
+    role's, should the template have lost that stage since)."""
+    if stage.model:
+        return stage.model
+    template_stage = run.template.stages.filter(position=stage.position).first()
+    if template_stage is not None:
+        return configured_model(template_stage)
+    return registry.by_id(stage.role_id).spec.preferred_model if stage.role_id else ""
 
 
 def _coder_stages(run: Run, step: int) -> list[RunStage]:

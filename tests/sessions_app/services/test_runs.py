@@ -360,6 +360,7 @@ def test_cancel_stops_at_the_stage_boundary_and_returns_to_default(user: User) -
 
 
 def test_risk_signals_raise_the_declared_tier_and_are_recorded(user: User) -> None:
+    other_reviewer()
     run = run_start(
         session=_session(user), request="Store the password hash in settings.py", user=user
     )
