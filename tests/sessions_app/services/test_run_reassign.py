@@ -26,7 +26,15 @@ from sessions_app.models import (
 from sessions_app.services.runs import run_answer, run_start
 from sessions_app.services.sessions import session_create
 from tests.sessions_app.jobkit import scripted_model
-from tests.sessions_app.runkit import PLAN_ONE_STEP, SECOND, drive, history, review, script_tester
+from tests.sessions_app.runkit import (
+    PLAN_ONE_STEP,
+    SECOND,
+    calls,
+    drive,
+    history,
+    review,
+    script_tester,
+)
 from tests.sessions_app.services.test_run_selfcorrect import TEST_GREET, first_try, rewrite
 
 pytestmark = pytest.mark.django_db
@@ -233,3 +241,25 @@ def test_a_review_on_the_model_the_coder_was_moved_to_is_refused(
     assert run.status == RunStatus.SUCCEEDED, run.message
     assert review_stage is not None and review_stage.model == "reviewer-b"
     assert review_stage.job is not None and review_stage.job.model_override == "reviewer-b"
+
+
+def test_a_coder_that_wrote_nothing_twice_moves_to_the_fallback_model(user: User) -> None:
+    scripted_model(
+        "coder", [calls(final="I would add greet()."), calls(final="Still thinking.")],
+        name="coder-a",
+    )  # fmt: skip
+    endpoint("coder-b", calls(("create_file", {"path": "greet.py", "content": SECOND})))
+    reassign("coder", "coder-b")
+    scripted_model("tester", [script_tester()])
+    scripted_model("reviewer", [APPROVE])
+    session = session_create(owner=user, title="reassign", task="greeting")
+    run = drive(run_start(session=session, request="Add a greeting helper", user=user))
+
+    assert run.status == RunStatus.SUCCEEDED, run.message
+    codes = list(run.stages.filter(purpose="code").order_by("seq"))
+    assert [(c.status, c.model) for c in codes] == [
+        ("failed", ""), ("failed", ""), ("succeeded", "coder-b")
+    ]  # fmt: skip
+    assert codes[2].reason.endswith(
+        "(reassigned to model coder-b from coder-a after 2 tries that wrote nothing)"
+    )
