@@ -71,6 +71,7 @@ class RoleSpec:
     answer_sets_plan: bool = False
     examples: tuple[Mapping[str, Any], ...] = ()  # see roles.commands.examples
     protected: bool = False  # changes become drafts (roles.services.drafts)
+    reassign_models: tuple[str, ...] = ()  # a blocked run step moves on to these, in order
 
     def content(self) -> dict[str, Any]:
         """The role's stored content as plain JSON-able data (import/export, snapshots)."""
@@ -102,6 +103,8 @@ class RoleSpec:
             data["examples"] = [dict(example) for example in self.examples]
         if self.protected:  # likewise: only when set
             data["protected"] = True
+        if self.reassign_models:  # likewise
+            data["reassign_models"] = list(self.reassign_models)
         return data
 
 

@@ -88,6 +88,13 @@ class Role(models.Model):
     )
     preferred_model = models.CharField(max_length=200, blank=True)
     fallback_model = models.CharField(max_length=200, blank=True)
+    reassign_models = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Model endpoints, in order, a run moves this role's work to when a plan "
+        "step is blocked after its attempts (and where a review looks for a model other "
+        "than the author's). Not the fallback, which is tried when the model does not answer.",
+    )
     queue = models.CharField(max_length=100, default="agents")
     max_llm_calls = models.PositiveIntegerField(default=20)
     max_tokens = models.PositiveIntegerField(default=50_000)

@@ -80,6 +80,10 @@ class RoleDetailOutput(RoleOutput):
     command_patterns = serializers.ListField(child=serializers.JSONField())
     preferred_model = serializers.CharField()
     fallback_model = serializers.CharField()
+    reassign_models = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Model endpoints, in order, a run moves a blocked plan step to.",
+    )
     queue = serializers.CharField()
     answer_sets_plan = serializers.BooleanField()
     max_llm_calls = serializers.IntegerField()
@@ -100,6 +104,7 @@ class RoleDetailOutput(RoleOutput):
                 "command_patterns": list(spec.command_patterns),
                 "preferred_model": spec.preferred_model,
                 "fallback_model": spec.fallback_model,
+                "reassign_models": list(spec.reassign_models),
                 "queue": spec.queue,
                 "answer_sets_plan": spec.answer_sets_plan,
                 "max_llm_calls": spec.max_llm_calls,

@@ -45,6 +45,12 @@ class RoleAdminForm(forms.ModelForm):
         required=False,
         help_text="Globs relative to the workspace, one per line (e.g. docs/**). Empty: anywhere.",
     )
+    reassign_models = LinesField(
+        required=False,
+        help_text="Model endpoints, one per line, in order: a run moves a plan step this role "
+        "could not finish (blocked after its attempts) to the next one. Empty: a person "
+        "decides. Not the fallback model, which is tried when the model does not answer.",
+    )
     command_patterns = CommandRulesField(
         required=False,
         help_text='Command rules, one per line: a JSON object such as {"program": "python", '
@@ -81,6 +87,7 @@ class RoleAdminForm(forms.ModelForm):
             "context_strategy",
             "preferred_model",
             "fallback_model",
+            "reassign_models",
             "queue",
             "max_llm_calls",
             "max_tokens",
@@ -127,7 +134,7 @@ class RoleAdminForm(forms.ModelForm):
             ):
                 self.add_error("parent", f"ACODE-ROL-004: {problem}")
         known = set(ModelEndpoint.objects.values_list("name", flat=True))
-        for field in ("preferred_model", "fallback_model"):
+        for field in ("preferred_model", "fallback_model", "reassign_models"):
             named = {"slug": self.instance.slug, field: data.get(field)}
             for problem in model_name_problems(named, known):
                 self.add_error(field, f"ACODE-API-404: {problem}")
@@ -230,6 +237,7 @@ class RoleAdmin(ServiceAdmin):
                 "fields": (
                     "preferred_model",
                     "fallback_model",
+                    "reassign_models",
                     "queue",
                     "max_llm_calls",
                     "max_tokens",

@@ -48,6 +48,7 @@ NEW_ROLE: Mapping[str, Any] = {
     "context_strategy": ContextStrategy.ADAPTIVE.value,
     "preferred_model": "",
     "fallback_model": "",
+    "reassign_models": [],
     "queue": "agents",
     "max_llm_calls": 20,
     "max_tokens": 50_000,
@@ -187,7 +188,7 @@ def role_upsert(*, content: Mapping[str, Any]) -> Role:
             setattr(role, name, content[name])
     # A role's content names "protected" only when set (``RoleSpec.content``).
     role.protected = bool(content.get("protected", False))
-    for name in ("capabilities", "constraints", "write_paths", "command_patterns", "examples"):
+    for name in _MODEL_LISTS:
         setattr(role, name, list(content.get(name) or []))
     role.save()
     role.permissions.set(Permission.objects.filter(code__in=content.get("permissions") or []))
@@ -251,7 +252,14 @@ def _model_content(
     return content
 
 
-_MODEL_LISTS = ("capabilities", "constraints", "write_paths", "command_patterns", "examples")
+_MODEL_LISTS = (
+    "capabilities",
+    "constraints",
+    "write_paths",
+    "command_patterns",
+    "examples",
+    "reassign_models",
+)
 
 
 def role_saved(

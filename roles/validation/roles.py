@@ -45,6 +45,7 @@ ROLE_LISTS = (
     "capabilities",
     "constraints",
     "write_paths",
+    "reassign_models",
 )
 # Words the API routes under /api/roles/ claim; a role with such a slug could not be reached.
 RESERVED_SLUGS = ("export", "import", "test")
@@ -139,6 +140,13 @@ ROLE_PROPERTIES: dict[str, dict[str, Any]] = {
     "context_strategy": {"type": "string", "enum": list(ContextStrategy.values)},
     "preferred_model": {"type": "string", "maxLength": 200},
     "fallback_model": {"type": "string", "maxLength": 200},
+    "reassign_models": {
+        "type": "array",
+        "maxItems": 10,
+        "uniqueItems": True,
+        "items": {"type": "string", "minLength": 1, "maxLength": 200},
+        "description": "Model endpoints, in order, a run moves a blocked plan step to.",
+    },
     "queue": {"type": "string", "maxLength": 100, "pattern": NOT_WHITESPACE},
     "max_llm_calls": _INT,
     "max_tokens": _INT,
@@ -268,10 +276,12 @@ def role_reference_problems(
 
 
 def model_name_problems(item: Mapping[str, Any], known_endpoints: Collection[str]) -> list[str]:
-    """A preferred or fallback model that names no model endpoint (empty: the default)."""
+    """A preferred, fallback or reassign model that names no model endpoint (empty: the
+    default)."""
     problems = []
-    for field in ("preferred_model", "fallback_model"):
-        name = item.get(field)
+    named = [(field, item.get(field)) for field in ("preferred_model", "fallback_model")]
+    named += [("reassign_models", name) for name in _strings(item.get("reassign_models"))]
+    for field, name in named:
         if isinstance(name, str) and name and name not in known_endpoints:
             known = ", ".join(sorted(known_endpoints)) or "none yet"
             problems.append(

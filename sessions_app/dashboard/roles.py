@@ -62,6 +62,7 @@ class RoleCard:
     context_strategy: str
     preferred_model: str
     fallback_model: str
+    reassign_models: tuple[str, ...]  # where a run moves a step the role could not finish
     default_model: str
     queue: str
     max_llm_calls: int
@@ -97,6 +98,7 @@ def role_card(role: RoleDef) -> RoleCard:
         context_strategy=CONTEXT_STRATEGIES.get(spec.context_strategy, spec.context_strategy),
         preferred_model=spec.preferred_model,
         fallback_model=spec.fallback_model,
+        reassign_models=spec.reassign_models,
         default_model=str(settings.ACODE_LLM_DEFAULT_MODEL),
         queue=spec.queue,
         max_llm_calls=spec.max_llm_calls,

@@ -67,6 +67,13 @@ class WorkflowTemplate(models.Model):
         help_text="A run passes only when its tests passed (each plan step's last test "
         "stage). Empty: by the run's tier (ACODE_RUN_REQUIRE_TESTS_TIERS, medium and high).",
     )
+    review_model_differs = models.BooleanField(
+        default=False,
+        help_text="A different engineer reviews: a review stage's model endpoint must differ "
+        "from the one the Coder wrote the step with (the review stage's own, else the first "
+        "of its role's reassign models that differs). A run refuses to start without one "
+        "(ACODE-RUN-013).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -252,6 +259,12 @@ class RunStage(models.Model):
     )
     progress = models.CharField(
         max_length=64, blank=True, help_text="Digest of the pending changes after a code stage."
+    )
+    model = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="The model endpoint the run routed this stage to: a Coder reassigned after "
+        "a blocked step, a reviewer other than the author; empty: the stage's or its role's.",
     )
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)

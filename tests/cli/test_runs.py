@@ -115,6 +115,7 @@ def test_run_json_prints_only_the_final_run(cli: RunCli, session_id: str, eager_
 
 def test_a_failed_run_exits_7_with_its_code(cli: RunCli, session_id: str, eager_jobs: None) -> None:
     scripted_model("planner", [[{"content": "I think we should probably add a helper."}]])
+    runkit.other_reviewer()
     result = cli("run", "Add a greeting", "--risk", "medium", "--interval", "0.05")
     assert result.exit_code == 7
     assert "The plan stage in Planner failed." in result.stdout
@@ -247,6 +248,7 @@ def jobs_never_start(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_no_follow_list_show_and_cancel(
     cli: RunCli, session_id: str, jobs_never_start: None
 ) -> None:
+    runkit.other_reviewer()
     started = cli("run", "Store the password hash", "--no-follow")
     assert started.exit_code == 0, started.output
     run = only_run()
@@ -285,6 +287,7 @@ def test_ctrl_c_offers_to_cancel_the_run(
     cli: RunCli, session_id: str, jobs_never_start: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("acode.cli.commands.run_follow.time.sleep", _interrupt)
+    runkit.other_reviewer()
     result = cli("run", "Add a greeting", "--risk", "medium", input="y\n")
     assert result.exit_code == 130
     run = only_run()

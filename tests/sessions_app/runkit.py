@@ -39,6 +39,12 @@ def script_tester() -> list[dict[str, Any]]:
     return calls(("run_tests", {"argv": ["python", "-m", "pytest", "-q"]}), final="tests ran")
 
 
+def other_reviewer() -> None:
+    """Route the Reviewer to a model of its own: the seeded medium and high templates want a
+    review by a model other than the Coder's (issue 39; ACODE-RUN-013 otherwise)."""
+    scripted_model("reviewer", [review("approve", "looks right")])
+
+
 def script_medium_run(*, reviews: list[list[dict[str, Any]]]) -> None:
     """Planner: a one-step plan; Coder: creates, then revises greet.py; Tester runs the
     tests; Reviewer: the given verdicts in turn."""

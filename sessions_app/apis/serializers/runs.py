@@ -118,6 +118,10 @@ class RunStageRefOutput(serializers.Serializer):
 
 class RunStageOutput(RunStageRefOutput):
     position = serializers.IntegerField(help_text="The template stage it executes.")
+    model = serializers.CharField(
+        help_text="The model endpoint the run routed the stage to (a Coder reassigned after a "
+        "blocked step, a reviewer other than the author); empty: the stage's or its role's."
+    )
     job = serializers.UUIDField(source="job_id", allow_null=True)
     verdict = serializers.JSONField(
         help_text="A review's {verdict, summary, findings: [{path, line, body}]}; {} otherwise."

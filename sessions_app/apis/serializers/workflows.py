@@ -54,6 +54,7 @@ class WorkflowOutput(serializers.ModelSerializer):
             "max_revisions_per_step",
             "max_revisions_per_run",
             "max_test_attempts",
+            "review_model_differs",
             "max_llm_calls",
             "max_tokens",
             "max_seconds",

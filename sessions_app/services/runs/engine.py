@@ -56,6 +56,7 @@ from sessions_app.services.jobs import job_stop
 from sessions_app.services.locks import lock_session
 from sessions_app.services.plans import plan_step_update
 from sessions_app.services.runs.retries import Again, after_failure, after_tests, retry_note
+from sessions_app.services.runs.routing import reassignment, stage_model
 from sessions_app.services.runs.stages import (
     ORCHESTRATOR,
     PASSED,
@@ -119,6 +120,7 @@ class Next:
     question: RunQuestion | None = None
     revise: bool = False  # START of a revision: counts against the run's bound
     retry: str = ""  # START of a stage again (``retries``): which attempt, and why
+    model: str = ""  # START of a Coder moved to another model (``routing.reassignment``)
 
 
 def template_stages(run: Run) -> list[WorkflowStage]:
@@ -231,6 +233,12 @@ def next_move(
     if last.purpose in (StagePurpose.PLAN, StagePurpose.EXPLORE):
         return _enter(run, stages, index + 1, step=1, revision=0)
     if last.purpose == StagePurpose.CODE and _no_progress(run, last):
+        moved = reassignment(run, last.plan_step)
+        if moved is not None:  # another model may get further than this one
+            return Next(
+                Move.START, index=index, step=last.plan_step, revision=last.revision,
+                retry=moved.said("a revision that changed nothing"), model=moved.to,
+            )  # fmt: skip
         return Next(
             Move.FINISH,
             status=RunStatus.FAILED,
@@ -254,21 +262,24 @@ def _after_failure(run: Run, last: RunStage, outcome: StageOutcome) -> Next:
         stages = template_stages(run)
         index = next(i for i, s in enumerate(stages) if s.position == last.position)
         return Next(
-            Move.START, index=index, step=last.plan_step, revision=last.revision, retry=again.why
-        )
+            Move.START, index=index, step=last.plan_step, revision=last.revision,
+            retry=again.why, model=again.model,
+        )  # fmt: skip
     message = again.why if again is not None else outcome.message
     return Next(Move.FINISH, status=RunStatus.FAILED, code=outcome.code, message=message)
 
 
 def _tests_failed(stages: list[WorkflowStage], test: RunStage, again: Again) -> Next:
-    """The step's tests failed: back to the Coder with them, or blocked once its attempts
-    are spent (a person's answer sends it back to the Coder, ``_after_person``)."""
+    """The step's tests failed: back to the Coder with them (on the next model the Coder
+    role names once its attempts are spent), or blocked when none is left (a person's
+    answer sends it back to the Coder, ``_after_person``)."""
     if not again.retry:
         return Next(Move.BLOCK, message=again.why)
     code = next(i for i, s in enumerate(stages) if s.purpose == StagePurpose.CODE)
     return Next(
-        Move.START, index=code, step=test.plan_step, revision=test.revision, retry=again.why
-    )
+        Move.START, index=code, step=test.plan_step, revision=test.revision, retry=again.why,
+        model=again.model,
+    )  # fmt: skip
 
 
 def _after_person(run: Run, event: RunEvent) -> Next:
@@ -375,9 +386,10 @@ def _carry_out(
             run.revisions += 1
             run.save(update_fields=["revisions", "updated_at"])
         template_stage = template_stages(run)[nxt.index]
+        model = stage_model(run, template_stage, step=nxt.step, moved_to=nxt.model)
         stage = stage_start(
             run, session, template_stage, step=nxt.step, revision=nxt.revision,
-            retry=nxt.retry, note=retry_note(last, template_stage.purpose),
+            retry=nxt.retry, note=retry_note(last, template_stage.purpose), model=model,
         )  # fmt: skip
         _stage_entered(run, session, stage, retry=nxt.retry)
     elif nxt.move == Move.RESUME:
@@ -409,6 +421,7 @@ def _stage_entered(run: Run, session: AgentSession, stage: RunStage, retry: str 
     run_record(
         run, session, EventKind.RUN_UPDATED, f"stage {stage.seq} {stage.purpose}",
         reason=stage.reason, job=str(stage.job_id), **({"retry": retry} if retry else {}),
+        **({"model": stage.model} if stage.model else {}),
     )  # fmt: skip
 
 

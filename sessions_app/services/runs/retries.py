@@ -10,6 +10,8 @@ a bounded number of times, with what went wrong in its next request.
   fails at once.
 - A Planner answer that is not a plan is retried ``PLAN_RETRIES`` time with the refusal
   shown, then fails with ACODE-JOB-008.
+- Before a step is blocked or a Coder that wrote nothing fails, the step moves to the next
+  model the Coder role names (``routing.reassignment``), and its attempts count again there.
 
 The engine asks ``after_failure`` and ``after_tests`` what follows and carries it out; each
 attempt is a stage of its own whose reason says which attempt it is (shown on the run,
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 
 from sessions_app.containment import model_data
 from sessions_app.models import Job, Run, RunStage, StagePurpose, StageStatus
+from sessions_app.services.runs.routing import reassigned_at, reassignment
 from sessions_app.services.runs.stages import (
     ERROR,
     FAILED,
@@ -42,10 +45,12 @@ ANSWER_CHARS = 2_000  # how much of a refused answer its retry is shown
 @dataclass(frozen=True)
 class Again:
     """What follows a stage that did not get there: enter it again (``retry``, with
-    ``why`` said in the new stage's reason), or give up saying ``why``."""
+    ``why`` said in the new stage's reason; on ``model`` when the step was reassigned), or
+    give up saying ``why``."""
 
     retry: bool
     why: str
+    model: str = ""
 
 
 def tests_failed(stage: RunStage) -> bool:
@@ -67,10 +72,13 @@ def _step_stages(run: Run, stage: RunStage) -> list[RunStage]:
 
 def test_attempts(run: Run, test: RunStage) -> int:
     """The Coder's attempts at the step whose tests failed in a row, ending with ``test``:
-    a review, a passing test or a block a person answered starts a new count."""
+    a review, a passing test, a block a person answered or a move to another model starts
+    a new count."""
     count = 0
-    for stage in _step_stages(run, test):
-        if stage.purpose == StagePurpose.REVIEW:
+    stages = _step_stages(run, test)
+    since = reassigned_at(stages)
+    for stage in stages:
+        if stage.purpose == StagePurpose.REVIEW or stage.seq < since:
             break
         if stage.purpose != StagePurpose.TEST:
             continue
@@ -92,6 +100,10 @@ def after_tests(run: Run, test: RunStage) -> Again | None:
     status = test.evidence.get("status", "")
     if attempts < limit:
         return Again(True, f"attempt {attempts + 1} of {limit}; last test run: {status}")
+    moved = reassignment(run, test.plan_step)
+    if moved is not None:
+        why = f"{attempts} attempts; last test run: {status}"
+        return Again(True, moved.said(why), model=moved.to)
     command = test.evidence.get("command", "")
     return Again(
         False,
@@ -117,11 +129,16 @@ def after_failure(run: Run, stage: RunStage, outcome: StageOutcome) -> Again | N
 def _after_no_write(run: Run, stage: RunStage, outcome: StageOutcome) -> Again:
     tries = _in_a_row(run, stage, lambda s: bool((s.evidence or {}).get("wrote_nothing")))
     if len(tries) >= 2 and tries[0].evidence.get("summary") == tries[1].evidence.get("summary"):
-        return Again(False, f"{outcome.message} Its retry answered exactly as the try before.")
-    if len(tries) <= NO_WRITE_RETRIES:
+        why = f"{outcome.message} Its retry answered exactly as the try before."
+    elif len(tries) <= NO_WRITE_RETRIES:
         return Again(True, "retry: the Coder's last try wrote nothing")
-    times = "once" if NO_WRITE_RETRIES == 1 else f"{NO_WRITE_RETRIES} times"
-    return Again(False, f"{outcome.message} It was retried {times} with a note saying so.")
+    else:
+        times = "once" if NO_WRITE_RETRIES == 1 else f"{NO_WRITE_RETRIES} times"
+        why = f"{outcome.message} It was retried {times} with a note saying so."
+    moved = reassignment(run, stage.plan_step)
+    if moved is not None:
+        return Again(True, moved.said(f"{len(tries)} tries that wrote nothing"), model=moved.to)
+    return Again(False, why)
 
 
 def _in_a_row(run: Run, stage: RunStage, failed: Callable[[RunStage], bool]) -> list[RunStage]:
@@ -131,7 +148,11 @@ def _in_a_row(run: Run, stage: RunStage, failed: Callable[[RunStage], bool]) -> 
     for earlier in _step_stages(run, stage):
         if earlier.purpose != stage.purpose:
             continue
-        if earlier.status != StageStatus.FAILED or not failed(earlier):
+        if (
+            earlier.status != StageStatus.FAILED
+            or not failed(earlier)
+            or earlier.model != stage.model
+        ):
             break
         tries.append(earlier)
     return tries

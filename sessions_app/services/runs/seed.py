@@ -26,8 +26,10 @@ TEMPLATES: list[dict[str, Any]] = [
         "slug": "medium",
         "name": "Medium risk: plan, then code, test and review each step",
         "description": "Planner writes a structured plan; each step goes Coder → Tester → "
-        "Reviewer, back to the Coder when changes are requested.",
+        "Reviewer, back to the Coder when changes are requested. A model other than the "
+        "Coder's reviews.",
         "risk_tier": "medium",
+        "review_model_differs": True,
         "stages": [
             {"purpose": "plan", "role": "planner"},
             {"purpose": "code", "role": "coder"},
@@ -42,6 +44,7 @@ TEMPLATES: list[dict[str, Any]] = [
         "end: a person other than the one who started the run approves exactly what is "
         "committed.",
         "risk_tier": "high",
+        "review_model_differs": True,
         "stages": [
             {"purpose": "plan", "role": "planner"},
             {"purpose": "explore", "role": "explorer"},

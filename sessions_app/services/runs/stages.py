@@ -127,17 +127,19 @@ def stage_start(
     revision: int,
     retry: str = "",
     note: str = "",
+    model: str = "",
 ) -> RunStage:
     """Enter a template stage: move the (locked) session into its role with a reason a
     person reads, and queue its job within what is left of the run's budget. A stage
     entered again says why in its reason (``retry``: which attempt); ``note`` is what its
-    request adds (``retries.retry_note``)."""
+    request adds (``retries.retry_note``); ``model``: where the run routed it
+    (``routing.stage_model``; "": the template stage's or role's)."""
     limits = stage_limits(
         run,
         llm_calls=template_stage.max_llm_calls,
         tokens=template_stage.max_tokens,
         seconds=template_stage.timeout_seconds,
-        model=template_stage.model,
+        model=model or template_stage.model,
     )
     assert template_stage.role_id is not None  # only the gate has no role
     role = registry.by_id(template_stage.role_id)
@@ -162,6 +164,7 @@ def stage_start(
         plan_step=plan_step.number,
         revision=revision,
         reason=reason,
+        model=model,
         # A code stage's progress is the changes' digest: what it was before, until it ends.
         progress=pending_digest(session) if template_stage.purpose == StagePurpose.CODE else "",
     )

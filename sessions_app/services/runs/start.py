@@ -24,6 +24,7 @@ from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.jobs import require_broker
 from sessions_app.services.locks import lock_session
 from sessions_app.services.runs.engine import advance, publish_run
+from sessions_app.services.runs.routing import reviewer_refusal
 from sessions_app.services.runs.stages import (
     MAX_REQUEST_CHARS,
     RiskInput,
@@ -99,7 +100,8 @@ def run_start(
 
     The effective risk tier is the higher of ``risk`` (declared; default low) and the
     signals that fire on the request and the session; it picks the template unless one
-    is named.
+    is named. A template that requires a review by a model other than the Coder's and has
+    none refuses the run (ACODE-RUN-013) before anything is written.
     """
     declared = _declared_tier(request, risk)
     require_broker()  # refused with 503 before anything is written: submit it again at once
@@ -110,6 +112,9 @@ def run_start(
         )
         tier = higher_tier(declared, *(s["tier"] for s in fired))
         chosen = template_for(tier, template)
+        refusal = reviewer_refusal(chosen)  # a different reviewer, when the template asks
+        if refusal is not None:
+            raise refusal
         who = actor_name(user, actor)
         run = Run.objects.create(
             session=locked,

@@ -164,6 +164,7 @@ def test_the_run_form_is_offered_to_who_may_act(
 def test_starting_a_run_from_the_form_creates_it_and_shows_it(
     dev_client: Client, session: AgentSession, user: User
 ) -> None:
+    runkit.other_reviewer()
     response = dev_client.post(
         f"/sessions/{session.id}/runs/",
         {"request": "Add a greeting helper", "risk": "medium"},

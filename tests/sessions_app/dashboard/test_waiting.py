@@ -23,7 +23,7 @@ from tests.sessions_app.dashboard.test_runs import (
     script_question,
     section,
 )
-from tests.sessions_app.runkit import drive, grant_approve
+from tests.sessions_app.runkit import drive, grant_approve, other_reviewer
 
 pytestmark = pytest.mark.django_db
 
@@ -71,6 +71,7 @@ def test_the_risk_badge_shows_the_runs_tier_not_the_sessions(
 ) -> None:
     header = section(page(dev_client, session), "session-header")
     assert 'data-risk="low"' in header and ">Low risk<" in header
+    other_reviewer()
     run = run_start(session=session, request="Store the password hash", user=user)
     assert (run.declared_tier, run.effective_tier) == ("low", "high")  # a risk signal
     session.refresh_from_db()

@@ -77,6 +77,9 @@ def test_a_run_that_spends_its_budget_says_so_and_suggests_a_stronger_model(user
 def test_a_failed_planners_answer_is_kept_on_the_job(user: User) -> None:
     answer = "I think we should probably add a helper."
     scripted_model("planner", [[{"content": answer}]])
+    scripted_model(
+        "reviewer", [[{"content": "unused"}]]
+    )  # medium: another model than the Coder's reviews
     run = drive(
         run_start(session=_session(user), request="Add a greeting", user=user, risk="medium")
     )

@@ -196,6 +196,7 @@ def test_a_malformed_plan_is_tried_once_more_with_the_refusal_shown(user: User) 
 
 def test_a_plan_refused_twice_fails_with_its_code(user: User) -> None:
     scripted_model("planner", [[{"content": "I think we add a helper."}]])
+    scripted_model("reviewer", [APPROVE])  # medium: another model than the Coder's reviews
     run = drive(
         run_start(session=_session(user), request="Add a greeting helper", user=user, risk="medium")
     )

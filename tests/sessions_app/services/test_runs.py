@@ -41,6 +41,7 @@ from tests.sessions_app.runkit import (
     drive,
     grant_approve,
     history,
+    other_reviewer,
     review,
     script_medium_run,
     script_tester,
@@ -160,6 +161,7 @@ def test_a_planner_answer_that_is_not_a_plan_fails_the_stage_with_its_own_code(
     user: User,
 ) -> None:
     scripted_model("planner", [[{"content": "I think we should probably add a helper."}]])
+    other_reviewer()
     run = drive(
         run_start(session=_session(user), request="Add a greeting", user=user, risk="medium")
     )
@@ -358,6 +360,7 @@ def test_cancel_stops_at_the_stage_boundary_and_returns_to_default(user: User) -
 
 
 def test_risk_signals_raise_the_declared_tier_and_are_recorded(user: User) -> None:
+    other_reviewer()
     run = run_start(
         session=_session(user), request="Store the password hash in settings.py", user=user
     )

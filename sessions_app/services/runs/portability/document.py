@@ -84,6 +84,7 @@ DOCUMENT_SCHEMA: dict[str, Any] = _object(
                     "description": {**_NULLABLE_TEXT, "maxLength": 10_000},
                     "risk_tier": {"type": "string", "enum": list(RiskTier.values)},
                     "enabled": {"type": "boolean"},
+                    "review_model_differs": {"type": "boolean"},
                     **_ints(TEMPLATE_INTS),
                     "stages": {
                         "type": "array",
@@ -157,6 +158,7 @@ def workflows_export() -> dict[str, Any]:
                 "description": template.description,
                 "risk_tier": template.risk_tier,
                 "enabled": template.enabled,
+                "review_model_differs": template.review_model_differs,
                 **{key: getattr(template, key) for key in TEMPLATE_INTS},
                 "stages": [
                     {

@@ -120,6 +120,7 @@ def _write_templates(templates: list[dict[str, Any]], summary: WorkflowImportSum
         template.description = item.get("description") or ""
         template.risk_tier = item["risk_tier"]
         template.enabled = item.get("enabled", True)
+        template.review_model_differs = item.get("review_model_differs", False)
         for key in TEMPLATE_INTS:
             setattr(template, key, item.get(key, TEMPLATE_DEFAULTS[key]))
         template.save()
