@@ -71,6 +71,7 @@ class RoleSpec:
     answer_sets_plan: bool = False
     examples: tuple[Mapping[str, Any], ...] = ()  # see roles.commands.examples
     protected: bool = False  # changes become drafts (roles.services.drafts)
+    reasoning_effort: str = ""  # low, medium, high; "": not sent to the model
 
     def content(self) -> dict[str, Any]:
         """The role's stored content as plain JSON-able data (import/export, snapshots)."""
@@ -102,6 +103,8 @@ class RoleSpec:
             data["examples"] = [dict(example) for example in self.examples]
         if self.protected:  # likewise: only when set
             data["protected"] = True
+        if self.reasoning_effort:  # likewise
+            data["reasoning_effort"] = self.reasoning_effort
         return data
 
 

@@ -80,6 +80,10 @@ class RoleDetailOutput(RoleOutput):
     command_patterns = serializers.ListField(child=serializers.JSONField())
     preferred_model = serializers.CharField()
     fallback_model = serializers.CharField()
+    reasoning_effort = serializers.ChoiceField(
+        choices=["", "low", "medium", "high"],
+        help_text="Sent to the model as the request's reasoning_effort; empty: not sent.",
+    )
     queue = serializers.CharField()
     answer_sets_plan = serializers.BooleanField()
     max_llm_calls = serializers.IntegerField()
@@ -100,6 +104,7 @@ class RoleDetailOutput(RoleOutput):
                 "command_patterns": list(spec.command_patterns),
                 "preferred_model": spec.preferred_model,
                 "fallback_model": spec.fallback_model,
+                "reasoning_effort": spec.reasoning_effort,
                 "queue": spec.queue,
                 "answer_sets_plan": spec.answer_sets_plan,
                 "max_llm_calls": spec.max_llm_calls,

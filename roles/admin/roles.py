@@ -81,6 +81,7 @@ class RoleAdminForm(forms.ModelForm):
             "context_strategy",
             "preferred_model",
             "fallback_model",
+            "reasoning_effort",
             "queue",
             "max_llm_calls",
             "max_tokens",
@@ -230,6 +231,7 @@ class RoleAdmin(ServiceAdmin):
                 "fields": (
                     "preferred_model",
                     "fallback_model",
+                    "reasoning_effort",
                     "queue",
                     "max_llm_calls",
                     "max_tokens",

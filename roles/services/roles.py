@@ -48,6 +48,7 @@ NEW_ROLE: Mapping[str, Any] = {
     "context_strategy": ContextStrategy.ADAPTIVE.value,
     "preferred_model": "",
     "fallback_model": "",
+    "reasoning_effort": "",
     "queue": "agents",
     "max_llm_calls": 20,
     "max_tokens": 50_000,

@@ -38,9 +38,9 @@ TEMPLATES: list[dict[str, Any]] = [
     {
         "slug": "high",
         "name": "High risk: plan, explore, code/test/review, then a person approves",
-        "description": "As medium, with an Explorer before coding and an approval gate at the "
-        "end: a person other than the one who started the run approves exactly what is "
-        "committed.",
+        "description": "As medium, with an Explorer before coding, a final review of the whole "
+        "change, and an approval gate at the end: a person other than the one who started the "
+        "run approves exactly what is committed.",
         "risk_tier": "high",
         "stages": [
             {"purpose": "plan", "role": "planner"},
@@ -50,6 +50,7 @@ TEMPLATES: list[dict[str, Any]] = [
             {"purpose": "review", "role": "reviewer"},
             {"purpose": "approval", "role": None},
         ],
+        "final_review": True,
     },
 ]
 
@@ -60,6 +61,8 @@ SIGNALS: list[dict[str, Any]] = [
         "kind": "path_glob",
         "patterns": ["*auth*", "*login*", "*permission*", "*session*.py", "*jwt*", "*oauth*"],
         "tier": "high",
+        "score": 3,
+        "sensitive": True,
     },
     {
         "name": "secret-paths",
@@ -67,6 +70,8 @@ SIGNALS: list[dict[str, Any]] = [
         "kind": "path_glob",
         "patterns": ["*secret*", ".env", ".env.*", "*.pem", "*.key", "*credential*", "*.p12"],
         "tier": "high",
+        "score": 3,
+        "sensitive": True,
     },
     {
         "name": "migration-paths",
@@ -74,6 +79,8 @@ SIGNALS: list[dict[str, Any]] = [
         "kind": "path_glob",
         "patterns": ["*/migrations/*", "migrations/*", "*.sql"],
         "tier": "high",
+        "score": 2,
+        "sensitive": True,
     },
     {
         "name": "settings-paths",
@@ -81,6 +88,8 @@ SIGNALS: list[dict[str, Any]] = [
         "kind": "path_glob",
         "patterns": ["settings.py", "*/settings/*", "*settings*.py", "*.ini", "*.cfg"],
         "tier": "medium",
+        "score": 1,
+        "sensitive": True,
     },
     {
         "name": "ci-paths",
@@ -88,6 +97,8 @@ SIGNALS: list[dict[str, Any]] = [
         "kind": "path_glob",
         "patterns": [".github/*", ".gitlab-ci.yml", ".ci/*", "Jenkinsfile", ".circleci/*"],
         "tier": "high",
+        "score": 2,
+        "sensitive": True,
     },
     {
         "name": "dependency-files",
@@ -108,6 +119,8 @@ SIGNALS: list[dict[str, Any]] = [
             "*.csproj",
         ],
         "tier": "medium",
+        "score": 1,
+        "sensitive": True,
     },
     {
         "name": "security-words",
@@ -125,6 +138,8 @@ SIGNALS: list[dict[str, Any]] = [
             "permission",
         ],
         "tier": "high",
+        "score": 2,
+        "sensitive": True,
     },
     {
         "name": "schema-words",
@@ -132,6 +147,7 @@ SIGNALS: list[dict[str, Any]] = [
         "kind": "request_keyword",
         "patterns": ["migration", "migrate", "schema", "dependency", "upgrade"],
         "tier": "medium",
+        "score": 1,
     },
     {
         "name": "large-plan",
@@ -139,6 +155,7 @@ SIGNALS: list[dict[str, Any]] = [
         "kind": "plan_steps",
         "threshold": 6,
         "tier": "medium",
+        "score": 1,
     },
     {
         "name": "very-large-plan",
@@ -146,6 +163,7 @@ SIGNALS: list[dict[str, Any]] = [
         "kind": "plan_steps",
         "threshold": 12,
         "tier": "high",
+        "score": 2,
     },
     {
         "name": "earlier-failures",
@@ -153,6 +171,14 @@ SIGNALS: list[dict[str, Any]] = [
         "kind": "failed_runs",
         "threshold": 2,
         "tier": "medium",
+        "score": 1,
+    },
+    {
+        "name": "unattended",
+        "description": "Autonomy mode: the run commits without a person approving",
+        "kind": "unattended",
+        "tier": "low",
+        "score": 1,
     },
 ]
 

@@ -3,6 +3,8 @@ let the engine start the first stage."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.models import User
 from django.db import transaction
 
@@ -16,6 +18,7 @@ from sessions_app.models import (
     RiskTier,
     Run,
     RunStatus,
+    StagePurpose,
     WorkflowTemplate,
 )
 from sessions_app.permissions import SessionAction, action_check
@@ -28,8 +31,8 @@ from sessions_app.services.runs.stages import (
     MAX_REQUEST_CHARS,
     RiskInput,
     gate_required_for,
-    higher_tier,
     risk_assess,
+    risk_of,
 )
 from sessions_app.services.transitions import session_transition
 
@@ -97,9 +100,9 @@ def run_start(
 ) -> Run:
     """Start a run of the request in the session (from Default) and queue its first stage.
 
-    The effective risk tier is the higher of ``risk`` (declared; default low) and the
-    signals that fire on the request and the session; it picks the template unless one
-    is named.
+    The effective risk is scored from ``risk`` (declared; default low) and the signals
+    that fire on the request and the session (``stages.risk_of``); it picks the template
+    unless one is named, and the template's autonomy (no approval gate) scores too.
     """
     declared = _declared_tier(request, risk)
     require_broker()  # refused with 503 before anything is written: submit it again at once
@@ -108,17 +111,19 @@ def run_start(
         fired = risk_assess(
             RiskInput(request=request, failed_runs=failed_runs(locked)), where="request"
         )
-        tier = higher_tier(declared, *(s["tier"] for s in fired))
-        chosen = template_for(tier, template)
+        chosen = template_for(risk_of(declared, fired).tier, template)
+        fired += _autonomy(chosen)
+        scored = risk_of(declared, fired)
         who = actor_name(user, actor)
         run = Run.objects.create(
             session=locked,
             template=chosen,
             request=request.strip(),
             declared_tier=declared,
-            effective_tier=tier,
+            effective_tier=scored.tier,
+            risk_score=scored.score,
             signals=fired,
-            gate_required=gate_required_for(tier, chosen),
+            gate_required=gate_required_for(scored, chosen),
             max_llm_calls=chosen.max_llm_calls,
             max_tokens=chosen.max_tokens,
             max_seconds=chosen.max_seconds,
@@ -138,6 +143,13 @@ def run_start(
     return run
 
 
+def _autonomy(template: WorkflowTemplate) -> list[dict[str, Any]]:
+    """The autonomy signal: the run's template commits without a person approving."""
+    if template.stages.filter(purpose=StagePurpose.APPROVAL).exists():
+        return []
+    return risk_assess(RiskInput(unattended=template.name), where="template")
+
+
 def _audit_start(run: Run, session: AgentSession, who: str) -> None:
     audit_record(
         event_type=AuditEventType.RUN_EVENT,
@@ -150,6 +162,7 @@ def _audit_start(run: Run, session: AgentSession, who: str) -> None:
             "template": run.template.slug,
             "declared_tier": run.declared_tier,
             "effective_tier": run.effective_tier,
+            "risk_score": run.risk_score,
             "signals": run.signals,
             "request": run.request[:500],
         },

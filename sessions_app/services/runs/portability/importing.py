@@ -120,6 +120,7 @@ def _write_templates(templates: list[dict[str, Any]], summary: WorkflowImportSum
         template.description = item.get("description") or ""
         template.risk_tier = item["risk_tier"]
         template.enabled = item.get("enabled", True)
+        template.final_review = item.get("final_review", False)
         for key in TEMPLATE_INTS:
             setattr(template, key, item.get(key, TEMPLATE_DEFAULTS[key]))
         template.save()
@@ -147,6 +148,8 @@ def _write_signals(signals: list[dict[str, Any]], summary: WorkflowImportSummary
                 "patterns": list(item.get("patterns", [])),
                 "threshold": item.get("threshold", 0),
                 "tier": item["tier"],
+                "score": item.get("score", 0),
+                "sensitive": item.get("sensitive", False),
                 "enabled": item.get("enabled", True),
             },
         )
