@@ -151,10 +151,11 @@ def test_the_review_sees_the_request_and_criteria_and_a_final_review_sees_the_wh
     assert run.status == RunStatus.SUCCEEDED, run.message
     reviews = list(run.stages.filter(purpose=StagePurpose.REVIEW).order_by("seq"))
     assert [r.plan_step for r in reviews] == [1, 0]  # the step's review, then the whole's
-    step_request = Job.objects.get(pk=reviews[0].job_id).request
+    step_review, final_review = (Job.objects.get(pk=str(r.job_id)) for r in reviews)
+    step_request = step_review.request
     assert f"## The whole request\n{REQUEST}" in step_request
     assert "## Acceptance criteria of this step\n- greet() returns 'hi'" in step_request
-    final_request = Job.objects.get(pk=reviews[1].job_id).request
+    final_request = final_review.request
     assert final_request.startswith("Review the whole change")
     assert f"## The request\n{REQUEST}" in final_request
     assert "1. Add a greeting helper\n- greet() returns 'hi'\n- greet.py has" in final_request
