@@ -4,9 +4,10 @@ test command's exit status; the risk a plan or changes raise) and what a stage's
 reports while it works (a review verdict, a question for a person).
 
 Risk is decided by acode, not by the acting model: signals an admin edits, evaluated on
-the request (``start``), the plan and the changes (closing their stages); the effective
-tier is the highest of them and the tier declared by whoever started the run, and it says
-whether the run needs approval.
+the request and the template (``start``), the plan and the changes (closing their stages);
+the effective tier is scored from the declared tier and each fired signal (``risk_of``),
+and with the sensitive signals it says whether the run needs approval. A plan or explore
+stage an earlier run completed on the same basis is reused (``reuse.py``).
 
 The engine (``engine.py``) decides which stage comes next and records each move; these
 functions carry it out.
