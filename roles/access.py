@@ -72,6 +72,7 @@ class RoleSpec:
     examples: tuple[Mapping[str, Any], ...] = ()  # see roles.commands.examples
     protected: bool = False  # changes become drafts (roles.services.drafts)
     reassign_models: tuple[str, ...] = ()  # a blocked run step moves on to these, in order
+    reasoning_effort: str = ""  # low, medium, high; "": not sent to the model
 
     def content(self) -> dict[str, Any]:
         """The role's stored content as plain JSON-able data (import/export, snapshots)."""
@@ -105,6 +106,8 @@ class RoleSpec:
             data["protected"] = True
         if self.reassign_models:  # likewise
             data["reassign_models"] = list(self.reassign_models)
+        if self.reasoning_effort:  # likewise
+            data["reasoning_effort"] = self.reasoning_effort
         return data
 
 

@@ -61,6 +61,14 @@ class Tool(models.Model):
         return self.name
 
 
+class ReasoningEffort(models.TextChoices):
+    """A role's expected depth of reasoning (seed 002's ``reasoningEffort``)."""
+
+    LOW = "low", "Low"
+    MEDIUM = "medium", "Medium"
+    HIGH = "high", "High"
+
+
 _colour = RegexValidator(r"^#[0-9a-fA-F]{6}$", "Use a hex colour such as #2563eb.")
 
 
@@ -94,6 +102,13 @@ class Role(models.Model):
         help_text="Model endpoints, in order, a run moves this role's work to when a plan "
         "step is blocked after its attempts (and where a review looks for a model other "
         "than the author's). Not the fallback, which is tried when the model does not answer.",
+    )
+    reasoning_effort = models.CharField(
+        max_length=10,
+        choices=ReasoningEffort.choices,
+        blank=True,
+        help_text="How hard the model should think, sent as the OpenAI-compatible request's "
+        "reasoning_effort to servers that take it; empty: not sent (the server's default).",
     )
     queue = models.CharField(max_length=100, default="agents")
     max_llm_calls = models.PositiveIntegerField(default=20)

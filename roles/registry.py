@@ -177,6 +177,7 @@ def read_specs(using: str = "default") -> tuple[list[tuple[int, RoleSpec]], list
                     examples=tuple(r.examples or ()),
                     protected=r.protected,
                     reassign_models=tuple(r.reassign_models or ()),
+                    reasoning_effort=r.reasoning_effort,
                 ),
             )
         )

@@ -84,6 +84,10 @@ class RoleDetailOutput(RoleOutput):
         child=serializers.CharField(),
         help_text="Model endpoints, in order, a run moves a blocked plan step to.",
     )
+    reasoning_effort = serializers.ChoiceField(
+        choices=["", "low", "medium", "high"],
+        help_text="Sent to the model as the request's reasoning_effort; empty: not sent.",
+    )
     queue = serializers.CharField()
     answer_sets_plan = serializers.BooleanField()
     max_llm_calls = serializers.IntegerField()
@@ -105,6 +109,7 @@ class RoleDetailOutput(RoleOutput):
                 "preferred_model": spec.preferred_model,
                 "fallback_model": spec.fallback_model,
                 "reassign_models": list(spec.reassign_models),
+                "reasoning_effort": spec.reasoning_effort,
                 "queue": spec.queue,
                 "answer_sets_plan": spec.answer_sets_plan,
                 "max_llm_calls": spec.max_llm_calls,

@@ -282,7 +282,9 @@ class WorkflowStageInline(admin.TabularInline):
 class WorkflowTemplateAdmin(admin.ModelAdmin):
     """The stages runs go through; saving checks each role stage can follow the one before."""
 
-    list_display = ("name", "slug", "risk_tier", "enabled", "max_llm_calls", "updated_at")
+    list_display = (
+        "name", "slug", "risk_tier", "enabled", "final_review", "max_llm_calls", "updated_at"
+    )  # fmt: skip
     list_filter = ("risk_tier", "enabled")
     search_fields = ("name", "slug", "description")
     prepopulated_fields = {"slug": ("name",)}
@@ -291,8 +293,8 @@ class WorkflowTemplateAdmin(admin.ModelAdmin):
 
 @admin.register(RiskSignal)
 class RiskSignalAdmin(admin.ModelAdmin):
-    list_display = ("name", "kind", "tier", "threshold", "enabled")
-    list_filter = ("kind", "tier", "enabled")
+    list_display = ("name", "kind", "tier", "score", "sensitive", "threshold", "enabled")
+    list_filter = ("kind", "tier", "sensitive", "enabled")
     search_fields = ("name", "description")
 
 

@@ -80,6 +80,8 @@ class OpenAIProvider:
             "max_tokens": max_tokens,
             **self.sampling,
         }
+        if self.endpoint.reasoning_effort:
+            kwargs["reasoning_effort"] = self.endpoint.reasoning_effort
         if self.endpoint.supports_json_schema:
             # One system message: several chat templates keep only the first one.
             protocol = json_protocol_instructions(tools, answer_schema=answer_schema)

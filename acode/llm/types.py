@@ -25,6 +25,9 @@ class Endpoint:
         "json_object"  # json_object (llama.cpp) | json_schema (OpenAI, vLLM, Ollama)
     )
     script: tuple[Any, ...] = ()
+    # The asking role's reasoning effort (low, medium, high), sent as the OpenAI-compatible
+    # request's reasoning_effort; "": not sent.
+    reasoning_effort: str = ""
 
 
 @dataclass

@@ -49,6 +49,7 @@ NEW_ROLE: Mapping[str, Any] = {
     "preferred_model": "",
     "fallback_model": "",
     "reassign_models": [],
+    "reasoning_effort": "",
     "queue": "agents",
     "max_llm_calls": 20,
     "max_tokens": 50_000,

@@ -20,7 +20,7 @@ from acode.inputs import (
 from roles.access import RoleCycleError, RoleSpec, glob_problem, parent_chain
 from roles.commands import COMMAND_RULE_SCHEMA, command_rule_problems
 from roles.commands.examples import EXAMPLE_COMMON
-from roles.models import ContextStrategy
+from roles.models import ContextStrategy, ReasoningEffort
 from roles.validation.text import text_findings
 
 ROLE_FIELDS = tuple(RoleSpec.__dataclass_fields__)
@@ -32,6 +32,7 @@ ROLE_SCALARS: dict[str, type] = {
     "context_strategy": str,
     "preferred_model": str,
     "fallback_model": str,
+    "reasoning_effort": str,
     "queue": str,
     "max_llm_calls": int,
     "max_tokens": int,
@@ -146,6 +147,11 @@ ROLE_PROPERTIES: dict[str, dict[str, Any]] = {
         "uniqueItems": True,
         "items": {"type": "string", "minLength": 1, "maxLength": 200},
         "description": "Model endpoints, in order, a run moves a blocked plan step to.",
+    },
+    "reasoning_effort": {
+        "type": "string",
+        "enum": ["", *ReasoningEffort.values],
+        "description": "low, medium or high, sent to the model; empty: not sent.",
     },
     "queue": {"type": "string", "maxLength": 100, "pattern": NOT_WHITESPACE},
     "max_llm_calls": _INT,

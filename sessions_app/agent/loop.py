@@ -22,7 +22,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -225,6 +225,8 @@ def _prepare(job: Job) -> LoopState:
     endpoints = [endpoint_for(job.model_override or project.model_for(role))]
     if role.spec.fallback_model and not job.model_override:
         endpoints.append(endpoint_for(role.spec.fallback_model))
+    # Each endpoint is asked with the role's reasoning effort (sent where it is set).
+    endpoints = [replace(e, reasoning_effort=role.spec.reasoning_effort) for e in endpoints]
     context = build_context(
         workspace=Path(session.workspace),
         role_name=role.name,
@@ -299,6 +301,7 @@ def ask_model(run: LoopState, provider_override: Provider | None) -> Completion:
         JobEventKind.LLM_REQUEST,
         {
             "endpoints": [e.name for e in run.endpoints],
+            **({"reasoning_effort": effort} if (effort := run.role.spec.reasoning_effort) else {}),
             "tools": [t["function"]["name"] for t in run.tools],
             "tool_definitions": run.tools,
             "messages": run.messages[run.sent :],

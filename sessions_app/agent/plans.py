@@ -25,13 +25,27 @@ PLAN_ANSWER_SCHEMA: dict[str, Any] = {
                         "minItems": 0,
                         "maxItems": 20,
                     },
+                    "acceptance": {
+                        "type": "array",
+                        "items": {"type": "string", "minLength": 1, "maxLength": 300},
+                        "minItems": 0,
+                        "maxItems": 10,
+                    },
                 },
                 "required": ["title", "files"],
             },
-        }
+        },
+        "complexity": {"type": "string", "enum": ["low", "medium", "high"]},
+        "risks": {"type": "array", "items": {"type": "string", "maxLength": 300}, "maxItems": 10},
     },
     "required": ["steps"],
 }
+
+
+def _criteria(value: Any) -> list[str]:
+    """A step's acceptance criteria: a list of texts (one text is one criterion)."""
+    items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    return [str(c).strip()[:1000] for c in items if isinstance(c, str) and c.strip()][:20]
 
 
 def plan_from_answer(text: str) -> list[dict[str, Any]]:
@@ -58,6 +72,7 @@ def plan_from_answer(text: str) -> list[dict[str, Any]]:
                                 "depends_on": [
                                     int(d) for d in s.get("depends_on", []) if isinstance(d, int)
                                 ],
+                                "acceptance": _criteria(s.get("acceptance")),
                             }
                         )
                 if out:

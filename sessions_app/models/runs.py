@@ -61,6 +61,11 @@ class WorkflowTemplate(models.Model):
     approval_ttl_minutes = models.PositiveIntegerField(
         default=1440, help_text="How long a requested approval stays valid."
     )
+    final_review = models.BooleanField(
+        default=False,
+        help_text="After the last plan step's review approves, the Reviewer reviews the whole "
+        "change once more, with the request and every step's acceptance criteria.",
+    )
     require_tests = models.BooleanField(
         null=True,
         blank=True,
@@ -124,6 +129,7 @@ class SignalKind(models.TextChoices):
     PATH_GLOB = "path_glob", "A path the plan names or the changes touch"
     PLAN_STEPS = "plan_steps", "The plan has at least N steps"
     FAILED_RUNS = "failed_runs", "The session had at least N failed or blocked runs"
+    UNATTENDED = "unattended", "Autonomy: the run's template commits without a person approving"
 
 
 class RiskSignal(models.Model):
@@ -138,7 +144,20 @@ class RiskSignal(models.Model):
         help_text="Keywords (whole words, any case) or path globs, by kind.",
     )
     threshold = models.PositiveIntegerField(default=0, help_text="N, for counting kinds.")
-    tier = models.CharField(max_length=10, choices=RiskTier.choices)
+    tier = models.CharField(
+        max_length=10,
+        choices=RiskTier.choices,
+        help_text="The run's tier is at least this when the signal fires.",
+    )
+    score = models.PositiveSmallIntegerField(
+        default=0,
+        help_text="Points a firing adds to the run's risk score: the declared tier's points "
+        "(low 0, medium 3, high 6) plus every fired signal's; 3 or more is medium, 6 high.",
+    )
+    sensitive = models.BooleanField(
+        default=False,
+        help_text="A sensitive tag or path: when it fires, a medium-risk run needs approval too.",
+    )
     enabled = models.BooleanField(default=True)
 
     class Meta:
@@ -184,6 +203,9 @@ class Run(models.Model):
     effective_tier = models.CharField(max_length=10, choices=RiskTier.choices)
     signals = models.JSONField(
         default=list, blank=True, help_text="Every risk signal that fired, with where."
+    )
+    risk_score = models.PositiveSmallIntegerField(
+        default=0, help_text="The declared tier's points plus every fired signal's score."
     )
     gate_required = models.BooleanField(default=False)
     status = models.CharField(
@@ -265,6 +287,9 @@ class RunStage(models.Model):
         blank=True,
         help_text="The model endpoint the run routed this stage to: a Coder reassigned after "
         "a blocked step, a reviewer other than the author; empty: the stage's or its role's.",
+    )
+    reasoning_effort = models.CharField(
+        max_length=10, blank=True, help_text="The role's reasoning effort its jobs were sent."
     )
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)

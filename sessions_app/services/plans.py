@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import uuid
 from typing import Any
 
@@ -24,6 +25,9 @@ MAX_TITLE_CHARS = 300  # the agent cuts titles it reads from an answer to 300
 MAX_DETAIL_CHARS = 20_000
 MAX_FILES_PER_STEP = 100
 MAX_PATH_CHARS = 1_000
+MAX_CRITERIA = 20  # a step's acceptance criteria, and a plan's risks
+MAX_CRITERION_CHARS = 1_000
+COMPLEXITIES = ("low", "medium", "high")
 
 
 # Text with no NUL and no unpaired surrogate (``acode.text.has_forbidden_characters``).
@@ -59,6 +63,13 @@ def _step_schema() -> dict[str, Any]:
                 "items": files,
                 "description": f"a list of at most {MAX_FILES_PER_STEP} file paths of at "
                 f"most {MAX_PATH_CHARS} characters",
+            },
+            "acceptance": {
+                "type": "array",
+                "maxItems": MAX_CRITERIA,
+                "items": {"type": "string", "maxLength": MAX_CRITERION_CHARS, "pattern": _TEXT},
+                "description": f"a list of at most {MAX_CRITERIA} acceptance criteria of at "
+                f"most {MAX_CRITERION_CHARS} characters",
             },
             "depends_on": {
                 "type": "array",
@@ -107,7 +118,7 @@ def _normalise_step(number: int, step: Any) -> dict[str, Any]:
     step = {"title": step} if isinstance(step, str) else step
     if refusal := _step_refusal(number, step):
         raise refusal
-    return {
+    normal = {
         "number": number,
         "title": trim_invisible(step["title"]),
         "detail": trim_invisible(step.get("detail", "")),
@@ -115,6 +126,31 @@ def _normalise_step(number: int, step: Any) -> dict[str, Any]:
         "depends_on": [int(n) for n in step.get("depends_on", [])],
         "status": step.get("status", StepStatus.PENDING),
     }
+    criteria = [trim_invisible(c) for c in step.get("acceptance", []) if trim_invisible(c)]
+    if criteria:  # only when there are some: a step without keeps its shape
+        normal["acceptance"] = criteria
+    return normal
+
+
+def plan_notes(answer: str) -> dict[str, Any]:
+    """What a Planner's answer says of the whole plan besides its steps: its complexity
+    (low, medium or high) and its risks, when the answer is a JSON plan that has them."""
+    start, end = answer.find("{"), answer.rfind("}")
+    try:
+        data = json.loads(answer[start : end + 1]) if 0 <= start < end else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        return {}
+    notes: dict[str, Any] = {}
+    complexity = str(data.get("complexity", "")).strip().lower()
+    if complexity in COMPLEXITIES:
+        notes["complexity"] = complexity
+    risks = data.get("risks")
+    if isinstance(risks, list):
+        kept = [trim_invisible(str(r))[:MAX_CRITERION_CHARS] for r in risks if str(r).strip()]
+        notes["risks"] = kept[:MAX_CRITERIA]
+    return notes
 
 
 def _normalise_plan(steps: list[Any]) -> list[dict[str, Any]]:

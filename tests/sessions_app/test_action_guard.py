@@ -540,6 +540,7 @@ SERVICES_NOT_ACTIONS = {
     "run_question_ask": "a stage's job reporting to its own run",
     "run_review_record": "a stage's job reporting to its own run",
     "stage_request": "a read",
+    "plan_notes": "a pure function (a Planner's answer read for complexity and risks)",
     "runs_seed_defaults": "seeds workflow templates",
     "git_dir_of": "a name",
     "session_git_dir": "a read (moves a legacy .git out of the workspace, once)",

@@ -127,7 +127,12 @@ class RunStageOutput(RunStageRefOutput):
         help_text="A review's {verdict, summary, findings: [{path, line, body}]}; {} otherwise."
     )
     evidence = serializers.JSONField(
-        help_text="What the stage produced: the plan's size, findings, changed files, tests."
+        help_text="What the stage produced: the plan's size, complexity, risks and each "
+        "step's acceptance criteria (criteria), findings, changed files, tests; basis: what a "
+        "plan or explore stage rested on; reused_from: {run, seq} of a reused stage."
+    )
+    reasoning_effort = serializers.CharField(
+        help_text="The role's reasoning effort its jobs were sent (empty: none sent)."
     )
     started_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)
@@ -135,7 +140,11 @@ class RunStageOutput(RunStageRefOutput):
 
 class RiskSignalHitOutput(serializers.Serializer):
     signal = serializers.CharField()
-    tier = RiskTierField()
+    tier = RiskTierField(help_text="The run's tier is at least this.")
+    score = serializers.IntegerField(default=0, help_text="Points it adds to the run's score.")
+    sensitive = serializers.BooleanField(
+        default=False, help_text="A sensitive tag or path: approval is required from medium."
+    )
     why = serializers.CharField()
     where = serializers.CharField(help_text="request, plan, or the changes of a plan step")
 
@@ -237,6 +246,10 @@ class RunDetailOutput(RunSummaryOutput):
     (``context["user"]``)."""
 
     signals = RiskSignalHitOutput(many=True)
+    risk_score = serializers.IntegerField(
+        help_text="The declared tier's points (low 0, medium 3, high 6) plus each fired "
+        "signal's score once; 3 or more is medium, 6 or more high."
+    )
     gate_required = serializers.BooleanField()
     revisions = serializers.IntegerField()
     budget = serializers.SerializerMethodField()

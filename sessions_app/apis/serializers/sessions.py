@@ -50,6 +50,11 @@ class PlanStepOutput(serializers.Serializer):
     detail = serializers.CharField()
     files = serializers.ListField(child=serializers.CharField())
     depends_on = serializers.ListField(child=serializers.IntegerField())
+    acceptance = serializers.ListField(
+        child=serializers.CharField(),
+        default=list,
+        help_text="What a reviewer checks the step against (the Planner's, or a person's).",
+    )
     status = serializers.ChoiceField(choices=StepStatus.choices)
 
 
@@ -297,6 +302,12 @@ class PlanStepInput(Input):
         child=serializers.IntegerField(min_value=1, max_value=plans.MAX_STEPS),
         max_length=plans.MAX_STEPS,
         required=False,
+    )
+    acceptance = serializers.ListField(
+        child=Text(max_length=plans.MAX_CRITERION_CHARS),
+        max_length=plans.MAX_CRITERIA,
+        required=False,
+        help_text="The step's acceptance criteria, which its review is asked to check.",
     )
     status = serializers.ChoiceField(choices=StepStatus.choices, required=False)
 

@@ -51,6 +51,7 @@ class WorkflowOutput(serializers.ModelSerializer):
             "description",
             "risk_tier",
             "enabled",
+            "final_review",
             "max_revisions_per_step",
             "max_revisions_per_run",
             "max_test_attempts",
@@ -70,7 +71,10 @@ class RiskSignalOutput(serializers.ModelSerializer):
 
     class Meta:
         model = RiskSignal
-        fields = ["name", "description", "kind", "patterns", "threshold", "tier", "enabled"]
+        fields = [
+            "name", "description", "kind", "patterns", "threshold", "tier", "score",
+            "sensitive", "enabled",
+        ]  # fmt: skip
 
 
 class WorkflowImportOutput(serializers.Serializer):

@@ -33,6 +33,7 @@ from sessions_app.dashboard.runs.shapes import (
     Finding,
     PipelineGroup,
     PipelineNode,
+    PlanView,
     QuestionView,
     RunError,
     RunPanel,
@@ -112,6 +113,22 @@ def _evidence(data: Mapping[str, Any]) -> EvidenceView | None:
     )
 
 
+def _plan(data: Mapping[str, Any]) -> PlanView | None:
+    if not data:
+        return None
+    criteria = [
+        (int(c.get("step", 0)), str(c.get("title", "")), [str(a) for a in c.get("acceptance", [])])
+        for c in data.get("criteria", [])
+        if isinstance(c, Mapping)
+    ]
+    return PlanView(
+        steps=int(data.get("steps", 0)),
+        complexity=str(data.get("complexity", "")),
+        risks=[str(r) for r in data.get("risks", [])],
+        criteria=criteria,
+    )
+
+
 def _stage_view(stage: RunStage, current: bool, waits: list[Interval] | None = None) -> StageView:
     now = timezone.now()
     end = stage.finished_at or now
@@ -137,6 +154,9 @@ def _stage_view(stage: RunStage, current: bool, waits: list[Interval] | None = N
         took=duration_text((end - stage.started_at).total_seconds() - waited),
         waited=duration_text(waited) if waited >= 1 else "",
         since=stamp_of(stage.started_at) if current and not waits else None,
+        plan=_plan(stage.evidence) if stage.purpose == StagePurpose.PLAN else None,
+        reasoning_effort=stage.reasoning_effort,
+        reused=bool(stage.evidence.get("reused_from")),
     )
 
 
@@ -285,11 +305,14 @@ def run_view(run: Run, session: AgentSession) -> RunView:
                 str(s.get("tier", "")),
                 str(s.get("why", "")),
                 str(s.get("where", "")),
+                int(s.get("score", 0)),
+                bool(s.get("sensitive")),
             )
             for s in run.signals or []
             if isinstance(s, Mapping)
         ],
         gate_required=run.gate_required,
+        risk_score=run.risk_score,
         revisions=run.revisions,
         created_by=run.created_by,
         created=stamp_of(run.created_at),

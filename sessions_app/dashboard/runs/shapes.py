@@ -57,6 +57,17 @@ class EvidenceView:
 
 
 @dataclass(frozen=True)
+class PlanView:
+    """What a plan stage produced: the plan's size, complexity, risks and each step's
+    acceptance criteria."""
+
+    steps: int
+    complexity: str
+    risks: list[str]
+    criteria: list[tuple[int, str, list[str]]]  # (step, title, acceptance criteria)
+
+
+@dataclass(frozen=True)
 class StageView:
     seq: int
     purpose: str
@@ -76,6 +87,9 @@ class StageView:
     took: str
     waited: str = ""  # time the stage waited for an answer, not counted in ``took``
     since: Stamp | None = None  # a current stage's start, so ``took`` ticks in the browser
+    plan: PlanView | None = None
+    reasoning_effort: str = ""  # the role's, as its jobs were sent
+    reused: bool = False  # an earlier run's plan or findings, reused (its reason says whose)
 
 
 @dataclass(frozen=True)
@@ -124,6 +138,8 @@ class SignalView:
     tier: str
     why: str
     where: str
+    score: int = 0
+    sensitive: bool = False
 
 
 @dataclass(frozen=True)
@@ -175,6 +191,7 @@ class RunView:
     pending_changes: int
     commit: DeliveredView | None = None
     waiting: WaitingView | None = None  # what the current stage's job waits on now
+    risk_score: int = 0
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ without passing tests, and its moving on after jobs included); ``start`` begins 
 out entering and closing a stage (what it is asked, its budget, what it produced: a test
 stage's evidence, the risk a request, plan or changes raise); ``retries`` decides when a
 stage is tried again (failing tests back to the Coder, a Coder that wrote nothing, a
-malformed plan) and what its request adds; ``seed`` and ``portability``
-are its templates as shipped and as YAML.
+malformed plan) and what its request adds; ``reuse`` finds an earlier run's completed
+plan or explore stage a run may reuse; ``seed`` and ``portability`` are its templates as
+shipped and as YAML.
 """
 
 from __future__ import annotations

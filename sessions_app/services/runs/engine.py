@@ -314,12 +314,19 @@ def _after_review(
 ) -> Next:
     verdict = review.verdict.get("verdict")
     code = next(i for i, s in enumerate(stages) if s.purpose == StagePurpose.CODE)
+    last_step = len(session.plan or [])
     if verdict == "request_changes":
+        # The final review's findings go to the last plan step's Coder, as its next revision.
+        step, revision = (
+            (review.plan_step, review.revision)
+            if review.plan_step
+            else _last_revision(run, last_step)
+        )
         limit = run.template.max_revisions_per_step
-        if review.revision >= limit or run.revisions >= run.template.max_revisions_per_run:
+        if revision >= limit or run.revisions >= run.template.max_revisions_per_run:
             bound = (
-                f"{limit} revisions of plan step {review.plan_step}"
-                if review.revision >= limit
+                f"{limit} revisions of plan step {step}"
+                if revision >= limit
                 else f"{run.template.max_revisions_per_run} revisions in the run"
             )
             return Next(
@@ -327,9 +334,7 @@ def _after_review(
                 message=f"The Reviewer still requests changes after {bound}. Answer to give "
                 "the Coder guidance and try again, or cancel the run.",
             )
-        return Next(
-            Move.START, index=code, step=review.plan_step, revision=review.revision + 1, revise=True
-        )
+        return Next(Move.START, index=code, step=step, revision=revision + 1, revise=True)
     if verdict != "approve":
         return Next(
             Move.BLOCK,
@@ -337,10 +342,20 @@ def _after_review(
         )
     number = review.plan_step
     done = number if number and any(s["number"] == number for s in session.plan or []) else 0
-    if number < len(session.plan or []):
+    if 0 < number < last_step:
         return Next(Move.START, index=code, step=number + 1, revision=0, done_step=done)
+    if run.template.final_review and number:  # then the whole change once more
+        index = next(i for i, s in enumerate(stages) if s.purpose == StagePurpose.REVIEW)
+        return Next(Move.START, index=index, step=0, revision=0, done_step=done)
     loop_end = max(i for i, s in enumerate(stages) if s.purpose in LOOP_PURPOSES)
     return _enter(run, stages, loop_end + 1, step=0, revision=0, done_step=done)
+
+
+def _last_revision(run: Run, step: int) -> tuple[int, int]:
+    """(the plan step, its Coder's last revision): where the final review's requested
+    changes go (the Coder's request carries the final review's findings)."""
+    code = run.stages.filter(purpose=StagePurpose.CODE, plan_step=step).order_by("-seq")
+    return step or 1, code.values_list("revision", flat=True).first() or 0
 
 
 def _enter(
@@ -392,6 +407,8 @@ def _carry_out(
             retry=nxt.retry, note=retry_note(last, template_stage.purpose), model=model,
         )  # fmt: skip
         _stage_entered(run, session, stage, retry=nxt.retry)
+        if stage.status == StageStatus.SUCCEEDED:  # reused (``reuse.py``): go on at once
+            advance(run, session)
     elif nxt.move == Move.RESUME:
         assert nxt.question is not None and nxt.question.stage is not None
         stage_resume(run, session, nxt.question.stage, nxt.question)

@@ -40,9 +40,9 @@ TEMPLATES: list[dict[str, Any]] = [
     {
         "slug": "high",
         "name": "High risk: plan, explore, code/test/review, then a person approves",
-        "description": "As medium, with an Explorer before coding and an approval gate at the "
-        "end: a person other than the one who started the run approves exactly what is "
-        "committed.",
+        "description": "As medium, with an Explorer before coding, a final review of the whole "
+        "change, and an approval gate at the end: a person other than the one who started the "
+        "run approves exactly what is committed.",
         "risk_tier": "high",
         "review_model_differs": True,
         "stages": [
@@ -53,6 +53,7 @@ TEMPLATES: list[dict[str, Any]] = [
             {"purpose": "review", "role": "reviewer"},
             {"purpose": "approval", "role": None},
         ],
+        "final_review": True,
     },
 ]
 
@@ -63,6 +64,8 @@ SIGNALS: list[dict[str, Any]] = [
         "kind": "path_glob",
         "patterns": ["*auth*", "*login*", "*permission*", "*session*.py", "*jwt*", "*oauth*"],
         "tier": "high",
+        "score": 3,
+        "sensitive": True,
     },
     {
         "name": "secret-paths",
@@ -70,6 +73,8 @@ SIGNALS: list[dict[str, Any]] = [
         "kind": "path_glob",
         "patterns": ["*secret*", ".env", ".env.*", "*.pem", "*.key", "*credential*", "*.p12"],
         "tier": "high",
+        "score": 3,
+        "sensitive": True,
     },
     {
         "name": "migration-paths",
@@ -77,6 +82,8 @@ SIGNALS: list[dict[str, Any]] = [
         "kind": "path_glob",
         "patterns": ["*/migrations/*", "migrations/*", "*.sql"],
         "tier": "high",
+        "score": 2,
+        "sensitive": True,
     },
     {
         "name": "settings-paths",
@@ -84,6 +91,8 @@ SIGNALS: list[dict[str, Any]] = [
         "kind": "path_glob",
         "patterns": ["settings.py", "*/settings/*", "*settings*.py", "*.ini", "*.cfg"],
         "tier": "medium",
+        "score": 1,
+        "sensitive": True,
     },
     {
         "name": "ci-paths",
@@ -91,6 +100,8 @@ SIGNALS: list[dict[str, Any]] = [
         "kind": "path_glob",
         "patterns": [".github/*", ".gitlab-ci.yml", ".ci/*", "Jenkinsfile", ".circleci/*"],
         "tier": "high",
+        "score": 2,
+        "sensitive": True,
     },
     {
         "name": "dependency-files",
@@ -111,6 +122,8 @@ SIGNALS: list[dict[str, Any]] = [
             "*.csproj",
         ],
         "tier": "medium",
+        "score": 1,
+        "sensitive": True,
     },
     {
         "name": "security-words",
@@ -128,6 +141,8 @@ SIGNALS: list[dict[str, Any]] = [
             "permission",
         ],
         "tier": "high",
+        "score": 2,
+        "sensitive": True,
     },
     {
         "name": "schema-words",
@@ -135,6 +150,7 @@ SIGNALS: list[dict[str, Any]] = [
         "kind": "request_keyword",
         "patterns": ["migration", "migrate", "schema", "dependency", "upgrade"],
         "tier": "medium",
+        "score": 1,
     },
     {
         "name": "large-plan",
@@ -142,6 +158,7 @@ SIGNALS: list[dict[str, Any]] = [
         "kind": "plan_steps",
         "threshold": 6,
         "tier": "medium",
+        "score": 1,
     },
     {
         "name": "very-large-plan",
@@ -149,6 +166,7 @@ SIGNALS: list[dict[str, Any]] = [
         "kind": "plan_steps",
         "threshold": 12,
         "tier": "high",
+        "score": 2,
     },
     {
         "name": "earlier-failures",
@@ -156,6 +174,14 @@ SIGNALS: list[dict[str, Any]] = [
         "kind": "failed_runs",
         "threshold": 2,
         "tier": "medium",
+        "score": 1,
+    },
+    {
+        "name": "unattended",
+        "description": "Autonomy mode: the run commits without a person approving",
+        "kind": "unattended",
+        "tier": "low",
+        "score": 1,
     },
 ]
 

@@ -4,9 +4,10 @@ test command's exit status; the risk a plan or changes raise) and what a stage's
 reports while it works (a review verdict, a question for a person).
 
 Risk is decided by acode, not by the acting model: signals an admin edits, evaluated on
-the request (``start``), the plan and the changes (closing their stages); the effective
-tier is the highest of them and the tier declared by whoever started the run, and it says
-whether the run needs approval.
+the request and the template (``start``), the plan and the changes (closing their stages);
+the effective tier is scored from the declared tier and each fired signal (``risk_of``),
+and with the sensitive signals it says whether the run needs approval. A plan or explore
+stage an earlier run completed on the same basis is reused (``reuse.py``).
 
 The engine (``engine.py``) decides which stage comes next and records each move; these
 functions carry it out.
@@ -47,15 +48,19 @@ from sessions_app.models.states import status_move
 from sessions_app.selectors.runs import run_usage
 from sessions_app.services.changes import pending_digest
 from sessions_app.services.jobs import JobLimits, job_create
-from sessions_app.services.plans import plan_set, plan_step_update
+from sessions_app.services.plans import plan_notes, plan_set, plan_step_update
+from sessions_app.services.runs.reuse import reusable_stage, reuse_reason, stage_basis
 from sessions_app.services.transitions import session_transition
 
 ORCHESTRATOR = "orchestrator"  # the actor of everything a run does on its own
 MAX_FINDINGS = 100
 MAX_REQUEST_CHARS = 20_000
 PLAN_FORMAT = (
-    'Answer with the plan only, as JSON: {"steps": [{"title": "...", "detail": "...", '
-    '"files": ["path"], "depends_on": [1]}]}. Each step is one reviewable change.'
+    'Answer with the plan only, as JSON: {"complexity": "low|medium|high", "risks": ["..."], '
+    '"steps": [{"title": "...", "detail": "...", "files": ["path"], "depends_on": [1], '
+    '"acceptance": ["..."]}]}. Each step is one reviewable change; its acceptance criteria '
+    "are what a reviewer checks it against. Estimate the whole plan's complexity and name "
+    "its risks."
 )
 
 
@@ -68,12 +73,16 @@ class PlanStep:
     title: str
     detail: str = ""
     files: list[str] = field(default_factory=list)
+    acceptance: list[str] = field(default_factory=list)
 
 
 def plan_step_of(session: AgentSession, number: int) -> PlanStep:
     plan = session.plan or []
     step = next((s for s in plan if s["number"] == number), None) or {"title": f"step {number}"}
-    return PlanStep(number, len(plan), step["title"], step.get("detail", ""), step.get("files", []))
+    return PlanStep(
+        number, len(plan), step["title"], step.get("detail", ""), step.get("files", []),
+        step.get("acceptance", []),
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -115,6 +124,8 @@ def _reason(purpose: str, step: PlanStep, revision: int, run: Run) -> str:
         return f"Revising {where} (revision {revision})" if revision else f"Executing {where}"
     if purpose == StagePurpose.TEST:
         return f"Testing plan step {step.number}/{step.total}"
+    if not step.number:
+        return "Reviewing the whole change against the request and every step's criteria"
     return f"Verifying plan step {step.number}/{step.total} completion"
 
 
@@ -149,6 +160,9 @@ def stage_start(
             session=session, steps=[{"title": run.request[:300]}], actor=ORCHESTRATOR,
             run_id=run.pk,
         )  # fmt: skip
+    earlier = reusable_stage(run, session, template_stage)
+    if earlier is not None:
+        return _stage_reuse(run, session, template_stage, earlier)
     plan_step = plan_step_of(session, step) if step else PlanStep(0, 0, "")
     reason = _reason(template_stage.purpose, plan_step, revision, run)
     reason += f" ({retry})" if retry else ""
@@ -167,6 +181,7 @@ def stage_start(
         model=model,
         # A code stage's progress is the changes' digest: what it was before, until it ends.
         progress=pending_digest(session) if template_stage.purpose == StagePurpose.CODE else "",
+        reasoning_effort=role.spec.reasoning_effort,
     )
     if template_stage.purpose == StagePurpose.CODE and plan_step.number:
         plan_step_update(
@@ -176,6 +191,38 @@ def stage_start(
     request = stage_request(run, session, stage, plan_step, note=note)
     _stage_job(run, session, stage, request, limits)
     return stage
+
+
+def _stage_reuse(
+    run: Run, session: AgentSession, template_stage: WorkflowStage, earlier: RunStage
+) -> RunStage:
+    """Enter a plan or explore stage by reusing an earlier run's (``reuse.py``): the session
+    passes through the role as the template orders it, no job runs, and the stage is done
+    with the earlier one's evidence (a reused plan's risk is assessed again)."""
+    assert template_stage.role_id is not None  # plan and explore stages have a role
+    role = registry.by_id(template_stage.role_id)
+    reason = reuse_reason(earlier)
+    session_transition(
+        session=session, to_role=role.slug, reason=reason, actor=ORCHESTRATOR, run_id=run.pk
+    )
+    stage = RunStage.objects.create(
+        run=run,
+        seq=run.stages.count() + 1,
+        position=template_stage.position,
+        purpose=template_stage.purpose,
+        role_id=role.id,
+        status=StageStatus.SUCCEEDED,
+        reason=reason,
+        evidence={**earlier.evidence, "reused_from": _ref(earlier)},
+        finished_at=timezone.now(),
+    )
+    if stage.purpose == StagePurpose.PLAN:
+        run_raise_risk(run, risk_assess(RiskInput(plan=tuple(session.plan)), where="plan"))
+    return stage
+
+
+def _ref(stage: RunStage) -> dict[str, Any]:
+    return {"run": str(stage.run_id), "seq": stage.seq}
 
 
 def _stage_job(run: Run, session: AgentSession, stage: RunStage, request: str, limits: Any) -> None:
@@ -238,9 +285,18 @@ def _evidence(
     """What a successful job's stage produced; a code stage that changed nothing failed."""
     if stage.purpose == StagePurpose.PLAN:
         run_raise_risk(run, risk_assess(RiskInput(plan=tuple(session.plan)), where="plan"))
-        return {"steps": len(session.plan)}, None
+        assert stage.role_id is not None
+        criteria = [
+            {"step": s["number"], "title": s["title"], "acceptance": s["acceptance"]}
+            for s in session.plan
+            if s.get("acceptance")
+        ]
+        plan = {"steps": len(session.plan), **plan_notes(job.result), "criteria": criteria}
+        return {**plan, "basis": stage_basis(run, session, stage.role_id)}, None
     if stage.purpose == StagePurpose.EXPLORE:
-        return {"findings": job.result[:EVIDENCE_CHARS]}, None
+        assert stage.role_id is not None
+        found = {"findings": job.result[:EVIDENCE_CHARS]}
+        return {**found, "basis": stage_basis(run, session, stage.role_id)}, None
     if stage.purpose == StagePurpose.TEST:
         return tester_evidence(job), None
     if stage.purpose != StagePurpose.CODE:
@@ -339,11 +395,42 @@ class RiskInput:
     plan: tuple[dict[str, Any], ...] = ()
     paths: tuple[str, ...] = ()
     failed_runs: int = 0
+    unattended: str = ""  # the template's name when it has no approval gate (autonomy)
+
+
+# The risk score (seed 002): the declared tier's points plus each fired signal's score;
+# the score reaches a tier at its points. A fired signal's own tier is a floor besides.
+TIER_POINTS = {RiskTier.LOW: 0, RiskTier.MEDIUM: 3, RiskTier.HIGH: 6}
+
+
+@dataclass(frozen=True)
+class Risk:
+    """A run's effective risk: its tier, its score, and whether a sensitive tag or path
+    fired (which opens the gate at medium)."""
+
+    tier: str
+    score: int
+    sensitive: bool
 
 
 def higher_tier(*tiers: str) -> str:
     """The highest of the given tiers."""
     return max(tiers, key=lambda tier: TIER_ORDER[RiskTier(tier)])
+
+
+def risk_of(declared: str, fired: Iterable[dict[str, Any]]) -> Risk:
+    """The effective risk of a run declared ``declared`` on which ``fired`` fired: each
+    signal counts its score once, wherever it fired again."""
+    scores: dict[str, int] = {}
+    floors = [declared]
+    sensitive = False
+    for hit in fired:
+        scores[hit["signal"]] = max(scores.get(hit["signal"], 0), int(hit.get("score", 0)))
+        floors.append(hit["tier"])
+        sensitive = sensitive or bool(hit.get("sensitive"))
+    score = TIER_POINTS[RiskTier(declared)] + sum(scores.values())
+    reached = [tier for tier, points in TIER_POINTS.items() if score >= points]
+    return Risk(higher_tier(*floors, *reached), score, sensitive)
 
 
 def _glob_hits(patterns: Iterable[str], paths: Iterable[str]) -> list[str]:
@@ -384,39 +471,51 @@ def _fired(signal: RiskSignal, data: RiskInput) -> str:
             if signal.threshold and count >= signal.threshold
             else ""
         )
+    if signal.kind == SignalKind.UNATTENDED and data.unattended:
+        return f"the {data.unattended} template commits without a person approving"
     return ""
 
 
-def risk_assess(data: RiskInput, *, where: str) -> list[dict[str, str]]:
-    """Every enabled signal that fires on ``data``, recorded as ``{signal, tier, why, where}``."""
-    return [
-        {"signal": signal.name, "tier": signal.tier, "why": why, "where": where}
-        for signal in RiskSignal.objects.filter(enabled=True)
-        if (why := _fired(signal, data))
-    ]
+def risk_assess(data: RiskInput, *, where: str) -> list[dict[str, Any]]:
+    """Every enabled signal that fires on ``data``, recorded as ``{signal, tier, score,
+    sensitive, why, where}``."""
+    fired = []
+    for signal in RiskSignal.objects.filter(enabled=True):
+        if why := _fired(signal, data):
+            fired.append(
+                {"signal": signal.name, "tier": signal.tier, "score": signal.score,
+                 "sensitive": signal.sensitive, "why": why, "where": where}
+            )  # fmt: skip
+    return fired
 
 
-def gate_required_for(tier: str, template: WorkflowTemplate) -> bool:
+def gate_required_for(risk: Risk, template: WorkflowTemplate) -> bool:
     """Is an approval gate required: the run's template has one, or the template for its
-    effective tier does (high risk always)."""
+    effective tier does; high risk always, and medium when a sensitive tag or path fired."""
     if template.stages.filter(purpose=StagePurpose.APPROVAL).exists():
         return True
-    tiered = WorkflowTemplate.objects.filter(risk_tier=tier, enabled=True).order_by("name").first()
-    return tier == RiskTier.HIGH or bool(
-        tiered and tiered.stages.filter(purpose=StagePurpose.APPROVAL).exists()
+    if risk.tier == RiskTier.HIGH or (risk.tier == RiskTier.MEDIUM and risk.sensitive):
+        return True
+    tiered = (
+        WorkflowTemplate.objects.filter(risk_tier=risk.tier, enabled=True).order_by("name").first()
     )
+    return bool(tiered and tiered.stages.filter(purpose=StagePurpose.APPROVAL).exists())
 
 
-def run_raise_risk(run: Run, fired: list[dict[str, str]]) -> None:
-    """New risk signals raise the run's tier (and may require the approval gate)."""
+def run_raise_risk(run: Run, fired: list[dict[str, Any]]) -> None:
+    """New risk signals raise the run's score and tier (and may require the approval gate)."""
     known = {(s["signal"], s["where"]) for s in run.signals}
     new = [s for s in fired if (s["signal"], s["where"]) not in known]
     if not new:
         return
     run.signals = [*run.signals, *new]
-    run.effective_tier = higher_tier(run.effective_tier, *(s["tier"] for s in new))
-    run.gate_required = run.gate_required or gate_required_for(run.effective_tier, run.template)
-    run.save(update_fields=["signals", "effective_tier", "gate_required", "updated_at"])
+    risk = risk_of(run.declared_tier, run.signals)
+    run.effective_tier = higher_tier(run.effective_tier, risk.tier)
+    run.risk_score = risk.score
+    run.gate_required = run.gate_required or gate_required_for(risk, run.template)
+    run.save(
+        update_fields=["signals", "effective_tier", "risk_score", "gate_required", "updated_at"]
+    )
 
 
 # -- from a stage's job ------------------------------------------------------------------
@@ -525,36 +624,14 @@ def stage_request(
             f"## Plan\n{plan}",
         ]
     elif stage.purpose == StagePurpose.CODE:
-        parts = [f"Executing plan step {step.number}/{step.total}: {step.title}"]
-        if step.detail:
-            parts.append(step.detail)
-        if step.files:
-            parts.append("Files: " + ", ".join(step.files))
-        parts.append(f"## The whole request\n{run.request}")
-        explored = run.stages.filter(purpose=StagePurpose.EXPLORE, status=StageStatus.SUCCEEDED)
-        for found in explored:
-            parts.append(f"## Explorer's findings\n{found.evidence.get('findings', '')}")
-        if stage.revision:
-            review = _latest(run, StagePurpose.REVIEW, step)
-            if review is not None:
-                parts.append("## Reviewer findings to address\n" + _findings_text(review.verdict))
-            tested = _latest(run, StagePurpose.TEST, step)
-            if tested is not None and not note:  # a note carries the failing tests
-                parts.append(f"## Last test results\n{evidence_text(tested.evidence)}")
+        parts = _code_parts(run, stage, step, note)
     elif stage.purpose == StagePurpose.TEST:
         parts = [
             f"Run the test suite for plan step {step.number}/{step.total}: {step.title}. "
             "Report whether the tests pass and what failed."
         ]
     elif stage.purpose == StagePurpose.REVIEW:
-        parts = [
-            f"Review the pending changes for plan step {step.number}/{step.total}: {step.title}.",
-            "Call submit_review with verdict approve or request_changes, a summary, and "
-            "findings (comments) with file path and line.",
-        ]
-        tested = _latest(run, StagePurpose.TEST, step)
-        if tested is not None:
-            parts.append(f"## Test results (evidence)\n{evidence_text(tested.evidence)}")
+        parts = _review_parts(run, session, step)
     if note:
         parts.append(note)
     answers = _answers_text(run)
@@ -563,9 +640,71 @@ def stage_request(
     return "\n\n".join(parts)[:MAX_REQUEST_CHARS]
 
 
-def _latest(run: Run, purpose: str, step: PlanStep) -> RunStage | None:
-    """The plan step's last stage of this purpose (its last review, its last test)."""
-    return run.stages.filter(purpose=purpose, plan_step=step.number).order_by("-seq").first()
+def _criteria_text(criteria: Iterable[str]) -> str:
+    return "\n".join(f"- {criterion}" for criterion in criteria)
+
+
+def _code_parts(run: Run, stage: RunStage, step: PlanStep, note: str) -> list[str]:
+    parts = [f"Executing plan step {step.number}/{step.total}: {step.title}"]
+    if step.detail:
+        parts.append(step.detail)
+    if step.files:
+        parts.append("Files: " + ", ".join(step.files))
+    if step.acceptance:
+        parts.append(f"## Acceptance criteria of this step\n{_criteria_text(step.acceptance)}")
+    parts.append(f"## The whole request\n{run.request}")
+    explored = run.stages.filter(purpose=StagePurpose.EXPLORE, status=StageStatus.SUCCEEDED)
+    for found in explored:
+        parts.append(f"## Explorer's findings\n{found.evidence.get('findings', '')}")
+    if stage.revision:
+        review = _latest(run, StagePurpose.REVIEW, step, whole=True)
+        if review is not None:
+            parts.append("## Reviewer findings to address\n" + _findings_text(review.verdict))
+        tested = _latest(run, StagePurpose.TEST, step)
+        if tested is not None and not note:  # a note carries the failing tests
+            parts.append(f"## Last test results\n{evidence_text(tested.evidence)}")
+    return parts
+
+
+REVIEW_HOW = (
+    "Call submit_review with verdict approve or request_changes, a summary, and findings "
+    "(comments) with file path and line."
+)
+
+
+def _review_parts(run: Run, session: AgentSession, step: PlanStep) -> list[str]:
+    """A plan step's review (the request, the step's acceptance criteria and its test
+    evidence), or the final review of the whole change (step 0: every step's criteria)."""
+    if not step.number:
+        plan = "\n".join(
+            f"{s['number']}. {s['title']}\n{_criteria_text(s.get('acceptance', []))}".strip()
+            for s in session.plan or []
+        )
+        return [
+            "Review the whole change: every pending change together, against the request and "
+            "each plan step's acceptance criteria.",
+            REVIEW_HOW,
+            f"## The request\n{run.request}",
+            f"## The plan and each step's acceptance criteria\n{plan}",
+        ]
+    parts = [
+        f"Review the pending changes for plan step {step.number}/{step.total}: {step.title}.",
+        REVIEW_HOW,
+        f"## The whole request\n{run.request}",
+    ]
+    if step.acceptance:
+        parts.append(f"## Acceptance criteria of this step\n{_criteria_text(step.acceptance)}")
+    tested = _latest(run, StagePurpose.TEST, step)
+    if tested is not None:
+        parts.append(f"## Test results (evidence)\n{evidence_text(tested.evidence)}")
+    return parts
+
+
+def _latest(run: Run, purpose: str, step: PlanStep, *, whole: bool = False) -> RunStage | None:
+    """The plan step's last stage of this purpose (its last review, its last test);
+    ``whole``: or the final review of the whole change, when that came later."""
+    steps = [step.number, 0] if whole else [step.number]
+    return run.stages.filter(purpose=purpose, plan_step__in=steps).order_by("-seq").first()
 
 
 def evidence_text(evidence: dict[str, Any]) -> str:

@@ -3,6 +3,8 @@ let the engine start the first stage."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.models import User
 from django.db import transaction
 
@@ -16,6 +18,7 @@ from sessions_app.models import (
     RiskTier,
     Run,
     RunStatus,
+    StagePurpose,
     WorkflowTemplate,
 )
 from sessions_app.permissions import SessionAction, action_check
@@ -29,8 +32,8 @@ from sessions_app.services.runs.stages import (
     MAX_REQUEST_CHARS,
     RiskInput,
     gate_required_for,
-    higher_tier,
     risk_assess,
+    risk_of,
 )
 from sessions_app.services.transitions import session_transition
 
@@ -98,10 +101,11 @@ def run_start(
 ) -> Run:
     """Start a run of the request in the session (from Default) and queue its first stage.
 
-    The effective risk tier is the higher of ``risk`` (declared; default low) and the
-    signals that fire on the request and the session; it picks the template unless one
-    is named. A template that requires a review by a model other than the Coder's and has
-    none refuses the run (ACODE-RUN-013) before anything is written.
+    The effective risk is scored from ``risk`` (declared; default low) and the signals
+    that fire on the request and the session (``stages.risk_of``); it picks the template
+    unless one is named, and the template's autonomy (no approval gate) scores too. A
+    template that requires a review by a model other than the Coder's and has none
+    refuses the run (ACODE-RUN-013) before anything is written.
     """
     declared = _declared_tier(request, risk)
     require_broker()  # refused with 503 before anything is written: submit it again at once
@@ -110,20 +114,22 @@ def run_start(
         fired = risk_assess(
             RiskInput(request=request, failed_runs=failed_runs(locked)), where="request"
         )
-        tier = higher_tier(declared, *(s["tier"] for s in fired))
-        chosen = template_for(tier, template)
+        chosen = template_for(risk_of(declared, fired).tier, template)
         refusal = reviewer_refusal(chosen)  # a different reviewer, when the template asks
         if refusal is not None:
             raise refusal
+        fired += _autonomy(chosen)
+        scored = risk_of(declared, fired)
         who = actor_name(user, actor)
         run = Run.objects.create(
             session=locked,
             template=chosen,
             request=request.strip(),
             declared_tier=declared,
-            effective_tier=tier,
+            effective_tier=scored.tier,
+            risk_score=scored.score,
             signals=fired,
-            gate_required=gate_required_for(tier, chosen),
+            gate_required=gate_required_for(scored, chosen),
             max_llm_calls=chosen.max_llm_calls,
             max_tokens=chosen.max_tokens,
             max_seconds=chosen.max_seconds,
@@ -143,6 +149,13 @@ def run_start(
     return run
 
 
+def _autonomy(template: WorkflowTemplate) -> list[dict[str, Any]]:
+    """The autonomy signal: the run's template commits without a person approving."""
+    if template.stages.filter(purpose=StagePurpose.APPROVAL).exists():
+        return []
+    return risk_assess(RiskInput(unattended=template.name), where="template")
+
+
 def _audit_start(run: Run, session: AgentSession, who: str) -> None:
     audit_record(
         event_type=AuditEventType.RUN_EVENT,
@@ -155,6 +168,7 @@ def _audit_start(run: Run, session: AgentSession, who: str) -> None:
             "template": run.template.slug,
             "declared_tier": run.declared_tier,
             "effective_tier": run.effective_tier,
+            "risk_score": run.risk_score,
             "signals": run.signals,
             "request": run.request[:500],
         },

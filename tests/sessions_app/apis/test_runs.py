@@ -118,7 +118,8 @@ def test_a_medium_run_starts_and_its_detail_shows_stages_verdicts_and_evidence(
     ]
     assert all(s["status"] == "succeeded" and s["finished_at"] for s in run["stages"])
     plan, code, test, revise, recode, _, approve = run["stages"]
-    assert plan["evidence"] == {"steps": 1}
+    assert plan["evidence"]["steps"] == 1 and plan["evidence"]["criteria"] == []
+    assert set(plan["evidence"]["basis"]) == {"request", "role", "workspace", "pending", "plan"}
     assert code["evidence"]["changed"] == ["greet.py"]
     assert code["reason"] == "Executing plan step 1/1: Add a greeting helper"
     assert recode["revision"] == 1 and recode["reason"].startswith("Revising plan step 1/1")

@@ -46,6 +46,7 @@ TEMPLATE_INTS = {
 TEMPLATE_DEFAULTS = {key: getattr(WorkflowTemplate(), key) for key in TEMPLATE_INTS}
 STAGE_INTS = {"max_llm_calls": INT, "max_tokens": INT, "timeout_seconds": INT}
 COUNTING_KINDS = (SignalKind.PLAN_STEPS, SignalKind.FAILED_RUNS)
+BARE_KINDS = (SignalKind.UNATTENDED,)  # neither patterns nor a threshold
 
 
 def _ints(limits: Mapping[str, int]) -> dict[str, Any]:
@@ -85,6 +86,7 @@ DOCUMENT_SCHEMA: dict[str, Any] = _object(
                     "risk_tier": {"type": "string", "enum": list(RiskTier.values)},
                     "enabled": {"type": "boolean"},
                     "review_model_differs": {"type": "boolean"},
+                    "final_review": {"type": "boolean"},
                     **_ints(TEMPLATE_INTS),
                     "stages": {
                         "type": "array",
@@ -117,9 +119,12 @@ DOCUMENT_SCHEMA: dict[str, Any] = _object(
                     },
                     "threshold": {"type": "integer", "minimum": 0, "maximum": INT},
                     "tier": {"type": "string", "enum": list(RiskTier.values)},
+                    "score": {"type": "integer", "minimum": 0, "maximum": SMALL_INT},
+                    "sensitive": {"type": "boolean"},
                     "enabled": {"type": "boolean"},
                 },
-                # Counting signals need a threshold, the others a pattern.
+                # Counting signals need a threshold, the autonomy one nothing, the others a
+                # pattern.
                 anyOf=[
                     {
                         "properties": {
@@ -128,10 +133,15 @@ DOCUMENT_SCHEMA: dict[str, Any] = _object(
                         },
                         "required": ["threshold"],
                     },
+                    {"properties": {"kind": {"enum": list(BARE_KINDS)}}},
                     {
                         "properties": {
                             "kind": {
-                                "enum": [k for k in SignalKind.values if k not in COUNTING_KINDS]
+                                "enum": [
+                                    k
+                                    for k in SignalKind.values
+                                    if k not in (*COUNTING_KINDS, *BARE_KINDS)
+                                ]
                             },
                             "patterns": {"minItems": 1},
                         },
@@ -159,6 +169,7 @@ def workflows_export() -> dict[str, Any]:
                 "risk_tier": template.risk_tier,
                 "enabled": template.enabled,
                 "review_model_differs": template.review_model_differs,
+                "final_review": template.final_review,
                 **{key: getattr(template, key) for key in TEMPLATE_INTS},
                 "stages": [
                     {
@@ -180,6 +191,8 @@ def workflows_export() -> dict[str, Any]:
             "patterns": list(signal.patterns or []),
             "threshold": signal.threshold,
             "tier": signal.tier,
+            "score": signal.score,
+            "sensitive": signal.sensitive,
             "enabled": signal.enabled,
         }
         for signal in RiskSignal.objects.order_by("name")

@@ -121,6 +121,7 @@ def _write_templates(templates: list[dict[str, Any]], summary: WorkflowImportSum
         template.risk_tier = item["risk_tier"]
         template.enabled = item.get("enabled", True)
         template.review_model_differs = item.get("review_model_differs", False)
+        template.final_review = item.get("final_review", False)
         for key in TEMPLATE_INTS:
             setattr(template, key, item.get(key, TEMPLATE_DEFAULTS[key]))
         template.save()
@@ -148,6 +149,8 @@ def _write_signals(signals: list[dict[str, Any]], summary: WorkflowImportSummary
                 "patterns": list(item.get("patterns", [])),
                 "threshold": item.get("threshold", 0),
                 "tier": item["tier"],
+                "score": item.get("score", 0),
+                "sensitive": item.get("sensitive", False),
                 "enabled": item.get("enabled", True),
             },
         )
