@@ -174,6 +174,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "GET /api/risk-signals/": ANY_USER,
     "GET /api/usage/": ANY_USER,
     "GET /api/usage/totals/": ANY_USER,
+    "GET /api/usage/quality/": ANY_USER,
     "GET /api/audit/": ANY_USER,
     "GET /api/audit/export/": ANY_USER,
     # Re-hashing the whole log: view_auditevent (permissions.can_verify_audit).
