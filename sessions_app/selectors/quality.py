@@ -8,7 +8,8 @@ their whole evidence). The unit is a plan step of a run (a run and its ``plan_st
   Tester stage's test command passed (a Tester that ran no tests did not pass).
 - **Approved without revisions**: of the steps a Reviewer gave a verdict on, those whose
   first verdict was approve (so no revision was ever requested); and the same of runs: runs
-  with a verdict whose reviews never requested changes.
+  with a verdict whose reviews, the final review of the whole change included (plan step
+  0), never requested changes.
 - **Scope creep**: of the files a run's Coder stages changed, those outside the files its
   plan names (a file named, or under a directory named with a trailing ``/``). A Coder
   stage records the pending changes after it (``changed``) and the plan's files
@@ -142,16 +143,18 @@ def _measure_run(
         return groups.setdefault(key, QualityRow(key, name))
 
     verdicts: list[str] = []
-    for step in _steps(stages).values():
+    for number, step in _steps(stages).items():
+        said = [s["verdict__verdict"] for s in step if s["purpose"] == StagePurpose.REVIEW]
+        said = [v for v in said if v in VERDICTS]
+        verdicts += said
+        if not number:  # the final review of the whole change: the run's, no step's
+            continue
         author = _first(step, StagePurpose.CODE)
         test = _first(step, StagePurpose.TEST)
         if test is not None and test["status"] in ENDED:
             row(author).first_time_pass.add(test["evidence__result"] == PASSED)
-        said = [s["verdict__verdict"] for s in step if s["purpose"] == StagePurpose.REVIEW]
-        said = [v for v in said if v in VERDICTS]
         if said:
             row(author).approved_without_revisions.add(said[0] == "approve")
-        verdicts += said
     if verdicts:
         runs.reviewed += 1
         runs.approved_without_revisions += "request_changes" not in verdicts

@@ -94,6 +94,9 @@ def history(user: User, lead: User) -> dict[str, Any]:
          planned=["k.py"])  # fmt: skip
     checked(r5, PASS, step=1)
     verdict(r5, APPROVE, step=1)
+    # The final review of the whole change (plan step 0) asked for changes: run 2 was not
+    # approved without revisions, though its step was.
+    verdict(r2, REVISE, step=0)
     # 6 (alpha, the lead's session): tests fail, changes requested; in scope.
     r6 = make_run(theirs, alpha, status=RunStatus.RUNNING)
     code(r6, model="gpt-a", step=1, changed=["q.py"], planned=["q.py"])
@@ -128,7 +131,7 @@ def test_the_metrics_of_a_seeded_history_match_the_hand_counted_values(
     assert total["approved_without_revisions"]["rate"] == 0.8
     assert total["scope_creep"]["rate"] == 0.3333
     assert by_role["runs"] == {
-        "reviewed": 4, "approved_without_revisions": 3, "measured_for_creep": 4, "with_creep": 3,
+        "reviewed": 4, "approved_without_revisions": 2, "measured_for_creep": 4, "with_creep": 3,
     }  # fmt: skip
     rows = {row["key"]: row for row in by_role["rows"]}
     assert [row["name"] for row in by_role["rows"]] == ["Coder", "Fast coder"]
@@ -184,7 +187,7 @@ def test_the_usage_page_shows_the_same_metrics_with_bars(
     assert row_text(html, "template", "total") == (
         "All 50.0% (3 of 6) 80.0% (4 of 5) 33.3% (3 of 9)"
     )
-    assert "3 of 4 reviewed runs never had changes requested" in html
+    assert "2 of 4 reviewed runs never had changes requested" in html
     assert "3 of 4 such runs crept" in html
     # The bars are drawn on the server: a rect as wide as the rate, out of 100.
     beta = html[html.index('id="quality-by-template"') :]
