@@ -96,6 +96,7 @@ urlpatterns = [
     path("risk-signals/", workflows.RiskSignalListApi.as_view(), name="api-risk-signals"),
     path("usage/", sessions.UsageApi.as_view(), name="api-usage"),
     path("usage/totals/", usage.UsageTotalsApi.as_view(), name="api-usage-totals"),
+    path("usage/quality/", usage.UsageQualityApi.as_view(), name="api-usage-quality"),
     path("audit/", audit.AuditListApi.as_view(), name="api-audit"),
     path("audit/export/", audit.AuditExportApi.as_view(), name="api-audit-export"),
     path("audit/verify/", audit.AuditVerifyApi.as_view(), name="api-audit-verify"),

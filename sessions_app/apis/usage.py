@@ -1,5 +1,6 @@
 """/api/usage/totals/: tokens, model calls, tool calls, job time and cost of the sessions
-the caller sees, by role, user or day (issue 34; the usage page charts the same)."""
+the caller sees, by role, user or day (issue 34); /api/usage/quality/: the quality metrics
+of their runs, by role, model or template (issue 39). The usage page charts the same."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from acode.errors import error_responses
 from acode.inputs import Query, query_of
 from sessions_app.apis.common import request_user
 from sessions_app.permissions import sessions_visible_to
+from sessions_app.selectors.quality import QUALITY_GROUPS, quality_metrics
 from sessions_app.selectors.totals import USAGE_GROUPS, usage_totals
 
 USAGE_MAX_DAYS = 3660
@@ -75,3 +77,82 @@ class UsageTotalsApi(APIView):
             sessions_visible_to(request_user(request)), by=query.get("by", "role"), since=since
         )
         return Response(UsageTotalsOutput(data).data)
+
+
+# -- /api/usage/quality/: the quality metrics of runs (issue 39) ------------------------
+
+
+class UsageQualityQuery(Query):
+    by = serializers.ChoiceField(
+        choices=list(QUALITY_GROUPS), required=False, help_text="Group by role (default: the "
+        "role of a step's first Coder stage), model (the model that answered it) or template."
+    )  # fmt: skip
+    days = serializers.IntegerField(
+        min_value=1,
+        max_value=USAGE_MAX_DAYS,
+        required=False,
+        help_text="Only runs started in the last this many days (default: all).",
+    )
+
+
+class RatioOutput(serializers.Serializer):
+    count = serializers.IntegerField()
+    of = serializers.IntegerField()
+    rate = serializers.FloatField(allow_null=True, help_text="count / of; null when of is 0.")
+
+
+class UsageQualityRowOutput(serializers.Serializer):
+    key = serializers.CharField(
+        help_text="The role's slug, the model's name or the template's slug; empty when unknown."
+    )
+    name = serializers.CharField(
+        help_text="What the page shows: the role's or template's name, the model."
+    )
+    first_time_pass = RatioOutput(
+        help_text="Plan steps whose first Tester stage passed, of the steps whose first "
+        "Tester stage ended."
+    )
+    approved_without_revisions = RatioOutput(
+        help_text="Plan steps whose first review verdict was approve, of the steps reviewed."
+    )
+    scope_creep = RatioOutput(
+        help_text="Files changed outside the files the run's plan names, of the files "
+        "changed (runs whose plan names files)."
+    )
+
+
+class UsageQualityRunsOutput(serializers.Serializer):
+    reviewed = serializers.IntegerField(help_text="Runs with at least one review verdict.")
+    approved_without_revisions = serializers.IntegerField(
+        help_text="Reviewed runs whose reviews never requested changes."
+    )
+    measured_for_creep = serializers.IntegerField(help_text="Runs whose plan names files.")
+    with_creep = serializers.IntegerField(
+        help_text="Measured runs that changed a file outside their plan's files."
+    )
+
+
+class UsageQualityOutput(serializers.Serializer):
+    by = serializers.CharField()
+    rows = UsageQualityRowOutput(many=True)
+    total = UsageQualityRowOutput()
+    runs = UsageQualityRunsOutput()
+
+
+class UsageQualityApi(APIView):
+    @extend_schema(
+        parameters=[UsageQualityQuery],
+        responses={200: UsageQualityOutput, **error_responses("ACODE-API-400")},
+        operation_id="usage_quality",
+        description="Quality metrics of the runs in the sessions the caller sees: first-time "
+        "test pass rate, approvals without revisions and scope creep, per role, model or "
+        "template (the usage page charts the same).",
+    )
+    def get(self, request: Request) -> Response:
+        query = query_of(UsageQualityQuery, request)
+        days = query.get("days")
+        since = timezone.now() - timedelta(days=days) if days else None
+        data = quality_metrics(
+            sessions_visible_to(request_user(request)), by=query.get("by", "role"), since=since
+        )
+        return Response(UsageQualityOutput(data).data)

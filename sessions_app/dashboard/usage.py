@@ -1,7 +1,9 @@
 """The usage page: how the time of the sessions a user sees splits across roles, drawn as
 a server-rendered SVG bar chart against the spec's target ranges; and the totals of tokens,
 model calls, tool calls, job time and cost by role, user and day (issue 34), as tables and
-as Chartist bar charts drawn in the browser from the same numbers (``static/usage.js``)."""
+as Chartist bar charts drawn in the browser from the same numbers (``static/usage.js``);
+and the quality of runs by role, model and template (issue 39), as tables with
+server-rendered SVG bars."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from django.views.decorators.http import require_GET
 from sessions_app.dashboard.formatting import RoleBadge, duration_text, role_badge
 from sessions_app.permissions import can_view_all, sessions_visible_to
 from sessions_app.selectors import time_in_role
+from sessions_app.selectors.quality import QUALITY_GROUPS, quality_metrics
 from sessions_app.selectors.totals import usage_totals
 
 # The day chart covers this many days back; the role and user ones all time.
@@ -140,6 +143,39 @@ def usage_tables(user: User) -> dict[str, Any]:
     return tables
 
 
+QUALITY_METRICS = ("first_time_pass", "approved_without_revisions", "scope_creep")
+
+
+def _ratio_cell(ratio: dict[str, Any]) -> dict[str, Any]:
+    """A metric as the page shows it: "2 of 3", its percentage and its bar's width (of 100)."""
+    rate = ratio["rate"]
+    return {
+        **ratio,
+        "text": f"{ratio['count']} of {ratio['of']}",
+        "percent": "—" if rate is None else f"{rate * 100:.1f}%",
+        "width": 0 if rate is None else round(rate * 100, 1),
+    }
+
+
+def _quality_row(row: dict[str, Any]) -> dict[str, Any]:
+    return {**row, "cells": [_ratio_cell(row[name]) for name in QUALITY_METRICS]}
+
+
+def usage_quality(user: User) -> dict[str, Any]:
+    """The quality metrics of the runs the user sees, by role, model and template, each
+    row with its three metrics as cells (text and bar width)."""
+    visible = sessions_visible_to(user)
+    tables: dict[str, Any] = {}
+    for by in QUALITY_GROUPS:
+        data = quality_metrics(visible, by=by)
+        tables[by] = {
+            "rows": [_quality_row(row) for row in data["rows"]],
+            "total": _quality_row(data["total"]),
+        }
+        tables["runs"] = data["runs"]
+    return tables
+
+
 @login_required
 @require_GET
 def usage(request: HttpRequest) -> HttpResponse:
@@ -157,5 +193,6 @@ def usage(request: HttpRequest) -> HttpResponse:
             "view_all": can_view_all(user),
             "totals": totals,
             "charts": charts,
+            "quality": usage_quality(user),
         },
     )

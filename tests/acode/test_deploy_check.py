@@ -17,6 +17,10 @@ from tests.conftest import shared_database_url
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
+# manage.py and the site run in processes of their own, against this run's database.
+pytestmark = pytest.mark.reaches_services
+
+
 def production_env(tmp_path: Path, **overrides: str | None) -> dict[str, str]:
     """The process environment of a production deployment (no acode variable inherited)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ACODE_", "CELERY_"))}

@@ -53,7 +53,9 @@ from sessions_app.services.sessions import session_create
 from sessions_app.services.transitions import session_transition
 from tests.factories import make_role
 
-pytestmark = pytest.mark.django_db
+# Who may call each route is decided the same on either database: CI runs the matrix on
+# PostgreSQL only (tests/conftest.py, db_agnostic).
+pytestmark = [pytest.mark.django_db, pytest.mark.db_agnostic]
 
 ACTORS = ["anonymous", "owner", "other", "viewer", "actor", "auditor", "superuser"]
 PERMISSIONS = {
@@ -174,6 +176,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "GET /api/risk-signals/": ANY_USER,
     "GET /api/usage/": ANY_USER,
     "GET /api/usage/totals/": ANY_USER,
+    "GET /api/usage/quality/": ANY_USER,
     "GET /api/audit/": ANY_USER,
     "GET /api/audit/export/": ANY_USER,
     # Re-hashing the whole log: view_auditevent (permissions.can_verify_audit).

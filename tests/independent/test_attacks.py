@@ -40,7 +40,9 @@ from tests.independent.redkit import (
 from tests.sessions_app.agent.containment.kit import Area, Caller, needs_sandbox
 from tests.sessions_app.jobkit import session_in
 
-pytestmark = [pytest.mark.django_db, needs_sandbox]
+# Containment holds or not whatever the database (it keeps roles and audit rows): CI runs
+# the suite on PostgreSQL only (tests/conftest.py, db_agnostic).
+pytestmark = [pytest.mark.django_db, needs_sandbox, pytest.mark.db_agnostic]
 
 
 def leak(reason: str) -> Any:

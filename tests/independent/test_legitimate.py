@@ -17,7 +17,8 @@ import pytest
 from tests.independent.redkit import committed, probe, write
 from tests.sessions_app.agent.containment.kit import Area, needs_sandbox
 
-pytestmark = [pytest.mark.django_db, needs_sandbox]
+# As the attacks (test_attacks.py): run on PostgreSQL only in CI.
+pytestmark = [pytest.mark.django_db, needs_sandbox, pytest.mark.db_agnostic]
 
 
 def hidden(reason: str) -> Any:

@@ -32,9 +32,12 @@ from sessions_app.services.jobs import job_create
 from tests.sessions_app.jobkit import scripted_model, session_in
 from tests.sessions_app.test_tasks import Worker, wait_for
 
-pytestmark = pytest.mark.skipif(
-    not os.environ.get("REDIS_URL"), reason="needs Redis (the broker and the worker registry)"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not os.environ.get("REDIS_URL"), reason="needs Redis (the broker and the worker registry)"
+    ),
+    pytest.mark.reaches_services,  # the worker registry is in Redis, database or not
+]
 
 
 def _name(prefix: str) -> str:

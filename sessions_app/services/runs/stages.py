@@ -314,7 +314,12 @@ def _evidence(
     run_raise_risk(
         run, risk_assess(RiskInput(paths=paths), where=f"changes of step {stage.plan_step}")
     )
-    return {"changed": list(paths), "summary": job.result[:EVIDENCE_CHARS]}, None
+    # The files the plan names, beside the ones changed: what scope creep is measured
+    # against (``selectors.quality``), as the plan was when the step was coded.
+    planned = sorted({str(f) for s in session.plan or [] for f in s.get("files", [])})
+    return {
+        "changed": list(paths), "planned": planned, "summary": job.result[:EVIDENCE_CHARS]
+    }, None  # fmt: skip
 
 
 # -- what a test stage produced (issue 34) -----------------------------------------------

@@ -26,7 +26,9 @@ from tests.sessions_app.agent.containment.kit import (
 )
 from tests.sessions_app.jobkit import session_in
 
-pytestmark = pytest.mark.django_db
+# Containment holds or not whatever the database (it keeps the calls' audit rows and pending
+# changes): CI runs this on PostgreSQL only (tests/conftest.py, db_agnostic).
+pytestmark = [pytest.mark.django_db, pytest.mark.db_agnostic]
 
 
 # -- links ----------------------------------------------------------------------------

@@ -25,7 +25,9 @@ from tests.sessions_app.agent.containment.test_approval import (
     pending_of,
 )
 
-pytestmark = [pytest.mark.django_db, needs_sandbox]
+# Containment holds or not whatever the database (it keeps the calls' audit rows and pending
+# changes): CI runs this on PostgreSQL only (tests/conftest.py, db_agnostic).
+pytestmark = [pytest.mark.django_db, needs_sandbox, pytest.mark.db_agnostic]
 __all__ = ["managed"]  # the fixture, shared with the approval suite
 
 
