@@ -12,7 +12,8 @@ writes the agent's hook settings:
   ``.claude/settings.local.json`` sets (Claude Code keeps that file out of git).
 - Codex: command hooks in ``$CODEX_HOME/config.toml`` (``~/.codex``) running the shim,
   the token in a file only its user reads; Codex runs user hooks only once trusted, so
-  run it with ``--dangerously-bypass-hook-trust`` or trust them in its ``/hooks`` view.
+  connecting trusts them as Codex's ``/hooks`` view would (``codex_trust``) and says so
+  when it cannot.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -27,6 +29,7 @@ from typing import Annotated, Any
 import typer
 
 from acode.cli import hookshim
+from acode.cli.codex_trust import codex_hooks_trust
 from acode.cli.errors import UsageError
 from acode.cli.output import out
 from acode.cli.runtime import handles_errors, runtime
@@ -103,6 +106,24 @@ def codex_config(url: str, token_file: Path) -> str:
     )
 
 
+def _trust(codex: str | None, home: Path, project: Path) -> None:
+    """Trust the hooks just written (Codex skips untrusted hooks without a word)."""
+    problem = "codex is not on PATH (--codex names it)"
+    if codex:
+        try:
+            trusted = codex_hooks_trust(codex, home, project.resolve())
+            if trusted == len(CODEX_EVENTS):
+                out().print(f"Codex trusts acode's {trusted} hooks.")
+                return
+            problem = f"Codex trusts {trusted} of {len(CODEX_EVENTS)} of acode's hooks"
+        except (OSError, RuntimeError) as exc:
+            problem = str(exc)
+    raise UsageError(
+        f"The hooks are written but not trusted ({problem}): Codex skips them until you "
+        "trust them in its /hooks view (or runs them with --dangerously-bypass-hook-trust)."
+    )
+
+
 def _token(ctx: typer.Context, role: str | None, name: str) -> tuple[str, str]:
     with runtime(ctx).client() as client:
         created = client.post("/api/hook-tokens/", {"name": name, "role": role or ""})
@@ -131,6 +152,9 @@ def connect(
     role: Annotated[
         str | None, typer.Option("--role", help="The role new sessions start in.")
     ] = None,
+    codex: Annotated[
+        str | None, typer.Option("--codex", help="The codex executable (default: on PATH).")
+    ] = None,
 ) -> None:
     """Write the agent's hook settings so that every tool call asks acode first."""
     if agent not in ("claude-code", "codex"):
@@ -146,8 +170,8 @@ def connect(
             raise UsageError(f"{config} already has hooks; merge acode's by hand:\n"
                              + codex_config(url, token_file))  # fmt: skip
         config.write_text((existing + "\n" if existing else "") + codex_config(url, token_file))
-        out().print(f"Wrote Codex's hooks to {config} (token in {token_file}). Codex runs "
-                    "them once trusted: `codex --dangerously-bypass-hook-trust`, or /hooks.")  # fmt: skip
+        out().print(f"Wrote Codex's hooks to {config} (token in {token_file}).")
+        _trust(codex or shutil.which("codex"), home, project)
         return
     settings = claude_settings(url)
     if managed is not None:
