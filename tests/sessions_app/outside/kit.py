@@ -47,3 +47,40 @@ def pre(
 def decision(response: Any) -> tuple[str, str]:
     out = response.json()["hookSpecificOutput"]
     return out["permissionDecision"], out["permissionDecisionReason"]
+
+
+ECHO_SCHEMA = {
+    "type": "object",
+    "properties": {"message": {"type": "string", "description": "Message to echo"}},
+    "required": ["message"],
+}
+
+
+def mcp_echo_limited(role: str = "coder", server: str = "everything") -> None:
+    """The reference server's ``echo``, approved for ``role``, its message at most 10
+    characters (the role's argument limit)."""
+    from roles.models import McpArgumentLimit, McpServer, McpToolDefinition, Permission, Role
+    from roles.services import role_saved
+    from roles.services.mcp import (
+        mcp_argument_limit_save,
+        mcp_definitions_record,
+        mcp_server_save,
+        mcp_tool_approve,
+    )
+
+    mcp = McpServer(slug=server, transport="stdio", command=["npx", server])
+    mcp_server_save(server=mcp, actor="test")
+    definition = {
+        "name": "echo",
+        "description": "Echoes back the input",
+        "input_schema": ECHO_SCHEMA,
+    }
+    mcp_definitions_record(server=mcp, definitions=[definition])
+    mcp_tool_approve(tool=McpToolDefinition.objects.get(server=mcp, name="echo"))
+    owner = Role.objects.get(slug=role)
+    owner.permissions.add(Permission.objects.get(code=f"mcp-{server}"))
+    role_saved(role=owner, actor="test")
+    limit = McpArgumentLimit(role=owner, tool=f"mcp__{server}__echo",
+                             schema={"properties": {"message": {"maxLength": 10}}})  # fmt: skip
+    mcp_argument_limit_save(limit=limit, actor="test")
+    registry.sync()

@@ -11,7 +11,13 @@ from rest_framework.test import APIClient
 
 from sessions_app.models import AuditEvent, OutsideSession
 from sessions_app.services.transitions import session_transition
-from tests.sessions_app.outside.kit import decision, hook_client, limited_coder, pre
+from tests.sessions_app.outside.kit import (
+    decision,
+    hook_client,
+    limited_coder,
+    mcp_echo_limited,
+    pre,
+)
 
 pytestmark = pytest.mark.django_db
 URL = "/api/hooks/claude-code/"
@@ -203,3 +209,14 @@ def test_codex_and_other_agents_get_the_acode_answer(hooks: APIClient, root: Pat
     assert body["acode"]["outcome"] == "deny" and "README.md" in body["acode"]["reason"]
     assert OutsideSession.objects.get().agent == "codex"
     assert hooks.post("/api/hooks/Not_Valid/", event, format="json").status_code == 404
+
+
+def test_an_mcp_tool_is_decided_with_the_roles_argument_limits(
+    hooks: APIClient, root: Path
+) -> None:
+    mcp_echo_limited()
+    short = pre(root, "mcp__everything__echo", {"message": "hello"})
+    assert decision(hooks.post(URL, short, format="json"))[0] == "allow"
+    long = pre(root, "mcp__everything__echo", {"message": "far too long a message"})
+    said, reason = decision(hooks.post(URL, long, format="json"))
+    assert said == "deny" and "argument_limits[coder]: mcp__everything__echo" in reason
