@@ -205,3 +205,52 @@ def test_codex_asks_acode_through_the_shim(
         "ToolConsent",
     ], decided  # the hooks ran: Codex trusted them without --dangerously-bypass-hook-trust
     assert decided[1][1] == "write_paths" and decided[3][1] == "secrets"
+
+
+@_needs("claude")
+def test_claude_code_blocks_when_acode_is_unreachable(project: Path, tmp_path: Path) -> None:
+    """The settings `acode agents connect` writes fail closed (``onFailure: "block"``)."""
+    from acode.cli.commands.outside_agents import claude_settings
+    from tests.cli.conftest import closed_port_url
+
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text(
+        json.dumps(claude_settings(closed_port_url()))
+    )
+    turns = [("tool", "Write", {"file_path": str(project / "src/new.py"), "content": "x"}),
+             ("tool", "Bash", {"command": "touch src/ran.txt"}), ("text", "done")]  # fmt: skip
+    with scripted_model("anthropic", turns) as model:
+        env = _env(tmp_path / "home", ANTHROPIC_BASE_URL=model.base_url, ANTHROPIC_API_KEY="dummy",
+                   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_TELEMETRY="1",
+                   DISABLE_AUTOUPDATER="1", ACODE_HOOK_TOKEN="acodehk_x")  # fmt: skip
+        done = subprocess.run([str(BIN / "claude"), "-p", "go", "--output-format", "json"], cwd=project,
+                              env=env, capture_output=True, text=True, timeout=240)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not (project / "src/new.py").exists() and not (project / "src/ran.txt").exists()
+
+
+@_needs("codex")
+def test_codex_blocks_when_acode_is_unreachable(project: Path, tmp_path: Path) -> None:
+    """Codex lets a failing hook's call run: the shim answers deny itself."""
+    from acode.cli.commands.outside_agents import codex_config
+    from tests.cli.conftest import closed_port_url
+
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (home / "token").write_text("acodehk_x")
+    turns = [("tool", "exec_command", {"cmd": "touch src/ran.txt"}), ("text", "done")]
+    with scripted_model("responses", turns) as model:
+        (home / "config.toml").write_text(
+            'model = "scripted"\nmodel_provider = "scripted"\n\n[model_providers.scripted]\n'
+            f'name = "scripted"\nbase_url = "{model.base_url}/v1"\nwire_api = "responses"\n'
+            'env_key = "SCRIPTED_KEY"\n\n' + codex_config(closed_port_url(), home / "token")
+        )
+        done = subprocess.run(
+            [str(BIN / "codex"), "exec", "--skip-git-repo-check", "-s", "danger-full-access",
+             "--dangerously-bypass-hook-trust", "go"],
+            cwd=project, env=_env(tmp_path / "home", CODEX_HOME=str(home), SCRIPTED_KEY="dummy"),
+            capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not (project / "src/ran.txt").exists()
+    assert "acode could not decide this call" in done.stdout + done.stderr
