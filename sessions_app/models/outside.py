@@ -60,8 +60,7 @@ class OutsideSession(models.Model):
     token = models.ForeignKey(
         HookToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    events = models.PositiveIntegerField(default=0)
-    last_event_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [

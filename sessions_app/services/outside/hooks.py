@@ -121,9 +121,10 @@ def _project(session: AgentSession, event: dict[str, Any]) -> tuple[Project, Wor
     return project, facts
 
 
-def _summary(value: Any, limit: int = 2000) -> str:
+def _summary(value: Any, limit: int = 2000, *, redact: bool = True) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
-    return redact_text(text[:limit] + ("…" if len(text) > limit else ""))
+    text = text[:limit] + ("…" if len(text) > limit else "")
+    return redact_text(text) if redact else text
 
 
 def _details(event: dict[str, Any], token: HookToken) -> dict[str, Any]:
@@ -153,30 +154,39 @@ def _decided(
         "ask": AuditEventType.TOOL_CONSENT,
     }
     role = current_role_of(session)
+    said = _redacted({"arguments": _summary(event.get("tool_input"), redact=False),
+                      "reason": decision.reason, "calls": decision.calls[:50],
+                      "target": _target(event, decision)[:1000]})  # fmt: skip
     details = {
         **_details(event, token), "phase": "decision" if decision.outcome != "ask" else "asked",
-        "arguments": _summary(event.get("tool_input")), "rule": decision.rule,
-        "reason": redact_text(decision.reason), "calls": _redacted_calls(decision.calls),
-        "role_version": role.version, "role_hash": role.content_hash,
+        "arguments": said["arguments"], "rule": decision.rule, "reason": said["reason"],
+        "calls": said["calls"], "role_version": role.version, "role_hash": role.content_hash,
     }  # fmt: skip
     row = audit_record(
         event_type=kinds[decision.outcome], actor=session.owner.get_username(), session=session,
-        role=role.slug, target=_target(event, decision)[:1000],
+        role=role.slug, target=said["target"],
         result="allowed" if decision.outcome == "allow" else decision.code or decision.outcome,
         details=details,
     )  # fmt: skip
     return decision, int(row.pk)
 
 
-def _redacted_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [
-        {key: redact_text(str(value))[:1000] for key, value in call.items()} for call in calls[:50]
-    ]
+def _redacted(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` redacted in one pass (redaction reads the server's secrets each time): as
+    JSON text, read back; field by field should a mask ever break the JSON."""
+    try:
+        redacted = json.loads(redact_text(json.dumps(value, default=str, ensure_ascii=False)))
+        if isinstance(redacted, dict):
+            return redacted
+    except json.JSONDecodeError:
+        pass
+    return {key: redact_text(item if isinstance(item, str) else json.dumps(item, default=str))
+            for key, item in value.items()}  # fmt: skip
 
 
 def _target(event: dict[str, Any], decision: OutsideDecision) -> str:
     targets = [str(call.get("target", "")) for call in decision.calls if call.get("target")]
-    return redact_text(f"{str(event.get('tool_name', ''))[:200]} {'; '.join(targets)}".strip())
+    return f"{str(event.get('tool_name', ''))[:200]} {'; '.join(targets)}".strip()
 
 
 def _outcome(session: AgentSession, name: str, event: dict[str, Any], token: HookToken) -> None:
@@ -212,7 +222,7 @@ def _held(
     answered."""
     consent = tool_consent_ask(
         session=session, job=None, role=current_role_of(session).slug,
-        tool=str(event.get("tool_name", ""))[:200], target=_target(event, decision),
+        tool=str(event.get("tool_name", ""))[:200], target=redact_text(_target(event, decision)),
         rule=decision.rule, reason=redact_text(decision.reason),
         arguments={"input": _summary(event.get("tool_input"))}, asked_audit_id=asked,
         timeout_seconds=settings.ACODE_HOOK_ASK_SECONDS,

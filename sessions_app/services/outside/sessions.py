@@ -14,7 +14,6 @@ import posixpath
 import uuid
 
 from django.db import IntegrityError, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from roles.registry import registry
@@ -40,9 +39,7 @@ def outside_session(
         .first()
     )
     if found is not None:
-        OutsideSession.objects.filter(pk=found.pk).update(
-            events=F("events") + 1, last_event_at=timezone.now()
-        )
+        found.session.owner = token.user  # the token's user owns it: no second read
         return found.session
     try:
         with transaction.atomic():
@@ -77,8 +74,7 @@ def _create(
     )
     OutsideSession.objects.create(
         session=session, owner=token.user, agent=kind, agent_session_id=agent_session_id,
-        machine=machine, cwd=cwd, repository=repository, token=token, events=1,
-        last_event_at=now,
+        machine=machine, cwd=cwd, repository=repository, token=token,
     )  # fmt: skip
     history_start(session, token.user, "")
     transaction.on_commit(lambda: publish_session_event(session.id, EventKind.SESSION_CREATED))
