@@ -42,7 +42,7 @@ from sessions_app.dashboard.jobs import JOB_LABELS
 from sessions_app.dashboard.live import BOARD_SOCKET_PATH
 from sessions_app.dashboard.runs.shapes import run_end_text
 from sessions_app.filters import SessionFilter
-from sessions_app.models import AgentKind, AgentSession, RunStatus, SessionStatus
+from sessions_app.models import AgentSession, RunStatus, SessionStatus
 from sessions_app.permissions import (
     can_attach_workspace,
     can_view_all,
@@ -70,8 +70,6 @@ RUN_LABELS = dict(RunStatus.choices)
 # The API's limits for a new session's fields (SessionCreateInput).
 TITLE_MAX_CHARS = 200
 TASK_MAX_CHARS = 20_000
-
-AGENT_LABELS = dict(AgentKind.choices)
 
 
 @dataclass(frozen=True)
@@ -169,8 +167,6 @@ class BoardCard:
     run_status: str = ""
     run_label: str = ""
     run_end: str = ""  # how a run that did not succeed ended, and why (its code, message)
-    agent: str = ""  # an outside agent's session: its kind (claude-code, codex...)
-    agent_label: str = ""
 
 
 @dataclass(frozen=True)
@@ -211,8 +207,6 @@ def board_card(session: AgentSession, now: datetime) -> BoardCard:
         run_status=run_status,
         run_label=RUN_LABELS.get(run_status, ""),
         run_end=run_end_text(run_status, ended[0] or "", ended[1] or ""),
-        agent=session.outside_agent or "",  # type: ignore[attr-defined]
-        agent_label=AGENT_LABELS.get(session.outside_agent or "", ""),  # type: ignore[attr-defined]
     )
 
 
