@@ -220,3 +220,14 @@ def test_an_mcp_tool_is_decided_with_the_roles_argument_limits(
     long = pre(root, "mcp__everything__echo", {"message": "far too long a message"})
     said, reason = decision(hooks.post(URL, long, format="json"))
     assert said == "deny" and "argument_limits[coder]: mcp__everything__echo" in reason
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_event_is_told_to_the_board_and_the_session_page_after_commit(
+    hooks: APIClient, root: Path, sent: list[tuple[str, str]]
+) -> None:
+    hooks.post(URL, pre(root, "Read", {"file_path": str(root / "src/app.py")}), format="json")
+    session = OutsideSession.objects.get().session
+    assert ("acode-board", "session.created") in sent
+    assert (f"acode-session-{session.pk}", "outside.event") in sent
+    assert ("acode-board", "outside.event") in sent
