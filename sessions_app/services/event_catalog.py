@@ -101,7 +101,8 @@ EVENT_CATALOG: Mapping[EventKind, Rerenders] = {
     EventKind.JOB_STATUS: Rerenders(board=_COLUMNS),
     # The run panel too: its counters (LLM calls, tokens) and what its stage waits on.
     EventKind.JOB_EVENT: Rerenders(session_page=("jobs", "run")),
-    EventKind.OUTSIDE_EVENT: Rerenders(("header", "timeline"), _COLUMNS),
+    # Its calls held for a person are in the jobs panel (as a job's questions are).
+    EventKind.OUTSIDE_EVENT: Rerenders(("header", "timeline", "jobs"), _COLUMNS),
     # Whatever a page shows of roles may have changed: each page is sent everything again.
     EventKind.ROLES_CHANGED: EVERYTHING,
 }

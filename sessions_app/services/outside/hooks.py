@@ -227,6 +227,7 @@ def _held(
         arguments={"input": _summary(event.get("tool_input"))}, asked_audit_id=asked,
         timeout_seconds=settings.ACODE_HOOK_ASK_SECONDS,
     )  # fmt: skip
+    publish_session_event(session.pk, EventKind.OUTSIDE_EVENT)  # the page shows the question
     answered = tool_consent_await(consent)
     if answered.status != ConsentStatus.ALLOWED:
         code, reason = consent_refusal(answered)

@@ -3,13 +3,17 @@ ones: each is a decision or a clean 4xx, audited in the session's chain."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test import Client
 from rest_framework.test import APIClient
 
-from sessions_app.models import AuditEvent, OutsideSession
+from sessions_app.models import AuditEvent, OutsideSession, ToolConsent
 from sessions_app.services.transitions import session_transition
 from tests.sessions_app.outside.kit import (
     decision,
@@ -231,3 +235,47 @@ def test_each_event_is_told_to_the_board_and_the_session_page_after_commit(
     assert ("acode-board", "session.created") in sent
     assert (f"acode-session-{session.pk}", "outside.event") in sent
     assert ("acode-board", "outside.event") in sent
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_held_call_is_answered_on_the_session_page(
+    hooks: APIClient, root: Path, user: Any, settings: Any
+) -> None:
+    """Codex cannot ask its user: the hook waits until the owner allows it on the page."""
+    settings.ACODE_HOOK_ASK_SECONDS = 20.0
+    settings.ACODE_CONSENT_POLL_SECONDS = 0.05
+    event = pre(root, "Bash", {"command": "touch src/new.py"}, sid="c-9")
+    answers: list[Any] = []
+
+    def agent() -> None:
+        answers.append(hooks.post("/api/hooks/codex/", event, format="json").json())
+        connection.close()
+
+    waiting = threading.Thread(target=agent)
+    waiting.start()
+    deadline = time.monotonic() + 15
+    while not ToolConsent.objects.filter(status="pending").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    consent = ToolConsent.objects.get(status="pending")
+    page = Client()
+    page.force_login(user)
+    shown = page.get(f"/sessions/{consent.session_id}/").content.decode()
+    assert "Allow this call" in shown and "touch src/new.py" in shown
+    page.post(f"/sessions/{consent.session_id}/consents/{consent.pk}/", {"allow": "yes"})
+    waiting.join(timeout=15)
+    assert (
+        answers[0]["acode"]["outcome"] == "allow" and "dev allowed" in answers[0]["acode"]["reason"]
+    )
+
+
+def test_a_held_call_nobody_answers_is_denied_in_time(
+    hooks: APIClient, root: Path, settings: Any
+) -> None:
+    settings.ACODE_HOOK_ASK_SECONDS = 0.3
+    settings.ACODE_CONSENT_POLL_SECONDS = 0.05
+    event = pre(root, "Bash", {"command": "touch src/new.py"}, sid="c-10")
+    body = hooks.post("/api/hooks/codex/", event, format="json").json()
+    assert (
+        body["acode"]["outcome"] == "deny" and "Nobody allowed this call" in body["acode"]["reason"]
+    )
+    assert ToolConsent.objects.get().status == "timed_out"
