@@ -279,3 +279,12 @@ def test_a_held_call_nobody_answers_is_denied_in_time(
         body["acode"]["outcome"] == "deny" and "Nobody allowed this call" in body["acode"]["reason"]
     )
     assert ToolConsent.objects.get().status == "timed_out"
+
+
+def test_a_hook_token_opens_the_hook_route_only(user: Any) -> None:
+    client, key = hook_client(user)
+    assert client.get("/api/sessions/").status_code == 401
+    assert client.get("/api/me/").status_code == 401
+    as_token = APIClient()
+    as_token.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    assert as_token.get("/api/sessions/").status_code == 401
