@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
+import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -47,9 +49,24 @@ def _token(options: dict[str, str]) -> str:
     return os.environ.get("ACODE_HOOK_TOKEN", "")
 
 
+def repository(cwd: object) -> str:
+    """The repository at ``cwd`` (its ``origin`` remote, without credentials), or ""."""
+    try:
+        found = subprocess.run(
+            ["git", "-C", str(cwd), "config", "--get", "remote.origin.url"],
+            capture_output=True, text=True, timeout=2, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return re.sub(r"://[^/@]*@", "://", found.stdout.strip())[:500]
+
+
 def ask(agent: str, raw: bytes, options: dict[str, str], seconds: float) -> dict[str, Any]:
     """acode's answer to the event ``raw`` (raises on any failure)."""
     url = options.get("url") or os.environ.get("ACODE_URL", "http://127.0.0.1:8000")
+    event = json.loads(raw)
+    first = isinstance(event, dict) and event.get("hook_event_name") == "SessionStart"
+    where = repository(event.get("cwd", ".")) if first else ""  # once, when the session starts
     request = urllib.request.Request(
         f"{url.rstrip('/')}/api/hooks/{agent}/",
         data=raw,
@@ -58,6 +75,7 @@ def ask(agent: str, raw: bytes, options: dict[str, str], seconds: float) -> dict
             "Authorization": f"Bearer {_token(options)}",
             "Content-Type": "application/json",
             "X-Acode-Machine": socket.gethostname()[:200],
+            **({"X-Acode-Repository": where} if where else {}),
         },
     )
     try:

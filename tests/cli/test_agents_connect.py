@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,8 @@ def test_claude_code_project_settings_fail_closed(cli: RunCli, tmp_path: Path) -
     hook = settings["hooks"]["PreToolUse"][0]["hooks"][0]
     assert hook["type"] == "http" and hook["url"].endswith("/api/hooks/claude-code/")
     assert hook["onFailure"] == "block" and hook["allowedEnvVars"] == ["ACODE_HOOK_TOKEN"]
-    assert hook["headers"] == {"Authorization": "Bearer $ACODE_HOOK_TOKEN"}
+    assert hook["headers"]["Authorization"] == "Bearer $ACODE_HOOK_TOKEN"
+    assert hook["headers"]["X-Acode-Machine"] == os.uname().nodename
     key = json.loads((tmp_path / ".claude" / "settings.local.json").read_text())["env"][
         "ACODE_HOOK_TOKEN"
     ]

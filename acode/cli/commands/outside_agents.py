@@ -51,11 +51,14 @@ HOOK_SECONDS = 60
 TOKEN_VARIABLE = "ACODE_HOOK_TOKEN"
 
 
-def claude_settings(url: str) -> dict[str, Any]:
-    """Claude Code's hook settings for an acode at ``url``."""
+def claude_settings(url: str, *, machine: str = "", repository: str = "") -> dict[str, Any]:
+    """Claude Code's hook settings for an acode at ``url`` (``machine`` and ``repository``:
+    what a new session records of where it runs)."""
+    headers = {"Authorization": f"Bearer ${TOKEN_VARIABLE}"}
+    headers.update({k: v for k, v in (("X-Acode-Machine", machine),
+                                      ("X-Acode-Repository", repository)) if v})  # fmt: skip
     hook = {
-        "type": "http", "url": f"{url.rstrip('/')}/api/hooks/claude-code/",
-        "headers": {"Authorization": f"Bearer ${TOKEN_VARIABLE}"},
+        "type": "http", "url": f"{url.rstrip('/')}/api/hooks/claude-code/", "headers": headers,
         "allowedEnvVars": [TOKEN_VARIABLE], "timeout": HOOK_SECONDS, "onFailure": "block",
     }  # fmt: skip
     hooks: dict[str, Any] = {}
@@ -173,7 +176,7 @@ def connect(
         out().print(f"Wrote Codex's hooks to {config} (token in {token_file}).")
         _trust(codex or shutil.which("codex"), home, project)
         return
-    settings = claude_settings(url)
+    settings = claude_settings(url, machine=os.uname().nodename)
     if managed is not None:
         base = url.rstrip("/")
         settings = {**settings, "allowManagedHooksOnly": True,
@@ -182,7 +185,8 @@ def connect(
         out().print(f"Wrote managed hook settings to {managed}; set {TOKEN_VARIABLE}={key} "
                     "in the environment Claude Code starts in.")  # fmt: skip
         return
-    _merged(project / ".claude" / "settings.json", settings)
+    _merged(project / ".claude" / "settings.json",
+            claude_settings(url, machine=os.uname().nodename, repository=hookshim.repository(project)))  # fmt: skip
     _merged(project / ".claude" / "settings.local.json", {"env": {TOKEN_VARIABLE: key}})
     out().print(f"Wrote Claude Code's hooks to {project / '.claude' / 'settings.json'} (the "
                 "token in settings.local.json, which stays out of git).")  # fmt: skip

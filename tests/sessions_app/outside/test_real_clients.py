@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import threading
 import time
@@ -137,6 +138,7 @@ def test_claude_code_asks_acode_before_every_call(
     board.force_login(user)
     page = board.get("/").content.decode()
     assert "Claude Code in project" in page  # the card names the agent's kind
+    assert OutsideSession.objects.get(agent="claude-code").machine == os.uname().nodename
 
 
 @_needs("codex")
@@ -148,6 +150,9 @@ def test_codex_asks_acode_through_the_shim(
     limited_coder()
     home = tmp_path / "codex-home"
     home.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    origin = "https://dev:hunter2@example.com/team/app.git"
+    subprocess.run(["git", "-C", str(project), "remote", "add", "origin", origin], check=True)
     turns = [
         ("tool", "exec_command", {"cmd": "cat src/app.py"}),
         ("tool", "exec_command", {"cmd": "echo hi > setup.py"}),
@@ -205,6 +210,9 @@ def test_codex_asks_acode_through_the_shim(
         "ToolConsent",
     ], decided  # the hooks ran: Codex trusted them without --dangerously-bypass-hook-trust
     assert decided[1][1] == "write_paths" and decided[3][1] == "secrets"
+    outside = OutsideSession.objects.get(agent="codex")
+    assert outside.repository == "https://example.com/team/app.git"  # no credentials
+    assert outside.machine == socket.gethostname()
 
 
 @_needs("claude")
