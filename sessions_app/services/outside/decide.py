@@ -12,6 +12,7 @@ a call a rule puts to a person makes the whole line "ask".
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,7 @@ from roles.decision import HostFacts, PolicyRole, decide
 from sessions_app.containment import is_secret_file
 from sessions_app.services.outside.mapping import Call, Mapped
 
+logger = logging.getLogger(__name__)
 # The outside agent runs its commands itself: acode's sandbox is not asked for.
 OUTSIDE_HOST = HostFacts(sandbox_required=False)
 SECRETS = "read_secrets"
@@ -62,11 +64,22 @@ def _one(role: PolicyRole, call: Call, workspace: WorkspaceFacts) -> dict[str, A
             "rule": decision.rule, "reason": decision.reason, "code": decision.code}  # fmt: skip
 
 
+def _checked(role: PolicyRole, call: Call, workspace: WorkspaceFacts) -> dict[str, Any]:
+    """``_one``, or a refusal that says the call could not be checked (never a 5xx)."""
+    try:
+        return _one(role, call, workspace)
+    except Exception as exc:  # as the executor's check: a check that cannot decide refuses
+        logger.exception("checking outside call %s failed", call.tool)
+        reason = f"The call could not be checked ({type(exc).__name__}); it did not run."
+        return {"tool": call.tool, "target": "", "outcome": "deny", "rule": "check_failed",
+                "reason": reason, "code": "ACODE-TOL-002"}  # fmt: skip
+
+
 def outside_decide(role: PolicyRole, mapped: Mapped, workspace: WorkspaceFacts) -> OutsideDecision:
     """The decision on an outside call: each of its acode calls by the one decision."""
     if not mapped.calls:
         return OutsideDecision("deny", mapped.rule, mapped.reason, DENIED)
-    calls = [_one(role, call, workspace) for call in mapped.calls]
+    calls = [_checked(role, call, workspace) for call in mapped.calls]
     for call in calls:
         if call["outcome"] == "deny":
             return OutsideDecision("deny", call["rule"], call["reason"], call["code"], calls)

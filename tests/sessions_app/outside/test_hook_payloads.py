@@ -189,6 +189,10 @@ def test_hostile_bodies_and_tokens(hooks: APIClient, root: Path, user: Any) -> N
     assert api_token.post(
         URL, pre(root, "Read", {"file_path": "x"}), format="json"
     ).status_code in {401, 403}
+    for odd in ('"\\ud800"', '"a\\u0000b"', "1e999", '{"deep": ' * 600 + "1" + "}" * 600):
+        raw = '{"session_id": "s-1", "cwd": "%s", "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": %s}}'
+        answer = hooks.post(URL, (raw % (root, odd)).encode(), content_type="application/json")
+        assert answer.status_code in (200, 400), (odd[:20], answer.content)
     long_line = pre(root, "Bash", {"command": "echo " + "a " * 20_000})
     assert decision(hooks.post(URL, long_line, format="json"))[0] == "deny"
 
