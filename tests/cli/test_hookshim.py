@@ -76,3 +76,16 @@ def test_unreachable_and_unreadable_events_deny() -> None:
 
 def test_an_event_that_decides_nothing_never_blocks() -> None:
     assert run(closed_port_url(), {**EVENT, "hook_event_name": "PostToolUse"}) == (0, "", "")
+
+
+def test_acode_hook_codex_is_the_shim() -> None:
+    from typer.testing import CliRunner
+
+    from acode.cli import app
+
+    result = CliRunner().invoke(
+        app,
+        ["hook", "codex", "--url", closed_port_url(), "--timeout", "3"],
+        input=json.dumps(EVENT),
+    )
+    assert result.exit_code == 2 and "acode could not decide this call" in result.output
