@@ -1,10 +1,11 @@
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import path, re_path
 
 from sessions_app.apis import (
     audit,
     consents,
+    hooks,
     jobs,
     plans,
     runs,
@@ -17,6 +18,13 @@ from sessions_app.apis import (
 )
 
 urlpatterns = [
+    re_path(
+        rf"^hooks/(?P<agent>{hooks.AGENT_PATTERN})/$",
+        hooks.HookEventApi.as_view(),
+        name="api-hook-event",
+    ),
+    path("hook-tokens/", hooks.HookTokenListApi.as_view(), name="api-hook-tokens"),
+    path("hook-tokens/<uuid:token_id>/", hooks.HookTokenApi.as_view(), name="api-hook-token"),
     path("sessions/", sessions.SessionListApi.as_view(), name="api-sessions"),
     path("sessions/<uuid:pk>/", sessions.SessionDetailApi.as_view(), name="api-session"),
     path(

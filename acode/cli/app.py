@@ -18,6 +18,7 @@ from acode.cli.commands import (
     jobs,
     model_routing,
     models,
+    outside_agents,
     plans,
     prompt,
     prompt_packs,
@@ -110,6 +111,8 @@ GROUPS = {
     "plan": plans.app,
     "changes": changes.app,
     "model": models.app,
+    "agents": outside_agents.agents_app,
+    "hook": outside_agents.hook_app,
 }
 # Subcommands kept in modules of their own, joined to their group here.
 SUBCOMMANDS: dict[tuple[typer.Typer, str], Callable[..., Any]] = {

@@ -26,6 +26,10 @@ ACODE_JOB_STALE_SECONDS = env_float("ACODE_JOB_STALE_SECONDS", 60.0)
 # denied; the waiting job looks for the answer this often (its worker waits with it).
 ACODE_CONSENT_TIMEOUT_SECONDS = env_float("ACODE_CONSENT_TIMEOUT_SECONDS", 900.0)
 ACODE_CONSENT_POLL_SECONDS = env_float("ACODE_CONSENT_POLL_SECONDS", 1.0)
+# How long an outside agent's hook (Codex, any agent that cannot ask its user) waits for a
+# person's answer to a call a rule asks about: under the hook's own time limit (the settings
+# `acode agents connect` writes give the hook 60 s).
+ACODE_HOOK_ASK_SECONDS = env_float("ACODE_HOOK_ASK_SECONDS", 45.0)
 # A job queued this long without starting gets its message sent again (a worker may have
 # died holding it); duplicates are skipped when they arrive.
 ACODE_JOB_RESEND_SECONDS = env_float("ACODE_JOB_RESEND_SECONDS", ACODE_JOB_STALE_SECONDS * 5)

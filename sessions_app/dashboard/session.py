@@ -439,8 +439,10 @@ class SessionPage:
 
     @cached_property
     def consents(self) -> list[ToolConsent]:
-        # Only a job that has not ended waits for a person: no query while none runs.
-        return session_consents(self.session, limit=5) if any(j.live for j in self.jobs) else []
+        # Only a job that has not ended waits for a person (no query while none runs), or an
+        # outside agent's hook (its session's workspace is not acode's; issue 43).
+        waits = not self.session.workspace_managed or any(j.live for j in self.jobs)
+        return session_consents(self.session, limit=5) if waits else []
 
     @cached_property
     def jobs(self) -> list[JobView]:

@@ -25,6 +25,7 @@ from sessions_app.models.jobs import (
     JobEventKind,
     JobStatus,
 )
+from sessions_app.models.outside import AgentKind, HookToken, OutsideSession
 from sessions_app.models.repositories import Repository
 from sessions_app.models.runs import (
     ACTIVE_RUN_STATUSES,
@@ -62,6 +63,7 @@ __all__ = [
     "FINAL_RUN_STATUSES",
     "GLOBAL_CHAIN",
     "TIER_ORDER",
+    "AgentKind",
     "AgentSession",
     "AppendOnlyError",
     "AppendOnlyModel",
@@ -75,11 +77,13 @@ __all__ = [
     "ChangeKind",
     "ConsentStatus",
     "DeliveredCommit",
+    "HookToken",
     "IdempotencyRecord",
     "Job",
     "JobEvent",
     "JobEventKind",
     "JobStatus",
+    "OutsideSession",
     "PendingChange",
     "PushStatus",
     "Repository",

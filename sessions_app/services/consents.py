@@ -51,10 +51,13 @@ def tool_consent_ask(
     reason: str,
     arguments: dict[str, Any],
     asked_audit_id: int | None,
+    timeout_seconds: float | None = None,
 ) -> ToolConsent:
     """Keep a call that waits for a person's answer (its ``asked`` audit row is the
-    executor's decision row) and say so on the job's events (the page re-renders)."""
-    timeout = timedelta(seconds=settings.ACODE_CONSENT_TIMEOUT_SECONDS)
+    executor's decision row) and say so on the job's events (the page re-renders).
+    ``timeout_seconds``: how long it waits (default ACODE_CONSENT_TIMEOUT_SECONDS)."""
+    waits = settings.ACODE_CONSENT_TIMEOUT_SECONDS if timeout_seconds is None else timeout_seconds
+    timeout = timedelta(seconds=waits)
     consent = ToolConsent.objects.create(
         session=session, job=job, role_slug=role, tool=tool, target=target[:2000],
         rule=rule[:300], reason=reason, arguments=arguments, asked_audit_id=asked_audit_id,

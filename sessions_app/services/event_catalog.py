@@ -38,6 +38,8 @@ class EventKind(StrEnum):
     JOB_EVENT = "job.event"
     # Role data changed (a role, tool, permission, rule or prompt): every page showing roles.
     ROLES_CHANGED = "roles.changed"
+    # An outside agent's hook event (Claude Code, Codex): its call decided, its outcome.
+    OUTSIDE_EVENT = "outside.event"
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,8 @@ EVENT_CATALOG: Mapping[EventKind, Rerenders] = {
     EventKind.JOB_STATUS: Rerenders(board=_COLUMNS),
     # The run panel too: its counters (LLM calls, tokens) and what its stage waits on.
     EventKind.JOB_EVENT: Rerenders(session_page=("jobs", "run")),
+    # Its calls held for a person are in the jobs panel (as a job's questions are).
+    EventKind.OUTSIDE_EVENT: Rerenders(("header", "timeline", "jobs"), _COLUMNS),
     # Whatever a page shows of roles may have changed: each page is sent everything again.
     EventKind.ROLES_CHANGED: EVERYTHING,
 }

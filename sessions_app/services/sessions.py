@@ -27,7 +27,7 @@ from sessions_app.services.workspaces import repository_for, workspace_attach, w
 logger = logging.getLogger(__name__)
 
 
-def _history_start(session: AgentSession, owner: User, request_id: str) -> None:
+def history_start(session: AgentSession, owner: User, request_id: str) -> None:
     """The first history entry (in Default), the session's audit chain and its first event."""
     actor = actor_name(owner)
     default = registry.by_id(session.current_role_id)
@@ -98,7 +98,7 @@ def session_create(
             last_reason="Initial state",
             risk_tier=risk_tier,
         )
-        _history_start(session, owner, request_id)
+        history_start(session, owner, request_id)
         transaction.on_commit(lambda: publish_session_event(session.id, EventKind.SESSION_CREATED))
     return session
 

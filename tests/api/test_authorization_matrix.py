@@ -47,6 +47,7 @@ from sessions_app.models import (
 )
 from sessions_app.services.changes import change_record, pending_digest
 from sessions_app.services.jobs import job_create
+from sessions_app.services.outside.tokens import hook_token_create
 from sessions_app.services.plans import plan_set
 from sessions_app.services.runs import run_start
 from sessions_app.services.sessions import session_create
@@ -182,6 +183,13 @@ EXPECTED: dict[str, dict[str, int]] = {
     # Re-hashing the whole log: view_auditevent (permissions.can_verify_audit).
     "GET /api/audit/verify/": {actor: 403 for actor in ACTORS}
     | {"anonymous": 401, "auditor": 200, "superuser": 200},
+    # Outside agents' hooks take a hook token only: a login is refused (issue 43).
+    "POST /api/hooks/{agent}/": {actor: 403 for actor in ACTORS} | {"anonymous": 401},
+    "GET /api/hook-tokens/": ANY_USER,
+    "POST /api/hook-tokens/": ANY_USER | {actor: 201 for actor in ACTORS[1:]},
+    # Each user revokes only their own: the owner's token is nobody else's.
+    "DELETE /api/hook-tokens/{token_id}/": {actor: 404 for actor in ACTORS}
+    | {"anonymous": 401, "owner": 204},
 }
 
 # What each request sends: a body the owner's request succeeds with, or query parameters.
@@ -211,6 +219,8 @@ BODIES: dict[str, Any] = {
     "POST /api/runs/{id}/answer/": {"answer": "Yes"},
     "POST /api/runs/{id}/reject/": {"reason": "Not now"},
     "POST /api/sessions/{id}/consents/{consent_id}/": {"allow": False, "note": "Not now"},
+    "POST /api/hooks/{agent}/": {"hook_event_name": "SessionStart", "session_id": "m", "cwd": "/"},
+    "POST /api/hook-tokens/": {"name": "laptop"},
 }
 QUERIES: dict[str, dict[str, str]] = {"GET /api/audit/export/": {"format": "jsonl"}}
 
@@ -275,7 +285,9 @@ def world(django_user_model: Any, settings: Any) -> dict[str, Any]:
         session=session, role_slug="reviewer", tool="execute_command", target="rm x",
         rule="command_rules[0]: rm", expires_at=timezone.now() + timedelta(minutes=15),
     )  # fmt: skip
+    hook_token, _ = hook_token_create(user=owner, label="matrix")
     return {
+        "hook_token": hook_token,
         "consent": consent,
         "users": users,
         "session": session,
@@ -297,6 +309,8 @@ def url_of(operation: str, world: dict[str, Any]) -> str:
         path.replace("{id}", str(own_id))
         .replace("{number}", "1")
         .replace("{consent_id}", str(world["consent"].pk))
+        .replace("{token_id}", str(world["hook_token"].pk))
+        .replace("{agent}", "claude-code")
         .replace("{slug}", "matrix-gate")
         .replace("{tool}", "issues")
         .replace("{name}", "scratch" if "prompt-packs" not in path else "acode-standard")

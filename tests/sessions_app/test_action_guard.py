@@ -160,6 +160,11 @@ API_NOT_ON_A_SESSION = {
     "POST /api/sessions/{id}/consents/{consent_id}/": "answers a job's question, not the session",
     # A read with a body (the query); at most it queues a build of the workspace's index.
     "POST /api/sessions/{id}/search/": "searches the workspace's index; changes no session",
+    # An outside agent's hook event (issue 43): decided in and audited to that agent's own
+    # session, created by its first event; it never changes a role, a plan or changes.
+    "POST /api/hooks/{agent}/": "an outside agent's event, recorded in its own session",
+    "POST /api/hook-tokens/": "a hook token of the caller; changes no session",
+    "DELETE /api/hook-tokens/{token_id}/": "revokes a hook token of the caller",
 }
 
 
@@ -554,6 +559,8 @@ SERVICES_NOT_ACTIONS = {
     "job_stop": "the run's engine stopping its own stage's queued job (the cancel of the run "
     "was checked)",
     "job_expire": "the run's engine failing its own stage's job when the run's budget is spent",
+    "history_start": "the first history entry of a session being created (session_create, an "
+    "outside agent's first event)",
 }
 
 

@@ -1,0 +1,81 @@
+"""An outside agent's session is an acode session: created by its first event.
+
+The agent's session id, the token's user, the machine, the working directory (the project
+root: the session's workspace, which acode does not manage) and the repository are kept
+with it (``OutsideSession``); the session starts in the role the hook token names, else
+the default role, and from then on changes role only as any session does (the dashboard,
+``POST /api/sessions/{id}/transition/``): each event reads the session's current role, so
+a change is in force on the agent's next call.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import uuid
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from roles.registry import registry
+from sessions_app.models import AgentKind, AgentSession, HookToken, OutsideSession
+from sessions_app.services.audit import publish_session_event
+from sessions_app.services.event_catalog import EventKind
+from sessions_app.services.sessions import history_start
+
+
+def agent_kind(agent: str) -> str:
+    """The stored kind of an agent named in a hook's URL."""
+    return agent if agent in AgentKind.values else AgentKind.OTHER
+
+
+def outside_session(
+    *, token: HookToken, agent: str, agent_session_id: str, cwd: str, machine: str, repository: str
+) -> AgentSession:
+    """The acode session of an outside agent's session, created by its first event."""
+    kind = agent_kind(agent)
+    found = (
+        OutsideSession.objects.select_related("session")
+        .filter(owner_id=token.user_id, agent=kind, agent_session_id=agent_session_id)
+        .first()
+    )
+    if found is not None:
+        found.session.owner = token.user  # the token's user owns it: no second read
+        return found.session
+    try:
+        with transaction.atomic():
+            return _create(token, kind, agent_session_id, cwd, machine, repository)
+    except IntegrityError:  # a second first event won the race: its session is the one
+        return (
+            OutsideSession.objects.select_related("session")
+            .get(owner_id=token.user_id, agent=kind, agent_session_id=agent_session_id)
+            .session
+        )
+
+
+def _create(
+    token: HookToken, kind: str, agent_session_id: str, cwd: str, machine: str, repository: str
+) -> AgentSession:
+    role = registry.by_id(token.role_id) if token.role_id else registry.default()
+    now = timezone.now()
+    label = AgentKind(kind).label
+    place = posixpath.basename(cwd.rstrip("/")) or cwd
+    session = AgentSession.objects.create(
+        id=uuid.uuid4(),
+        title=f"{label} in {place}"[:200] + (f" on {machine}"[:60] if machine else ""),
+        task=f"{label} session {agent_session_id}",
+        owner=token.user,
+        workspace=cwd,
+        workspace_managed=False,
+        current_role_id=role.id,
+        role_version_id=role.version_id,
+        role_since=now,
+        transition_count=1,
+        last_reason="Initial state",
+    )
+    OutsideSession.objects.create(
+        session=session, owner=token.user, agent=kind, agent_session_id=agent_session_id,
+        machine=machine, cwd=cwd, repository=repository, token=token,
+    )  # fmt: skip
+    history_start(session, token.user, "")
+    transaction.on_commit(lambda: publish_session_event(session.id, EventKind.SESSION_CREATED))
+    return session
