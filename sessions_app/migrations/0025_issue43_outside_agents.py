@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('roles', '0015_issue38_search_tools'),
-        ('sessions_app', '0022_issue39_test_attempts'),
+        ('sessions_app', '0024_issue39_risk_score_final_review'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
