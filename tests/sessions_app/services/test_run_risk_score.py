@@ -20,6 +20,7 @@ from sessions_app.services.runs import run_start
 from sessions_app.services.runs.portability import workflows_export, workflows_import
 from sessions_app.services.runs.stages import Risk, gate_required_for, risk_of
 from sessions_app.services.sessions import session_create
+from tests.sessions_app.runkit import other_reviewer
 
 pytestmark = pytest.mark.django_db
 
@@ -48,6 +49,7 @@ def test_the_gate_opens_at_medium_only_for_a_sensitive_tag_or_path() -> None:
 
 
 def test_a_request_naming_a_dependency_file_scores_and_opens_the_gate(user: Any) -> None:
+    other_reviewer()  # the medium template wants a review by a model other than the Coder's
     session = session_create(owner=user, title="deps", task="deps")
     run = run_start(session=session, request="Pin requests in requirements.txt", user=user)
     names = {s["signal"] for s in run.signals}
