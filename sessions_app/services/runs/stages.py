@@ -155,11 +155,7 @@ def stage_start(
     assert template_stage.role_id is not None  # only the gate has no role
     role = registry.by_id(template_stage.role_id)
     if template_stage.purpose == StagePurpose.CODE and not session.plan:
-        # No planning stage: the request is its own one-step plan (said so in the history).
-        plan_set(
-            session=session, steps=[{"title": run.request[:300]}], actor=ORCHESTRATOR,
-            run_id=run.pk,
-        )  # fmt: skip
+        _request_as_plan(run, session)
     earlier = reusable_stage(run, session, template_stage)
     if earlier is not None:
         return _stage_reuse(run, session, template_stage, earlier)
@@ -191,6 +187,14 @@ def stage_start(
     request = stage_request(run, session, stage, plan_step, note=note)
     _stage_job(run, session, stage, request, limits)
     return stage
+
+
+def _request_as_plan(run: Run, session: AgentSession) -> None:
+    """No planning stage: the request is its own one-step plan (said so in the history)."""
+    plan_set(
+        session=session, steps=[{"title": run.request[:300]}], actor=ORCHESTRATOR,
+        run_id=run.pk,
+    )  # fmt: skip
 
 
 def _stage_reuse(
