@@ -71,6 +71,7 @@ class RoleSpec:
     answer_sets_plan: bool = False
     examples: tuple[Mapping[str, Any], ...] = ()  # see roles.commands.examples
     protected: bool = False  # changes become drafts (roles.services.drafts)
+    custom: bool = False  # a user's custom agent: never holds ``CUSTOM_LOCKED`` (issue 41)
 
     def content(self) -> dict[str, Any]:
         """The role's stored content as plain JSON-able data (import/export, snapshots)."""
@@ -102,6 +103,8 @@ class RoleSpec:
             data["examples"] = [dict(example) for example in self.examples]
         if self.protected:  # likewise: only when set
             data["protected"] = True
+        if self.custom:  # likewise
+            data["custom"] = True
         return data
 
 
@@ -141,6 +144,16 @@ class RoleAccess:
         return None
 
 
+# What a custom agent (a role a user made, issue 41) never holds, whatever its data says:
+# writing (files, or a command's layer), running commands, the network. Enforced here,
+# where effective permissions are computed, for the role and every role below it; the
+# role writes refuse such data too (``roles.validation.custom_lock_problems``).
+CUSTOM_LOCKED: frozenset[str] = frozenset(
+    {"create_files", "write_files", "delete_files", "execute_commands", "network"}
+)
+CUSTOM_LOCKED_REASON = "a custom agent never holds write, execute or network permissions"
+
+
 class RoleCycleError(ValueError):
     """The parent chain of a role loops back on itself."""
 
@@ -168,11 +181,13 @@ def compute_access(
 
     A child never exceeds its parent: permissions are intersected along the parent
     chain and a tool the parent does not get is withheld from the child. The role's
-    allow-list, when set, narrows the result further.
+    allow-list, when set, narrows the result further. A custom agent, and every role
+    below one, never holds ``CUSTOM_LOCKED``.
     """
     role = roles[slug]
     chain = parent_chain(slug, roles)
-    held = frozenset(role.permissions)
+    locked = any(roles[s].custom for s in (slug, *chain))
+    held = frozenset(role.permissions) - (CUSTOM_LOCKED if locked else frozenset())
     effective = set(held)
     limiting_parent: dict[str, str] = {}
     for ancestor in chain:
@@ -191,6 +206,9 @@ def compute_access(
         reason = ""
         if not tool.enabled:
             reason = tool.withheld_reason or "tool is disabled"
+        elif locked and required & CUSTOM_LOCKED:
+            reason = CUSTOM_LOCKED_REASON
+            missing = tuple(sorted(required & CUSTOM_LOCKED))
         elif missing:
             reason = "missing permission " + ", ".join(missing)
         elif inherited_missing:

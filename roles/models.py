@@ -114,6 +114,12 @@ class Role(models.Model):
         default=False,
         help_text="Changes (unprotecting included) become drafts another admin publishes.",
     )
+    custom = models.BooleanField(
+        default=False,
+        editable=False,
+        help_text="A custom agent (made by a user): never holds write, execute or network "
+        "permissions, and stays custom.",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -296,6 +302,7 @@ class RegistryStamp(models.Model):
 # Drafts of protected roles (issue 25) live in their own module too, and who made or
 # promoted an account (issue 37: a draft's author's own accounts do not publish it).
 from roles.account_models import AccountGrant, AccountGrantKind  # noqa: E402, F401
+from roles.agent_models import CustomAgent  # noqa: E402, F401
 from roles.draft_models import RoleDraft, RoleDraftStatus  # noqa: E402, F401
 from roles.mcp.models import (  # noqa: E402, F401
     McpArgumentLimit,

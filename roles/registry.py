@@ -176,6 +176,7 @@ def read_specs(using: str = "default") -> tuple[list[tuple[int, RoleSpec]], list
                     answer_sets_plan=r.answer_sets_plan,
                     examples=tuple(r.examples or ()),
                     protected=r.protected,
+                    custom=r.custom,
                 ),
             )
         )

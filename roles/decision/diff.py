@@ -52,6 +52,8 @@ PERMISSION_EFFECTS = {
     "write_files": "it (and its commands' layers) may modify files",
     "delete_files": "it (and its commands' layers) may delete files",
     "execute_commands": "it may run commands",
+    "spawn": "it may hand sub-tasks to sub-agents (delegate)",
+    "configure": "it may change agents' configuration",
 }
 
 

@@ -26,7 +26,9 @@ from roles.services.common import (
 from roles.services.drafts import RoleWritten, role_draft_route, role_needs_review
 from roles.services.examples import role_examples_enforce
 from roles.validation import (
+    CUSTOM_LOCKED_CODE,
     ROLE_SCALARS,
+    custom_lock_problems,
     describe_findings,
     parent_chain_problems,
     role_delete_refusal,
@@ -89,6 +91,7 @@ def role_write(
             f"A role with slug {content['slug']!r} already exists.",
             {"slug": content["slug"]},
         )
+    _custom_lock_check(content, specs)
     _role_content_check(content, label=actor_label(actor, user))
     _role_fit_check(content, specs)
     draft = role_draft_route(content=content, actor=actor, user=user)
@@ -104,6 +107,7 @@ def role_reviewed_write(
     """Write a published draft's content live: ``role_write``'s checks and write, past the
     review it has had (``roles.services.draft_review`` is the only caller)."""
     specs = {spec.slug: spec for _, spec in read_specs()[0]}
+    _custom_lock_check(content, specs)
     _role_content_check(content, label=actor_label(None, user))
     _role_fit_check(content, specs)
     _role_apply(content, user=user)
@@ -117,6 +121,15 @@ def _role_apply(
         role_parents_set(parents={content["slug"]: content.get("parent")})
         role_examples_enforce(saved={content["slug"]})
         role_versions_record(actor=actor, user=user)
+
+
+def _custom_lock_check(content: Mapping[str, Any], specs: Mapping[str, RoleSpec]) -> None:
+    """A custom agent's role never names write, execute or network permissions and stays
+    custom (ACODE-ROL-016)."""
+    stored = specs.get(str(content.get("slug")))
+    problems = custom_lock_problems(content, was_custom=bool(stored and stored.custom))
+    if problems:
+        raise AcodeError(CUSTOM_LOCKED_CODE, "; ".join(problems), {"problems": problems})
 
 
 def _role_content_check(content: Mapping[str, Any], *, label: str) -> None:
@@ -187,6 +200,9 @@ def role_upsert(*, content: Mapping[str, Any]) -> Role:
             setattr(role, name, content[name])
     # A role's content names "protected" only when set (``RoleSpec.content``).
     role.protected = bool(content.get("protected", False))
+    # A custom agent stays one, whatever a later write says (issue 41).
+    stored_custom = bool(role.pk and Role.objects.filter(pk=role.pk, custom=True).exists())
+    role.custom = stored_custom or bool(content.get("custom", False))
     for name in ("capabilities", "constraints", "write_paths", "command_patterns", "examples"):
         setattr(role, name, list(content.get(name) or []))
     role.save()
@@ -217,6 +233,12 @@ def role_save(
     """Save a role edited as a model (the admin form, already checked), then version it;
     a protected role's edit becomes a draft instead (``roles.services.drafts``)."""
     permissions, allowed_tools = list(permissions), list(allowed_tools)
+    content = _model_content(role, permissions, allowed_tools)
+    was_custom = bool(role.pk and Role.objects.filter(pk=role.pk, custom=True).exists())
+    problems = custom_lock_problems(content, was_custom=was_custom)
+    if problems:
+        raise AcodeError(CUSTOM_LOCKED_CODE, "; ".join(problems), {"problems": problems})
+    role.custom = role.custom or was_custom
     if role.pk is not None:
         stored = Role.objects.filter(pk=role.pk).values_list("slug", flat=True).first()
         if stored is not None and stored != role.slug and role_needs_review(stored):

@@ -18,12 +18,14 @@ from roles.validation.relations import (
     transition_rule_problems,
 )
 from roles.validation.roles import (
+    CUSTOM_LOCKED_CODE,
     RESERVED_SLUGS,
     ROLE_CONTENT_SCHEMA,
     ROLE_FIELDS,
     ROLE_LISTS,
     ROLE_PROPERTIES,
     ROLE_SCALARS,
+    custom_lock_problems,
     model_name_problems,
     parent_chain_problems,
     role_field_problems,
@@ -44,6 +46,7 @@ from roles.validation.text import (
 )
 
 __all__ = [
+    "CUSTOM_LOCKED_CODE",
     "RESERVED_SLUGS",
     "ROLE_CONTENT_SCHEMA",
     "ROLE_FIELDS",
@@ -52,6 +55,7 @@ __all__ = [
     "ROLE_SCALARS",
     "PromptFinding",
     "check_prompt_text",
+    "custom_lock_problems",
     "describe_findings",
     "find_dangerous",
     "model_name_problems",

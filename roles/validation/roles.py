@@ -17,7 +17,14 @@ from acode.inputs import (
     json_schema_errors,
     json_schema_problems,
 )
-from roles.access import RoleCycleError, RoleSpec, glob_problem, parent_chain
+from roles.access import (
+    CUSTOM_LOCKED,
+    CUSTOM_LOCKED_REASON,
+    RoleCycleError,
+    RoleSpec,
+    glob_problem,
+    parent_chain,
+)
 from roles.commands import COMMAND_RULE_SCHEMA, command_rule_problems
 from roles.commands.examples import EXAMPLE_COMMON
 from roles.models import ContextStrategy
@@ -38,6 +45,7 @@ ROLE_SCALARS: dict[str, type] = {
     "timeout_seconds": int,
     "answer_sets_plan": bool,
     "protected": bool,
+    "custom": bool,
 }
 ROLE_LISTS = (
     "permissions",
@@ -163,6 +171,12 @@ ROLE_PROPERTIES: dict[str, dict[str, Any]] = {
         **ROLE_EXAMPLES_SCHEMA,
         "description": "Calls the role must allow or deny, checked on every save.",
     },
+    "custom": {
+        "type": "boolean",
+        "description": "A custom agent: never holds write, execute or network permissions "
+        "(create_files, write_files, delete_files, execute_commands, network); once set, it "
+        "stays set.",
+    },
 }
 
 
@@ -227,6 +241,31 @@ def _content_problems(error: ValidationError) -> list[str]:
     if error.validator == "minLength":
         return [f"{field} is required"]
     return [f"{field} must be {ROLE_CONTENT_SCHEMA['properties'][field]['description']}"]
+
+
+CUSTOM_LOCKED_CODE = "ACODE-ROL-016"
+
+
+def custom_lock_problems(content: Mapping[str, Any], *, was_custom: bool) -> list[str]:
+    """Why ``content`` cannot be a custom agent's (ACODE-ROL-016): a custom agent never
+    holds ``CUSTOM_LOCKED`` permissions, and a role that was one stays one. Every role write
+    asks (API, admin, import, a published draft); ``roles.access.compute_access`` enforces
+    the same whatever is stored."""
+    slug = content.get("slug")
+    custom = content.get("custom")
+    if was_custom and custom is not None and custom is not True:
+        return [f"role {slug}: a custom agent stays one (custom cannot be unset)"]
+    if not (custom or was_custom):
+        return []
+    held = sorted(set(_codes(content.get("permissions"))) & CUSTOM_LOCKED)
+    if held:
+        return [f"role {slug}: {CUSTOM_LOCKED_REASON} (it names {', '.join(held)})"]
+    return []
+
+
+def _codes(value: Any) -> list[str]:
+    """Permission codes from content (strings) or an admin form (Permission rows)."""
+    return [str(getattr(v, "code", v)) for v in value or ()]
 
 
 def role_format_problems(item: Mapping[str, Any]) -> list[str]:
