@@ -1,5 +1,6 @@
 """Issue 41: custom agents (a role's ``custom`` flag, who made which) and the ``spawn`` and
-``configure`` permissions (seed 004's names). A fresh database gets the permissions from
+``configure`` permissions (seed 004's names), and the rows of the ``delegate`` and
+``collect`` tools (declared in code, needing ``spawn``). A fresh database gets the permissions from
 the seed after migrate; an existing one gets them here, held by no role: nobody gains
 anything."""
 
@@ -21,6 +22,9 @@ def forwards(apps, schema_editor):
         return  # a fresh database: the seed brings everything after migrate
     for code, description in PERMISSIONS.items():
         Permission.objects.get_or_create(code=code, defaults={"description": description})
+    Tool = apps.get_model("roles", "Tool")
+    for name in ("collect", "delegate"):  # need spawn, which no role holds yet
+        Tool.objects.get_or_create(name=name, defaults={"enabled": True})
 
 
 class Migration(migrations.Migration):

@@ -52,6 +52,10 @@ class ToolContext:
     approve_changes: Callable[[str, str], int]  # (summary, the digest the model was shown)
     request_changes: Callable[[str, list[Any]], None]
     ask_human: Callable[[str], None] | None = None  # None: no run, nobody to ask
+    # Delegation (issue 41): start a sub-agent (role, task, llm_calls) -> its job id; wait
+    # for sub-agents (job ids or None: every one not collected, timeout) -> their results.
+    delegate: Callable[[str, str, int | None], str] | None = None
+    collect: Callable[[list[str] | None, float], list[dict[str, Any]]] | None = None
     git_dir: Path | None = None
     command_timeout: float = 120.0
     may_write: bool = False
