@@ -297,7 +297,10 @@ def _import_content(item: Mapping[str, Any]) -> dict[str, Any]:
     (``role_upsert`` writes only those it has), everything else as the entry says."""
     stored = Role.objects.filter(slug=item["slug"]).values(*ROLE_SCALARS).first() or {}
     protected = bool(item.get("protected", False))  # as role_upsert reads it
-    return {**stored, **item, "parent": item.get("parent"), "protected": protected}
+    content = {**stored, **item, "parent": item.get("parent"), "protected": protected}
+    if not content.get("custom"):  # a role's content names "custom" only when set
+        content.pop("custom", None)
+    return content
 
 
 # -- the shipped defaults -------------------------------------------------------------

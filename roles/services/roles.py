@@ -270,6 +270,8 @@ def _model_content(
         parent=role.parent.slug if role.parent else None,
         **{k: list(getattr(role, k) or []) for k in _MODEL_LISTS},
     )
+    if not content["custom"]:  # as ``RoleSpec.content``: named only when set
+        del content["custom"]
     return content
 
 
