@@ -66,6 +66,12 @@ def custom_agent_create(
             "Creating custom agents needs the roles.configure permission.",
             {"permission": CONFIGURE_PERMISSION},
         )
+    if not (1 <= len(goals) <= 20 and 1 <= len(checklist) <= 50 and name.strip()):
+        raise AcodeError(
+            "ACODE-ROL-004",
+            "A custom agent needs a name, 1 to 20 goals and 1 to 50 checklist items.",
+            {"goals": len(goals), "checklist": len(checklist)},
+        )
     base = registry.get(template)  # ACODE-ROL-001 when there is none
     slug = slug or slugify(name)[:64]
     data: dict[str, Any] = {

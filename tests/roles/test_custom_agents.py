@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import Permission as UserPermission
+from django.test import Client
 from rest_framework.test import APIClient
 
 from acode.errors import AcodeError
@@ -159,3 +160,23 @@ def test_a_parent_change_or_a_row_past_the_services_grants_nothing(
         assert not LOCKED & set(access.permissions)
         assert {"write_file", "create_file", "execute_command"}.isdisjoint(access.tools)
     assert CustomAgent.objects.get(role=role).created_by_name == "maker"
+
+
+def test_a_user_makes_an_agent_on_the_dashboard(maker: Any, user: Any) -> None:
+    client = Client()
+    client.force_login(maker)
+    assert "Make an agent" in client.get("/agents/").content.decode()
+    response = client.post("/agents/", {
+        "name": "Docs Critic", "template": "coder", "goals": "Find stale docs\nCite them",
+        "checklist": "Cite the file", "keywords": "docs, documentation", "prompt": "",
+    }, follow=True)  # fmt: skip
+    page = response.content.decode()
+    assert "Agent docs-critic created." in page and "ask_human, read_files" in page
+    assert registry.get("docs-critic").spec.capabilities == ("Find stale docs", "Cite them")
+    refused = client.post("/agents/", {"name": "Docs Critic", "template": "coder",
+                                       "goals": "x", "checklist": "y"})  # fmt: skip
+    assert refused.status_code == 400 and "ACODE-API-409" in refused.content.decode()
+    other = Client()
+    other.force_login(user)  # no roles.configure: sees none of it, and no form
+    page = other.get("/agents/").content.decode()
+    assert "Make an agent" not in page and "docs-critic" not in page
