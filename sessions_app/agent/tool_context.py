@@ -29,6 +29,7 @@ from sessions_app.services.changes import (
 )
 from sessions_app.services.delegation import delegation_collect, delegation_start
 from sessions_app.services.jobs import job_event
+from sessions_app.services.memory import remembered_question_for
 from sessions_app.services.runs import run_question_ask, run_review_record
 from sessions_app.services.tracking import PATH_MAX_CHARS
 from sessions_app.services.workspaces import (
@@ -54,6 +55,21 @@ def layer_limits() -> LayerLimits:
         guarded=kernel_guards_overlay_xattrs(),
         max_path=PATH_MAX_CHARS,
     )
+
+
+def _ask(job: Job, session: AgentSession, asked: list[str], question: str) -> str | None:
+    """Put a question to a person (the run pauses), unless one answered it before in this
+    session and role (decision memory): then that answer, now."""
+    remembered = remembered_question_for(session=session, role=job.role.slug, question=question)
+    if remembered is not None:
+        said = f"answered before by {remembered.answered_by_name}"
+        job_event(job, JobEventKind.NOTE, {"message": said, "question": question,
+                                           "remembered": remembered.pk})  # fmt: skip
+        return f"A person ({said}): {remembered.note}"
+    run_question_ask(job=job, question=question)
+    asked.append(question)
+    job_event(job, JobEventKind.NOTE, {"message": "asked a person", "question": question})
+    return None
 
 
 def _delegate(job: Job, role: str, task: str, llm_calls: int | None) -> str:
@@ -95,11 +111,6 @@ def tool_context(
             {"message": "revision requested", "summary": summary, "comments": comments},
         )
 
-    def ask(question: str) -> None:
-        run_question_ask(job=job, question=question)
-        asked.append(question)
-        job_event(job, JobEventKind.NOTE, {"message": "asked a person", "question": question})
-
     layers = Path(settings.ACODE_LAYERS_ROOT)
     workspace_apply_resume(session, layers)  # what a dead attempt left half applied, first
     git_dir = session_git_dir(session)
@@ -117,7 +128,7 @@ def tool_context(
         record_change=record_change,
         approve_changes=approve,
         request_changes=request_changes,
-        ask_human=ask if job.run_stage_id is not None else None,
+        ask_human=partial(_ask, job, session, asked) if job.run_stage_id is not None else None,
         delegate=partial(_delegate, job),
         collect=partial(_collect, job),
         command_timeout=settings.ACODE_TOOL_TIMEOUT,

@@ -282,7 +282,10 @@ def ask_human(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
             "ask_human works only inside a run: nobody is waiting to answer this job. "
             "Decide yourself and say what you assumed."
         )
-    ctx.ask_human(question)  # the job ends after this call; the run waits for the answer
+    remembered = ctx.ask_human(question)
+    if remembered is not None:  # a person answered it before (decision memory)
+        return ToolResult(remembered, "person", "answered before")
+    # Asked: the job ends after this call; the run waits for the answer.
     return ToolResult(
         "Your question was sent to a person. Stop here: the run pauses until they answer, "
         "and you will get the answer in a new request.",

@@ -73,11 +73,13 @@ class ToolConsent(models.Model):
 
 
 class RememberedAnswer(models.Model):
-    """A person's answer to an ask, kept with its scope and reused (decision memory).
+    """A person's answer to an ask or a question, kept with its scope and reused (decision
+    memory).
 
     Scope: the session, the role that asked and the exact call (``key``: a hash of the
-    tool, its target, the rule and the normalised arguments). The same call asked again in
-    that scope is answered with it, shown as "answered before by ..."; an admin revokes it
+    tool, its target, the rule and the normalised arguments) or question (``tool`` empty,
+    ``key`` a hash of its text). The same asked again in that scope is answered with it,
+    shown as "answered before by ..."; an admin revokes it
     (``sessions_app.services.memory``), and the next ask goes to a person again."""
 
     session = models.ForeignKey(
@@ -88,8 +90,9 @@ class RememberedAnswer(models.Model):
     tool = models.CharField(max_length=200)
     target = models.TextField(blank=True)
     rule = models.CharField(max_length=300, blank=True)
-    allowed = models.BooleanField()
-    note = models.TextField(blank=True)
+    allowed = models.BooleanField(null=True, help_text="An ask's answer; empty for a question.")
+    question = models.TextField(blank=True, help_text="A question's text (ask_human).")
+    note = models.TextField(blank=True, help_text="The note to an ask, or a question's answer.")
     source = models.ForeignKey(ToolConsent, null=True, on_delete=models.SET_NULL, related_name="+")
     answered_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
@@ -111,5 +114,7 @@ class RememberedAnswer(models.Model):
         ]
 
     def __str__(self) -> str:
+        if not self.tool:
+            return f"{self.question[:60]} answered by {self.answered_by_name}"
         verdict = "allowed" if self.allowed else "denied"
         return f"{self.tool} {self.target} {verdict} by {self.answered_by_name}".strip()

@@ -1,4 +1,10 @@
-"""Decision memory (issue 41): a person's answer to an ask, remembered with its scope.
+"""Decision memory (issue 41): a person's answer to an ask or a question, remembered
+with its scope.
+
+A stage's question (``ask_human``) a signed-in person answered is kept the same way,
+scoped to the session, the role that asked and the question's words
+(``question_remember``, from a receiver on the question); the same question asked again
+there is answered with it instead of pausing the run.
 
 When a person allows or denies a call put to them (``sessions_app.services.consents``),
 the answer is kept as a ``RememberedAnswer`` scoped to the session, the role that asked
@@ -34,6 +40,38 @@ def answer_key(*, tool: str, target: str, rule: str, arguments: dict[str, Any]) 
     data = {"tool": tool, "target": target, "rule": rule, "arguments": arguments}
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def question_key(question: str) -> str:
+    """A question (``ask_human``), as one hash: its words, whitespace collapsed."""
+    text = "question:" + " ".join(question.split())
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def remembered_question_for(
+    *, session: AgentSession, role: str, question: str
+) -> RememberedAnswer | None:
+    """A person's live answer to this question asked in this session by this role."""
+    return remembered_answer_for(session=session, role=role, key=question_key(question))
+
+
+def question_remember(question: Any) -> RememberedAnswer | None:
+    """Keep a person's answer to a stage's question (a ``RunQuestion`` a role asked and a
+    signed-in person answered); None for any other."""
+    if question.stage_id is None or question.answered_by_id is None or not question.answer:
+        return None
+    session_id = question.run.session_id
+    key = question_key(question.question)
+    live = RememberedAnswer.objects.filter(
+        session_id=session_id, role_slug=question.asked_by, key=key, revoked_at__isnull=True
+    )
+    if live.exists():
+        return live.first()
+    return RememberedAnswer.objects.create(
+        session_id=session_id, role_slug=question.asked_by, key=key, tool="",
+        question=question.question, note=question.answer, answered_by_id=question.answered_by_id,
+        answered_by_name=question.answered_by.get_username(),
+    )  # fmt: skip
 
 
 def remembered_answer_for(*, session: AgentSession, role: str, key: str) -> RememberedAnswer | None:

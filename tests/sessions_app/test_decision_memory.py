@@ -12,7 +12,18 @@ from django.contrib.auth.models import Permission
 from rest_framework.test import APIClient
 
 from roles.models import Role
-from sessions_app.models import AgentSession, AuditEvent, Job, RememberedAnswer, ToolConsent
+from sessions_app.agent.tool_context import _ask as ask_question
+from sessions_app.models import (
+    AgentSession,
+    AuditEvent,
+    Job,
+    RememberedAnswer,
+    Run,
+    RunQuestion,
+    RunStage,
+    ToolConsent,
+    WorkflowTemplate,
+)
 from sessions_app.services.consents import tool_consent_answer, tool_consent_ask
 from sessions_app.services.sessions import session_create
 
@@ -98,3 +109,33 @@ def test_admin_revokes_from_the_admin_list(user: Any, admin_client_logged_in: An
     assert "Revoked 1 remembered answer" in response.content.decode()
     answer.refresh_from_db()
     assert answer.revoked_by_name == "boss"
+
+
+def test_a_question_answered_once_is_answered_again_without_pausing(user: Any) -> None:
+    session = session_create(owner=user, title="t", task="t")
+    template = WorkflowTemplate.objects.create(slug="q", name="Q", risk_tier="low")
+    run = Run.objects.create(session=session, template=template, request="r",
+                             declared_tier="low", effective_tier="low", max_llm_calls=9,
+                             max_tokens=9, max_seconds=9, created_by="dev")  # fmt: skip
+    stage = RunStage.objects.create(run=run, seq=1, position=0, purpose="plan",
+                                    role=Role.objects.get(slug="planner"))  # fmt: skip
+    job = Job.objects.create(session=session, role=Role.objects.get(slug="planner"),
+                             request="t", created_by="dev", run_stage=stage)  # fmt: skip
+    asked: list[str] = []
+    assert ask_question(job, session, asked, "Which database?") is None and asked == [
+        "Which database?"
+    ]
+    question = RunQuestion.objects.get(run=run)
+    question.answer, question.answered_by = "PostgreSQL", user
+    question.answered_at = question.asked_at
+    question.save()  # as run_answer saves it
+    again = ask_question(job, session, asked, "Which  database?")
+    assert again == "A person (answered before by dev): PostgreSQL" and len(asked) == 1
+    assert RunQuestion.objects.filter(run=run).count() == 1  # nobody was asked again
+    coder_job = Job.objects.create(session=session, role=Role.objects.get(slug="coder"),
+                                   request="t", created_by="dev", run_stage=stage)  # fmt: skip
+    assert ask_question(coder_job, session, asked, "Which database?") is None  # another role asks
+    listed = _api(user).get(f"/api/sessions/{session.pk}/remembered-answers/").json()
+    assert [(a["question"], a["note"], a["allowed"]) for a in listed] == [
+        ("Which database?", "PostgreSQL", None)
+    ]
