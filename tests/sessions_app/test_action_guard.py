@@ -160,6 +160,9 @@ API_NOT_ON_A_SESSION = {
     "POST /api/sessions/{id}/consents/{consent_id}/": "answers a job's question, not the session",
     # A read with a body (the query); at most it queues a build of the workspace's index.
     "POST /api/sessions/{id}/search/": "searches the workspace's index; changes no session",
+    # Issue 41: a custom agent is role data; a remembered answer is revoked by an admin.
+    "POST /api/agents/": "custom agents (a read-only role; roles app data)",
+    "POST /api/remembered-answers/{answer_id}/revoke/": "decision memory; an admin's, no run's",
 }
 
 
@@ -290,6 +293,7 @@ DASHBOARD: dict[str, Action] = {
 DASHBOARD_NOT_ON_A_SESSION = {
     "dashboard-session-new": "opens a new session",
     "dashboard-consent-answer": "answers a job's question about one call, not the session",
+    "dashboard-agents": "makes a custom agent (role data), not on a session",
 }
 
 

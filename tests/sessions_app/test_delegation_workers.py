@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.test import Client
 
 from roles.models import Role
 from roles.services import role_write
@@ -96,6 +97,10 @@ def test_a_lead_delegates_two_sub_tasks_that_run_at_once_and_report_back(
     assert "write_files" in denied["reason"] or "create_files" in denied["reason"]
     collected = lead.events.filter(kind=JobEventKind.TOOL_RESULT).last()
     assert collected is not None and collected.data["output"].count("a summary") == 2
+    client = Client()
+    client.force_login(user)  # the session page shows the tree: each sub-agent under its lead
+    page = client.get(f"/sessions/{session.pk}/").content.decode()
+    assert page.count(f"sub-agent of #{str(lead.pk)[:8]}") == 2
     rows = AuditEvent.objects.filter(session=session, event_type="JobEvent", result="delegated")
     assert [(r.role, r.details["parent_role"], r.details["child_role"]) for r in rows] == [
         ("lead", "lead", "summariser"),
