@@ -45,6 +45,11 @@ class ToolSpec:
         return self.declaration.argument_schema
 
 
+# Delegation limits a role has unless set (issue 41); a role's content names them only
+# when set otherwise, so roles from before keep their content hash.
+DELEGATION_DEFAULTS: Mapping[str, int] = {"max_sub_agents": 4, "max_delegation_depth": 2}
+
+
 @dataclass(frozen=True)
 class RoleSpec:
     """A role's stored definition, without derived data."""
@@ -72,6 +77,8 @@ class RoleSpec:
     examples: tuple[Mapping[str, Any], ...] = ()  # see roles.commands.examples
     protected: bool = False  # changes become drafts (roles.services.drafts)
     custom: bool = False  # a user's custom agent: never holds ``CUSTOM_LOCKED`` (issue 41)
+    max_sub_agents: int = 4  # delegation (issue 41): sub-agents one job may start
+    max_delegation_depth: int = 2  # and how many levels of them below a job
 
     def content(self) -> dict[str, Any]:
         """The role's stored content as plain JSON-able data (import/export, snapshots)."""
@@ -105,6 +112,9 @@ class RoleSpec:
             data["protected"] = True
         if self.custom:  # likewise
             data["custom"] = True
+        for name, default in DELEGATION_DEFAULTS.items():  # likewise: only when not default
+            if getattr(self, name) != default:
+                data[name] = getattr(self, name)
         return data
 
 

@@ -92,6 +92,12 @@ class Role(models.Model):
     max_llm_calls = models.PositiveIntegerField(default=20)
     max_tokens = models.PositiveIntegerField(default=50_000)
     timeout_seconds = models.PositiveIntegerField(default=600)
+    max_sub_agents = models.PositiveSmallIntegerField(
+        default=4, help_text="How many sub-agents one job in this role may start (needs spawn)."
+    )
+    max_delegation_depth = models.PositiveSmallIntegerField(
+        default=2, help_text="How many levels of sub-agents may go below a job in this role."
+    )
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="children"
     )

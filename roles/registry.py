@@ -177,6 +177,8 @@ def read_specs(using: str = "default") -> tuple[list[tuple[int, RoleSpec]], list
                     examples=tuple(r.examples or ()),
                     protected=r.protected,
                     custom=r.custom,
+                    max_sub_agents=r.max_sub_agents,
+                    max_delegation_depth=r.max_delegation_depth,
                 ),
             )
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from acode.settings.base import VAR_DIR
-from acode.settings.env import env_bool, env_float, env_int, env_optional, env_str
+from acode.settings.env import env_bool, env_float, env_optional, env_str
 from acode.settings.redis import REDIS_URL
 
 CELERY_BROKER_URL = env_optional("CELERY_BROKER_URL") or REDIS_URL or "memory://"
@@ -26,10 +26,6 @@ ACODE_JOB_STALE_SECONDS = env_float("ACODE_JOB_STALE_SECONDS", 60.0)
 # denied; the waiting job looks for the answer this often (its worker waits with it).
 ACODE_CONSENT_TIMEOUT_SECONDS = env_float("ACODE_CONSENT_TIMEOUT_SECONDS", 900.0)
 ACODE_CONSENT_POLL_SECONDS = env_float("ACODE_CONSENT_POLL_SECONDS", 1.0)
-# Delegation (issue 41): how deep a chain of sub-agents goes below a job, and how many
-# sub-agents one job may start (a role's own caps are its spawn permission and budget).
-ACODE_DELEGATION_MAX_DEPTH = env_int("ACODE_DELEGATION_MAX_DEPTH", 2)
-ACODE_DELEGATION_MAX_CHILDREN = env_int("ACODE_DELEGATION_MAX_CHILDREN", 4)
 # A job queued this long without starting gets its message sent again (a worker may have
 # died holding it); duplicates are skipped when they arrive.
 ACODE_JOB_RESEND_SECONDS = env_float("ACODE_JOB_RESEND_SECONDS", ACODE_JOB_STALE_SECONDS * 5)

@@ -87,6 +87,8 @@ class RoleAdminForm(forms.ModelForm):
             "max_llm_calls",
             "max_tokens",
             "timeout_seconds",
+            "max_sub_agents",
+            "max_delegation_depth",
             "answer_sets_plan",
             "protected",
         )
@@ -242,6 +244,8 @@ class RoleAdmin(ServiceAdmin):
                     "max_llm_calls",
                     "max_tokens",
                     "timeout_seconds",
+                    "max_sub_agents",
+                    "max_delegation_depth",
                 )
             },
         ),

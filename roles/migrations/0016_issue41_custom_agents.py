@@ -44,6 +44,20 @@ class Migration(migrations.Migration):
                 "network permissions, and stays custom.",
             ),
         ),
+        migrations.AddField(
+            model_name="role",
+            name="max_sub_agents",
+            field=models.PositiveSmallIntegerField(
+                default=4, help_text="How many sub-agents one job in this role may start (needs spawn)."
+            ),
+        ),
+        migrations.AddField(
+            model_name="role",
+            name="max_delegation_depth",
+            field=models.PositiveSmallIntegerField(
+                default=2, help_text="How many levels of sub-agents may go below a job in this role."
+            ),
+        ),
         migrations.CreateModel(
             name="CustomAgent",
             fields=[

@@ -19,6 +19,7 @@ from django.db import transaction
 
 from acode.errors import AcodeError
 from acode.inputs import json_schema_problems
+from roles.access import DELEGATION_DEFAULTS
 from roles.models import (
     DEFAULT_ROLE_SLUG,
     Permission,
@@ -300,6 +301,9 @@ def _import_content(item: Mapping[str, Any]) -> dict[str, Any]:
     content = {**stored, **item, "parent": item.get("parent"), "protected": protected}
     if not content.get("custom"):  # a role's content names "custom" only when set
         content.pop("custom", None)
+    for name, default in DELEGATION_DEFAULTS.items():  # as role_upsert reads them
+        if item.get(name, default) == default:
+            content.pop(name, None)
     return content
 
 

@@ -74,25 +74,8 @@ def custom_agent_create(
         )
     base = registry.get(template)  # ACODE-ROL-001 when there is none
     slug = slug or slugify(name)[:64]
-    data: dict[str, Any] = {
-        "slug": slug,
-        "name": name,
-        "description": description,
-        "colour": base.spec.colour,
-        "parent": base.slug,
-        "permissions": sorted(set(base.access.permissions) - NOT_FOR_CUSTOM),
-        "capabilities": list(goals),
-        "constraints": list(checklist),
-        "prompt_key": slug if prompt else base.spec.prompt_key,
-        "context_strategy": base.spec.context_strategy,
-        "preferred_model": base.spec.preferred_model,
-        "fallback_model": base.spec.fallback_model,
-        "queue": base.spec.queue,
-        "max_llm_calls": base.spec.max_llm_calls,
-        "max_tokens": base.spec.max_tokens,
-        "timeout_seconds": base.spec.timeout_seconds,
-        "custom": True,
-    }
+    data = _agent_role(base, slug=slug, name=name, description=description, goals=goals,
+                       checklist=checklist, own_prompt=bool(prompt))  # fmt: skip
     actor = user.get_username()
     with transaction.atomic():
         role_write(data=data, actor=actor, user=user, create=True)
@@ -111,3 +94,30 @@ def custom_agent_create(
             created_by_name=actor,
             routing_keywords=list(routing_keywords),
         )
+
+
+def _agent_role(
+    base: Any, *, slug: str, name: str, description: str, goals: Sequence[str],
+    checklist: Sequence[str], own_prompt: bool,
+) -> dict[str, Any]:  # fmt: skip
+    """The role a custom agent is: a child of its template, its permissions less what a
+    custom agent never holds, its goals and checklist as capabilities and constraints."""
+    return {
+        "slug": slug,
+        "name": name,
+        "description": description,
+        "colour": base.spec.colour,
+        "parent": base.slug,
+        "permissions": sorted(set(base.access.permissions) - NOT_FOR_CUSTOM),
+        "capabilities": list(goals),
+        "constraints": list(checklist),
+        "prompt_key": slug if own_prompt else base.spec.prompt_key,
+        "context_strategy": base.spec.context_strategy,
+        "preferred_model": base.spec.preferred_model,
+        "fallback_model": base.spec.fallback_model,
+        "queue": base.spec.queue,
+        "max_llm_calls": base.spec.max_llm_calls,
+        "max_tokens": base.spec.max_tokens,
+        "timeout_seconds": base.spec.timeout_seconds,
+        "custom": True,
+    }

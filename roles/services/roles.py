@@ -14,7 +14,7 @@ from django.db import transaction
 from django.db.models import ProtectedError
 
 from acode.errors import AcodeError
-from roles.access import RoleSpec
+from roles.access import DELEGATION_DEFAULTS, RoleSpec
 from roles.models import ContextStrategy, ModelEndpoint, Permission, Role, Tool
 from roles.registry import read_specs
 from roles.services.common import (
@@ -203,6 +203,8 @@ def role_upsert(*, content: Mapping[str, Any]) -> Role:
     # A custom agent stays one, whatever a later write says (issue 41).
     stored_custom = bool(role.pk and Role.objects.filter(pk=role.pk, custom=True).exists())
     role.custom = stored_custom or bool(content.get("custom", False))
+    for name, default in DELEGATION_DEFAULTS.items():  # named only when not the default
+        setattr(role, name, content.get(name, default))
     for name in ("capabilities", "constraints", "write_paths", "command_patterns", "examples"):
         setattr(role, name, list(content.get(name) or []))
     role.save()
@@ -272,6 +274,9 @@ def _model_content(
     )
     if not content["custom"]:  # as ``RoleSpec.content``: named only when set
         del content["custom"]
+    for name, default in DELEGATION_DEFAULTS.items():
+        if content[name] == default:
+            del content[name]
     return content
 
 

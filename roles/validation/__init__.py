@@ -6,11 +6,13 @@ Checks return problems as plain strings (or dangerous-text findings as dicts); c
 decide whether that is a form error or an ``AcodeError``.
 
 ``text``: dangerous prompt text; ``roles``: one role's definition; ``relations``: tools
-named by a document, transition rules, what still uses a role.
+named by a document, transition rules, what still uses a role; ``custom``: the lock on
+custom agents.
 """
 
 from __future__ import annotations
 
+from roles.validation.custom import CUSTOM_LOCKED_CODE, custom_lock_problems
 from roles.validation.relations import (
     role_delete_refusal,
     role_uses,
@@ -18,14 +20,12 @@ from roles.validation.relations import (
     transition_rule_problems,
 )
 from roles.validation.roles import (
-    CUSTOM_LOCKED_CODE,
     RESERVED_SLUGS,
     ROLE_CONTENT_SCHEMA,
     ROLE_FIELDS,
     ROLE_LISTS,
     ROLE_PROPERTIES,
     ROLE_SCALARS,
-    custom_lock_problems,
     model_name_problems,
     parent_chain_problems,
     role_field_problems,

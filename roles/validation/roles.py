@@ -17,14 +17,7 @@ from acode.inputs import (
     json_schema_errors,
     json_schema_problems,
 )
-from roles.access import (
-    CUSTOM_LOCKED,
-    CUSTOM_LOCKED_REASON,
-    RoleCycleError,
-    RoleSpec,
-    glob_problem,
-    parent_chain,
-)
+from roles.access import RoleCycleError, RoleSpec, glob_problem, parent_chain
 from roles.commands import COMMAND_RULE_SCHEMA, command_rule_problems
 from roles.commands.examples import EXAMPLE_COMMON
 from roles.models import ContextStrategy
@@ -46,6 +39,8 @@ ROLE_SCALARS: dict[str, type] = {
     "answer_sets_plan": bool,
     "protected": bool,
     "custom": bool,
+    "max_sub_agents": int,
+    "max_delegation_depth": int,
 }
 ROLE_LISTS = (
     "permissions",
@@ -112,6 +107,10 @@ def role_field_problems(data: Mapping[str, Any]) -> list[str]:
         f"role {slug}: examples: {p}"
         for p in json_schema_problems(ROLE_EXAMPLES_SCHEMA, data.get("examples") or [])
     ]
+    for limit, most in (("max_sub_agents", 50), ("max_delegation_depth", 10)):
+        value = data.get(limit)
+        if value is not None and (not isinstance(value, int) or not 0 <= value <= most):
+            problems.append(f"role {slug}: {limit} must be a whole number from 0 to {most}")
     for budget in ("max_llm_calls", "max_tokens", "timeout_seconds"):
         value = data.get(budget)
         if value is not None and (not isinstance(value, int) or value < 1):
@@ -170,6 +169,18 @@ ROLE_PROPERTIES: dict[str, dict[str, Any]] = {
     "examples": {
         **ROLE_EXAMPLES_SCHEMA,
         "description": "Calls the role must allow or deny, checked on every save.",
+    },
+    "max_sub_agents": {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 50,
+        "description": "How many sub-agents one job in this role may start (default 4).",
+    },
+    "max_delegation_depth": {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 10,
+        "description": "How many levels of sub-agents may go below a job in this role (default 2).",
     },
     "custom": {
         "type": "boolean",
@@ -241,31 +252,6 @@ def _content_problems(error: ValidationError) -> list[str]:
     if error.validator == "minLength":
         return [f"{field} is required"]
     return [f"{field} must be {ROLE_CONTENT_SCHEMA['properties'][field]['description']}"]
-
-
-CUSTOM_LOCKED_CODE = "ACODE-ROL-016"
-
-
-def custom_lock_problems(content: Mapping[str, Any], *, was_custom: bool) -> list[str]:
-    """Why ``content`` cannot be a custom agent's (ACODE-ROL-016): a custom agent never
-    holds ``CUSTOM_LOCKED`` permissions, and a role that was one stays one. Every role write
-    asks (API, admin, import, a published draft); ``roles.access.compute_access`` enforces
-    the same whatever is stored."""
-    slug = content.get("slug")
-    custom = content.get("custom")
-    if was_custom and custom is not None and custom is not True:
-        return [f"role {slug}: a custom agent stays one (custom cannot be unset)"]
-    if not (custom or was_custom):
-        return []
-    held = sorted(set(_codes(content.get("permissions"))) & CUSTOM_LOCKED)
-    if held:
-        return [f"role {slug}: {CUSTOM_LOCKED_REASON} (it names {', '.join(held)})"]
-    return []
-
-
-def _codes(value: Any) -> list[str]:
-    """Permission codes from content (strings) or an admin form (Permission rows)."""
-    return [str(getattr(v, "code", v)) for v in value or ()]
 
 
 def role_format_problems(item: Mapping[str, Any]) -> list[str]:

@@ -38,8 +38,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
-
 from acode.errors import AcodeError
 from audit.services import safe_text
 from roles.commands.workspace import LiveWorkspace, WorkspaceFacts
@@ -94,6 +92,7 @@ TOOL_DECISION = AuditEventType.TOOL_DECISION
 NETWORK_PERMISSION = "network"  # the decision's (roles.decision) too
 SECRETS_PERMISSION = "read_secrets"
 MAX_AUDITED_WRITES = 100
+MAX_ESCALATION_HOPS = 10  # a guard: roles' max_delegation_depth keeps chains shorter
 
 
 def live_host() -> HostFacts:
@@ -307,7 +306,7 @@ def _escalate(
         job,
     )
     while current.parent_id is not None and current.parent_id not in seen:
-        if len(seen) > settings.ACODE_DELEGATION_MAX_DEPTH:
+        if len(seen) > MAX_ESCALATION_HOPS:
             break
         current = Job.objects.get(pk=current.parent_id)
         seen.add(current.pk)

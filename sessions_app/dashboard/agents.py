@@ -47,7 +47,8 @@ def agents(request: HttpRequest) -> HttpResponse:
     context: dict[str, Any] = {
         "nav": "agents",
         "agents": [
-            (a, registry.get(a.role.slug).access) for a in custom_agents_visible_to(request.user)
+            (a, sorted(registry.get(a.role.slug).access.permissions))
+            for a in custom_agents_visible_to(request.user)
         ],
         "may_configure": may_configure_agents(request.user),
         "templates": [r for r in registry.list_roles() if not r.spec.custom],

@@ -4,7 +4,7 @@
 the child's role against the parent's: the same role, one below it, or one the one policy
 diff proves no wider (``roles.services.policy.delegation_widening``; otherwise
 ACODE-JOB-010 with the diff's reason). Depth and fan-out are bounded
-(``ACODE_DELEGATION_MAX_DEPTH``, ``ACODE_DELEGATION_MAX_CHILDREN``; ACODE-JOB-011). The
+(the roles' ``max_delegation_depth`` and ``max_sub_agents``; ACODE-JOB-011). The
 child's model-call and token budget is carved out of what the parent has left, and the
 parent's own caps shrink by as much (ACODE-JOB-012 when nothing is left). The child is
 queued on its own role's queue, pinned to that role's version; the delegation is audited
@@ -35,13 +35,15 @@ LIMIT = "ACODE-JOB-011"
 NO_BUDGET = "ACODE-JOB-012"
 
 
-def _depth(job: Job) -> int:
-    """How many delegations above ``job`` (0: a job a person or a run started)."""
-    depth, current = 0, job
-    while current.parent_id is not None and depth <= settings.ACODE_DELEGATION_MAX_DEPTH:
-        current = Job.objects.only("parent_id").get(pk=current.parent_id)
-        depth += 1
-    return depth
+def _depth_limit(job: Job) -> int:
+    """How many more levels may go below ``job``: each ancestor's role (and the job's own)
+    allows its ``max_delegation_depth`` below it; the tightest wins."""
+    left, current, below = registry.by_id(job.role_id).spec.max_delegation_depth, job, 0
+    while current.parent_id is not None and below < 50:
+        current = Job.objects.only("parent_id", "role_id").get(pk=current.parent_id)
+        below += 1
+        left = min(left, registry.by_id(current.role_id).spec.max_delegation_depth - below)
+    return left
 
 
 def _left(own: int, cap: int | None, used: int) -> int:
@@ -60,14 +62,16 @@ def delegation_start(*, parent: Job, role: str, task: str, llm_calls: int | None
             {"role": child_role.slug, "parent_role": parent_role.slug,
              "gains": [g.as_data() for g in wider.gains]},
         )  # fmt: skip
-    if _depth(parent) + 1 > settings.ACODE_DELEGATION_MAX_DEPTH:
-        raise AcodeError(LIMIT, f"Sub-agents go at most {settings.ACODE_DELEGATION_MAX_DEPTH} "
-                                "levels deep; do this part yourself.")  # fmt: skip
+    depth = _depth_limit(parent)
+    if depth < 1:
+        raise AcodeError(LIMIT, "No more levels of sub-agents may go below this job (its "
+                                "roles' max_delegation_depth); do this part yourself.")  # fmt: skip
     with transaction.atomic():
         locked = lock_job(parent.pk)
-        if locked.children.count() >= settings.ACODE_DELEGATION_MAX_CHILDREN:
-            raise AcodeError(LIMIT, f"One job starts at most "
-                                    f"{settings.ACODE_DELEGATION_MAX_CHILDREN} sub-agents.")  # fmt: skip
+        most = parent_role.spec.max_sub_agents
+        if locked.children.count() >= most:
+            raise AcodeError(LIMIT, f"A job in role {parent_role.slug} starts at most {most} "
+                                    "sub-agents (its max_sub_agents).")  # fmt: skip
         spec = parent_role.spec
         calls_left = _left(spec.max_llm_calls, locked.limit_llm_calls, parent.llm_calls) - 1
         tokens_left = _left(

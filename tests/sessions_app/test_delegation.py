@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.test import override_settings
 
 from acode.errors import AcodeError
 from roles.models import Role
+from roles.registry import registry
 from roles.services import role_write
 from sessions_app.models import Job, JobStatus
 from sessions_app.services.delegation import delegation_start
@@ -57,18 +57,20 @@ def test_budget_depth_and_fan_out(lead: Job) -> None:
         _start(lead, "lead", calls=1)  # nothing left but the parent's own last call
     assert info.value.code == "ACODE-JOB-012"
     grandchild = _start(child, "lead", calls=1)
-    with override_settings(ACODE_DELEGATION_MAX_DEPTH=2), pytest.raises(AcodeError) as info:
+    with pytest.raises(AcodeError) as info:  # the lead's max_delegation_depth: 2 below it
         _start(grandchild, "lead", calls=1)
     assert info.value.code == "ACODE-JOB-011"
 
 
-def test_fan_out_is_bounded(lead: Job) -> None:
-    with override_settings(ACODE_DELEGATION_MAX_CHILDREN=2):
+def test_fan_out_is_bounded_by_the_role(lead: Job) -> None:
+    role_write(data={"max_sub_agents": 2}, create=False, slug="lead", actor="test")
+    _start(lead, "lead", calls=1)
+    _start(lead, "lead", calls=1)
+    with pytest.raises(AcodeError) as info:
         _start(lead, "lead", calls=1)
-        _start(lead, "lead", calls=1)
-        with pytest.raises(AcodeError) as info:
-            _start(lead, "lead", calls=1)
-    assert info.value.code == "ACODE-JOB-011"
+    assert info.value.code == "ACODE-JOB-011" and "at most 2 sub-agents" in info.value.message
+    # Raising it is a gain the policy diff reports; the role's content names it.
+    assert registry.get("lead").spec.content()["max_sub_agents"] == 2
 
 
 def test_children_stop_when_their_parent_ends(lead: Job) -> None:
