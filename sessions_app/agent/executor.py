@@ -236,7 +236,8 @@ def tool_execute(
     if declared is not None and declared.kind == "mcp":  # which approved definition decided
         details["definition_hash"] = declared.pinned_hash
     audit = _CallAudit(session, role.slug, actor, f"{tool} {decision.target}".strip(), details)
-    if job is not None and job.parent_id is not None and not decision.allowed:
+    refused = decision.ask or (not decision.allowed and decision.code == DENIED)
+    if job is not None and job.parent_id is not None and refused:  # not a malformed call
         escalated = _escalate(audit, decision, job, arguments, context, replay)
         if escalated is not None:
             return escalated
