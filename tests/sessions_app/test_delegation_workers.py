@@ -84,6 +84,7 @@ def test_a_lead_delegates_two_sub_tasks_that_run_at_once_and_report_back(
         ("summariser", "succeeded", "a summary"),
     ], events
     first, second = children
+    assert first.started_at and second.started_at and first.finished_at and second.finished_at
     assert first.started_at < second.finished_at and second.started_at < first.finished_at
     assert all(c.limit_llm_calls == 3 and c.collected for c in children)
     lead.refresh_from_db()
