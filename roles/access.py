@@ -45,6 +45,11 @@ class ToolSpec:
         return self.declaration.argument_schema
 
 
+# Delegation limits a role has unless set (issue 41); a role's content names them only
+# when set otherwise, so roles from before keep their content hash.
+DELEGATION_DEFAULTS: Mapping[str, int] = {"max_sub_agents": 4, "max_delegation_depth": 2}
+
+
 @dataclass(frozen=True)
 class RoleSpec:
     """A role's stored definition, without derived data."""
@@ -73,6 +78,9 @@ class RoleSpec:
     protected: bool = False  # changes become drafts (roles.services.drafts)
     reassign_models: tuple[str, ...] = ()  # a blocked run step moves on to these, in order
     reasoning_effort: str = ""  # low, medium, high; "": not sent to the model
+    custom: bool = False  # a user's custom agent: never holds ``CUSTOM_LOCKED`` (issue 41)
+    max_sub_agents: int = 4  # delegation (issue 41): sub-agents one job may start
+    max_delegation_depth: int = 2  # and how many levels of them below a job
 
     def content(self) -> dict[str, Any]:
         """The role's stored content as plain JSON-able data (import/export, snapshots)."""
@@ -108,6 +116,11 @@ class RoleSpec:
             data["reassign_models"] = list(self.reassign_models)
         if self.reasoning_effort:  # likewise
             data["reasoning_effort"] = self.reasoning_effort
+        if self.custom:  # likewise
+            data["custom"] = True
+        for name, default in DELEGATION_DEFAULTS.items():  # likewise: only when not default
+            if getattr(self, name) != default:
+                data[name] = getattr(self, name)
         return data
 
 
@@ -147,6 +160,16 @@ class RoleAccess:
         return None
 
 
+# What a custom agent (a role a user made, issue 41) never holds, whatever its data says:
+# writing (files, or a command's layer), running commands, the network. Enforced here,
+# where effective permissions are computed, for the role and every role below it; the
+# role writes refuse such data too (``roles.validation.custom_lock_problems``).
+CUSTOM_LOCKED: frozenset[str] = frozenset(
+    {"create_files", "write_files", "delete_files", "execute_commands", "network"}
+)
+CUSTOM_LOCKED_REASON = "a custom agent never holds write, execute or network permissions"
+
+
 class RoleCycleError(ValueError):
     """The parent chain of a role loops back on itself."""
 
@@ -174,11 +197,13 @@ def compute_access(
 
     A child never exceeds its parent: permissions are intersected along the parent
     chain and a tool the parent does not get is withheld from the child. The role's
-    allow-list, when set, narrows the result further.
+    allow-list, when set, narrows the result further. A custom agent, and every role
+    below one, never holds ``CUSTOM_LOCKED``.
     """
     role = roles[slug]
     chain = parent_chain(slug, roles)
-    held = frozenset(role.permissions)
+    locked = any(roles[s].custom for s in (slug, *chain))
+    held = frozenset(role.permissions) - (CUSTOM_LOCKED if locked else frozenset())
     effective = set(held)
     limiting_parent: dict[str, str] = {}
     for ancestor in chain:
@@ -197,6 +222,9 @@ def compute_access(
         reason = ""
         if not tool.enabled:
             reason = tool.withheld_reason or "tool is disabled"
+        elif locked and required & CUSTOM_LOCKED:
+            reason = CUSTOM_LOCKED_REASON
+            missing = tuple(sorted(required & CUSTOM_LOCKED))
         elif missing:
             reason = "missing permission " + ", ".join(missing)
         elif inherited_missing:

@@ -114,6 +114,12 @@ class Role(models.Model):
     max_llm_calls = models.PositiveIntegerField(default=20)
     max_tokens = models.PositiveIntegerField(default=50_000)
     timeout_seconds = models.PositiveIntegerField(default=600)
+    max_sub_agents = models.PositiveSmallIntegerField(
+        default=4, help_text="How many sub-agents one job in this role may start (needs spawn)."
+    )
+    max_delegation_depth = models.PositiveSmallIntegerField(
+        default=2, help_text="How many levels of sub-agents may go below a job in this role."
+    )
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="children"
     )
@@ -135,6 +141,12 @@ class Role(models.Model):
     protected = models.BooleanField(
         default=False,
         help_text="Changes (unprotecting included) become drafts another admin publishes.",
+    )
+    custom = models.BooleanField(
+        default=False,
+        editable=False,
+        help_text="A custom agent (made by a user): never holds write, execute or network "
+        "permissions, and stays custom.",
     )
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -318,6 +330,7 @@ class RegistryStamp(models.Model):
 # Drafts of protected roles (issue 25) live in their own module too, and who made or
 # promoted an account (issue 37: a draft's author's own accounts do not publish it).
 from roles.account_models import AccountGrant, AccountGrantKind  # noqa: E402, F401
+from roles.agent_models import CustomAgent  # noqa: E402, F401
 from roles.draft_models import RoleDraft, RoleDraftStatus  # noqa: E402, F401
 from roles.mcp.models import (  # noqa: E402, F401
     McpArgumentLimit,

@@ -178,6 +178,9 @@ def read_specs(using: str = "default") -> tuple[list[tuple[int, RoleSpec]], list
                     protected=r.protected,
                     reassign_models=tuple(r.reassign_models or ()),
                     reasoning_effort=r.reasoning_effort,
+                    custom=r.custom,
+                    max_sub_agents=r.max_sub_agents,
+                    max_delegation_depth=r.max_delegation_depth,
                 ),
             )
         )

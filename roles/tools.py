@@ -114,6 +114,42 @@ BUILTIN_TOOLS: tuple[ToolDeclaration, ...] = (
         writes="created",
     ),
     ToolDeclaration(
+        "collect",
+        "Wait for the sub-tasks you delegated and get their results (all of them, or the "
+        "jobs named)",
+        _object(
+            {
+                "jobs": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Job ids delegate returned; default every one not collected",
+                },
+                "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": 3600},
+            }
+        ),
+        frozenset({"spawn"}),
+    ),
+    ToolDeclaration(
+        "delegate",
+        "Hand a sub-task to a sub-agent in your role or a narrower one; it runs as a job of "
+        "its own, with a budget carved out of yours (collect its result with collect)",
+        _object(
+            {
+                "role": {"type": "string", "description": "The sub-agent's role (slug)"},
+                "task": {"type": "string", "description": "What the sub-agent is to do"},
+                "llm_calls": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 1000,
+                    "description": "Its model-call budget; default a share of what you have left",
+                },
+            },
+            "role",
+            "task",
+        ),
+        frozenset({"spawn"}),
+    ),
+    ToolDeclaration(
         "delete_file",
         "Delete a file",
         _object({"path": _PATH}, "path"),

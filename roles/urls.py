@@ -2,13 +2,14 @@ from __future__ import annotations
 
 from django.urls import path
 
-from roles.apis import catalog, drafts, endpoints, mcp, me, portability, roles
+from roles.apis import agents, catalog, drafts, endpoints, mcp, me, portability, roles
 from roles.apis.check import RoleToolCheckApi
 from roles.apis.examples import RoleTestApi
 from roles.apis.replay import RoleReplayApi
 
 urlpatterns = [
     path("me/", me.MeApi.as_view(), name="api-me"),
+    path("agents/", agents.CustomAgentCollectionApi.as_view(), name="api-agents"),
     path("roles/", roles.RoleCollectionApi.as_view(), name="api-roles"),
     path("roles/export/", portability.RoleExportApi.as_view(), name="api-roles-export"),
     path("roles/import/", portability.RoleImportApi.as_view(), name="api-roles-import"),

@@ -384,3 +384,6 @@ class RunAdmin(_ReadOnly):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Run]:
         return runs_visible_to(request.user)
+
+
+from sessions_app import memory_admin  # noqa: E402, F401  (decision memory, issue 41)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.apps import apps
-from django.db.models.signals import post_migrate
+from django.db.models.signals import post_migrate, post_save
 
 from roles.signals import mcp_refresh_requested
 from sessions_app.agent.mcp.servers import mcp_server_refresh_asked
@@ -30,7 +30,20 @@ def _seed_runs(sender: Any, **kwargs: Any) -> None:
     runs_seed_defaults()
 
 
+def _question_answered(sender: Any, instance: Any, **kwargs: Any) -> None:
+    # Decision memory (issue 41): a person's answer to a stage's question is remembered.
+    if instance.answered_at is not None:
+        from sessions_app.services.memory import question_remember
+
+        question_remember(instance)
+
+
 def connect() -> None:
+    post_save.connect(
+        _question_answered,
+        sender=apps.get_model("sessions_app", "RunQuestion"),
+        dispatch_uid="acode-question-memory",
+    )
     post_migrate.connect(
         _seed_runs, sender=apps.get_app_config("sessions_app"), dispatch_uid="acode-runs-seed"
     )

@@ -85,6 +85,16 @@ urlpatterns = [
         consents.SessionConsentAnswerApi.as_view(),
         name="api-session-consent-answer",
     ),
+    path(
+        "sessions/<uuid:pk>/remembered-answers/",
+        consents.SessionRememberedAnswersApi.as_view(),
+        name="api-session-remembered-answers",
+    ),
+    path(
+        "remembered-answers/<int:answer_id>/revoke/",
+        consents.RememberedAnswerRevokeApi.as_view(),
+        name="api-remembered-answer-revoke",
+    ),
     path("repositories/", workspaces.RepositoryListApi.as_view(), name="api-repositories"),
     path("jobs/<uuid:pk>/", jobs.JobDetailApi.as_view(), name="api-job"),
     path("jobs/<uuid:pk>/events/", jobs.JobEventsApi.as_view(), name="api-job-events"),

@@ -3,6 +3,6 @@
 One module per area; importing them registers their models with the admin site.
 """
 
-from roles.admin import accounts, drafts, mcp, prompts, roles, tools
+from roles.admin import accounts, agents, drafts, mcp, prompts, roles, tools
 
-__all__ = ["accounts", "drafts", "mcp", "prompts", "roles", "tools"]
+__all__ = ["accounts", "agents", "drafts", "mcp", "prompts", "roles", "tools"]

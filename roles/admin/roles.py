@@ -25,6 +25,8 @@ from roles.registry import read_specs, registry
 from roles.selectors import role_drafts
 from roles.services import examples_refusal, prompt_rejection_record, role_delete, role_save
 from roles.validation import (
+    CUSTOM_LOCKED_CODE,
+    custom_lock_problems,
     model_name_problems,
     role_delete_refusal,
     role_field_problems,
@@ -93,6 +95,8 @@ class RoleAdminForm(forms.ModelForm):
             "max_llm_calls",
             "max_tokens",
             "timeout_seconds",
+            "max_sub_agents",
+            "max_delegation_depth",
             "answer_sets_plan",
             "protected",
         )
@@ -113,6 +117,9 @@ class RoleAdminForm(forms.ModelForm):
         data = super().clean() or {}
         for problem in role_field_problems(data):
             self.add_error(None, f"ACODE-ROL-004: {problem}")
+        locked = {"slug": data.get("slug"), "permissions": data.get("permissions")}
+        for problem in custom_lock_problems(locked, was_custom=self.instance.custom):
+            self.add_error("permissions", f"{CUSTOM_LOCKED_CODE}: {problem}")
         findings = role_text_findings(data)
         if findings:
             prompt_rejection_record(
@@ -199,14 +206,17 @@ class RoleAdmin(ServiceAdmin):
         "tool_count",
         "version",
         "protected",
+        "made_by",
     )
+    list_filter = ("custom",)
     search_fields = ("name", "slug", "description")
     change_form_template = "admin/roles/role/change_form.html"  # adds "Preview impact"
     filter_horizontal = ("permissions", "allowed_tools")
-    readonly_fields = ("access_table", "version", "open_drafts")
+    readonly_fields = ("access_table", "version", "open_drafts", "made_by")
     inlines = [RoleVersionInline]
     fieldsets = (
         (None, {"fields": ("name", "slug", "description", "colour", "parent", "protected")}),
+        ("Custom agent", {"fields": ("made_by",)}),
         (
             "What it may do",
             {
@@ -244,11 +254,21 @@ class RoleAdmin(ServiceAdmin):
                     "max_llm_calls",
                     "max_tokens",
                     "timeout_seconds",
+                    "max_sub_agents",
+                    "max_delegation_depth",
                 )
             },
         ),
         ("Version", {"fields": ("version", "open_drafts")}),
     )
+
+    @admin.display(description="Custom agent made by")
+    def made_by(self, obj: Role) -> str:
+        """Who made a custom agent (issue 41); "-" for an admin's role."""
+        if not obj.custom:
+            return "-"
+        agent = getattr(obj, "agent", None)
+        return agent.created_by_name if agent is not None else "custom (imported)"
 
     @admin.display(description="Colour")
     def colour_badge(self, obj: Role) -> SafeString:

@@ -103,6 +103,7 @@ ROLE_CODES = (
     "ACODE-API-404",
     "ACODE-API-409",
     "ACODE-ROL-008",
+    "ACODE-ROL-016",
 )
 
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from roles.access import CHANGE_PERMISSIONS, WritePolicy
+from roles.access import CHANGE_PERMISSIONS, DELEGATION_DEFAULTS, WritePolicy
 from roles.decision.diff_commands import any_allowed, command_gains
 from roles.decision.diff_limits import (
     limit_key,
@@ -43,7 +43,8 @@ from roles.decision.diff_role import (
 )
 from roles.tools import ToolDeclaration, declared_tools
 
-BUDGETS = ("max_llm_calls", "max_tokens", "timeout_seconds")
+BUDGETS = ("max_llm_calls", "max_tokens", "timeout_seconds", "max_sub_agents",
+           "max_delegation_depth")  # fmt: skip
 CALLS_CHECKED = 2  # command gains also shown (and checked) as a call, per diff
 PERMISSION_EFFECTS = {
     "network": "its commands run with network access",
@@ -52,6 +53,8 @@ PERMISSION_EFFECTS = {
     "write_files": "it (and its commands' layers) may modify files",
     "delete_files": "it (and its commands' layers) may delete files",
     "execute_commands": "it may run commands",
+    "spawn": "it may hand sub-tasks to sub-agents (delegate)",
+    "configure": "it may change agents' configuration",
 }
 
 
@@ -279,7 +282,8 @@ def _limit_example(pair: CounterPair, tool: str, schema: Any, others: list[Any])
 def _budgets(pair: CounterPair) -> list[Finding]:
     found = []
     for name in BUDGETS:
-        before, after = pair.old.get(name), pair.new.get(name)
+        before = pair.old.get(name, DELEGATION_DEFAULTS.get(name))
+        after = pair.new.get(name, DELEGATION_DEFAULTS.get(name))
         if isinstance(before, int) and isinstance(after, int) and after > before:
             example = {"kind": "budget", "field": name, "old": before, "new": after}
             found.append(

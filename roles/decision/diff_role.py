@@ -52,6 +52,7 @@ def document_role(document: Mapping[str, Any], known: Mapping[str, ToolDeclarati
         write_paths=tuple(document.get("write_paths") or ()),
         command_patterns=tuple(document.get("command_patterns") or ()),
         answer_sets_plan=bool(document.get("answer_sets_plan")), protected=bool(document.get("protected")),
+        custom=bool(document.get("custom")),
     )  # fmt: skip
     tools = tuple(document.get("effective_tools") or ())
     access = RoleAccess(

@@ -19,6 +19,7 @@ from django.db import transaction
 
 from acode.errors import AcodeError
 from acode.inputs import json_schema_problems
+from roles.access import DELEGATION_DEFAULTS
 from roles.models import (
     DEFAULT_ROLE_SLUG,
     Permission,
@@ -297,7 +298,13 @@ def _import_content(item: Mapping[str, Any]) -> dict[str, Any]:
     (``role_upsert`` writes only those it has), everything else as the entry says."""
     stored = Role.objects.filter(slug=item["slug"]).values(*ROLE_SCALARS).first() or {}
     protected = bool(item.get("protected", False))  # as role_upsert reads it
-    return {**stored, **item, "parent": item.get("parent"), "protected": protected}
+    content = {**stored, **item, "parent": item.get("parent"), "protected": protected}
+    if not content.get("custom"):  # a role's content names "custom" only when set
+        content.pop("custom", None)
+    for name, default in DELEGATION_DEFAULTS.items():  # as role_upsert reads them
+        if item.get(name, default) == default:
+            content.pop(name, None)
+    return content
 
 
 # -- the shipped defaults -------------------------------------------------------------

@@ -21,6 +21,7 @@ from roles.models import DEFAULT_ROLE_SLUG, ModelEndpoint, Permission, Precondit
 from roles.portability.mcp import MCP_PROPERTIES, mcp_problems
 from roles.registry import read_specs
 from roles.validation import (
+    custom_lock_problems,
     parent_chain_problems,
     role_name_problems,
     role_reference_problems,
@@ -204,6 +205,8 @@ def _check_roles(
             known_endpoints=endpoints,
         )
         check.findings += role_text_findings(r)
+        stored = specs.get(r["slug"])
+        check.problems += custom_lock_problems(r, was_custom=bool(stored and stored.custom))
         specs[r["slug"]] = role_spec(r)
     check.problems += role_name_problems(specs) + parent_chain_problems(specs)
     if DEFAULT_ROLE_SLUG not in specs:

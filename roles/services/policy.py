@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from roles.access import RoleSpec, ToolSpec, compute_access, role_snapshot
+from roles.access import RoleSpec, ToolSpec, compute_access, parent_chain, role_snapshot
+from roles.decision.diff import PolicyDiff, policy_diff
 from roles.decision.limits import limits_of
 from roles.mcp.models import McpServer
 from roles.mcp.tools import argument_limits
@@ -74,3 +75,30 @@ def _entries() -> dict[str, list[dict[str, str]]]:
     ).order_by("from_role__slug"):
         entries.setdefault(target, []).append({"from": source, "precondition": condition})
     return entries
+
+
+# What delegation does not compare: how a role is entered (a sub-agent is started, not
+# transitioned to), its budgets (carved out of the parent's) and its flags.
+_NOT_DELEGATED = ("entered_from", "max_llm_calls", "max_tokens", "timeout_seconds",
+                  "answer_sets_plan", "protected")  # fmt: skip
+
+
+def delegation_widening(parent: str, child: str) -> PolicyDiff | None:
+    """May a job in role ``parent`` hand work to a sub-agent in role ``child`` (issue 41)?
+    None when ``child`` is ``parent`` or below it (a child never exceeds its parent,
+    ``roles.access.compute_access``), or when the one policy diff finds nothing ``child``
+    may do that ``parent`` may not; otherwise that diff (its gains say why not)."""
+    if child == parent:
+        return None
+    id_specs, tools = read_specs()
+    specs = {s.slug: s for _, s in id_specs}
+    if parent in parent_chain(child, specs):
+        return None
+    documents = role_documents([parent, child], specs=specs, tools=tools)
+    old, new = documents[parent], dict(documents[child])
+    for key in _NOT_DELEGATED:
+        new.pop(key, None)
+        if key in old:
+            new[key] = old[key]
+    found = policy_diff(old, new, declarations=tool_declarations(tools))
+    return found if found.widens else None

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.db.models import ProtectedError
 
 from acode.errors import AcodeError
-from roles.access import RoleSpec
+from roles.access import DELEGATION_DEFAULTS, RoleSpec
 from roles.models import ContextStrategy, ModelEndpoint, Permission, Role, Tool
 from roles.registry import read_specs
 from roles.services.common import (
@@ -26,7 +26,9 @@ from roles.services.common import (
 from roles.services.drafts import RoleWritten, role_draft_route, role_needs_review
 from roles.services.examples import role_examples_enforce
 from roles.validation import (
+    CUSTOM_LOCKED_CODE,
     ROLE_SCALARS,
+    custom_lock_problems,
     describe_findings,
     parent_chain_problems,
     role_delete_refusal,
@@ -91,6 +93,7 @@ def role_write(
             f"A role with slug {content['slug']!r} already exists.",
             {"slug": content["slug"]},
         )
+    _custom_lock_check(content, specs)
     _role_content_check(content, label=actor_label(actor, user))
     _role_fit_check(content, specs)
     draft = role_draft_route(content=content, actor=actor, user=user)
@@ -106,6 +109,7 @@ def role_reviewed_write(
     """Write a published draft's content live: ``role_write``'s checks and write, past the
     review it has had (``roles.services.draft_review`` is the only caller)."""
     specs = {spec.slug: spec for _, spec in read_specs()[0]}
+    _custom_lock_check(content, specs)
     _role_content_check(content, label=actor_label(None, user))
     _role_fit_check(content, specs)
     _role_apply(content, user=user)
@@ -119,6 +123,15 @@ def _role_apply(
         role_parents_set(parents={content["slug"]: content.get("parent")})
         role_examples_enforce(saved={content["slug"]})
         role_versions_record(actor=actor, user=user)
+
+
+def _custom_lock_check(content: Mapping[str, Any], specs: Mapping[str, RoleSpec]) -> None:
+    """A custom agent's role never names write, execute or network permissions and stays
+    custom (ACODE-ROL-016)."""
+    stored = specs.get(str(content.get("slug")))
+    problems = custom_lock_problems(content, was_custom=bool(stored and stored.custom))
+    if problems:
+        raise AcodeError(CUSTOM_LOCKED_CODE, "; ".join(problems), {"problems": problems})
 
 
 def _role_content_check(content: Mapping[str, Any], *, label: str) -> None:
@@ -189,6 +202,11 @@ def role_upsert(*, content: Mapping[str, Any]) -> Role:
             setattr(role, name, content[name])
     # A role's content names "protected" only when set (``RoleSpec.content``).
     role.protected = bool(content.get("protected", False))
+    # A custom agent stays one, whatever a later write says (issue 41).
+    stored_custom = bool(role.pk and Role.objects.filter(pk=role.pk, custom=True).exists())
+    role.custom = stored_custom or bool(content.get("custom", False))
+    for name, default in DELEGATION_DEFAULTS.items():  # named only when not the default
+        setattr(role, name, content.get(name, default))
     for name in _MODEL_LISTS:
         setattr(role, name, list(content.get(name) or []))
     role.save()
@@ -219,6 +237,12 @@ def role_save(
     """Save a role edited as a model (the admin form, already checked), then version it;
     a protected role's edit becomes a draft instead (``roles.services.drafts``)."""
     permissions, allowed_tools = list(permissions), list(allowed_tools)
+    content = _model_content(role, permissions, allowed_tools)
+    was_custom = bool(role.pk and Role.objects.filter(pk=role.pk, custom=True).exists())
+    problems = custom_lock_problems(content, was_custom=was_custom)
+    if problems:
+        raise AcodeError(CUSTOM_LOCKED_CODE, "; ".join(problems), {"problems": problems})
+    role.custom = role.custom or was_custom
     if role.pk is not None:
         stored = Role.objects.filter(pk=role.pk).values_list("slug", flat=True).first()
         if stored is not None and stored != role.slug and role_needs_review(stored):
@@ -250,6 +274,11 @@ def _model_content(
         parent=role.parent.slug if role.parent else None,
         **{k: list(getattr(role, k) or []) for k in _MODEL_LISTS},
     )
+    if not content["custom"]:  # as ``RoleSpec.content``: named only when set
+        del content["custom"]
+    for name, default in DELEGATION_DEFAULTS.items():
+        if content[name] == default:
+            del content[name]
     return content
 
 

@@ -6,11 +6,13 @@ Checks return problems as plain strings (or dangerous-text findings as dicts); c
 decide whether that is a form error or an ``AcodeError``.
 
 ``text``: dangerous prompt text; ``roles``: one role's definition; ``relations``: tools
-named by a document, transition rules, what still uses a role.
+named by a document, transition rules, what still uses a role; ``custom``: the lock on
+custom agents.
 """
 
 from __future__ import annotations
 
+from roles.validation.custom import CUSTOM_LOCKED_CODE, custom_lock_problems
 from roles.validation.relations import (
     role_delete_refusal,
     role_uses,
@@ -44,6 +46,7 @@ from roles.validation.text import (
 )
 
 __all__ = [
+    "CUSTOM_LOCKED_CODE",
     "RESERVED_SLUGS",
     "ROLE_CONTENT_SCHEMA",
     "ROLE_FIELDS",
@@ -52,6 +55,7 @@ __all__ = [
     "ROLE_SCALARS",
     "PromptFinding",
     "check_prompt_text",
+    "custom_lock_problems",
     "describe_findings",
     "find_dangerous",
     "model_name_problems",

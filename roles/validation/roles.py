@@ -39,6 +39,9 @@ ROLE_SCALARS: dict[str, type] = {
     "timeout_seconds": int,
     "answer_sets_plan": bool,
     "protected": bool,
+    "custom": bool,
+    "max_sub_agents": int,
+    "max_delegation_depth": int,
 }
 ROLE_LISTS = (
     "permissions",
@@ -106,6 +109,10 @@ def role_field_problems(data: Mapping[str, Any]) -> list[str]:
         f"role {slug}: examples: {p}"
         for p in json_schema_problems(ROLE_EXAMPLES_SCHEMA, data.get("examples") or [])
     ]
+    for limit, most in (("max_sub_agents", 50), ("max_delegation_depth", 10)):
+        value = data.get(limit)
+        if value is not None and (not isinstance(value, int) or not 0 <= value <= most):
+            problems.append(f"role {slug}: {limit} must be a whole number from 0 to {most}")
     for budget in ("max_llm_calls", "max_tokens", "timeout_seconds"):
         value = data.get(budget)
         if value is not None and (not isinstance(value, int) or value < 1):
@@ -176,6 +183,24 @@ ROLE_PROPERTIES: dict[str, dict[str, Any]] = {
     "examples": {
         **ROLE_EXAMPLES_SCHEMA,
         "description": "Calls the role must allow or deny, checked on every save.",
+    },
+    "max_sub_agents": {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 50,
+        "description": "How many sub-agents one job in this role may start (default 4).",
+    },
+    "max_delegation_depth": {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 10,
+        "description": "How many levels of sub-agents may go below a job in this role (default 2).",
+    },
+    "custom": {
+        "type": "boolean",
+        "description": "A custom agent: never holds write, execute or network permissions "
+        "(create_files, write_files, delete_files, execute_commands, network); once set, it "
+        "stays set.",
     },
 }
 

@@ -16,7 +16,11 @@ carries the arguments normalised once: what the implementation runs with.
   ACODE-TOL-002 with the exception type when it failed) or ``ToolDenied`` (refused while
   running, e.g. a path that turned out to be a link). A command's writes the role may not
   make are discarded with its layer and audited as one more ``ToolDenied`` row (``phase``
-  "command_writes").
+  "command_writes");
+- a sub-agent's call (a delegated job, issue 41) its role refuses or puts to a person: a
+  ``ToolDenied`` row (phase "escalating"), then one ``ToolDecision`` row per ancestor
+  job's role deciding it (phase "escalated"): the first that allows it runs it as that
+  role, the first whose rule asks puts it to a person as that role; else as above.
 
 The decision row (allowed or refused) also keeps a ``replay`` entry: what the decision read
 besides the role (the exact arguments unless too large or holding something redacted, the
@@ -65,9 +69,10 @@ from sessions_app.containment import (
     sandbox_available,
     sandbox_required,
 )
-from sessions_app.models import AgentSession, AuditEventType, ConsentStatus, Job
+from sessions_app.models import AgentSession, AuditEventType, ConsentStatus, Job, JobEventKind
 from sessions_app.services.audit import audit_record
 from sessions_app.services.consents import consent_refusal, tool_consent_ask, tool_consent_await
+from sessions_app.services.job_events import job_event
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +92,7 @@ TOOL_DECISION = AuditEventType.TOOL_DECISION
 NETWORK_PERMISSION = "network"  # the decision's (roles.decision) too
 SECRETS_PERMISSION = "read_secrets"
 MAX_AUDITED_WRITES = 100
+MAX_ESCALATION_HOPS = 10  # a guard: roles' max_delegation_depth keeps chains shorter
 
 
 def live_host() -> HostFacts:
@@ -230,6 +236,11 @@ def tool_execute(
     if declared is not None and declared.kind == "mcp":  # which approved definition decided
         details["definition_hash"] = declared.pinned_hash
     audit = _CallAudit(session, role.slug, actor, f"{tool} {decision.target}".strip(), details)
+    refused = decision.ask or (not decision.allowed and decision.code == DENIED)
+    if job is not None and job.parent_id is not None and refused:  # not a malformed call
+        escalated = _escalate(audit, decision, job, arguments, context, replay)
+        if escalated is not None:
+            return escalated
     if decision.ask and decision.declaration is not None:
         return _ask_first(audit, decision, arguments, context, replay, job)
     if not decision.allowed or decision.declaration is None:
@@ -275,6 +286,45 @@ def _ask_first(
         return dataclasses.replace(_run(audit, again, _call_context(context, role)), waited=waited)
     code, reason = consent_refusal(answered)
     return ToolOutcome("denied", "", code, _clean(reason), _clean(decision.target), waited=waited)
+
+
+def _escalate(
+    audit: _CallAudit, decision: Decision, job: Job, arguments: Any, context: ToolContext,
+    replay: dict[str, Any],
+) -> ToolOutcome | None:  # fmt: skip
+    """A sub-agent's call its role refuses (or puts to a person) goes up its chain first
+    (issue 41): each ancestor job's role decides the same call, each hop audited; the first
+    that allows it performs it (within its own permissions, never beyond them), the first
+    whose rule asks puts it to a person (as that role: its answer is remembered so); None
+    when none of them may, and the sub-agent's own decision stands. A depth guard and the
+    jobs seen stop a loop."""
+    audit.row(AuditEventType.TOOL_DENIED, decision.code, phase="escalating", replay=replay,
+              reason=decision.reason, code=decision.code)  # fmt: skip
+    tool, workspace, seen, current = (
+        audit.details["tool"],
+        Path(audit.session.workspace),
+        {job.pk},
+        job,
+    )
+    while current.parent_id is not None and current.parent_id not in seen:
+        if len(seen) > MAX_ESCALATION_HOPS:
+            break
+        current = Job.objects.get(pk=current.parent_id)
+        seen.add(current.pk)
+        role = registry.by_id(current.role_id)
+        again, replay = _decide(role, tool, arguments, workspace)
+        up = _CallAudit(audit.session, role.slug, audit.actor, audit.target,
+                        {**audit.details, "rule": again.rule, "escalated_from": audit.role,
+                         "job": str(current.pk), "role_version": role.version})  # fmt: skip
+        up.row(AuditEventType.TOOL_DECISION, again.outcome, phase="escalated", replay=replay)
+        job_event(job, JobEventKind.NOTE, {"message": f"escalated {tool} to {role.slug}: "
+                                                      f"{again.outcome}"})  # fmt: skip
+        if again.ask and again.declaration is not None:
+            return _ask_first(up, again, arguments, context, replay, current)
+        if again.allowed and again.declaration is not None:
+            up.details["decision_rule"] = up.details.pop("rule")
+            return _run(up, again, _call_context(context, role))
+    return None
 
 
 def _decide(

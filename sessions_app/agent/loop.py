@@ -282,11 +282,16 @@ def _guard(run: LoopState) -> None:
         .values_list("current_role__slug", flat=True)
         .first()
     )
-    if current != run.role.slug:
+    # A sub-agent (issue 41) runs in its own role while the session stays in its root's.
+    expected, top = run.role.slug, run.job
+    while top.parent_id is not None:
+        top = Job.objects.select_related("role").get(pk=top.parent_id)
+        expected = top.role.slug
+    if current != expected:
         raise Stop(
             JobStatus.CANCELLED,
             "ACODE-JOB-007",
-            f"the session left role {run.role.name} (now {current})",
+            f"the session left role {run.role.name if top is run.job else expected} (now {current})",
         )
     _check_budgets(run.job, run.role, run.deadline)
 

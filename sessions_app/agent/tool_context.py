@@ -3,6 +3,7 @@ a change, approve or request changes, and ask a person, each on the job's behalf
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,9 @@ from sessions_app.services.changes import (
     changes_check_digest,
     pending_snapshot,
 )
+from sessions_app.services.delegation import delegation_collect, delegation_start
 from sessions_app.services.jobs import job_event
+from sessions_app.services.memory import remembered_question_for
 from sessions_app.services.runs import run_question_ask, run_review_record
 from sessions_app.services.tracking import PATH_MAX_CHARS
 from sessions_app.services.workspaces import (
@@ -54,14 +57,35 @@ def layer_limits() -> LayerLimits:
     )
 
 
+def _ask(job: Job, session: AgentSession, asked: list[str], question: str) -> str | None:
+    """Put a question to a person (the run pauses), unless one answered it before in this
+    session and role (decision memory): then that answer, now."""
+    remembered = remembered_question_for(session=session, role=job.role.slug, question=question)
+    if remembered is not None:
+        said = f"answered before by {remembered.answered_by_name}"
+        job_event(job, JobEventKind.NOTE, {"message": said, "question": question,
+                                           "remembered": remembered.pk})  # fmt: skip
+        return f"A person ({said}): {remembered.note}"
+    run_question_ask(job=job, question=question)
+    asked.append(question)
+    job_event(job, JobEventKind.NOTE, {"message": "asked a person", "question": question})
+    return None
+
+
+def _delegate(job: Job, role: str, task: str, llm_calls: int | None) -> str:
+    return str(delegation_start(parent=job, role=role, task=task, llm_calls=llm_calls).pk)
+
+
+def _collect(job: Job, jobs: list[str] | None, timeout: float) -> list[dict[str, Any]]:
+    return delegation_collect(parent=job, jobs=jobs, timeout=timeout)
+
+
 def tool_context(
     job: Job, session: AgentSession, asked: list[str], shown: PendingSnapshot | None = None
 ) -> ToolContext:
     """The job's tool context; a question put to a person is appended to ``asked``.
     ``shown``: the pending changes the job's context showed the model (read now if None)."""
-    shown = pending_snapshot(session) if shown is None else shown
-    actor = f"job:{str(job.pk)[:8]}"
-    run_id = run_of(job)
+    shown, actor, run_id = shown or pending_snapshot(session), f"job:{str(job.pk)[:8]}", run_of(job)
 
     def record_change(write: RecordedWrite) -> None:
         change_track(session=session, write=write, actor=actor, run_id=run_id)
@@ -87,11 +111,6 @@ def tool_context(
             {"message": "revision requested", "summary": summary, "comments": comments},
         )
 
-    def ask(question: str) -> None:
-        run_question_ask(job=job, question=question)
-        asked.append(question)
-        job_event(job, JobEventKind.NOTE, {"message": "asked a person", "question": question})
-
     layers = Path(settings.ACODE_LAYERS_ROOT)
     workspace_apply_resume(session, layers)  # what a dead attempt left half applied, first
     git_dir = session_git_dir(session)
@@ -109,7 +128,9 @@ def tool_context(
         record_change=record_change,
         approve_changes=approve,
         request_changes=request_changes,
-        ask_human=ask if job.run_stage_id is not None else None,
+        ask_human=partial(_ask, job, session, asked) if job.run_stage_id is not None else None,
+        delegate=partial(_delegate, job),
+        collect=partial(_collect, job),
         command_timeout=settings.ACODE_TOOL_TIMEOUT,
         mcp=JobMcpServers(workspace=Path(session.workspace), actor=actor),
     )

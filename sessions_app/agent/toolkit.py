@@ -51,7 +51,12 @@ class ToolContext:
     record_change: Callable[[RecordedWrite], None]
     approve_changes: Callable[[str, str], int]  # (summary, the digest the model was shown)
     request_changes: Callable[[str, list[Any]], None]
-    ask_human: Callable[[str], None] | None = None  # None: no run, nobody to ask
+    # None: no run, nobody to ask; the call returns a remembered answer, or None (asked).
+    ask_human: Callable[[str], str | None] | None = None
+    # Delegation (issue 41): start a sub-agent (role, task, llm_calls) -> its job id; wait
+    # for sub-agents (job ids or None: every one not collected, timeout) -> their results.
+    delegate: Callable[[str, str, int | None], str] | None = None
+    collect: Callable[[list[str] | None, float], list[dict[str, Any]]] | None = None
     git_dir: Path | None = None
     command_timeout: float = 120.0
     may_write: bool = False

@@ -282,7 +282,10 @@ def ask_human(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
             "ask_human works only inside a run: nobody is waiting to answer this job. "
             "Decide yourself and say what you assumed."
         )
-    ctx.ask_human(question)  # the job ends after this call; the run waits for the answer
+    remembered = ctx.ask_human(question)
+    if remembered is not None:  # a person answered it before (decision memory)
+        return ToolResult(remembered, "person", "answered before")
+    # Asked: the job ends after this call; the run waits for the answer.
     return ToolResult(
         "Your question was sent to a person. Stop here: the run pauses until they answer, "
         "and you will get the answer in a new request.",
@@ -290,6 +293,36 @@ def ask_human(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         "asked",
         untrusted=False,
     )
+
+
+def delegate(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    """Start a sub-agent (``services.delegation``: its role no wider, its budget carved)."""
+    if ctx.delegate is None:
+        raise Refused("delegate works only inside a job")
+    role, task = str(args["role"]), str(args["task"]).strip()
+    if not task:
+        raise Refused("a task is required")
+    child = ctx.delegate(role, task, args.get("llm_calls"))
+    return ToolResult(
+        f"Sub-agent started in role {role} as job {child}. Use collect to wait for its result.",
+        f"role {role}", "delegated", {"child_job": child, "child_role": role}, untrusted=False,
+    )  # fmt: skip
+
+
+def collect(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    """Wait for sub-agents; their answers reach the model as data (a model wrote them)."""
+    if ctx.collect is None:
+        raise Refused("collect works only inside a job")
+    results = ctx.collect(args.get("jobs"), float(args.get("timeout_seconds", 600)))
+    if not results:
+        return ToolResult("No sub-agent to collect.", "sub-agents", "none", untrusted=False)
+    parts = []
+    for r in results:
+        refused = "".join(f"\n  refused: {reason}" for reason in r["refused"])
+        said = r["result"] or r["error"] or "(no answer)"
+        parts.append(f"job {r['job']} ({r['role']}, {r['status']}): {said}{refused}")
+    return ToolResult("\n".join(parts), "sub-agents", f"{len(results)} collected",
+                      {"jobs": [r["job"] for r in results]})  # fmt: skip
 
 
 def _bind(*implementations: ToolImpl) -> dict[str, ToolImpl]:
@@ -308,7 +341,9 @@ def _bind(*implementations: ToolImpl) -> dict[str, ToolImpl]:
 TOOL_IMPLEMENTATIONS: dict[str, ToolImpl] = _bind(
     ToolImpl("analyze_diff", analyze_diff),
     ToolImpl("ask_human", ask_human),
+    ToolImpl("collect", collect),
     ToolImpl("create_file", create_file),
+    ToolImpl("delegate", delegate),
     ToolImpl("delete_file", delete_file),
     ToolImpl("execute_command", execute_command),
     ToolImpl("find_references", find_references),

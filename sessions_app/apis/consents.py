@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from acode.errors import error_responses
 from acode.inputs import Input, Text
@@ -19,6 +21,7 @@ from sessions_app.apis.common import (
 from sessions_app.permissions import SessionAction, session_for
 from sessions_app.selectors.consents import session_consents
 from sessions_app.services.consents import CONSENT_CLOSED, tool_consent_answer
+from sessions_app.services.memory import remembered_answer_revoke, remembered_answers_visible_to
 
 
 class ConsentOutput(serializers.Serializer):
@@ -38,6 +41,29 @@ class ConsentOutput(serializers.Serializer):
     answered_at = serializers.DateTimeField(allow_null=True)
     answered_by = serializers.CharField(source="answered_by_name")
     note = serializers.CharField()
+    answered_before = serializers.IntegerField(
+        source="remembered_id",
+        allow_null=True,
+        help_text="The remembered answer that answered it (a person's earlier answer to the "
+        "same call in this session and role), or null: answered now.",
+    )
+
+
+class RememberedAnswerOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    session = serializers.UUIDField(source="session_id")
+    role = serializers.CharField(source="role_slug")
+    tool = serializers.CharField()
+    target = serializers.CharField()
+    rule = serializers.CharField()
+    allowed = serializers.BooleanField(allow_null=True, help_text="An ask's; null: a question.")
+    question = serializers.CharField(help_text="A question's words (empty: an ask).")
+    note = serializers.CharField(help_text="The note to an ask, or the question's answer.")
+    answered_by = serializers.CharField(source="answered_by_name")
+    created_at = serializers.DateTimeField()
+    revoked_at = serializers.DateTimeField(allow_null=True)
+    revoked_by = serializers.CharField(source="revoked_by_name")
+    reuses = serializers.IntegerField(source="reuses.count", help_text="Asks it answered.")
 
 
 class ConsentAnswerInput(Input):
@@ -80,3 +106,38 @@ class SessionConsentAnswerApi(SessionActionApi):
             allow=data.validated_data["allow"], note=data.validated_data["note"],
         )  # fmt: skip
         return Response(ConsentOutput(consent).data)
+
+
+class SessionRememberedAnswersApi(SessionActionApi):
+    @extend_schema(
+        responses={200: RememberedAnswerOutput(many=True), **error_responses(*NOT_VISIBLE_CODES)},
+        operation_id="sessions_remembered_answers_list",
+        description="Decision memory: people's answers to this session's asks, each reused "
+        "for the same call in the same role (revoked ones too, newest first). Whoever sees "
+        "the session sees them.",
+    )
+    def get(self, request: Request, pk: str) -> Response:
+        session = self.access(request, session_for, pk)
+        answers = remembered_answers_visible_to(request_user(request)).filter(session=session)
+        return Response(RememberedAnswerOutput(answers, many=True).data)
+
+
+class RememberedAnswerRevokeApi(APIView):
+    """Not a session action (``SessionActionApi``): an admin's, decided by the service."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        request=None,
+        responses={
+            200: RememberedAnswerOutput,
+            **error_responses("ACODE-API-404", "ACODE-TOL-010"),
+        },
+        operation_id="remembered_answers_revoke",
+        description="Revoke a remembered answer: the next such ask goes to a person again. "
+        "Needs sessions_app.revoke_rememberedanswer (superusers hold it) and sight of the "
+        "session (ACODE-API-404 otherwise).",
+    )
+    def post(self, request: Request, answer_id: int) -> Response:
+        answer = remembered_answer_revoke(answer_id=answer_id, user=request_user(request))
+        return Response(RememberedAnswerOutput(answer).data)

@@ -68,6 +68,7 @@ class JobView:
     unconsumed_queue: str  # a queued job's queue that no live worker consumes, else ""
     waiting: WaitingView | None = None  # what it waits on now, while it has not ended
     endpoint: str = ""  # a scripted job's endpoint name (its model is "scripted")
+    parent: str = ""  # a sub-agent's (issue 41): the short id of the job that delegated it
 
 
 # Each describes one kind of job event as (tone, summary, detail).
@@ -168,6 +169,7 @@ def _job_view(job: Job, events: list[JobEventView]) -> JobView:
         unconsumed_queue=_unconsumed_queue(job),
         waiting=waiting_view(job_in_flight(job)),
         endpoint=job.endpoint.removeprefix("scripted:") if job.provider == "scripted" else "",
+        parent=str(job.parent_id)[:8] if job.parent_id else "",
     )
 
 

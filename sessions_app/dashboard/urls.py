@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions_app.dashboard import audit, board, consents, roles, search, session, usage
+from sessions_app.dashboard import agents, audit, board, consents, roles, search, session, usage
 from sessions_app.dashboard.runs import views as runs
 
 urlpatterns = [
@@ -33,6 +33,7 @@ urlpatterns = [
     path("runs/<uuid:pk>/reject/", runs.run_reject, name="dashboard-run-reject"),
     path("runs/<uuid:pk>/cancel/", runs.run_cancel, name="dashboard-run-cancel"),
     path("roles/", roles.roles, name="dashboard-roles"),
+    path("agents/", agents.agents, name="dashboard-agents"),
     path("audit/", audit.audit, name="dashboard-audit"),
     path("audit/chain/", audit.audit_chain, name="dashboard-audit-chain"),
     path("usage/", usage.usage, name="dashboard-usage"),

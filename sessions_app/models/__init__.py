@@ -16,7 +16,7 @@ from audit.models import (
     AuditVerification,
     chain_key,
 )
-from sessions_app.models.consents import ConsentStatus, ToolConsent
+from sessions_app.models.consents import ConsentStatus, RememberedAnswer, ToolConsent
 from sessions_app.models.deliveries import DeliveredCommit, PushStatus
 from sessions_app.models.jobs import (
     FINAL_JOB_STATUSES,
@@ -86,6 +86,7 @@ __all__ = [
     "OutsideSession",
     "PendingChange",
     "PushStatus",
+    "RememberedAnswer",
     "Repository",
     "RiskSignal",
     "RiskTier",

@@ -74,6 +74,15 @@ class Job(models.Model):
     model_override = models.CharField(
         max_length=100, blank=True, help_text="Model endpoint chosen by the run stage."
     )
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="children",
+        help_text="The job that delegated this one (issue 41); empty: started otherwise.",
+    )
+    collected = models.BooleanField(default=False, help_text="Its parent collected its result.")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -34,6 +34,7 @@ from sessions_app.permissions import SessionAction, action_check
 from sessions_app.services.audit import audit_record
 from sessions_app.services.job_events import job_event
 from sessions_app.services.locks import lock_session
+from sessions_app.services.memory import answer_key, answer_remember, remembered_answer_for
 
 CONSENT_REFUSED = "ACODE-TOL-007"
 CONSENT_TIMED_OUT = "ACODE-TOL-008"
@@ -55,14 +56,28 @@ def tool_consent_ask(
 ) -> ToolConsent:
     """Keep a call that waits for a person's answer (its ``asked`` audit row is the
     executor's decision row) and say so on the job's events (the page re-renders).
-    ``timeout_seconds``: how long it waits (default ACODE_CONSENT_TIMEOUT_SECONDS)."""
+    ``timeout_seconds``: how long it waits (default ACODE_CONSENT_TIMEOUT_SECONDS).
+
+    A person's answer to the same call in this session and role, remembered and not
+    revoked (``sessions_app.services.memory``), answers it at once: "answered before by"."""
     waits = settings.ACODE_CONSENT_TIMEOUT_SECONDS if timeout_seconds is None else timeout_seconds
     timeout = timedelta(seconds=waits)
+    key = answer_key(tool=tool, target=target[:2000], rule=rule[:300], arguments=arguments)
+    remembered = remembered_answer_for(session=session, role=role, key=key)
     consent = ToolConsent.objects.create(
         session=session, job=job, role_slug=role, tool=tool, target=target[:2000],
         rule=rule[:300], reason=reason, arguments=arguments, asked_audit_id=asked_audit_id,
-        expires_at=timezone.now() + timeout,
+        expires_at=timezone.now() + timeout, remembered=remembered,
     )  # fmt: skip
+    if remembered is not None:
+        status = ConsentStatus.ALLOWED if remembered.allowed else ConsentStatus.DENIED
+        note = f"answered before by {remembered.answered_by_name}" + (
+            f": {remembered.note}" if remembered.note else ""
+        )
+        with transaction.atomic(), lock_session(session.pk):
+            _close(consent, status, actor=remembered.answered_by_name,
+                   user=remembered.answered_by, note=note, remembered=remembered.pk)  # fmt: skip
+        return consent
     if job is not None:
         message = f"waiting for a person's consent to {target or tool} ({rule})"
         job_event(job, JobEventKind.NOTE, {"message": message, "consent": str(consent.pk)})
@@ -88,6 +103,7 @@ def tool_consent_answer(
         elif consent.status == ConsentStatus.PENDING:
             status = ConsentStatus.ALLOWED if allow else ConsentStatus.DENIED
             _close(consent, status, actor=user.get_username(), user=user, note=note)
+            answer_remember(consent, user=user, allowed=allow)
             return consent
     raise AcodeError(
         CONSENT_CLOSED,
@@ -134,12 +150,20 @@ def _close_pending(consent: ToolConsent, status: str) -> ToolConsent:
 
 
 def _close(
-    consent: ToolConsent, status: str, *, actor: str, user: User | None = None, note: str = ""
+    consent: ToolConsent,
+    status: str,
+    *,
+    actor: str,
+    user: User | None = None,
+    note: str = "",
+    remembered: int | None = None,
 ) -> None:
-    """Record the end of a consent: its row, its audit row, a job event."""
+    """Record the end of a consent: its row, its audit row, a job event. ``remembered``:
+    answered by that remembered answer (``actor`` is who gave it)."""
+    by_person = user is not None or remembered is not None
     status_move(
         consent, status, answered_at=timezone.now(), answered_by=user,
-        answered_by_name=actor if user is not None else "", note=note[:2000],
+        answered_by_name=actor if by_person else "", note=note[:2000],
     )  # fmt: skip
     phase: dict[str, str] = {ConsentStatus.TIMED_OUT: "timed_out",
                              ConsentStatus.CANCELLED: "cancelled"}  # fmt: skip
@@ -151,11 +175,16 @@ def _close(
         result=result.get(status, CONSENT_TIMED_OUT),
         details={"phase": phase.get(status, "answered"), "consent": str(consent.pk),
                  "tool": consent.tool, "rule": consent.rule, "note": note[:2000],
-                 "asked": consent.asked_audit_id},
+                 "asked": consent.asked_audit_id,
+                 **({"remembered": remembered} if remembered is not None else {})},
     )  # fmt: skip
     if consent.job_id is not None:
         job = Job.objects.filter(pk=consent.job_id).first()
         if job is not None:
-            said = f"{consent.get_status_display().lower()}" + (f" by {actor}" if user else "")
+            said = (
+                f"{consent.get_status_display().lower()}"
+                + (f" by {actor}" if by_person else "")
+                + (" (answered before)" if remembered is not None else "")
+            )
             job_event(job, JobEventKind.NOTE, {"message": f"consent {said}",
                                                "consent": str(consent.pk)})  # fmt: skip

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -33,6 +34,7 @@ from acode.errors import AcodeError
 from acode.workers import queue_has_consumer
 from roles.registry import registry
 from sessions_app.models import (
+    FINAL_JOB_STATUSES,
     AgentSession,
     AuditEventType,
     Job,
@@ -284,6 +286,10 @@ def job_finish(
         )
     if job is not locked:
         job.refresh_from_db(fields=["status"])  # the caller's copy shows how the job ended
+    # Its sub-agents (issue 41) stop with it; each stops its own when it ends.
+    for child in Job.objects.filter(parent_id=locked.pk).exclude(status__in=FINAL_JOB_STATUSES):
+        with suppress(AcodeError):  # it ended meanwhile
+            job_stop(job=child, actor=f"job:{str(locked.pk)[:8]} ended")
     return locked
 
 

@@ -35,6 +35,10 @@ LONG_MODULES: dict[str, str] = {
     "stage's evidence by its exit status, the risk a plan or changes raise) and what its job "
     "reports; risk and test evidence were separate modules every advance walked into "
     "(issue 33: a run advance visits few files).",
+    "sessions_app/agent/executor.py": "The one place tools run: every call decided, "
+    "audited, put to a person, escalated up a sub-agent's chain (issue 41: each hop is the "
+    "same decision and audit of the same call, so it lives beside them), run and audited "
+    "again; what each tool does lives in tools, commands and the MCP client.",
     "roles/registry.py": "The role registry: role rows read into specs, one snapshot with "
     "what is derived of each role (access, argument limits, the transition routes a denial "
     "suggests) and every lookup on it; each derivation lives in its own module (access, "

@@ -38,6 +38,7 @@ from sessions_app.models import (
     IdempotencyRecord,
     Job,
     PendingChange,
+    RememberedAnswer,
     RoleTransition,
     Run,
     RunApproval,
@@ -94,6 +95,10 @@ EXPECTED: dict[str, dict[str, int]] = {
     "POST /api/auth/token/": {actor: 200 for actor in ACTORS},  # logging in needs no login
     "DELETE /api/auth/token/": ANY_USER | {actor: 204 for actor in ACTORS[1:]},
     "GET /api/me/": ANY_USER,
+    # Custom agents (issue 41): each user lists theirs; creating one needs roles.configure
+    # (only the superuser here).
+    "GET /api/agents/": ANY_USER,
+    "POST /api/agents/": ROLE_ADMIN | {"superuser": 201},
     "GET /api/roles/": ANY_USER,
     "POST /api/roles/": ROLE_ADMIN | {"superuser": 201},
     "GET /api/roles/{name}/": ANY_USER,
@@ -161,6 +166,11 @@ EXPECTED: dict[str, dict[str, int]] = {
     # A tool call a rule put to a person: who may act on the session answers it.
     "GET /api/sessions/{id}/consents/": SESSION_READ,
     "POST /api/sessions/{id}/consents/{consent_id}/": SESSION_WRITE,
+    # Decision memory: who sees the session sees it; revoking needs
+    # sessions_app.revoke_rememberedanswer (only the superuser here) and sight of it.
+    "GET /api/sessions/{id}/remembered-answers/": SESSION_READ,
+    "POST /api/remembered-answers/{answer_id}/revoke/": SESSION_READ
+    | {"owner": 403, "viewer": 403, "actor": 403},
     "POST /api/sessions/{id}/runs/": SESSION_CREATE,
     "GET /api/runs/": ANY_USER,
     "GET /api/runs/{id}/": SESSION_READ,
@@ -221,6 +231,12 @@ BODIES: dict[str, Any] = {
     "POST /api/sessions/{id}/consents/{consent_id}/": {"allow": False, "note": "Not now"},
     "POST /api/hooks/{agent}/": {"hook_event_name": "SessionStart", "session_id": "m", "cwd": "/"},
     "POST /api/hook-tokens/": {"name": "laptop"},
+    "POST /api/agents/": {
+        "name": "Matrix agent",
+        "template": "planner",
+        "goals": ["Read"],
+        "checklist": ["Cite files"],
+    },
 }
 QUERIES: dict[str, dict[str, str]] = {"GET /api/audit/export/": {"format": "jsonl"}}
 
@@ -286,8 +302,13 @@ def world(django_user_model: Any, settings: Any) -> dict[str, Any]:
         rule="command_rules[0]: rm", expires_at=timezone.now() + timedelta(minutes=15),
     )  # fmt: skip
     hook_token, _ = hook_token_create(user=owner, label="matrix")
+    answer = RememberedAnswer.objects.create(
+        session=session, role_slug="reviewer", key="0" * 64, tool="execute_command",
+        target="rm x", allowed=False, answered_by=owner, answered_by_name="owner",
+    )  # fmt: skip
     return {
         "hook_token": hook_token,
+        "answer": answer,
         "consent": consent,
         "users": users,
         "session": session,
@@ -311,6 +332,7 @@ def url_of(operation: str, world: dict[str, Any]) -> str:
         .replace("{consent_id}", str(world["consent"].pk))
         .replace("{token_id}", str(world["hook_token"].pk))
         .replace("{agent}", "claude-code")
+        .replace("{answer_id}", str(world["answer"].pk))
         .replace("{slug}", "matrix-gate")
         .replace("{tool}", "issues")
         .replace("{name}", "scratch" if "prompt-packs" not in path else "acode-standard")

@@ -209,6 +209,8 @@ def _role_form_data(role: Role) -> dict[str, object]:
         "max_llm_calls": role.max_llm_calls,
         "max_tokens": role.max_tokens,
         "timeout_seconds": role.timeout_seconds,
+        "max_sub_agents": role.max_sub_agents,
+        "max_delegation_depth": role.max_delegation_depth,
         **({"answer_sets_plan": "on"} if role.answer_sets_plan else {}),
         "examples": json.dumps(role.examples or []),
         "versions-TOTAL_FORMS": "0",

@@ -165,6 +165,9 @@ API_NOT_ON_A_SESSION = {
     "POST /api/hooks/{agent}/": "an outside agent's event, recorded in its own session",
     "POST /api/hook-tokens/": "a hook token of the caller; changes no session",
     "DELETE /api/hook-tokens/{token_id}/": "revokes a hook token of the caller",
+    # Issue 41: a custom agent is role data; a remembered answer is revoked by an admin.
+    "POST /api/agents/": "custom agents (a read-only role; roles app data)",
+    "POST /api/remembered-answers/{answer_id}/revoke/": "decision memory; an admin's, no run's",
 }
 
 
@@ -295,6 +298,7 @@ DASHBOARD: dict[str, Action] = {
 DASHBOARD_NOT_ON_A_SESSION = {
     "dashboard-session-new": "opens a new session",
     "dashboard-consent-answer": "answers a job's question about one call, not the session",
+    "dashboard-agents": "makes a custom agent (role data), not on a session",
 }
 
 

@@ -1,0 +1,123 @@
+"""Custom agents (issue 41): a user with ``roles.configure`` makes a role from a template.
+
+The agent is an ordinary role, written by ``role_write`` (every check a role write has,
+versioned, audited as a data change) with ``custom`` set: a child of its template (so it
+never gets more than the template), holding the template's effective permissions minus
+``roles.access.CUSTOM_LOCKED`` and ``configure`` (seed 004: never inherited). Its goals
+become the role's capabilities, its checklist the role's constraints (both reach the
+prompt), its prompt the component ``roles/<slug>`` of the active pack. Who made it, the
+template and the routing keywords are kept in ``CustomAgent`` (admin shows them)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils.text import slugify
+
+from acode.errors import AcodeError
+from roles.access import CUSTOM_LOCKED
+from roles.models import CustomAgent, PromptComponent, PromptPack, Role
+from roles.registry import registry
+from roles.services.catalog import prompt_component_save
+from roles.services.roles import role_write
+
+CONFIGURE_PERMISSION = "roles.configure"
+NOT_FOR_CUSTOM = CUSTOM_LOCKED | {"configure"}
+
+
+def may_configure_agents(user: Any) -> bool:
+    """May create custom agents: ``roles.configure`` (superusers hold every permission)."""
+    return bool(user.is_authenticated and user.has_perm(CONFIGURE_PERMISSION))
+
+
+def may_see_all_agents(user: Any) -> bool:
+    """Admins who may see roles see every custom agent and who made it."""
+    return bool(user.is_superuser or user.has_perm("roles.view_role"))
+
+
+def custom_agents_visible_to(user: Any) -> QuerySet[CustomAgent]:
+    agents = CustomAgent.objects.select_related("role", "created_by").order_by("-created_at")
+    return agents if may_see_all_agents(user) else agents.filter(created_by_id=user.pk)
+
+
+def custom_agent_create(
+    *,
+    user: AbstractBaseUser,
+    name: str,
+    template: str,
+    goals: Sequence[str],
+    checklist: Sequence[str],
+    routing_keywords: Sequence[str] = (),
+    prompt: str = "",
+    description: str = "",
+    slug: str = "",
+) -> CustomAgent:
+    """Create a custom agent from role ``template`` (a slug or name): ACODE-ROL-017 without
+    ``roles.configure``; otherwise the role write's own refusals (ACODE-ROL-001 unknown
+    template, ACODE-API-409 a taken slug or name, ACODE-PRM-001 dangerous text)."""
+    if not may_configure_agents(user):
+        raise AcodeError(
+            "ACODE-ROL-017",
+            "Creating custom agents needs the roles.configure permission.",
+            {"permission": CONFIGURE_PERMISSION},
+        )
+    if not (1 <= len(goals) <= 20 and 1 <= len(checklist) <= 50 and name.strip()):
+        raise AcodeError(
+            "ACODE-ROL-004",
+            "A custom agent needs a name, 1 to 20 goals and 1 to 50 checklist items.",
+            {"goals": len(goals), "checklist": len(checklist)},
+        )
+    base = registry.get(template)  # ACODE-ROL-001 when there is none
+    slug = slug or slugify(name)[:64]
+    data = _agent_role(base, slug=slug, name=name, description=description, goals=goals,
+                       checklist=checklist, own_prompt=bool(prompt))  # fmt: skip
+    actor = user.get_username()
+    with transaction.atomic():
+        role_write(data=data, actor=actor, user=user, create=True)
+        if prompt:
+            pack, _ = PromptPack.objects.get_or_create(name=settings.ACODE_PROMPT_PACK)
+            key = f"roles/{slug}"
+            component = PromptComponent.objects.filter(pack=pack, key=key).first()
+            component = component or PromptComponent(pack=pack, key=key)
+            component.content = prompt
+            prompt_component_save(component=component, actor=actor)
+        return CustomAgent.objects.create(
+            role=Role.objects.get(slug=slug),
+            template=Role.objects.get(slug=base.slug),
+            template_slug=base.slug,
+            created_by=user,  # type: ignore[misc]
+            created_by_name=actor,
+            routing_keywords=list(routing_keywords),
+        )
+
+
+def _agent_role(
+    base: Any, *, slug: str, name: str, description: str, goals: Sequence[str],
+    checklist: Sequence[str], own_prompt: bool,
+) -> dict[str, Any]:  # fmt: skip
+    """The role a custom agent is: a child of its template, its permissions less what a
+    custom agent never holds, its goals and checklist as capabilities and constraints."""
+    return {
+        "slug": slug,
+        "name": name,
+        "description": description,
+        "colour": base.spec.colour,
+        "parent": base.slug,
+        "permissions": sorted(set(base.access.permissions) - NOT_FOR_CUSTOM),
+        "capabilities": list(goals),
+        "constraints": list(checklist),
+        "prompt_key": slug if own_prompt else base.spec.prompt_key,
+        "context_strategy": base.spec.context_strategy,
+        "preferred_model": base.spec.preferred_model,
+        "fallback_model": base.spec.fallback_model,
+        "queue": base.spec.queue,
+        "max_llm_calls": base.spec.max_llm_calls,
+        "max_tokens": base.spec.max_tokens,
+        "timeout_seconds": base.spec.timeout_seconds,
+        "custom": True,
+    }

@@ -1,0 +1,182 @@
+"""Custom agents (issue 41): a user holding roles.configure makes one from a role template;
+it never holds write, execute or network permissions, whichever way it is edited later
+(admin, API, YAML import, a parent change, even a row written past the services), and
+admins see who made which."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Permission as UserPermission
+from django.test import Client
+from rest_framework.test import APIClient
+
+from acode.errors import AcodeError
+from roles.models import CustomAgent, Permission, Role
+from roles.portability.definitions import export_definitions, import_definitions
+from roles.registry import registry
+from sessions_app.agent.executor import tool_check
+from tests.roles.test_registry import _role_form_data
+
+pytestmark = pytest.mark.django_db
+
+LOCKED = {"create_files", "write_files", "delete_files", "execute_commands", "network"}
+AGENT = {
+    "name": "Docs Critic",
+    "template": "coder",
+    "goals": ["Find docs that disagree with the code"],
+    "checklist": ["Cite the file and line", "Never suggest edits to code"],
+    "routing_keywords": ["docs", "documentation"],
+    "prompt": "You review documentation against the code and report what disagrees.",
+}
+
+
+def _api(user: Any) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+@pytest.fixture
+def maker(django_user_model: Any) -> Any:
+    """A user who is not staff and may create custom agents."""
+    person = django_user_model.objects.create_user("maker", password="pw-maker-1")
+    person.user_permissions.add(UserPermission.objects.get(codename="configure"))
+    return person
+
+
+def _made(maker: Any) -> str:
+    response = _api(maker).post("/api/agents/", AGENT, format="json")
+    assert response.status_code == 201, response.json()
+    return str(response.json()["role"])
+
+
+def test_a_user_with_configure_makes_a_read_only_agent_from_a_template(maker: Any) -> None:
+    response = _api(maker).post("/api/agents/", AGENT, format="json")
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert (body["role"], body["template"], body["created_by"]) == ("docs-critic", "coder", "maker")
+    # The Coder writes and runs commands; the agent made from it does neither.
+    assert set(body["effective_permissions"]) == {"ask_human", "read_files"}
+    assert not LOCKED & set(body["effective_permissions"])
+    assert "write_file" not in body["effective_tools"] and "read_file" in body["effective_tools"]
+    role = registry.get("docs-critic")
+    assert role.spec.custom and role.spec.parent == "coder"
+    assert role.spec.capabilities == tuple(AGENT["goals"])
+    assert role.spec.constraints == tuple(AGENT["checklist"])
+    assert role.prompt_component_key == "roles/docs-critic"
+    denied = tool_check(
+        role, "write_file", {"path": "a.py", "content": "x"}, __import__("pathlib").Path(".")
+    )
+    assert denied.outcome == "deny"
+    assert "a custom agent never holds write, execute or network permissions" in denied.reason
+    assert [a["role"] for a in _api(maker).get("/api/agents/").json()] == ["docs-critic"]
+
+
+def test_without_configure_a_user_cannot_make_an_agent(user: Any) -> None:
+    response = _api(user).post("/api/agents/", AGENT, format="json")
+    assert response.status_code == 403 and response.json()["code"] == "ACODE-ROL-017"
+    assert not Role.objects.filter(slug="docs-critic").exists()
+
+
+def test_admins_see_who_made_which(
+    maker: Any, admin_client_logged_in: Any, admin_user: Any
+) -> None:
+    slug = _made(maker)
+    listed = _api(admin_user).get("/api/agents/").json()
+    assert [(a["role"], a["created_by"]) for a in listed] == [(slug, "maker")]
+    page = admin_client_logged_in.get("/admin/roles/customagent/").content.decode()
+    assert "Docs Critic" in page and "maker" in page
+    role = Role.objects.get(slug=slug)
+    change = admin_client_logged_in.get(f"/admin/roles/role/{role.pk}/change/").content.decode()
+    assert "Custom agent made by" in change and "maker" in change
+
+
+def test_the_api_cannot_give_a_custom_agent_write_or_execute(maker: Any, admin_user: Any) -> None:
+    slug = _made(maker)
+    admin = _api(admin_user)
+    for perms in (["read_files", "write_files"], ["read_files", "execute_commands"], ["network"]):
+        response = admin.patch(f"/api/roles/{slug}/", {"permissions": perms}, format="json")
+        assert response.status_code == 400 and response.json()["code"] == "ACODE-ROL-016"
+    response = admin.patch(f"/api/roles/{slug}/", {"custom": False}, format="json")
+    assert response.status_code == 400 and response.json()["code"] == "ACODE-ROL-016"
+    assert "stays one" in response.json()["message"]
+    # An admin's own role made custom with write: refused as well.
+    created = admin.post("/api/roles/", {"slug": "mine", "name": "Mine", "custom": True,
+                                         "permissions": ["write_files"]}, format="json")  # fmt: skip
+    assert created.status_code == 400 and created.json()["code"] == "ACODE-ROL-016"
+    assert set(Role.objects.get(slug=slug).permissions.values_list("code", flat=True)) == {
+        "ask_human",
+        "read_files",
+    }
+
+
+def test_admin_cannot_give_a_custom_agent_write_or_execute(
+    maker: Any, admin_client_logged_in: Any
+) -> None:
+    role = Role.objects.get(slug=_made(maker))
+    form = _role_form_data(role)
+    form["permissions"] = [
+        str(p.pk) for p in Permission.objects.filter(code__in=["read_files", "write_files"])
+    ]
+    response = admin_client_logged_in.post(f"/admin/roles/role/{role.pk}/change/", form)
+    assert response.status_code == 200  # the form again, with the refusal
+    assert "ACODE-ROL-016" in response.content.decode()
+    assert "write_files" not in role.permissions.values_list("code", flat=True)
+
+
+def test_an_import_cannot_give_a_custom_agent_write_or_execute(maker: Any) -> None:
+    slug = _made(maker)
+    data = export_definitions()
+    entry = next(r for r in data["roles"] if r["slug"] == slug)
+    assert entry["custom"] is True  # exported as what it is
+    entry["permissions"] = ["execute_commands", "read_files"]
+    with pytest.raises(AcodeError) as info:
+        import_definitions(data, actor="test")
+    assert "a custom agent never holds" in info.value.message
+    entry.pop("custom")  # leaving the flag out does not unset it
+    with pytest.raises(AcodeError):
+        import_definitions(data, actor="test")
+    assert "execute_commands" not in registry.get(slug).spec.permissions
+
+
+def test_a_parent_change_or_a_row_past_the_services_grants_nothing(
+    maker: Any, admin_user: Any
+) -> None:
+    slug = _made(maker)
+    response = _api(admin_user).patch(f"/api/roles/{slug}/", {"parent": "default"}, format="json")
+    assert response.status_code == 200, response.json()
+    assert not LOCKED & set(registry.get(slug).access.permissions)
+    # A row written past every check (a shell, a bad migration): the lock still holds where
+    # permissions are decided, for the agent and for any role below it.
+    role = Role.objects.get(slug=slug)
+    role.permissions.add(*Permission.objects.filter(code__in=LOCKED))
+    child = Role.objects.create(slug="below", name="Below", prompt_key="system", parent=role)
+    child.permissions.add(*Permission.objects.filter(code__in=LOCKED | {"read_files"}))
+    registry.invalidate()
+    for name in (slug, "below"):
+        access = registry.get(name).access
+        assert not LOCKED & set(access.permissions)
+        assert {"write_file", "create_file", "execute_command"}.isdisjoint(access.tools)
+    assert CustomAgent.objects.get(role=role).created_by_name == "maker"
+
+
+def test_a_user_makes_an_agent_on_the_dashboard(maker: Any, user: Any) -> None:
+    client = Client()
+    client.force_login(maker)
+    assert "Make an agent" in client.get("/agents/").content.decode()
+    response = client.post("/agents/", {
+        "name": "Docs Critic", "template": "coder", "goals": "Find stale docs\nCite them",
+        "checklist": "Cite the file", "keywords": "docs, documentation", "prompt": "",
+    }, follow=True)  # fmt: skip
+    page = response.content.decode()
+    assert "Agent docs-critic created." in page and "ask_human, read_files" in page
+    assert registry.get("docs-critic").spec.capabilities == ("Find stale docs", "Cite them")
+    refused = client.post("/agents/", {"name": "Docs Critic", "template": "coder",
+                                       "goals": "x", "checklist": "y"})  # fmt: skip
+    assert refused.status_code == 400 and "ACODE-API-409" in refused.content.decode()
+    other = Client()
+    other.force_login(user)  # no roles.configure: sees none of it, and no form
+    page = other.get("/agents/").content.decode()
+    assert "Make an agent" not in page and "docs-critic" not in page
