@@ -36,6 +36,7 @@ class AuditEventType(models.TextChoices):
     RUN_DECISION = "RunDecision", "A person answered, approved, rejected or cancelled a run"
     BRANCH_PUSHED = "BranchPushed", "Approved work pushed to the repository's remote, or refused"
     SECRET_RULE_CHANGED = "SecretRuleChanged", "A team's secret rule added, changed or removed"
+    BACKLOG_EVENT = "BacklogEvent", "A backlog task proposed, accepted, started, moved or merged"
 
 
 GLOBAL_CHAIN = "global"
