@@ -147,6 +147,11 @@ class BacklogTask(models.Model):
     depends_on = models.ManyToManyField(
         "self", symmetrical=False, blank=True, related_name="dependents"
     )
+    template = models.SlugField(
+        max_length=64,
+        blank=True,
+        help_text="Workflow template of its runs (empty: the one for the run's risk tier).",
+    )
     status = models.CharField(
         max_length=20, choices=TaskStatus.choices, default=TaskStatus.BACKLOG, db_index=True
     )

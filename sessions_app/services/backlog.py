@@ -90,7 +90,11 @@ def task_move(
     """The one way a task changes status: refused (ACODE-BKL-001) unless ``TASK_MOVES``
     allows it. ``reason`` replaces the task's (why it is blocked, the conflict); other
     ``fields`` are written with it (its run, its session, its merged commit)."""
-    locked = BacklogTask.objects.select_for_update().select_related("project").get(pk=task.pk)
+    locked = (
+        BacklogTask.objects.select_for_update(of=("self",))
+        .select_related("project")
+        .get(pk=task.pk)
+    )
     if to not in TASK_MOVES[locked.status]:
         raise AcodeError(
             "ACODE-BKL-001",
@@ -144,7 +148,11 @@ def task_reprioritise(
             f"Unknown priority {priority!r}.",
             {"field": "priority", "allowed": list(TaskPriority.values)},
         )
-    locked = BacklogTask.objects.select_for_update().select_related("project").get(pk=task.pk)
+    locked = (
+        BacklogTask.objects.select_for_update(of=("self",))
+        .select_related("project")
+        .get(pk=task.pk)
+    )
     if locked.status == TaskStatus.DONE:
         raise AcodeError("ACODE-BKL-001", "A done task keeps its priority.", {"task": locked.key})
     before = locked.priority
@@ -252,6 +260,7 @@ def backlog_import(
             description=_text(raw, "description", where),
             acceptance_criteria=_criteria(raw, where),
             priority=priority,
+            template=_text(raw, "template", where),
             status=status,
             proposed_by=proposed_by,
             created_by=actor,

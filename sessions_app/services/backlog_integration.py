@@ -22,8 +22,9 @@ SCHEDULER = "scheduler"
 
 
 def integration_git_dir(project: BacklogProject) -> Path:
-    """Where a project's integration repository lives (server state)."""
-    return Path(settings.ACODE_GIT_ROOT) / "integration" / f"{project.slug}.git"
+    """Where a project's integration repository lives (server state; by id too, so a
+    project made again under a deleted one's name starts afresh)."""
+    return Path(settings.ACODE_GIT_ROOT) / "integration" / f"{project.pk}-{project.slug}.git"
 
 
 def integration_head(project: BacklogProject) -> str:

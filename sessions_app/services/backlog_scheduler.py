@@ -112,6 +112,9 @@ def task_start(project: BacklogProject, task: BacklogTask) -> bool:
     with the reason; an unreachable broker leaves it in the backlog for the next tick."""
     try:
         with transaction.atomic():
+            # The project's row first (a no-op under project_schedule's lock): every writer
+            # locks project then task, so none waits on another in the opposite order.
+            BacklogProject.objects.select_for_update().filter(pk=project.pk).first()
             claimed = BacklogTask.objects.filter(
                 pk=task.pk, status=TaskStatus.BACKLOG, attempts=task.attempts
             ).update(attempts=F("attempts") + 1)
@@ -123,15 +126,14 @@ def task_start(project: BacklogProject, task: BacklogTask) -> bool:
                 task=task.title,
                 repository=project.repository.name if project.repository else None,
             )
-            template = project.reassign_template if task.blocked_runs else None
+            template = (task.blocked_runs and project.reassign_template) or task.template
             run = run_start(
                 session=session, request=task_request(task), user=project.owner,
                 actor=SCHEDULER, risk=project.run_risk, template=template or None,
             )  # fmt: skip
             task_move(
-                task=task, to=TaskStatus.IN_PROGRESS, actor=SCHEDULER, reason="", run=run,
-                session=session,
-            )  # fmt: skip
+                task=task, to=TaskStatus.IN_PROGRESS, actor=SCHEDULER, run=run, session=session
+            )
     except AcodeError as exc:
         if exc.code == "ACODE-API-503":
             logger.warning("backlog task %s not started (broker unreachable)", task.key)

@@ -61,6 +61,7 @@ class TaskOutput(serializers.ModelSerializer):
             "acceptance_criteria",
             "priority",
             "depends_on",
+            "template",
             "status",
             "reason",
             "conflict",
