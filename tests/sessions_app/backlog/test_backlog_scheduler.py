@@ -8,12 +8,13 @@ from __future__ import annotations
 import subprocess
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 
-from sessions_app.models import BacklogTask, Run, RunStatus
+from sessions_app.models import BacklogProject, BacklogTask, Run, RunStatus
 from sessions_app.services.backlog import backlog_import, task_unblock
 from sessions_app.services.backlog_integration import integration_git_dir, integration_head
 from sessions_app.services.backlog_scheduler import backlog_schedule, project_schedule, task_start
@@ -36,9 +37,9 @@ def run_of(key: str) -> Run:
     return run
 
 
-def integrated_files(project: object) -> list[str]:
+def integrated_files(project: BacklogProject) -> list[str]:
     out = subprocess.run(
-        ["git", f"--git-dir={integration_git_dir(project)}", "ls-tree", "--name-only",  # type: ignore[arg-type]
+        ["git", f"--git-dir={integration_git_dir(project)}", "ls-tree", "--name-only",
          "refs/heads/acode/integration"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
@@ -124,7 +125,7 @@ def test_two_schedulers_racing_start_each_task_once(user: User, tmp_path: Path) 
         {"key": f"t{n}", "title": f"T{n}"} for n in range(4)]})  # fmt: skip
     stale = BacklogTask.objects.get(key="hello")
     start = threading.Barrier(4)
-    results: dict[str, object] = {}
+    results: dict[str, Any] = {}
 
     def scheduler(name: str) -> None:
         try:
@@ -152,7 +153,7 @@ def test_two_schedulers_racing_start_each_task_once(user: User, tmp_path: Path) 
         thread.join(60)
 
     assert not [r for r in results.values() if isinstance(r, Exception)], results
-    started = [key for name in ("s0", "s1") for key in results[name]]  # type: ignore[attr-defined]
+    started = [key for name in ("s0", "s1") for key in results[name]]
     assert sorted(set(started)) == sorted(started)  # no task started by both schedulers
     assert sorted([results["c0"], results["c1"]]) == [False, True]  # one claim of "hello"
     # Six ready tasks, room for five: five runs, one per task, the sixth still waiting.
