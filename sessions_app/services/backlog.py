@@ -85,17 +85,24 @@ def project_create(
 
 @transaction.atomic
 def task_move(
-    *, task: BacklogTask, to: str, actor: str, reason: str | None = None, **fields: Any
+    *,
+    task: BacklogTask,
+    to: str,
+    actor: str,
+    reason: str | None = None,
+    only_from: tuple[str, ...] | None = None,
+    **fields: Any,
 ) -> BacklogTask:
     """The one way a task changes status: refused (ACODE-BKL-001) unless ``TASK_MOVES``
-    allows it. ``reason`` replaces the task's (why it is blocked, the conflict); other
+    allows it (and the task is in one of ``only_from``, when given: what a person's action
+    applies to). ``reason`` replaces the task's (why it is blocked, the conflict); other
     ``fields`` are written with it (its run, its session, its merged commit)."""
     locked = (
         BacklogTask.objects.select_for_update(of=("self",))
         .select_related("project")
         .get(pk=task.pk)
     )
-    if to not in TASK_MOVES[locked.status]:
+    if to not in TASK_MOVES[locked.status] or (only_from and locked.status not in only_from):
         raise AcodeError(
             "ACODE-BKL-001",
             f"A task in {locked.status} cannot move to {to}.",
@@ -119,7 +126,13 @@ def task_move(
 
 def task_accept(*, task: BacklogTask, user: User | None = None, actor: str = "") -> BacklogTask:
     """A person accepts a proposed task: it joins the backlog."""
-    return task_move(task=task, to=TaskStatus.BACKLOG, actor=actor_name(user, actor), reason="")
+    return task_move(
+        task=task,
+        to=TaskStatus.BACKLOG,
+        actor=actor_name(user, actor),
+        reason="",
+        only_from=(TaskStatus.PROPOSED,),
+    )
 
 
 def task_unblock(
@@ -127,11 +140,20 @@ def task_unblock(
 ) -> BacklogTask:
     """A person sends a blocked task (or one whose merge conflicted) back to the backlog:
     the scheduler starts it again, with a fresh count of blocked runs."""
+    if task.status == TaskStatus.IN_PROGRESS and not task.conflict:
+        raise AcodeError(
+            "ACODE-BKL-001",
+            "The task's run is still going: only a blocked task, or one whose merge "
+            "conflicted, goes back to the backlog.",
+            {"task": task.key, "status": task.status},
+        )
     return task_move(
         task=task,
         to=TaskStatus.BACKLOG,
         actor=actor_name(user, actor),
         reason=note,
+        # Blocked, or sent back by a merge conflict (in progress, its run over).
+        only_from=(TaskStatus.BLOCKED, TaskStatus.IN_PROGRESS),
         blocked_runs=0,
         conflict=[],
     )
