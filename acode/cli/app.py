@@ -13,6 +13,7 @@ from acode.cli.commands import (
     agent,
     audit,
     auth,
+    backlog,
     changes,
     context,
     jobs,
@@ -110,6 +111,7 @@ GROUPS = {
     "plan": plans.app,
     "changes": changes.app,
     "model": models.app,
+    "backlog": backlog.app,
 }
 # Subcommands kept in modules of their own, joined to their group here.
 SUBCOMMANDS: dict[tuple[typer.Typer, str], Callable[..., Any]] = {
