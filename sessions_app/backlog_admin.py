@@ -13,12 +13,16 @@ from django.http import HttpRequest
 from acode.errors import AcodeError
 from sessions_app.models import BacklogProject, BacklogTask, Epic, TaskPriority
 from sessions_app.services.backlog import task_accept, task_reprioritise, task_unblock
+from sessions_app.services.backlog_access import projects_visible_to
 
 
 @admin.register(BacklogProject)
 class BacklogProjectAdmin(admin.ModelAdmin):
     list_display = ("slug", "title", "owner", "repository", "max_concurrent_runs", "run_risk")
     search_fields = ("slug", "title")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[BacklogProject]:
+        return projects_visible_to(request.user)
 
 
 @admin.register(Epic)

@@ -362,6 +362,9 @@ ADMIN_NOT_ON_A_SESSION = {
     "workflowtemplate": "workflow templates (a run keeps its own stages)",
     "risksignal": "risk signals",
     "secretrule": "a team's secret rules (what the detector hides in every workspace)",
+    "backlogproject": "a backlog's settings (its runs start through run_start's guard)",
+    "epic": "a backlog's epics",
+    "backlogtask": "a backlog's tasks (status and priority only through its services)",
 }
 
 
