@@ -16,6 +16,7 @@ racing for it updates no row and moves on.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any
 
@@ -90,7 +91,10 @@ def backlog_schedule() -> list[str]:
         tasks__status=TaskStatus.BACKLOG, max_concurrent_runs__gt=0
     ).distinct()
     for project_id in projects.values_list("pk", flat=True):
-        started += project_schedule(project_id)
+        try:
+            started += project_schedule(project_id)
+        except Exception:  # one project's failure must not stop the others' scheduling
+            logger.exception("backlog project %s: scheduling failed", project_id)
     return started
 
 
@@ -157,21 +161,34 @@ def tasks_follow_runs() -> list[str]:
         .order_by("id")
     )
     for task in busy:
-        run = task.run
-        assert run is not None
-        if run.status == RunStatus.AWAITING_APPROVAL and task.status == TaskStatus.IN_PROGRESS:
-            task_move(task=task, to=TaskStatus.REVIEW, actor=SCHEDULER,
-                      reason="Its run waits for a person's approval.")  # fmt: skip
-        elif run.status == RunStatus.SUCCEEDED:
-            if task.status == TaskStatus.IN_PROGRESS:
-                task = task_move(task=task, to=TaskStatus.REVIEW, actor=SCHEDULER, reason="")
-            task_integrate(task)
-        elif run.status in RUN_BLOCKED:
-            _after_blocked_run(task)
-        else:
-            continue
-        moved.append(task.key)
+        try:
+            if _follow(task):
+                moved.append(task.key)
+        except Exception as exc:  # a merge that cannot be made must not stop every tick
+            logger.exception("backlog task %s: following its run failed", task.key)
+            with contextlib.suppress(AcodeError):  # it moved meanwhile: the next tick sees
+                task_move(task=task, to=TaskStatus.BLOCKED, actor=SCHEDULER,
+                          reason=f"Following its run failed: {exc}"[:2000])  # fmt: skip
+                moved.append(task.key)
     return moved
+
+
+def _follow(task: BacklogTask) -> bool:
+    """Move one task after its run; False when its run is still going."""
+    run = task.run
+    assert run is not None
+    if run.status == RunStatus.AWAITING_APPROVAL and task.status == TaskStatus.IN_PROGRESS:
+        task_move(task=task, to=TaskStatus.REVIEW, actor=SCHEDULER,
+                  reason="Its run waits for a person's approval.")  # fmt: skip
+    elif run.status == RunStatus.SUCCEEDED:
+        if task.status == TaskStatus.IN_PROGRESS:
+            task = task_move(task=task, to=TaskStatus.REVIEW, actor=SCHEDULER, reason="")
+        task_integrate(task)
+    elif run.status in RUN_BLOCKED:
+        _after_blocked_run(task)
+    else:
+        return False
+    return True
 
 
 def _after_blocked_run(task: BacklogTask) -> None:
