@@ -59,6 +59,11 @@ class BacklogProject(models.Model):
         "model endpoint); empty: the tier's template again.",
     )
     integration_branch = models.CharField(max_length=200, default="acode/integration")
+    integration_pushed = models.TextField(
+        blank=True,
+        help_text="The last push of the integration branch to the repository's remote (when "
+        "the repository is pushable): where, and what git said.",
+    )
     auto_accept_proposals = models.BooleanField(
         default=False,
         help_text="Tasks the Product Manager proposes go straight to the backlog (else a "

@@ -16,7 +16,7 @@ from django.conf import settings
 from sessions_app.containment import branch_head, merge_branch
 from sessions_app.models import BacklogProject, BacklogTask, TaskStatus
 from sessions_app.services.backlog import task_move
-from sessions_app.services.workspaces import COMMITTER, session_git_dir
+from sessions_app.services.workspaces import COMMITTER, branch_push, session_git_dir
 
 SCHEDULER = "scheduler"
 
@@ -59,6 +59,23 @@ def task_integrate(task: BacklogTask) -> BacklogTask:
             "Send it to the backlog again for a new run.",
             conflict=outcome.conflicts,
         )
-    return task_move(
+    done = task_move(
         task=task, to=TaskStatus.DONE, actor=SCHEDULER, reason="", merged_commit=outcome.commit
+    )
+    integration_push(project)
+    return done
+
+
+def integration_push(project: BacklogProject) -> None:
+    """Push the integration branch to the project's repository's remote, like a session
+    branch (only a repository marked pushable); the outcome is kept on the project. A
+    failed push changes nothing merged: the next merge pushes again."""
+    repository = project.repository
+    if repository is None or not repository.pushable:
+        return
+    outcome = branch_push(integration_git_dir(project), project.integration_branch,
+                          repository.source)  # fmt: skip
+    said = "pushed to" if outcome.ok else "push failed to"
+    BacklogProject.objects.filter(pk=project.pk).update(
+        integration_pushed=f"{said} {outcome.remote}: {outcome.message}"[:4000]
     )

@@ -24,6 +24,7 @@ class ProjectOutput(serializers.ModelSerializer):
             "max_task_attempts",
             "reassign_template",
             "integration_branch",
+            "integration_pushed",
             "auto_accept_proposals",
             "created_at",
         ]

@@ -105,7 +105,7 @@ def project_with_spec(
     """A project on a fresh repository (its own slug: its own integration repository)
     with the three tasks of ``SPEC``, each run with its template from ``templates``."""
     remote = bare_remote(tmp_path / "app.git")
-    repository = Repository.objects.create(name="app", source=str(remote))
+    repository = Repository.objects.create(name="app", source=str(remote), pushable=True)
     repository.users.add(owner)
     project = project_create(
         owner=owner,

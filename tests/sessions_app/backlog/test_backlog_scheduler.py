@@ -26,7 +26,7 @@ from tests.sessions_app.backlog.kit import (
     statuses,
     wrote_nothing,
 )
-from tests.sessions_app.runkit import calls, drive
+from tests.sessions_app.runkit import calls, drive, remote_branch
 
 pytestmark = pytest.mark.django_db
 
@@ -68,6 +68,10 @@ def test_independent_tasks_run_together_the_dependent_one_after_and_all_merge(
     assert statuses(project) == {"hello": "done", "bye": "done", "both": "done"}
     assert integrated_files(project) == ["README.md", "both.py", "bye.py", "hello.py"]
     assert BacklogTask.objects.get(key="both").merged_commit == integration_head(project)
+    # The repository is pushable: the integration branch is pushed like a session branch.
+    assert remote_branch(tmp_path / "app.git", "acode/integration") == integration_head(project)
+    project.refresh_from_db()
+    assert project.integration_pushed.startswith("pushed to ")
 
 
 def test_a_blocked_run_is_reassigned_then_the_task_blocks(user: User, tmp_path: Path) -> None:
