@@ -13,7 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from acode.errors import AcodeError
 from sessions_app.selectors.backlog import board_of
@@ -53,6 +53,7 @@ def render_kanban(user: Any, slug: str) -> str:
 
 
 @login_required
+@require_GET
 def backlog_projects(request: HttpRequest) -> HttpResponse:
     """The boards the user may see."""
     projects = projects_visible_to(request.user)
@@ -60,6 +61,7 @@ def backlog_projects(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@require_GET
 def backlog_board(request: HttpRequest, slug: str) -> HttpResponse:
     try:
         context = kanban_context(request.user, slug)
