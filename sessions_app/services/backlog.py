@@ -9,6 +9,7 @@ kanbans after commit.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -33,6 +34,7 @@ from sessions_app.services.audit import actor_name, audit_record
 BACKLOG_GROUP = "acode-backlog"
 BACKLOG_EVENT = "backlog.changed"
 MAX_TASKS_PER_DOCUMENT = 500
+SLUG = re.compile(r"[-a-zA-Z0-9_]{1,64}")
 
 
 def backlog_publish(project_id: int, task_id: int | None = None) -> None:
@@ -198,6 +200,16 @@ def _text(raw: Mapping[str, Any], name: str, where: str, *, required: bool = Fal
     return value.strip()
 
 
+def _key(raw: Mapping[str, Any], where: str) -> str:
+    key = _text(raw, "key", where, required=True)
+    if not SLUG.fullmatch(key):
+        raise AcodeError(
+            "ACODE-BKL-002", f"{where}: a key is letters, digits, - and _ (at most 64).",
+            {"field": f"{where}.key"},
+        )  # fmt: skip
+    return key
+
+
 def _criteria(raw: Mapping[str, Any], where: str) -> list[str]:
     value = raw.get("acceptance_criteria", [])
     if isinstance(value, str):
@@ -224,7 +236,7 @@ def _task_specs(document: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any
                 "ACODE-BKL-002", f"epic {number} must be a mapping with a list of tasks.",
                 {"field": f"epics.{number}"},
             )  # fmt: skip
-        key = _text(epic, "key", f"epic {number}", required=True)
+        key = _key(epic, f"epic {number}")
         specs += [(key, task) for task in epic.get("tasks", [])]
     specs += [("", task) for task in loose]
     if len(specs) > MAX_TASKS_PER_DOCUMENT:
@@ -259,7 +271,7 @@ def backlog_import(
         where = f"task {len(created) + 1}"
         if not isinstance(raw, Mapping):
             raise AcodeError("ACODE-BKL-002", f"{where} must be a mapping.", {"field": where})
-        key = _text(raw, "key", where, required=True)
+        key = _key(raw, where)
         priority = raw.get("priority", TaskPriority.MEDIUM)
         if priority not in TaskPriority.values:
             raise AcodeError(
@@ -299,7 +311,9 @@ def _epics_create(project: BacklogProject, raw: Iterable[Any], actor: str) -> di
     epics: dict[str, Epic] = {}
     for number, item in enumerate(raw if isinstance(raw, list) else [], 1):
         where = f"epic {number}"
-        key = _text(item, "key", where, required=True)
+        if not isinstance(item, Mapping):
+            raise AcodeError("ACODE-BKL-002", f"{where} must be a mapping.", {"field": where})
+        key = _key(item, where)
         found = project.epics.filter(key=key).first()
         epics[key] = found or Epic.objects.create(
             project=project,

@@ -48,6 +48,8 @@ def test_a_spec_becomes_epics_and_tasks_with_dependencies(user: User) -> None:
         ({"tasks": [{"key": "a", "title": "A", "priority": "urgent"}]}, "priority"),
         ({"tasks": [{"key": "a", "title": ""}]}, "'title'"),
         ({"tasks": [{"key": "a", "title": "A"}, {"key": "a", "title": "again"}]}, "taken"),
+        ({"tasks": [{"key": "a b", "title": "A"}]}, "a key is letters"),
+        ({"epics": [1]}, "epic 1 must be a mapping"),
     ],
 )  # fmt: skip
 def test_a_bad_document_writes_nothing(user: User, document: dict[str, object], says: str) -> None:
