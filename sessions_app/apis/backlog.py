@@ -58,7 +58,7 @@ class ProjectListApi(APIView):
 
     @extend_schema(
         request=ProjectCreateInput,
-        responses={201: ProjectOutput, **error_responses(*INVALID_CODES, "ACODE-BKL-002",
+        responses={201: ProjectOutput, **error_responses(*INVALID_CODES, "ACODE-API-409",
                                                          "ACODE-SES-005")},
         operation_id="backlog_projects_create",
         description="A new board, owned by you: its tasks' runs start as you.",

@@ -71,7 +71,7 @@ def project_create(
     """A new board; ``options`` are the project's other fields (limits, branch, template)."""
     if BacklogProject.objects.filter(slug=slug).exists():
         raise AcodeError(
-            "ACODE-BKL-002", f"A project named {slug!r} exists already.", {"field": "slug"}
+            "ACODE-API-409", f"A project named {slug!r} exists already.", {"field": "slug"}
         )
     project = BacklogProject.objects.create(
         owner=owner,

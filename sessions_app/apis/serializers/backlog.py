@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from acode.inputs import Input, Text
 from sessions_app.models import BacklogProject, BacklogTask, RiskTier, TaskPriority
 
 
@@ -30,16 +31,16 @@ class ProjectOutput(serializers.ModelSerializer):
         ]
 
 
-class ProjectCreateInput(serializers.Serializer):
+class ProjectCreateInput(Input):
     slug = serializers.SlugField(max_length=64)
-    title = serializers.CharField(max_length=200)
-    description = serializers.CharField(required=False, allow_blank=True, default="")
-    repository = serializers.CharField(required=False, allow_null=True, default=None)
+    title = Text(max_length=200)
+    description = Text(max_length=20000, required=False, allow_blank=True, default="")
+    repository = Text(max_length=100, required=False, allow_null=True, default=None)
     max_concurrent_runs = serializers.IntegerField(min_value=0, max_value=100, default=2)
     run_risk = serializers.ChoiceField(choices=RiskTier.choices, default=RiskTier.MEDIUM)
     max_task_attempts = serializers.IntegerField(min_value=1, max_value=10, default=2)
     reassign_template = serializers.SlugField(required=False, allow_blank=True, default="")
-    integration_branch = serializers.CharField(max_length=200, default="acode/integration")
+    integration_branch = Text(max_length=200, default="acode/integration")
     auto_accept_proposals = serializers.BooleanField(default=False)
 
 
@@ -93,12 +94,12 @@ class ProjectDetailOutput(ProjectOutput):
         return str(self.context.get("integration_head", ""))
 
 
-class TaskPriorityInput(serializers.Serializer):
+class TaskPriorityInput(Input):
     priority = serializers.ChoiceField(choices=TaskPriority.choices)
 
 
-class TaskNoteInput(serializers.Serializer):
-    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+class TaskNoteInput(Input):
+    note = Text(required=False, allow_blank=True, default="", max_length=2000)
 
 
 class BacklogImportOutput(serializers.Serializer):
