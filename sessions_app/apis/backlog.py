@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from acode.errors import error_responses
 from roles.apis.parsers import PlainTextParser
+from roles.apis.portability import IMPORT_CODES
 from sessions_app.apis.common import INVALID_CODES, request_user
 from sessions_app.apis.serializers.backlog import (
     BacklogImportOutput,
@@ -95,7 +96,7 @@ class ProjectImportApi(APIView):
     @extend_schema(
         request={"application/yaml": DOCUMENT},
         responses={201: BacklogImportOutput, **error_responses(*ACT_CODES, "ACODE-BKL-002",
-                                                               "ACODE-IMP-001")},
+                                                               *IMPORT_CODES)},
         operation_id="backlog_projects_import",
         description="Add a YAML document's epics and tasks to the backlog, all or nothing.",
     )  # fmt: skip

@@ -92,7 +92,7 @@ def new(
     as_json: JsonOption = False,
 ) -> None:
     """Create a project (you own it: its tasks' runs start as you)."""
-    body = {"slug": slug, "title": title, "repository": repository,
+    body = {"slug": slug, "title": title, "repository": repository or "",
             "max_concurrent_runs": runs, "run_risk": risk}  # fmt: skip
     with runtime(ctx).client() as client:
         project = client.post("/api/backlog/projects/", body)

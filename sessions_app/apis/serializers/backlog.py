@@ -35,7 +35,10 @@ class ProjectCreateInput(Input):
     slug = serializers.SlugField(max_length=64)
     title = Text(max_length=200)
     description = Text(max_length=20000, required=False, allow_blank=True, default="")
-    repository = Text(max_length=100, required=False, allow_null=True, default=None)
+    repository = Text(
+        max_length=100, required=False, allow_blank=True, default="",
+        help_text="A registered repository's name (empty: each task starts an empty one).",
+    )  # fmt: skip
     max_concurrent_runs = serializers.IntegerField(min_value=0, max_value=100, default=2)
     run_risk = serializers.ChoiceField(choices=RiskTier.choices, default=RiskTier.MEDIUM)
     max_task_attempts = serializers.IntegerField(min_value=1, max_value=10, default=2)
