@@ -17,7 +17,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from roles.access import RoleSpec
+from roles.access import OPTIONAL_CONTENT, RoleSpec
 from roles.decision import examples_check
 from roles.mcp.tools import argument_limits
 from roles.models import Role, RoleDraft, RoleVersion
@@ -70,10 +70,9 @@ def _normalised(content: Mapping[str, Any]) -> dict[str, Any]:
         data[key] = sorted(data.get(key) or [])
     for key in ("capabilities", "constraints", "write_paths", "command_patterns"):
         data[key] = list(data.get(key) or [])
-    if not data.get("examples"):
-        data.pop("examples", None)
-    if not data.get("protected"):
-        data.pop("protected", None)
+    for key, unset in OPTIONAL_CONTENT.items():  # named only when set, as content names them
+        if key in data and (data[key] or None) == (unset or None):
+            data.pop(key)
     return data
 
 
