@@ -13,7 +13,6 @@ from acode.cli.commands import (
     agent,
     audit,
     auth,
-    backlog,
     changes,
     context,
     jobs,
@@ -114,7 +113,6 @@ GROUPS = {
     "model": models.app,
     "agents": outside_agents.agents_app,
     "hook": outside_agents.hook_app,
-    "backlog": backlog.app,
 }
 # Subcommands kept in modules of their own, joined to their group here.
 SUBCOMMANDS: dict[tuple[typer.Typer, str], Callable[..., Any]] = {

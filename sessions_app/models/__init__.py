@@ -16,15 +16,6 @@ from audit.models import (
     AuditVerification,
     chain_key,
 )
-from sessions_app.models.backlog import (
-    PRIORITY_RANK,
-    TASK_MOVES,
-    BacklogProject,
-    BacklogTask,
-    Epic,
-    TaskPriority,
-    TaskStatus,
-)
 from sessions_app.models.consents import ConsentStatus, RememberedAnswer, ToolConsent
 from sessions_app.models.deliveries import DeliveredCommit, PushStatus
 from sessions_app.models.jobs import (
@@ -71,8 +62,6 @@ __all__ = [
     "FINAL_JOB_STATUSES",
     "FINAL_RUN_STATUSES",
     "GLOBAL_CHAIN",
-    "PRIORITY_RANK",
-    "TASK_MOVES",
     "TIER_ORDER",
     "AgentKind",
     "AgentSession",
@@ -85,12 +74,9 @@ __all__ = [
     "AuditEvent",
     "AuditEventType",
     "AuditVerification",
-    "BacklogProject",
-    "BacklogTask",
     "ChangeKind",
     "ConsentStatus",
     "DeliveredCommit",
-    "Epic",
     "HookToken",
     "IdempotencyRecord",
     "Job",
@@ -117,8 +103,6 @@ __all__ = [
     "StagePurpose",
     "StageStatus",
     "StepStatus",
-    "TaskPriority",
-    "TaskStatus",
     "ToolConsent",
     "WorkflowStage",
     "WorkflowTemplate",
