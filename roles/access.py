@@ -48,12 +48,6 @@ class ToolSpec:
 # Delegation limits a role has unless set (issue 41); a role's content names them only
 # when set otherwise, so roles from before keep their content hash.
 DELEGATION_DEFAULTS: Mapping[str, int] = {"max_sub_agents": 4, "max_delegation_depth": 2}
-# The keys ``RoleSpec.content`` names only when they differ from these (so that roles
-# made before each existed keep their content hash): a diff of contents ignores them unset.
-OPTIONAL_CONTENT: Mapping[str, Any] = {
-    "examples": [], "protected": False, "reassign_models": [], "reasoning_effort": "",
-    "custom": False, **DELEGATION_DEFAULTS,
-}  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from roles.access import OPTIONAL_CONTENT, RoleSpec
+from roles.access import DELEGATION_DEFAULTS, RoleSpec
 from roles.decision import examples_check
 from roles.mcp.tools import argument_limits
 from roles.models import Role, RoleDraft, RoleVersion
@@ -60,6 +60,14 @@ def role_draft_route(
     return role_draft_create(
         slug=slug, content=proposed, diff=diff, specs=specs, actor=actor, user=user
     )
+
+
+# The keys ``RoleSpec.content`` names only when they differ from these (so that roles
+# made before each existed keep their content hash): a diff of contents ignores them unset.
+OPTIONAL_CONTENT: Mapping[str, Any] = {
+    "examples": [], "protected": False, "reassign_models": [], "reasoning_effort": "",
+    "custom": False, **DELEGATION_DEFAULTS,
+}  # fmt: skip
 
 
 def _normalised(content: Mapping[str, Any]) -> dict[str, Any]:

@@ -33,6 +33,9 @@ ALLOWED = {
     "acode/demo.py": "make demo: the server's own processes, as make run's",
     "acode/modelserver.py": "the embedded model server",
     "acode/embedded.py": "the embedded Redis",
+    # The CLI on a developer's machine (issue 43), never the server: no workspace of acode's.
+    "acode/cli/codex_trust.py": "acode agents connect codex asks the user's own Codex for hashes",
+    "acode/cli/hookshim.py": "the Codex hook shim reads the user's own git remote",
 }
 # Who may call the one runner, and why.
 RUNNER_CALLERS = {
