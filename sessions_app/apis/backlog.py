@@ -4,6 +4,8 @@ every change: ``services.backlog``."""
 
 from __future__ import annotations
 
+import copy
+
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.permissions import IsAuthenticated
@@ -26,23 +28,18 @@ from sessions_app.apis.serializers.backlog import (
 )
 from sessions_app.services.backlog import (
     backlog_import,
-    backlog_load,
     project_create,
     task_accept,
     task_reprioritise,
     task_unblock,
 )
+from sessions_app.services.backlog_document import DOCUMENT_SCHEMA, backlog_load
 from sessions_app.services.backlog_access import project_for, projects_visible_to, task_for
 from sessions_app.services.backlog_integration import integration_head
 from sessions_app.services.workspaces import repository_for
 
 SEE_CODES = ("ACODE-BKL-003",)
 ACT_CODES = ("ACODE-BKL-003", "ACODE-API-403")
-DOCUMENT = {
-    "type": "object",
-    "description": "epics: [{key, title, description, tasks: [...]}], tasks: [{key, title, "
-    "description, acceptance_criteria: [..], priority: high|medium|low, depends_on: [keys]}]",
-}
 
 
 class ProjectListApi(APIView):
@@ -94,8 +91,8 @@ class ProjectImportApi(APIView):
     parser_classes = [PlainTextParser]
 
     @extend_schema(
-        request={"application/yaml": DOCUMENT},
-        responses={201: BacklogImportOutput, **error_responses(*ACT_CODES, "ACODE-BKL-002",
+        request={"application/yaml": copy.deepcopy(DOCUMENT_SCHEMA)},
+        responses={201: BacklogImportOutput, **error_responses(*ACT_CODES, "ACODE-BKL-002", "ACODE-BKL-004",
                                                                *IMPORT_CODES)},
         operation_id="backlog_projects_import",
         description="Add a YAML document's epics and tasks to the backlog, all or nothing.",

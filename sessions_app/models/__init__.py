@@ -18,7 +18,6 @@ from audit.models import (
 )
 from sessions_app.models.backlog import (
     PRIORITY_RANK,
-    TASK_MOVES,
     BacklogProject,
     BacklogTask,
     Epic,
@@ -72,7 +71,6 @@ __all__ = [
     "FINAL_RUN_STATUSES",
     "GLOBAL_CHAIN",
     "PRIORITY_RANK",
-    "TASK_MOVES",
     "TIER_ORDER",
     "AgentKind",
     "AgentSession",

@@ -4,7 +4,7 @@ A project is a board: its tasks (grouped in epics) wait in the backlog until the
 scheduler (``services.backlog_scheduler``) starts each as a run in a session of its own,
 then follow that run (review, done, blocked) and, once approved, are merged into the
 project's integration branch (``services.backlog_integration``). The allowed status
-changes are data (``TASK_MOVES``); every write goes through ``services.backlog``.
+changes are data (``states.TASK``); every write goes through ``services.backlog``.
 """
 
 from __future__ import annotations
@@ -103,27 +103,6 @@ class TaskStatus(models.TextChoices):
     REVIEW = "review", "Review"
     DONE = "done", "Done"
     BLOCKED = "blocked", "Blocked"
-
-
-# Every status change a task may make: the one table ``services.backlog.task_move`` reads.
-TASK_MOVES: dict[str, tuple[str, ...]] = {
-    TaskStatus.PROPOSED: (TaskStatus.BACKLOG,),
-    TaskStatus.BACKLOG: (TaskStatus.IN_PROGRESS, TaskStatus.BLOCKED),
-    TaskStatus.IN_PROGRESS: (
-        TaskStatus.REVIEW,
-        TaskStatus.DONE,
-        TaskStatus.BLOCKED,
-        TaskStatus.BACKLOG,
-    ),
-    TaskStatus.REVIEW: (
-        TaskStatus.DONE,
-        TaskStatus.IN_PROGRESS,
-        TaskStatus.BLOCKED,
-        TaskStatus.BACKLOG,
-    ),
-    TaskStatus.BLOCKED: (TaskStatus.BACKLOG,),
-    TaskStatus.DONE: (),
-}
 
 
 class TaskPriority(models.TextChoices):

@@ -1,5 +1,5 @@
 """Writes to a backlog: projects, epics and tasks, imported or proposed, and every status
-change a task makes (``task_move``, over the one table ``TASK_MOVES``).
+change a task makes (``task_move``, over the task's status machine ``states.TASK``).
 
 People accept proposals, reprioritise and unblock; the scheduler (``backlog_scheduler``)
 starts tasks and makes them follow their runs. Every change is audited (the task's
@@ -10,7 +10,7 @@ kanbans after commit.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -18,9 +18,7 @@ from django.db import transaction
 
 from acode import live
 from acode.errors import AcodeError
-from acode.yamldoc import YamlDocumentError, load_yaml_mapping
 from sessions_app.models import (
-    TASK_MOVES,
     AuditEventType,
     BacklogProject,
     BacklogTask,
@@ -29,12 +27,16 @@ from sessions_app.models import (
     TaskPriority,
     TaskStatus,
 )
+from sessions_app.models.states import TASK, status_move
 from sessions_app.services.audit import actor_name, audit_record
+from sessions_app.services.backlog_document import (
+    EpicSpec,
+    document_tasks,
+    fit_check,
+)
 
 BACKLOG_GROUP = "acode-backlog"
 BACKLOG_EVENT = "backlog.changed"
-MAX_TASKS_PER_DOCUMENT = 500
-SLUG = re.compile(r"[-a-zA-Z0-9_]{1,64}")
 
 
 def backlog_publish(project_id: int, task_id: int | None = None) -> None:
@@ -95,7 +97,7 @@ def task_move(
     only_from: tuple[str, ...] | None = None,
     **fields: Any,
 ) -> BacklogTask:
-    """The one way a task changes status: refused (ACODE-BKL-001) unless ``TASK_MOVES``
+    """The one way a task changes status: refused (ACODE-BKL-001) unless ``states.TASK``
     allows it (and the task is in one of ``only_from``, when given: what a person's action
     applies to). ``reason`` replaces the task's (why it is blocked, the conflict); other
     ``fields`` are written with it (its run, its session, its merged commit)."""
@@ -104,23 +106,20 @@ def task_move(
         .select_related("project")
         .get(pk=task.pk)
     )
-    if to not in TASK_MOVES[locked.status] or (only_from and locked.status not in only_from):
+    if not TASK.allows(locked.status, to) or (only_from and locked.status not in only_from):
         raise AcodeError(
             "ACODE-BKL-001",
             f"A task in {locked.status} cannot move to {to}.",
             {
                 "task": locked.key,
                 "status": locked.status,
-                "allowed": list(TASK_MOVES[locked.status]),
+                "allowed": sorted(TASK.moves[locked.status]),
             },
         )
     before = locked.status
-    locked.status = to
     if reason is not None:
-        locked.reason = reason
-    for name, value in fields.items():
-        setattr(locked, name, value)
-    locked.save()
+        fields["reason"] = reason
+    status_move(locked, to, **fields)
     _audit(locked, actor, to, previous=before, reason=locked.reason[:500])
     backlog_publish(locked.project_id, locked.pk)
     return locked
@@ -190,177 +189,63 @@ def task_reprioritise(
 # -- documents: YAML imports and the Product Manager's proposals ----------------------------
 
 
-def _text(raw: Mapping[str, Any], name: str, where: str, *, required: bool = False) -> str:
-    value = raw.get(name, "")
-    if not isinstance(value, str) or (required and not value.strip()):
-        raise AcodeError(
-            "ACODE-BKL-002", f"{where}: {name!r} must be {'non-blank ' if required else ''}text.",
-            {"field": f"{where}.{name}"},
-        )  # fmt: skip
-    return value.strip()
-
-
-def _key(raw: Mapping[str, Any], where: str) -> str:
-    key = _text(raw, "key", where, required=True)
-    if not SLUG.fullmatch(key):
-        raise AcodeError(
-            "ACODE-BKL-002", f"{where}: a key is letters, digits, - and _ (at most 64).",
-            {"field": f"{where}.key"},
-        )  # fmt: skip
-    return key
-
-
-def _criteria(raw: Mapping[str, Any], where: str) -> list[str]:
-    value = raw.get("acceptance_criteria", [])
-    if isinstance(value, str):
-        value = [line.strip("- ").strip() for line in value.splitlines() if line.strip()]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise AcodeError(
-            "ACODE-BKL-002",
-            f"{where}: 'acceptance_criteria' must be a list of texts.",
-            {"field": f"{where}.acceptance_criteria"},
-        )
-    return [v.strip() for v in value if v.strip()]
-
-
-def _task_specs(document: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    """Every task of the document with its epic's key ("" for a task outside any epic)."""
-    specs: list[tuple[str, Mapping[str, Any]]] = []
-    epics = document.get("epics", [])
-    loose = document.get("tasks", [])
-    if not isinstance(epics, list) or not isinstance(loose, list):
-        raise AcodeError("ACODE-BKL-002", "'epics' and 'tasks' must be lists.", {"field": "epics"})
-    for number, epic in enumerate(epics, 1):
-        if not isinstance(epic, Mapping) or not isinstance(epic.get("tasks", []), list):
-            raise AcodeError(
-                "ACODE-BKL-002", f"epic {number} must be a mapping with a list of tasks.",
-                {"field": f"epics.{number}"},
-            )  # fmt: skip
-        key = _key(epic, f"epic {number}")
-        specs += [(key, task) for task in epic.get("tasks", [])]
-    specs += [("", task) for task in loose]
-    if len(specs) > MAX_TASKS_PER_DOCUMENT:
-        raise AcodeError(
-            "ACODE-BKL-002", f"At most {MAX_TASKS_PER_DOCUMENT} tasks per document.", {}
-        )
-    return specs
-
-
 @transaction.atomic
 def backlog_import(
     *,
     project: BacklogProject,
-    document: Mapping[str, Any],
+    document: Any,
     actor: str,
     proposed_by: str = "",
 ) -> list[BacklogTask]:
-    """Add a document's epics and tasks to the project, all or nothing: each task's key is
-    new in the project, its dependencies name tasks of the document or the project, and
-    they form no cycle. A proposal (``proposed_by``: the Product Manager) waits for a
-    person unless the project lets proposals through."""
-    if not isinstance(document, Mapping):
-        raise AcodeError("ACODE-BKL-002", "A backlog document is a mapping.", {})
+    """Add a document's epics and tasks to the project, all or nothing: its form
+    (ACODE-BKL-002), then how it fits the project (ACODE-BKL-004: each task's key is new in
+    the project, its dependencies name tasks of the document or the project, and they form
+    no cycle). A proposal (``proposed_by``: the Product Manager) waits for a person unless
+    the project lets proposals through."""
+    epic_specs, specs = document_tasks(document)
     project = BacklogProject.objects.select_for_update().get(pk=project.pk)
-    epics = _epics_create(project, document.get("epics", []), actor)
+    fit_check(specs, project.tasks.values_list("key", flat=True))
+    epics = _epics_create(project, epic_specs, actor)
     status = TaskStatus.PROPOSED
     if not proposed_by or project.auto_accept_proposals:
         status = TaskStatus.BACKLOG
-    created: dict[str, BacklogTask] = {}
-    wanted: dict[str, list[str]] = {}
-    for epic_key, raw in _task_specs(document):
-        where = f"task {len(created) + 1}"
-        if not isinstance(raw, Mapping):
-            raise AcodeError("ACODE-BKL-002", f"{where} must be a mapping.", {"field": where})
-        key = _key(raw, where)
-        priority = raw.get("priority", TaskPriority.MEDIUM)
-        if priority not in TaskPriority.values:
-            raise AcodeError(
-                "ACODE-BKL-002", f"{where}: priority must be high, medium or low.",
-                {"field": f"{where}.priority", "allowed": list(TaskPriority.values)},
-            )  # fmt: skip
-        if key in created or project.tasks.filter(key=key).exists():
-            raise AcodeError("ACODE-BKL-002", f"Task key {key!r} is taken.", {"task": key})
-        deps = raw.get("depends_on", [])
-        if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
-            raise AcodeError(
-                "ACODE-BKL-002", f"{where}: 'depends_on' must list task keys.",
-                {"field": f"{where}.depends_on"},
-            )  # fmt: skip
-        created[key] = BacklogTask.objects.create(
+    created = {
+        spec.key: BacklogTask.objects.create(
             project=project,
-            epic=epics.get(epic_key),
-            key=key,
-            title=_text(raw, "title", where, required=True)[:200],
-            description=_text(raw, "description", where),
-            acceptance_criteria=_criteria(raw, where),
-            priority=priority,
-            template=_text(raw, "template", where),
+            epic=epics.get(spec.epic),
+            key=spec.key,
+            title=spec.title,
+            description=spec.description,
+            acceptance_criteria=spec.acceptance_criteria,
+            priority=spec.priority,
+            template=spec.template,
             status=status,
             proposed_by=proposed_by,
             created_by=actor,
         )
-        wanted[key] = deps
-    _dependencies_set(project, created, wanted)
+        for spec in specs
+    }
+    known = {t.key: t for t in project.tasks.exclude(key__in=list(created))}
+    for spec in specs:
+        created[spec.key].depends_on.set([created.get(d) or known[d] for d in spec.depends_on])
     for task in created.values():
         _audit(task, actor, "created", proposed_by=proposed_by)
     backlog_publish(project.pk)
     return list(created.values())
 
 
-def _epics_create(project: BacklogProject, raw: Iterable[Any], actor: str) -> dict[str, Epic]:
+def _epics_create(
+    project: BacklogProject, specs: list[EpicSpec], actor: str
+) -> dict[str, Epic]:
+    """The document's epics: those the project has already are reused by key."""
     epics: dict[str, Epic] = {}
-    for number, item in enumerate(raw if isinstance(raw, list) else [], 1):
-        where = f"epic {number}"
-        if not isinstance(item, Mapping):
-            raise AcodeError("ACODE-BKL-002", f"{where} must be a mapping.", {"field": where})
-        key = _key(item, where)
-        found = project.epics.filter(key=key).first()
-        epics[key] = found or Epic.objects.create(
+    for spec in specs:
+        found = project.epics.filter(key=spec.key).first()
+        epics[spec.key] = found or Epic.objects.create(
             project=project,
-            key=key,
-            title=_text(item, "title", where, required=True)[:200],
-            description=_text(item, "description", where),
+            key=spec.key,
+            title=spec.title,
+            description=spec.description,
             created_by=actor,
         )
     return epics
-
-
-def _dependencies_set(
-    project: BacklogProject, created: dict[str, BacklogTask], wanted: dict[str, list[str]]
-) -> None:
-    known = {t.key: t for t in project.tasks.exclude(key__in=list(created))}
-    for key, deps in wanted.items():
-        missing = [d for d in deps if d not in created and d not in known]
-        if missing:
-            raise AcodeError(
-                "ACODE-BKL-002", f"Task {key!r} depends on unknown tasks: {', '.join(missing)}.",
-                {"task": key, "unknown": missing},
-            )  # fmt: skip
-        created[key].depends_on.set([created.get(d) or known[d] for d in deps])
-    # New tasks only point at new or existing ones, so a cycle is among the new ones.
-    state: dict[str, int] = {}
-
-    def visit(key: str, path: list[str]) -> None:
-        if state.get(key) == 2:
-            return
-        if state.get(key) == 1:
-            cycle = [*path[path.index(key) :], key]
-            raise AcodeError(
-                "ACODE-BKL-002", f"Dependencies form a cycle: {' → '.join(cycle)}.",
-                {"cycle": cycle},
-            )  # fmt: skip
-        state[key] = 1
-        for dep in wanted.get(key, []):
-            visit(dep, [*path, key])
-        state[key] = 2
-
-    for key in wanted:
-        visit(key, [])
-
-
-def backlog_load(text: str) -> dict[str, Any]:
-    """A backlog document from YAML (``acode.yamldoc``'s bounded loader)."""
-    try:
-        return load_yaml_mapping(text)
-    except YamlDocumentError as exc:
-        raise AcodeError(exc.code, exc.message, {"problems": exc.problems}) from exc

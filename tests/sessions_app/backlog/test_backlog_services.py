@@ -10,9 +10,9 @@ from django.contrib.auth.models import User
 
 from acode.errors import AcodeError
 from sessions_app.models import AuditEvent, BacklogTask, TaskStatus
+from sessions_app.services.backlog_document import backlog_load
 from sessions_app.services.backlog import (
     backlog_import,
-    backlog_load,
     project_create,
     task_accept,
     task_move,
