@@ -9,8 +9,6 @@ kanbans after commit.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -113,7 +111,7 @@ def task_move(
             {
                 "task": locked.key,
                 "status": locked.status,
-                "allowed": sorted(TASK.moves[locked.status]),
+                "allowed": [s for s in TaskStatus.values if TASK.allows(locked.status, s)],
             },
         )
     before = locked.status
@@ -234,9 +232,7 @@ def backlog_import(
     return list(created.values())
 
 
-def _epics_create(
-    project: BacklogProject, specs: list[EpicSpec], actor: str
-) -> dict[str, Epic]:
+def _epics_create(project: BacklogProject, specs: list[EpicSpec], actor: str) -> dict[str, Epic]:
     """The document's epics: those the project has already are reused by key."""
     epics: dict[str, Epic] = {}
     for spec in specs:
