@@ -37,6 +37,7 @@ class AuditEventType(models.TextChoices):
     BRANCH_PUSHED = "BranchPushed", "Approved work pushed to the repository's remote, or refused"
     SECRET_RULE_CHANGED = "SecretRuleChanged", "A team's secret rule added, changed or removed"
     HOOK_EVENT = "HookEvent", "An outside agent's hook event (session start or end, prompt, other)"
+    BACKLOG_EVENT = "BacklogEvent", "A backlog task proposed, accepted, started, moved or merged"
 
 
 GLOBAL_CHAIN = "global"

@@ -16,7 +16,7 @@ class SessionsAppConfig(AppConfig):
     def ready(self) -> None:
         import acode.celery  # noqa: F401 - binds shared tasks to acode's Celery app
         from acode.readiness import readiness_register
-        from sessions_app import readiness, receivers
+        from sessions_app import backlog_admin, readiness, receivers  # noqa: F401 (admin)
 
         receivers.connect()
         from sessions_app.services.secrets import redaction_configure

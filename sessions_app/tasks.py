@@ -81,6 +81,15 @@ def audit_anchor_task() -> int | None:
     return anchor.seq if anchor is not None else None
 
 
+@shared_task(name="acode.backlog_schedule")
+def backlog_schedule_task() -> list[str]:
+    """Tasks follow their runs; ready tasks start while their project has room (Celery
+    beat, every ACODE_BACKLOG_TICK_SECONDS)."""
+    from sessions_app.services.backlog_scheduler import backlog_schedule
+
+    return backlog_schedule()
+
+
 @shared_task(name="acode.audit_verify")
 def audit_verify_task() -> bool:
     """Verify the whole audit log and store the outcome (Celery beat, periodic)."""

@@ -4,6 +4,7 @@ from django.urls import path, re_path
 
 from sessions_app.apis import (
     audit,
+    backlog,
     consents,
     hooks,
     jobs,
@@ -25,6 +26,42 @@ urlpatterns = [
     ),
     path("hook-tokens/", hooks.HookTokenListApi.as_view(), name="api-hook-tokens"),
     path("hook-tokens/<uuid:token_id>/", hooks.HookTokenApi.as_view(), name="api-hook-token"),
+    path("backlog/projects/", backlog.ProjectListApi.as_view(), name="api-backlog-projects"),
+    path(
+        "backlog/projects/<slug:slug>/",
+        backlog.ProjectDetailApi.as_view(),
+        name="api-backlog-project",
+    ),
+    path(
+        "backlog/projects/<slug:slug>/import/",
+        backlog.ProjectImportApi.as_view(),
+        name="api-backlog-import",
+    ),
+    path(
+        "backlog/projects/<slug:slug>/tasks/",
+        backlog.TaskListApi.as_view(),
+        name="api-backlog-tasks",
+    ),
+    path(
+        "backlog/projects/<slug:slug>/tasks/<slug:key>/",
+        backlog.TaskDetailApi.as_view(),
+        name="api-backlog-task",
+    ),
+    path(
+        "backlog/projects/<slug:slug>/tasks/<slug:key>/accept/",
+        backlog.TaskAcceptApi.as_view(),
+        name="api-backlog-task-accept",
+    ),
+    path(
+        "backlog/projects/<slug:slug>/tasks/<slug:key>/unblock/",
+        backlog.TaskUnblockApi.as_view(),
+        name="api-backlog-task-unblock",
+    ),
+    path(
+        "backlog/projects/<slug:slug>/tasks/<slug:key>/priority/",
+        backlog.TaskPriorityApi.as_view(),
+        name="api-backlog-task-priority",
+    ),
     path("sessions/", sessions.SessionListApi.as_view(), name="api-sessions"),
     path("sessions/<uuid:pk>/", sessions.SessionDetailApi.as_view(), name="api-session"),
     path(

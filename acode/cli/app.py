@@ -13,6 +13,7 @@ from acode.cli.commands import (
     agent,
     audit,
     auth,
+    backlog,
     changes,
     context,
     jobs,
@@ -113,6 +114,7 @@ GROUPS = {
     "model": models.app,
     "agents": outside_agents.agents_app,
     "hook": outside_agents.hook_app,
+    "backlog": backlog.app,
 }
 # Subcommands kept in modules of their own, joined to their group here.
 SUBCOMMANDS: dict[tuple[typer.Typer, str], Callable[..., Any]] = {

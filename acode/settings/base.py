@@ -155,6 +155,7 @@ SPECTACULAR_SETTINGS = {
         # A policy example's expected and actual decision (POST /api/roles/test/).
         "PolicyDecisionEnum": [("allow", "allow"), ("ask", "ask"), ("deny", "deny")],
         "ChangeKindEnum": "sessions_app.models.ChangeKind",
+        "RiskTierEnum": "sessions_app.models.RiskTier",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

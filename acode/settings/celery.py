@@ -45,10 +45,13 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 ACODE_AUDIT_ANCHOR_SECONDS = env_float("ACODE_AUDIT_ANCHOR_SECONDS", 300.0)
 ACODE_AUDIT_VERIFY_SECONDS = env_float("ACODE_AUDIT_VERIFY_SECONDS", 3600.0)
+# The backlog's scheduler: how often tasks follow their runs and ready ones start.
+ACODE_BACKLOG_TICK_SECONDS = env_float("ACODE_BACKLOG_TICK_SECONDS", 5.0)
 # Periodic work, run by Celery beat (embedded in the worker under `make run`: --beat).
 CELERY_BEAT_SCHEDULE = {
     "recover-lost-jobs": {"task": "acode.recover_lost_jobs", "schedule": ACODE_JOB_STALE_SECONDS},
     "audit-anchor": {"task": "acode.audit_anchor", "schedule": ACODE_AUDIT_ANCHOR_SECONDS},
     "audit-verify": {"task": "acode.audit_verify", "schedule": ACODE_AUDIT_VERIFY_SECONDS},
+    "backlog-schedule": {"task": "acode.backlog_schedule", "schedule": ACODE_BACKLOG_TICK_SECONDS},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sessions_app.consumers.backlog import BacklogConsumer
 from sessions_app.consumers.hub import (
     GroupHub,
     GroupMember,
@@ -12,6 +13,7 @@ from sessions_app.consumers.hub import (
 from sessions_app.consumers.pages import BoardConsumer, RolesConsumer, SessionConsumer
 
 __all__ = [
+    "BacklogConsumer",
     "BoardConsumer",
     "GroupHub",
     "GroupMember",

@@ -27,6 +27,7 @@ from sessions_app.containment.bwrap import GIT_VIEW_CONFIG, SYSTEM_DIRS, Sandbox
 from sessions_app.containment.channel import messages_seal, model_data, model_text
 from sessions_app.containment.commandwrites import WriteTarget, command_writes
 from sessions_app.containment.content import ContentStore
+from sessions_app.containment.gitmerge import MergeOutcome, branch_head, merge_branch
 from sessions_app.containment.gitobjects import (
     CommitMismatch,
     TreeChange,
@@ -110,6 +111,7 @@ __all__ = [
     "Limits",
     "McpEndpoint",
     "McpFailure",
+    "MergeOutcome",
     "RecordedWrite",
     "Refused",
     "RuleRefused",
@@ -123,6 +125,7 @@ __all__ = [
     "WorkspaceWriter",
     "WriteTarget",
     "apply_resume",
+    "branch_head",
     "check_argv",
     "clone",
     "command_writes",
@@ -135,6 +138,7 @@ __all__ = [
     "kernel_guards_overlay_xattrs",
     "known_secret_values",
     "layer_create",
+    "merge_branch",
     "messages_seal",
     "model_data",
     "model_text",

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions_app.dashboard import agents, audit, board, consents, roles, search, session, usage
+from sessions_app.dashboard import (
+    agents,
+    audit,
+    backlog,
+    board,
+    consents,
+    roles,
+    search,
+    session,
+    usage,
+)
 from sessions_app.dashboard.runs import views as runs
 
 urlpatterns = [
@@ -34,6 +44,13 @@ urlpatterns = [
     path("runs/<uuid:pk>/cancel/", runs.run_cancel, name="dashboard-run-cancel"),
     path("roles/", roles.roles, name="dashboard-roles"),
     path("agents/", agents.agents, name="dashboard-agents"),
+    path("backlog/", backlog.backlog_projects, name="dashboard-backlogs"),
+    path("backlog/<slug:slug>/", backlog.backlog_board, name="dashboard-backlog"),
+    path(
+        "backlog/<slug:slug>/tasks/<slug:key>/<str:action>/",
+        backlog.backlog_task_action,
+        name="dashboard-backlog-action",
+    ),
     path("audit/", audit.audit, name="dashboard-audit"),
     path("audit/chain/", audit.audit_chain, name="dashboard-audit-chain"),
     path("usage/", usage.usage, name="dashboard-usage"),

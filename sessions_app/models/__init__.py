@@ -16,6 +16,14 @@ from audit.models import (
     AuditVerification,
     chain_key,
 )
+from sessions_app.models.backlog import (
+    PRIORITY_RANK,
+    BacklogProject,
+    BacklogTask,
+    Epic,
+    TaskPriority,
+    TaskStatus,
+)
 from sessions_app.models.consents import ConsentStatus, RememberedAnswer, ToolConsent
 from sessions_app.models.deliveries import DeliveredCommit, PushStatus
 from sessions_app.models.jobs import (
@@ -62,6 +70,7 @@ __all__ = [
     "FINAL_JOB_STATUSES",
     "FINAL_RUN_STATUSES",
     "GLOBAL_CHAIN",
+    "PRIORITY_RANK",
     "TIER_ORDER",
     "AgentKind",
     "AgentSession",
@@ -74,9 +83,12 @@ __all__ = [
     "AuditEvent",
     "AuditEventType",
     "AuditVerification",
+    "BacklogProject",
+    "BacklogTask",
     "ChangeKind",
     "ConsentStatus",
     "DeliveredCommit",
+    "Epic",
     "HookToken",
     "IdempotencyRecord",
     "Job",
@@ -103,6 +115,8 @@ __all__ = [
     "StagePurpose",
     "StageStatus",
     "StepStatus",
+    "TaskPriority",
+    "TaskStatus",
     "ToolConsent",
     "WorkflowStage",
     "WorkflowTemplate",

@@ -1,4 +1,4 @@
-"""The status machines of runs, stages, jobs, approvals and consents, declared once as data.
+"""The status machines of runs, stages, jobs, approvals, consents and backlog tasks, declared once as data.
 
 Every status a service writes goes through ``status_move`` (one row, saved) or
 ``status_move_where`` (a compare-and-set on rows still in an allowed status), which refuse a
@@ -18,6 +18,7 @@ from typing import Any
 
 from django.db import models
 
+from sessions_app.models.backlog import BacklogTask, TaskStatus
 from sessions_app.models.consents import ConsentStatus, ToolConsent
 from sessions_app.models.jobs import Job, JobStatus
 from sessions_app.models.runs import (
@@ -157,12 +158,31 @@ CONSENT = StateMachine(
     },
 )
 
+# A backlog task (issue 40): proposed by the Product Manager until a person accepts it; the
+# scheduler starts it; its run's review, merge or block moves it on; a person unblocks it.
+TASK = StateMachine(
+    "task",
+    {
+        TaskStatus.PROPOSED: frozenset({TaskStatus.BACKLOG}),
+        TaskStatus.BACKLOG: frozenset({TaskStatus.IN_PROGRESS, TaskStatus.BLOCKED}),
+        TaskStatus.IN_PROGRESS: frozenset(
+            {TaskStatus.REVIEW, TaskStatus.DONE, TaskStatus.BLOCKED, TaskStatus.BACKLOG}
+        ),
+        TaskStatus.REVIEW: frozenset(
+            {TaskStatus.DONE, TaskStatus.IN_PROGRESS, TaskStatus.BLOCKED, TaskStatus.BACKLOG}
+        ),
+        TaskStatus.BLOCKED: frozenset({TaskStatus.BACKLOG}),
+        TaskStatus.DONE: frozenset(),
+    },
+)
+
 MACHINES: dict[type[models.Model], StateMachine] = {
     Run: RUN,
     RunStage: STAGE,
     Job: JOB,
     RunApproval: APPROVAL,
     ToolConsent: CONSENT,
+    BacklogTask: TASK,
 }
 
 
@@ -174,7 +194,9 @@ def _machine(model: type[models.Model]) -> StateMachine:
 
 
 def status_move(
-    obj: Run | RunStage | Job | RunApproval | ToolConsent, target: str, **fields: Any
+    obj: Run | RunStage | Job | RunApproval | ToolConsent | BacklogTask,
+    target: str,
+    **fields: Any,
 ) -> None:
     """Move one object to ``target`` (with ``fields`` set alongside) and save those fields.
 

@@ -294,11 +294,19 @@ def workspace_push(session: AgentSession, remote: str) -> PushOutcome:
 
     A refusal or failure is returned, not raised: the commit stands whatever the remote
     says, and the caller records the outcome."""
-    shown = masked_remote(remote)
     git_dir = session_git_dir(session)
     if git_dir is None or not session.branch:
-        return PushOutcome(False, shown, "Only workspaces acode created have a session branch.")
-    ref = f"refs/heads/{session.branch}"
+        return PushOutcome(
+            False, masked_remote(remote), "Only workspaces acode created have a session branch."
+        )
+    return branch_push(git_dir, session.branch, remote)
+
+
+def branch_push(git_dir: Path, branch: str, remote: str) -> PushOutcome:
+    """Push ``branch`` of a server-side git directory to ``remote`` as the same branch (a
+    session's branch, a backlog's integration branch); the outcome, credentials masked."""
+    shown = masked_remote(remote)
+    ref = f"refs/heads/{branch}"
     try:
         outcome = push(git_dir, remote, f"{ref}:{ref}")
     except (GitRefused, ValueError) as exc:

@@ -35,6 +35,7 @@ from roles.services.mcp import mcp_definitions_record
 from sessions_app.models import (
     AgentSession,
     AuditEvent,
+    BacklogTask,
     IdempotencyRecord,
     Job,
     PendingChange,
@@ -46,6 +47,7 @@ from sessions_app.models import (
     WorkflowStage,
     WorkflowTemplate,
 )
+from sessions_app.services.backlog import backlog_import, project_create
 from sessions_app.services.changes import change_record, pending_digest
 from sessions_app.services.jobs import job_create
 from sessions_app.services.outside.tokens import hook_token_create
@@ -191,6 +193,18 @@ EXPECTED: dict[str, dict[str, int]] = {
     "GET /api/audit/": ANY_USER,
     "GET /api/audit/export/": ANY_USER,
     # Re-hashing the whole log: view_auditevent (permissions.can_verify_audit).
+    # Backlogs (issue 40): a project is seen and acted on like a session; the owner's
+    # project has the proposed task "matrix-task", which unblocking refuses (not blocked).
+    "GET /api/backlog/projects/": ANY_USER,
+    "POST /api/backlog/projects/": ANY_USER | {actor: 201 for actor in ACTORS[1:]},
+    "GET /api/backlog/projects/{slug}/": SESSION_READ,
+    "POST /api/backlog/projects/{slug}/import/": SESSION_CREATE,
+    "GET /api/backlog/projects/{slug}/tasks/": SESSION_READ,
+    "GET /api/backlog/projects/{slug}/tasks/{key}/": SESSION_READ,
+    "POST /api/backlog/projects/{slug}/tasks/{key}/accept/": SESSION_WRITE,
+    "POST /api/backlog/projects/{slug}/tasks/{key}/priority/": SESSION_WRITE,
+    "POST /api/backlog/projects/{slug}/tasks/{key}/unblock/": SESSION_WRITE
+    | {"owner": 409, "actor": 409, "superuser": 409},
     "GET /api/audit/verify/": {actor: 403 for actor in ACTORS}
     | {"anonymous": 401, "auditor": 200, "superuser": 200},
     # Outside agents' hooks take a hook token only: a login is refused (issue 43).
@@ -237,6 +251,8 @@ BODIES: dict[str, Any] = {
         "goals": ["Read"],
         "checklist": ["Cite files"],
     },
+    "POST /api/backlog/projects/": {"slug": "matrix-new", "title": "New board"},
+    "POST /api/backlog/projects/{slug}/tasks/{key}/priority/": {"priority": "high"},
 }
 QUERIES: dict[str, dict[str, str]] = {"GET /api/audit/export/": {"format": "jsonl"}}
 
@@ -306,6 +322,9 @@ def world(django_user_model: Any, settings: Any) -> dict[str, Any]:
         session=session, role_slug="reviewer", key="0" * 64, tool="execute_command",
         target="rm x", allowed=False, answered_by=owner, answered_by_name="owner",
     )  # fmt: skip
+    board = project_create(owner=owner, slug="matrix-gate", title=f"{SECRET} board")
+    backlog_import(project=board, actor="pm", proposed_by="pm",
+                   document={"tasks": [{"key": "matrix-task", "title": f"{SECRET} task"}]})  # fmt: skip
     return {
         "hook_token": hook_token,
         "answer": answer,
@@ -335,6 +354,7 @@ def url_of(operation: str, world: dict[str, Any]) -> str:
         .replace("{answer_id}", str(world["answer"].pk))
         .replace("{slug}", "matrix-gate")
         .replace("{tool}", "issues")
+        .replace("{key}", "matrix-task")
         .replace("{name}", "scratch" if "prompt-packs" not in path else "acode-standard")
     )
 
@@ -356,6 +376,9 @@ def call(operation: str, actor: str, world: dict[str, Any]) -> Any:
     ):
         export = url.replace("/import/", "/export/").replace("/test/", "/export/")
         yaml_text = client_for("superuser", world).get(export).content
+        return client.generic("POST", url, yaml_text, content_type="application/yaml")
+    if operation == "POST /api/backlog/projects/{slug}/import/":
+        yaml_text = "tasks:\n  - key: imported\n    title: Imported\n"
         return client.generic("POST", url, yaml_text, content_type="application/yaml")
     if operation == "POST /api/mcp-servers/{slug}/tools/{tool}/approve/":  # what was read
         live = McpToolDefinition.objects.get(server__slug="matrix-gate", name="issues").live_hash
@@ -384,6 +407,7 @@ def state(world: dict[str, Any]) -> tuple[Any, ...]:
         tuple(Run.objects.order_by("created_at").values_list("status", "cancel_requested")),
         tuple(RunApproval.objects.order_by("id").values_list("status", flat=True)),
         tuple(WorkflowTemplate.objects.order_by("slug").values_list("slug", "updated_at")),
+        tuple(BacklogTask.objects.order_by("id").values_list("key", "status", "priority")),
         session.title,
         session.plan,
         session.current_role_id,

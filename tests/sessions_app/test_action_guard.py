@@ -153,6 +153,12 @@ API_NOT_ON_A_SESSION = {
     "POST /api/mcp-servers/{slug}/refresh/": "pins a server's tool definitions (roles app)",
     "POST /api/mcp-servers/{slug}/tools/{tool}/approve/": "pinned definitions; roles versioned",
     "POST /api/roles/{name}/argument-limits/": "role argument limits (a new role version)",
+    "POST /api/backlog/projects/": "a backlog (issue 40): its runs start through run_start",
+    "POST /api/backlog/projects/{slug}/import/": "a backlog's tasks; no session yet",
+    "POST /api/backlog/projects/{slug}/tasks/{key}/accept/": "a backlog task's status",
+    "POST /api/backlog/projects/{slug}/tasks/{key}/unblock/": "a backlog task's status (its "
+    "next run starts through run_start)",
+    "POST /api/backlog/projects/{slug}/tasks/{key}/priority/": "a backlog task's priority",
     "PATCH /api/roles/{name}/argument-limits/{tool}/": "role argument limits (new version)",
     "DELETE /api/roles/{name}/argument-limits/{tool}/": "role argument limits (new version)",
     # A job's question about one call (a rule's "outcome": "ask"): a run's stage job asks
@@ -299,6 +305,7 @@ DASHBOARD_NOT_ON_A_SESSION = {
     "dashboard-session-new": "opens a new session",
     "dashboard-consent-answer": "answers a job's question about one call, not the session",
     "dashboard-agents": "makes a custom agent (role data), not on a session",
+    "dashboard-backlog-action": "a backlog task's status or priority (issue 40), not a session",
 }
 
 
@@ -311,6 +318,9 @@ def _dashboard_kwargs(pattern: URLPattern, world: World) -> dict[str, Any]:
         kwargs["job_id"] = world.job.pk
     if "<uuid:consent_id>" in route:
         kwargs["consent_id"] = uuid.uuid4()  # none: the answer is a message, nothing changes
+    for name in ("slug", "key", "action"):  # a backlog's: none such, nothing changes
+        if f"<slug:{name}>" in route or f"<str:{name}>" in route:
+            kwargs[name] = "none"
     return kwargs
 
 
@@ -371,6 +381,9 @@ ADMIN_NOT_ON_A_SESSION = {
     "workflowtemplate": "workflow templates (a run keeps its own stages)",
     "risksignal": "risk signals",
     "secretrule": "a team's secret rules (what the detector hides in every workspace)",
+    "backlogproject": "a backlog's settings (its runs start through run_start's guard)",
+    "epic": "a backlog's epics",
+    "backlogtask": "a backlog's tasks (status and priority only through its services)",
 }
 
 
@@ -535,6 +548,7 @@ SERVICES_NOT_ACTIONS = {
     "workspace_patch": "a read",
     "workspace_commit_patch": "a read",
     "masked_remote": "a helper",
+    "branch_push": "workspace_push's git; the backlog's push of its integration branch",
     "workspace_push": "delivered_commit_push's git, after the commit (the branch only)",
     "diff_stat": "a helper",
     "delivered_commit_record": "changes_commit's record of its commit, behind its guard",

@@ -1,0 +1,185 @@
+"""Backlogs: projects, their tasks, YAML imports and a person's actions on the board
+(accept a proposal, reprioritise, unblock). Reads and refusals: ``selectors.backlog``;
+every change: ``services.backlog``."""
+
+from __future__ import annotations
+
+import copy
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from acode.errors import error_responses
+from roles.apis.parsers import PlainTextParser
+from roles.apis.portability import IMPORT_CODES
+from sessions_app.apis.common import INVALID_CODES, request_user
+from sessions_app.apis.serializers.backlog import (
+    BacklogImportOutput,
+    ProjectCreateInput,
+    ProjectDetailOutput,
+    ProjectOutput,
+    TaskNoteInput,
+    TaskOutput,
+    TaskPriorityInput,
+)
+from sessions_app.services.backlog import (
+    backlog_import,
+    project_create,
+    task_accept,
+    task_reprioritise,
+    task_unblock,
+)
+from sessions_app.services.backlog_access import project_for, projects_visible_to, task_for
+from sessions_app.services.backlog_document import DOCUMENT_SCHEMA, backlog_load
+from sessions_app.services.backlog_integration import integration_head
+from sessions_app.services.workspaces import repository_for
+
+SEE_CODES = ("ACODE-BKL-003",)
+ACT_CODES = ("ACODE-BKL-003", "ACODE-API-403")
+
+
+class ProjectListApi(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        responses=ProjectOutput(many=True),
+        operation_id="backlog_projects_list",
+        description="Projects whose board you may see (yours; every one for team leads).",
+    )
+    def get(self, request: Request) -> Response:
+        projects = projects_visible_to(request_user(request))
+        return Response(ProjectOutput(projects, many=True).data)
+
+    @extend_schema(
+        request=ProjectCreateInput,
+        responses={201: ProjectOutput, **error_responses(*INVALID_CODES, "ACODE-API-409",
+                                                         "ACODE-SES-005")},
+        operation_id="backlog_projects_create",
+        description="A new board, owned by you: its tasks' runs start as you.",
+    )  # fmt: skip
+    def post(self, request: Request) -> Response:
+        data = ProjectCreateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        fields = dict(data.validated_data)
+        user = request_user(request)
+        name = fields.pop("repository")
+        repository = repository_for(user, name) if name else None
+        project = project_create(owner=user, repository=repository, **fields)
+        return Response(ProjectOutput(project).data, status=status.HTTP_201_CREATED)
+
+
+class ProjectDetailApi(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        responses={200: ProjectDetailOutput, **error_responses(*SEE_CODES)},
+        operation_id="backlog_projects_retrieve",
+        description="The project, its settings, its integration branch's head and its tasks.",
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        project = project_for(request_user(request), slug)
+        context = {"integration_head": integration_head(project)}
+        return Response(ProjectDetailOutput(project, context=context).data)
+
+
+class ProjectImportApi(APIView):
+    permission_classes = [IsAuthenticated]
+    parser_classes = [PlainTextParser]
+
+    @extend_schema(
+        request={"application/yaml": copy.deepcopy(DOCUMENT_SCHEMA)},
+        responses={201: BacklogImportOutput, **error_responses(*ACT_CODES, "ACODE-BKL-002", "ACODE-BKL-004",
+                                                               *IMPORT_CODES)},
+        operation_id="backlog_projects_import",
+        description="Add a YAML document's epics and tasks to the backlog, all or nothing.",
+    )  # fmt: skip
+    def post(self, request: Request, slug: str) -> Response:
+        user = request_user(request)
+        project = project_for(user, slug, act=True)
+        created = backlog_import(
+            project=project, document=backlog_load(str(request.data)), actor=user.get_username()
+        )
+        return Response(BacklogImportOutput({"created": created}).data, status=201)
+
+
+class TaskListApi(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        responses={200: TaskOutput(many=True), **error_responses(*SEE_CODES)},
+        operation_id="backlog_tasks_list",
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        project = project_for(request_user(request), slug)
+        return Response(TaskOutput(project.tasks.order_by("id"), many=True).data)
+
+
+class TaskDetailApi(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        responses={200: TaskOutput, **error_responses(*SEE_CODES)},
+        operation_id="backlog_tasks_retrieve",
+    )
+    def get(self, request: Request, slug: str, key: str) -> Response:
+        return Response(TaskOutput(task_for(request_user(request), slug, key)).data)
+
+
+class TaskAcceptApi(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        request=None,
+        responses={200: TaskOutput, **error_responses(*ACT_CODES, "ACODE-BKL-001")},
+        operation_id="backlog_tasks_accept",
+        description="Accept a task the Product Manager proposed: it joins the backlog.",
+    )
+    def post(self, request: Request, slug: str, key: str) -> Response:
+        user = request_user(request)
+        task = task_accept(task=task_for(user, slug, key, act=True), user=user)
+        return Response(TaskOutput(task).data)
+
+
+class TaskUnblockApi(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        request=TaskNoteInput,
+        responses={200: TaskOutput, **error_responses(*ACT_CODES, "ACODE-BKL-001")},
+        operation_id="backlog_tasks_unblock",
+        description="Send a blocked task, or one whose merge conflicted, back to the backlog "
+        "for a new run (the note is kept as its reason, and its next run is told).",
+    )
+    def post(self, request: Request, slug: str, key: str) -> Response:
+        data = TaskNoteInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        user = request_user(request)
+        task = task_unblock(
+            task=task_for(user, slug, key, act=True), user=user, note=data.validated_data["note"]
+        )
+        return Response(TaskOutput(task).data)
+
+
+class TaskPriorityApi(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        request=TaskPriorityInput,
+        responses={200: TaskOutput, **error_responses(*ACT_CODES, *INVALID_CODES,
+                                                      "ACODE-BKL-001")},
+        operation_id="backlog_tasks_reprioritise",
+    )  # fmt: skip
+    def post(self, request: Request, slug: str, key: str) -> Response:
+        data = TaskPriorityInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        user = request_user(request)
+        task = task_reprioritise(
+            task=task_for(user, slug, key, act=True),
+            priority=data.validated_data["priority"],
+            user=user,
+        )
+        return Response(TaskOutput(task).data)

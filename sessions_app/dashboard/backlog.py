@@ -1,0 +1,94 @@
+"""The kanban: a project's tasks in columns by status, live over ``/ws/backlog/<slug>/``
+for every viewer; each card with its run's stage and risk, a blocked card with its
+reason, and (for who may act) accept, reprioritise and unblock through the services."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from acode.errors import AcodeError
+from sessions_app.selectors.backlog import board_of
+from sessions_app.services.backlog import task_accept, task_reprioritise, task_unblock
+from sessions_app.services.backlog_access import (
+    can_act_on_project,
+    project_for,
+    projects_visible_to,
+    task_for,
+)
+from sessions_app.services.backlog_integration import integration_head
+
+BACKLOG_TEMPLATE = "dashboard/backlog.html"
+PRIORITIES = ("high", "medium", "low")
+
+
+def backlog_socket_path(slug: str) -> str:
+    return f"/ws/backlog/{slug}/"
+
+
+def kanban_context(user: Any, slug: str) -> dict[str, Any]:
+    project = project_for(user, slug)
+    return {
+        "board": board_of(project, may_act=can_act_on_project(user, project)),
+        "integration_head": integration_head(project),
+        "priorities": PRIORITIES,
+    }
+
+
+def render_kanban(user: Any, slug: str) -> str:
+    """The kanban fragment the page shows and the socket pushes ('' when not visible)."""
+    try:
+        context = kanban_context(user, slug)
+    except AcodeError:
+        return ""
+    return render_to_string(f"{BACKLOG_TEMPLATE}#kanban", context)
+
+
+@login_required
+@require_GET
+def backlog_projects(request: HttpRequest) -> HttpResponse:
+    """The boards the user may see."""
+    projects = projects_visible_to(request.user)
+    return render(request, "dashboard/backlog.html", {"nav": "backlog", "projects": projects})
+
+
+@login_required
+@require_GET
+def backlog_board(request: HttpRequest, slug: str) -> HttpResponse:
+    try:
+        context = kanban_context(request.user, slug)
+    except AcodeError:
+        raise Http404("No such project, or it is not yours to see.") from None
+    return render(
+        request,
+        BACKLOG_TEMPLATE,
+        {"nav": "backlog", "ws_url": backlog_socket_path(slug), **context},
+    )
+
+
+@login_required
+@require_POST
+def backlog_task_action(request: HttpRequest, slug: str, key: str, action: str) -> HttpResponse:
+    """Accept, reprioritise or unblock through the service; a refusal comes back as a message."""
+    user = cast(User, request.user)
+    try:
+        task = task_for(user, slug, key, act=True)
+        if action == "accept":
+            task_accept(task=task, user=user)
+        elif action == "unblock":
+            task_unblock(task=task, user=user, note=request.POST.get("note", "")[:2000])
+        elif action == "priority":
+            task_reprioritise(task=task, priority=request.POST.get("priority", ""), user=user)
+        else:
+            raise Http404("No such action.")
+    except AcodeError as error:
+        messages.error(request, error.message, error.code)
+    return HttpResponseRedirect(reverse("dashboard-backlog", kwargs={"slug": slug}))
