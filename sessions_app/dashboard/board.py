@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, cast
 from urllib.parse import parse_qs, urlencode
 
@@ -29,20 +28,14 @@ from acode.inputs import has_forbidden_characters, is_blank, trim_invisible
 from acode.middleware import request_id_of
 from acode.modelserver import MODEL_ALIAS
 from roles.registry import registry
+from sessions_app.dashboard.board_cards import BoardCard, BoardColumn, board_card
 from sessions_app.dashboard.formatting import (
-    RoleBadge,
-    Stamp,
     all_role_badges,
-    duration_text,
-    plan_progress,
     role_badge,
-    stamp_of,
 )
-from sessions_app.dashboard.jobs import JOB_LABELS
 from sessions_app.dashboard.live import BOARD_SOCKET_PATH
-from sessions_app.dashboard.runs.shapes import run_end_text
 from sessions_app.filters import SessionFilter
-from sessions_app.models import AgentSession, RunStatus, SessionStatus
+from sessions_app.models import AgentSession, SessionStatus
 from sessions_app.permissions import (
     can_attach_workspace,
     can_view_all,
@@ -66,7 +59,6 @@ BOARD_TEMPLATE = BOARD_PAGE.template
 # 0.3 ms to render, so six full columns stay well inside the page's 200 ms at any volume
 # (bench/scale.py); search and filters reach the rest.
 COLUMN_LIMIT = 25
-RUN_LABELS = dict(RunStatus.choices)
 # The API's limits for a new session's fields (SessionCreateInput).
 TITLE_MAX_CHARS = 200
 TASK_MAX_CHARS = 20_000
@@ -143,71 +135,6 @@ class BoardFilters:
         """Sessions the user may see that match; the role is left to the columns."""
         data = {"q": self.q, "owner": self.owner, "status": self.status}
         return SessionFilter(data, queryset=sessions_visible_to(user)).qs
-
-
-@dataclass(frozen=True)
-class BoardCard:
-    """One session on the board."""
-
-    id: str
-    title: str
-    role: RoleBadge
-    since: Stamp
-    in_role: str
-    last_reason: str
-    owner: str
-    status: str
-    status_label: str
-    risk_tier: str
-    plan_done: int
-    plan_total: int
-    changes: int
-    job_status: str = ""
-    job_label: str = ""
-    run_status: str = ""
-    run_label: str = ""
-    run_end: str = ""  # how a run that did not succeed ended, and why (its code, message)
-
-
-@dataclass(frozen=True)
-class BoardColumn:
-    """One role's column of cards."""
-
-    role: RoleBadge
-    cards: list[BoardCard]
-    total: int
-
-    @property
-    def more(self) -> int:
-        return self.total - len(self.cards)
-
-
-def board_card(session: AgentSession, now: datetime) -> BoardCard:
-    """A session's card; ``session`` comes annotated from ``selectors.board.board_cards``."""
-    done, total = plan_progress(session.plan)
-    job_status = session.latest_job_status or ""  # type: ignore[attr-defined]
-    run_status = session.latest_run_status or ""  # type: ignore[attr-defined]
-    ended = (session.latest_run_code, session.latest_run_message)  # type: ignore[attr-defined]
-    return BoardCard(
-        id=str(session.id),
-        title=session.title,
-        role=role_badge(registry.by_id(session.current_role_id).slug),
-        since=stamp_of(session.role_since),
-        in_role=duration_text((now - session.role_since).total_seconds()),
-        last_reason=session.last_reason,
-        owner=session.owner.get_username(),
-        status=session.status,
-        status_label=session.get_status_display(),
-        risk_tier=session.risk_tier,
-        plan_done=done,
-        plan_total=total,
-        changes=session.changes_count,  # type: ignore[attr-defined]
-        job_status=job_status,
-        job_label=JOB_LABELS.get(job_status, ""),
-        run_status=run_status,
-        run_label=RUN_LABELS.get(run_status, ""),
-        run_end=run_end_text(run_status, ended[0] or "", ended[1] or ""),
-    )
 
 
 def board_columns(

@@ -47,7 +47,7 @@ def board_cards(ids: list[Any]) -> QuerySet[AgentSession]:
     a second time) with what their cards show, the role's newest first: the owner, the
     number of pending changes (``changes_count``) and the status of the latest job and run
     (``latest_job_status``, ``latest_run_status``, and the run's ``latest_run_code`` and
-    ``latest_run_message``)."""
+    ``latest_run_message``), and an outside agent's kind (``outside_agent``)."""
     latest_job = Job.objects.filter(session=OuterRef("pk")).order_by("-created_at")
     latest_run = Run.objects.filter(session=OuterRef("pk")).order_by("-created_at")
     return (
@@ -60,6 +60,8 @@ def board_cards(ids: list[Any]) -> QuerySet[AgentSession]:
             # that failed (issue 34).
             latest_run_code=Subquery(latest_run.values("error_code")[:1]),
             latest_run_message=Subquery(latest_run.values("message")[:1]),
+            # An outside agent's kind (issue 43), None for acode's own sessions.
+            outside_agent=F("outside__agent"),
         )
         .order_by("-role_since")
         .select_related("owner")

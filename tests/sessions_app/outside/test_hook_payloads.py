@@ -292,3 +292,17 @@ def test_a_hook_token_opens_the_hook_route_only(user: Any) -> None:
     as_token = APIClient()
     as_token.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     assert as_token.get("/api/sessions/").status_code == 401
+
+
+def test_the_board_shows_an_outside_sessions_agent_kind(
+    hooks: APIClient, root: Path, user: Any
+) -> None:
+    """One board for every agent's work: an outside session's card names its agent."""
+    hooks.post(URL, pre(root, "Read", {"file_path": str(root / "src/app.py")}), format="json")
+    session = OutsideSession.objects.get().session
+    board = Client()
+    board.force_login(user)
+    page = board.get("/").content.decode()
+    card = page[page.index(f'data-session="{session.pk}"') :].split("</article>")[0]
+    assert 'data-agent="claude-code"' in card and "Claude Code" in card
+    assert page.count("data-agent=") == 1  # acode's own sessions carry no agent badge
