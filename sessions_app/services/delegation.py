@@ -196,7 +196,7 @@ def block_text(block: dict[str, Any]) -> str:
 
 def escalation_words(job: Job) -> str:
     """A job's place in a block's climb, for its card: "blocked (question), escalated from
-    helper: Which port? · passed up to its parent agent"; empty for the rest."""
+    helper via mid: Which port? · put to a person"; empty for the rest."""
     asked = job.escalation.get("asked")
     if asked:
         return f"put to a person: {block_text(asked)}: {asked.get('reason', '')}"
