@@ -72,6 +72,7 @@ from sessions_app.containment import (
 from sessions_app.models import AgentSession, AuditEventType, ConsentStatus, Job, JobEventKind
 from sessions_app.services.audit import audit_record
 from sessions_app.services.consents import consent_refusal, tool_consent_ask, tool_consent_await
+from sessions_app.services.delegation import MAX_ESCALATION_HOPS
 from sessions_app.services.job_events import job_event
 
 logger = logging.getLogger(__name__)
@@ -92,7 +93,6 @@ TOOL_DECISION = AuditEventType.TOOL_DECISION
 NETWORK_PERMISSION = "network"  # the decision's (roles.decision) too
 SECRETS_PERMISSION = "read_secrets"
 MAX_AUDITED_WRITES = 100
-MAX_ESCALATION_HOPS = 10  # a guard: roles' max_delegation_depth keeps chains shorter
 
 
 def live_host() -> HostFacts:

@@ -45,6 +45,7 @@ from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolContext
 from sessions_app.containment import messages_seal, model_text
 from sessions_app.models import AgentSession, Job, JobEventKind, JobStatus
 from sessions_app.services.changes import pending_snapshot
+from sessions_app.services.delegation import delegation_escalate
 from sessions_app.services.jobs import (
     job_event,
     job_finish,
@@ -192,13 +193,20 @@ def _steps(job: Job, run: LoopState, provider_override: Provider | None) -> None
             continue
         run.unparseable = 0
         if not completion.tool_calls:
-            _final_answer(job, run.role, run.session, completion.content)
-            return
+            answered = delegation_escalate(job)  # sub-agents' blocks left: up, or a person
+            if answered is None:
+                _final_answer(job, run.role, run.session, completion.content)
+                return
+            run.deadline += answered.waited  # a person's time is not the job's
+            run.messages.append({"role": "assistant", "content": model_text(completion.content)})
+            run.messages.append({"role": "user", "content": model_text(answered.text)})
+            continue
         run.messages.append(assistant_message(completion))
         for call in completion.tool_calls:
             _run_tool_call(run, call)
-            if run.asked:  # the run waits for a person's answer
-                job_finish(job, JobStatus.SUCCEEDED, result=f"Asked a person: {run.asked[0]}")
+            if run.asked:  # the run (or a sub-agent's parent) waits for the answer
+                who = "its parent agent" if job.parent_id else "a person"
+                job_finish(job, JobStatus.SUCCEEDED, result=f"Asked {who}: {run.asked[0]}")
                 return
         now = pending_snapshot(run.session)
         run.tool_ctx.pending_diffs, run.tool_ctx.review.current = now.diffs, now.digest

@@ -3,6 +3,7 @@ a change, approve or request changes, and ask a person, each on the job's behalf
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,11 @@ from sessions_app.services.changes import (
     changes_check_digest,
     pending_snapshot,
 )
-from sessions_app.services.delegation import delegation_collect, delegation_start
+from sessions_app.services.delegation import (
+    delegation_ask_parent,
+    delegation_collect,
+    delegation_start,
+)
 from sessions_app.services.jobs import job_event
 from sessions_app.services.memory import remembered_question_for
 from sessions_app.services.runs import run_question_ask, run_review_record
@@ -70,6 +75,20 @@ def _ask(job: Job, session: AgentSession, asked: list[str], question: str) -> st
     asked.append(question)
     job_event(job, JobEventKind.NOTE, {"message": "asked a person", "question": question})
     return None
+
+
+def _ask_parent(job: Job, asked: list[str], question: str) -> None:
+    """A sub-agent's question goes to its parent agent first (it ends blocked with it)."""
+    delegation_ask_parent(job=job, question=question)
+    asked.append(question)
+
+
+def _asker(job: Job, session: AgentSession, asked: list[str]) -> Callable[[str], str | None] | None:
+    """Who a job's ``ask_human`` asks: a sub-agent its parent, a run's stage a person
+    (the run pauses); any other job nobody (None)."""
+    if job.parent_id is not None:
+        return partial(_ask_parent, job, asked)
+    return partial(_ask, job, session, asked) if job.run_stage_id is not None else None
 
 
 def _delegate(job: Job, role: str, task: str, llm_calls: int | None) -> str:
@@ -128,7 +147,7 @@ def tool_context(
         record_change=record_change,
         approve_changes=approve,
         request_changes=request_changes,
-        ask_human=partial(_ask, job, session, asked) if job.run_stage_id is not None else None,
+        ask_human=_asker(job, session, asked),
         delegate=partial(_delegate, job),
         collect=partial(_collect, job),
         command_timeout=settings.ACODE_TOOL_TIMEOUT,

@@ -44,6 +44,7 @@ from sessions_app.containment import (
     redact_text,
     search,
 )
+from sessions_app.services.delegation import block_text
 from sessions_app.services.search_index import (
     SearchAnswer,
     search_globs,
@@ -320,6 +321,12 @@ def collect(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     for r in results:
         refused = "".join(f"\n  refused: {reason}" for reason in r["refused"])
         said = r["result"] or r["error"] or "(no answer)"
+        blocked = r.get("blocked")
+        if blocked:  # resolved by delegating again; else it climbs when this job ends
+            refused += (f"\n  BLOCKED ({blocked['kind']}, {block_text(blocked)}): "
+                        f"{blocked['reason']}\n  Resolve it by delegating again (a retry, another "
+                        "role, or the task with your answer); otherwise it goes up to your "
+                        "parent agent, or a person, when you finish.")  # fmt: skip
         parts.append(f"job {r['job']} ({r['role']}, {r['status']}): {said}{refused}")
     return ToolResult("\n".join(parts), "sub-agents", f"{len(results)} collected",
                       {"jobs": [r["job"] for r in results]})  # fmt: skip

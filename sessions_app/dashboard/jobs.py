@@ -25,6 +25,7 @@ from sessions_app.selectors.jobs import (
     session_job,
     session_jobs_shown,
 )
+from sessions_app.services.delegation import escalation_words
 from sessions_app.services.jobs import job_queue
 
 JOB_LABELS = dict(JobStatus.choices)
@@ -69,6 +70,7 @@ class JobView:
     waiting: WaitingView | None = None  # what it waits on now, while it has not ended
     endpoint: str = ""  # a scripted job's endpoint name (its model is "scripted")
     parent: str = ""  # a sub-agent's (issue 41): the short id of the job that delegated it
+    escalation: str = ""  # a block on its way up the chain (issue 41), in words
 
 
 # Each describes one kind of job event as (tone, summary, detail).
@@ -170,6 +172,7 @@ def _job_view(job: Job, events: list[JobEventView]) -> JobView:
         waiting=waiting_view(job_in_flight(job)),
         endpoint=job.endpoint.removeprefix("scripted:") if job.provider == "scripted" else "",
         parent=str(job.parent_id)[:8] if job.parent_id else "",
+        escalation=escalation_words(job),
     )
 
 

@@ -83,6 +83,12 @@ class Job(models.Model):
         help_text="The job that delegated this one (issue 41); empty: started otherwise.",
     )
     collected = models.BooleanField(default=False, help_text="Its parent collected its result.")
+    escalation = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="A sub-agent's block on its way up the chain (issue 41): what blocked it, "
+        "where it came from, and where it went (services.delegation).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -30,6 +30,16 @@ class JobEventOutput(serializers.Serializer):
 
 class JobOutput(serializers.ModelSerializer):
     session = serializers.UUIDField(source="session_id")
+    parent = serializers.UUIDField(  # type: ignore[assignment]  # a field, not Field.parent
+        source="parent_id", allow_null=True, read_only=True,
+        help_text="The job that delegated this one (a sub-agent's); null otherwise.",
+    )  # fmt: skip
+    escalation = serializers.JSONField(
+        read_only=True,
+        help_text="A block on its way up the chain: kind (question or failed), from (the "
+        "role it started at), via (the roles it climbed through), reason, handled (parent "
+        "or person, once passed on); asked: the block this job put to a person (consent).",
+    )
     role = serializers.SerializerMethodField()
     role_version = serializers.SerializerMethodField()
 
@@ -62,6 +72,8 @@ class JobOutput(serializers.ModelSerializer):
             "error_message",
             "attempts",
             "cancel_requested",
+            "parent",
+            "escalation",
             "created_by",
             "created_at",
             "started_at",

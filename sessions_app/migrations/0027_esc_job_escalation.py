@@ -1,0 +1,16 @@
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ('sessions_app', '0026_issue41_memory_and_delegation'),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name='job',
+            name='escalation',
+            field=models.JSONField(blank=True, default=dict, help_text="A sub-agent's block on its way up the chain (issue 41): what blocked it, where it came from, and where it went (services.delegation)."),
+        ),
+    ]
