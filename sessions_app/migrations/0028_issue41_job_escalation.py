@@ -4,7 +4,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('sessions_app', '0026_issue41_memory_and_delegation'),
+        ('sessions_app', '0027_issue40_backlog'),
     ]
 
     operations = [
