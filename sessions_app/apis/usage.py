@@ -4,7 +4,9 @@ of their runs, by role, model or template (issue 39). The usage page charts the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
@@ -23,17 +25,31 @@ from sessions_app.selectors.totals import USAGE_GROUPS, usage_totals
 USAGE_MAX_DAYS = 3660
 
 
+def _days(what: str) -> serializers.IntegerField:
+    return serializers.IntegerField(
+        min_value=1,
+        max_value=USAGE_MAX_DAYS,
+        required=False,
+        help_text=f"Only {what} in the last this many days (default: all).",
+    )
+
+
+def _grouped(request: Request, query: type[Query], compute: Callable[..., Any]) -> Any:
+    """``compute`` (totals, quality) over the sessions the caller sees, grouped by the
+    query's ``by`` (default: role) and limited to its last ``days``."""
+    wanted = query_of(query, request)
+    days = wanted.get("days")
+    since = timezone.now() - timedelta(days=days) if days else None
+    sessions = sessions_visible_to(request_user(request))
+    return compute(sessions, by=wanted.get("by", "role"), since=since)
+
+
 class UsageTotalsQuery(Query):
     by = serializers.ChoiceField(
         choices=list(USAGE_GROUPS), required=False, help_text="Group by role (default), user "
         "(the session's owner) or day."
     )  # fmt: skip
-    days = serializers.IntegerField(
-        min_value=1,
-        max_value=USAGE_MAX_DAYS,
-        required=False,
-        help_text="Only jobs created in the last this many days (default: all).",
-    )
+    days = _days("jobs created")
 
 
 class UsageTotalsRowOutput(serializers.Serializer):
@@ -70,13 +86,7 @@ class UsageTotalsApi(APIView):
         "an endpoint has a price, over the sessions the caller sees, per role, user or day.",
     )
     def get(self, request: Request) -> Response:
-        query = query_of(UsageTotalsQuery, request)
-        days = query.get("days")
-        since = timezone.now() - timedelta(days=days) if days else None
-        data = usage_totals(
-            sessions_visible_to(request_user(request)), by=query.get("by", "role"), since=since
-        )
-        return Response(UsageTotalsOutput(data).data)
+        return Response(UsageTotalsOutput(_grouped(request, UsageTotalsQuery, usage_totals)).data)
 
 
 # -- /api/usage/quality/: the quality metrics of runs (issue 39) ------------------------
@@ -87,12 +97,7 @@ class UsageQualityQuery(Query):
         choices=list(QUALITY_GROUPS), required=False, help_text="Group by role (default: the "
         "role of a step's first Coder stage), model (the model that answered it) or template."
     )  # fmt: skip
-    days = serializers.IntegerField(
-        min_value=1,
-        max_value=USAGE_MAX_DAYS,
-        required=False,
-        help_text="Only runs started in the last this many days (default: all).",
-    )
+    days = _days("runs started")
 
 
 class RatioOutput(serializers.Serializer):
@@ -149,10 +154,5 @@ class UsageQualityApi(APIView):
         "template (the usage page charts the same).",
     )
     def get(self, request: Request) -> Response:
-        query = query_of(UsageQualityQuery, request)
-        days = query.get("days")
-        since = timezone.now() - timedelta(days=days) if days else None
-        data = quality_metrics(
-            sessions_visible_to(request_user(request)), by=query.get("by", "role"), since=since
-        )
+        data = _grouped(request, UsageQualityQuery, quality_metrics)
         return Response(UsageQualityOutput(data).data)
