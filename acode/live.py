@@ -19,6 +19,8 @@ import asyncio
 import logging
 import os
 import threading
+import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from functools import partial
 from typing import Any
@@ -87,6 +89,11 @@ class _Publisher:
         with self._lock:
             self._last = asyncio.run_coroutine_threadsafe(send_all(), loop)
 
+    def call_later(self, delay: float, callback: Callable[..., object], *args: Any) -> None:
+        """Run ``callback(*args)`` on the publisher's thread in ``delay`` seconds."""
+        loop = self._ensure_loop()
+        loop.call_soon_threadsafe(loop.call_later, delay, callback, *args)
+
 
 publisher = _Publisher()
 
@@ -107,6 +114,53 @@ def send(sends: Sends) -> None:
             logger.warning("live push skipped: could not publish live events: %r", exc)
         return
     publisher.submit(layer, sends)
+
+
+class _Coalescer:
+    """At most one send per key and window: the first at once, the later ones of the
+    window as one (the latest) when it closes, which opens the next window. Pages re-read
+    the database on each message, so the last "this changed" of a burst is all they need.
+
+    A window whose close never came (a forked child's timers stayed with its parent) is
+    taken as closed after four windows' time, so no key goes quiet for good."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: dict[str, tuple[float, Sends | None]] = {}
+
+    def send(self, key: str, sends: Sends, within: float) -> None:
+        now = time.monotonic()
+        with self._lock:
+            opened = self._open.get(key)
+            if opened is not None and now - opened[0] < within * 4:
+                self._open[key] = (opened[0], sends)
+                return
+            self._open[key] = (now, None)
+        send(sends)
+        publisher.call_later(within, self._close, key, within)
+
+    def _close(self, key: str, within: float) -> None:
+        with self._lock:
+            opened = self._open.pop(key, None)
+            if opened is None or opened[1] is None:
+                return
+            self._open[key] = (time.monotonic(), None)
+        send(opened[1])
+        publisher.call_later(within, self._close, key, within)
+
+
+_coalescer = _Coalescer()
+
+
+def send_coalesced(key: str, sends: Sends, *, within: float) -> None:
+    """``send``, at most once per ``within`` seconds for ``key`` (the first at once, the
+    latest of the rest when the time is up): for messages that only say what changed, where
+    a burst needs telling once. Without Redis (one process) it is ``send``."""
+    layer = get_channel_layer()
+    if within <= 0 or layer is None or isinstance(layer, InMemoryChannelLayer):
+        send(sends)
+        return
+    _coalescer.send(key, sends, within)
 
 
 def publish_roles_event() -> None:
