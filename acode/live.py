@@ -10,7 +10,9 @@ The layer's own ``group_send`` runs on one long-lived event loop on a background
 (channels-redis pools its connections per event loop), in publication order, so the
 caller never waits for Redis. The in-memory layer (one process, no Redis) is sent inline.
 A failure to publish is logged and never undoes or hides the change: pages resynchronise
-from the database when their websocket reconnects.
+from the database when their websocket reconnects. ``send_coalesced`` tells a burst of
+the same "this changed" once per window (an outside agent's back-to-back hook events):
+each push costs the process's next request time, the pages need only the last.
 """
 
 from __future__ import annotations
@@ -107,9 +109,13 @@ def send(sends: Sends) -> None:
     if layer is None:
         return
     if isinstance(layer, InMemoryChannelLayer):
-        try:
+
+        async def send_all() -> None:
             for group, message in sends:
-                async_to_sync(layer.group_send)(group, message)
+                await layer.group_send(group, message)
+
+        try:  # one hop into async for all of them: each hop starts a thread
+            async_to_sync(send_all)()
         except Exception as exc:
             logger.warning("live push skipped: could not publish live events: %r", exc)
         return

@@ -60,7 +60,10 @@ def lock_session_found(rows: QuerySet[AgentSession]) -> Iterator[AgentSession | 
     are not locked, and do not change when the session does. No savepoint of its own: it
     is the first thing a hot path does in its transaction."""
     with transaction.atomic(savepoint=False):
-        row = rows.select_for_update(of=("self",)).first()
+        try:  # get(): one row or none, without first()'s ORDER BY
+            row: AgentSession | None = rows.select_for_update(of=("self",)).get()
+        except AgentSession.DoesNotExist:
+            row = None
         if row is None:
             yield None
             return
