@@ -10,7 +10,9 @@ The layer's own ``group_send`` runs on one long-lived event loop on a background
 (channels-redis pools its connections per event loop), in publication order, so the
 caller never waits for Redis. The in-memory layer (one process, no Redis) is sent inline.
 A failure to publish is logged and never undoes or hides the change: pages resynchronise
-from the database when their websocket reconnects.
+from the database when their websocket reconnects. ``send_coalesced`` tells a burst of
+the same "this changed" once per window (an outside agent's back-to-back hook events):
+each push costs the process's next request time, the pages need only the last.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import asyncio
 import logging
 import os
 import threading
+import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from functools import partial
 from typing import Any
@@ -87,6 +91,11 @@ class _Publisher:
         with self._lock:
             self._last = asyncio.run_coroutine_threadsafe(send_all(), loop)
 
+    def call_later(self, delay: float, callback: Callable[..., object], *args: Any) -> None:
+        """Run ``callback(*args)`` on the publisher's thread in ``delay`` seconds."""
+        loop = self._ensure_loop()
+        loop.call_soon_threadsafe(loop.call_later, delay, callback, *args)
+
 
 publisher = _Publisher()
 
@@ -100,13 +109,64 @@ def send(sends: Sends) -> None:
     if layer is None:
         return
     if isinstance(layer, InMemoryChannelLayer):
-        try:
+
+        async def send_all() -> None:
             for group, message in sends:
-                async_to_sync(layer.group_send)(group, message)
+                await layer.group_send(group, message)
+
+        try:  # one hop into async for all of them: each hop starts a thread
+            async_to_sync(send_all)()
         except Exception as exc:
             logger.warning("live push skipped: could not publish live events: %r", exc)
         return
     publisher.submit(layer, sends)
+
+
+class _Coalescer:
+    """At most one send per key and window: the first at once, the later ones of the
+    window as one (the latest) when it closes, which opens the next window. Pages re-read
+    the database on each message, so the last "this changed" of a burst is all they need.
+
+    A window whose close never came (a forked child's timers stayed with its parent) is
+    taken as closed after four windows' time, so no key goes quiet for good."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: dict[str, tuple[float, Sends | None]] = {}
+
+    def send(self, key: str, sends: Sends, within: float) -> None:
+        now = time.monotonic()
+        with self._lock:
+            opened = self._open.get(key)
+            if opened is not None and now - opened[0] < within * 4:
+                self._open[key] = (opened[0], sends)
+                return
+            self._open[key] = (now, None)
+        send(sends)
+        publisher.call_later(within, self._close, key, within)
+
+    def _close(self, key: str, within: float) -> None:
+        with self._lock:
+            opened = self._open.pop(key, None)
+            if opened is None or opened[1] is None:
+                return
+            self._open[key] = (time.monotonic(), None)
+        send(opened[1])
+        publisher.call_later(within, self._close, key, within)
+
+
+_coalescer = _Coalescer()
+
+
+def send_coalesced(key: str, sends: Sends, *, within: float) -> None:
+    """``send``, at most once per ``within`` seconds for ``key`` (the first at once, the
+    latest of the rest when the time is up): for messages that only say what changed, where
+    a burst needs telling once. Without Redis (one process) it is ``send``."""
+    layer = get_channel_layer()
+    if within <= 0 or layer is None or isinstance(layer, InMemoryChannelLayer):
+        send(sends)
+        return
+    _coalescer.send(key, sends, within)
 
 
 def publish_roles_event() -> None:

@@ -189,8 +189,9 @@ def read_specs(using: str = "default") -> tuple[list[tuple[int, RoleSpec]], list
 
 def current_stamp(using: str = "default") -> str:
     """The stamp now in the database ('' before the first change)."""
-    token = RegistryStamp.objects.using(using).filter(pk=1).values_list("token", flat=True).first()
-    return token or ""
+    # Read at the start of every request: by its key, without first()'s ORDER BY to build.
+    tokens = RegistryStamp.objects.using(using).filter(pk=1).values_list("token", flat=True)[:1]
+    return next(iter(tokens), None) or ""
 
 
 def registry_stamp_bump() -> None:

@@ -107,13 +107,19 @@ def session_group(session_id: uuid.UUID | str) -> str:
 
 
 def publish_session_event(
-    session_id: uuid.UUID | str, kind: EventKind, data: dict[str, Any] | None = None
+    session_id: uuid.UUID | str,
+    kind: EventKind,
+    data: dict[str, Any] | None = None,
+    *,
+    within: float = 0,
 ) -> None:
     """Tell the session's group and the board that something changed in a session.
 
     Consumers re-render from the database, so the message carries only what changed;
     a lost message is repaired by the page's resync on reconnect. A kind the catalog
     lacks is a programming error (ValueError): nobody would know what it re-renders.
+    ``within`` (seconds, for a kind without data): the pages may hear of it that late,
+    once for every event of this kind in the session meanwhile (``live.send_coalesced``).
     """
     message = {
         "type": "session.event",
@@ -121,7 +127,11 @@ def publish_session_event(
         "session": str(session_id),
         "data": data or {},
     }
-    live.send([(session_group(session_id), message), (BOARD_GROUP, message)])
+    sends = [(session_group(session_id), message), (BOARD_GROUP, message)]
+    if within > 0 and not data:
+        live.send_coalesced(f"{session_id} {message['kind']}", sends, within=within)
+    else:
+        live.send(sends)
 
 
 def publish_job_event(

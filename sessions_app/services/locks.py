@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 
 from sessions_app.models import AgentSession, Job
 
@@ -44,6 +45,29 @@ def lock_session(session_id: Any) -> Iterator[AgentSession]:
     with transaction.atomic():
         row = AgentSession.objects.select_for_update().get(pk=pk)
         token = _held.set({**held, row.pk: row})
+        try:
+            yield row
+        finally:
+            _held.reset(token)
+
+
+@contextmanager
+def lock_session_found(rows: QuerySet[AgentSession]) -> Iterator[AgentSession | None]:
+    """Find one session and lock it in the same query (None when ``rows`` find none), then
+    hold it as ``lock_session`` does: for a caller that knows the session by something
+    other than its id (an outside agent's session id, ``rows`` filtering on its
+    ``OutsideSession``). ``FOR UPDATE OF`` the session row alone: the rows it is found by
+    are not locked, and do not change when the session does. No savepoint of its own: it
+    is the first thing a hot path does in its transaction."""
+    with transaction.atomic(savepoint=False):
+        try:  # get(): one row or none, without first()'s ORDER BY
+            row: AgentSession | None = rows.select_for_update(of=("self",)).get()
+        except AgentSession.DoesNotExist:
+            row = None
+        if row is None:
+            yield None
+            return
+        token = _held.set({**_held.get(), row.pk: row})
         try:
             yield row
         finally:

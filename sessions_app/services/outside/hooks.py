@@ -41,6 +41,9 @@ MALFORMED = "ACODE-HOK-001"
 DECIDED_EVENTS = {"PreToolUse", "PermissionRequest"}
 OUTCOME_EVENTS = {"PostToolUse", "PostToolUseFailure"}
 ASKS_ITS_USER = {AgentKind.CLAUDE_CODE}
+# The open pages hear of a session's hook events at most this late, once for a burst: an
+# agent's calls come back to back, and a push per call costs its next answer time.
+PUSH_WITHIN = 0.25
 
 
 @dataclass(frozen=True)
@@ -81,12 +84,13 @@ def hook_event(
         raise AcodeError(
             MALFORMED, "The hook event's cwd must be an absolute path.", {"field": "cwd"}
         )
-    with transaction.atomic():
-        session = outside_session(
-            token=token, agent=agent, agent_session_id=agent_session_id, cwd=os.path.normpath(cwd),
-            machine=machine[:200], repository=repository[:500],
-        )  # fmt: skip
-        transaction.on_commit(lambda: publish_session_event(session.pk, EventKind.OUTSIDE_EVENT))
+    with transaction.atomic(), outside_session(
+        token=token, agent=agent, agent_session_id=agent_session_id, cwd=os.path.normpath(cwd),
+        machine=machine[:200], repository=repository[:500],
+    ) as session:  # fmt: skip
+        transaction.on_commit(
+            lambda: publish_session_event(session.pk, EventKind.OUTSIDE_EVENT, within=PUSH_WITHIN)
+        )
         if name in OUTCOME_EVENTS:
             _outcome(session, name, event, token)
             return HookAnswer(name, str(session.pk))

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import posixpath
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -20,6 +22,7 @@ from roles.registry import registry
 from sessions_app.models import AgentKind, AgentSession, HookToken, OutsideSession
 from sessions_app.services.audit import publish_session_event
 from sessions_app.services.event_catalog import EventKind
+from sessions_app.services.locks import lock_session, lock_session_found
 from sessions_app.services.sessions import history_start
 
 
@@ -28,28 +31,32 @@ def agent_kind(agent: str) -> str:
     return agent if agent in AgentKind.values else AgentKind.OTHER
 
 
+@contextmanager
 def outside_session(
     *, token: HookToken, agent: str, agent_session_id: str, cwd: str, machine: str, repository: str
-) -> AgentSession:
-    """The acode session of an outside agent's session, created by its first event."""
+) -> Iterator[AgentSession]:
+    """The acode session of an outside agent's session (created by its first event), found
+    and locked in one query and held for the enclosing transaction (``locks``): the chain
+    head its event is audited on and the role it is decided in are read from that row."""
     kind = agent_kind(agent)
-    found = (
-        OutsideSession.objects.select_related("session")
-        .filter(owner_id=token.user_id, agent=kind, agent_session_id=agent_session_id)
-        .first()
-    )
-    if found is not None:
-        found.session.owner = token.user  # the token's user owns it: no second read
-        return found.session
+    rows = AgentSession.objects.filter(
+        outside__owner_id=token.user_id, outside__agent=kind, outside__agent_session_id=agent_session_id
+    )  # fmt: skip
+    with lock_session_found(rows) as found:
+        if found is not None:
+            found.owner = token.user  # the token's user owns it: no second read
+            yield found
+            return
     try:
         with transaction.atomic():
-            return _create(token, kind, agent_session_id, cwd, machine, repository)
+            created = _create(token, kind, agent_session_id, cwd, machine, repository).pk
     except IntegrityError:  # a second first event won the race: its session is the one
-        return (
-            OutsideSession.objects.select_related("session")
-            .get(owner_id=token.user_id, agent=kind, agent_session_id=agent_session_id)
-            .session
-        )
+        created = OutsideSession.objects.get(
+            owner_id=token.user_id, agent=kind, agent_session_id=agent_session_id
+        ).session_id
+    with lock_session(created) as session:
+        session.owner = token.user
+        yield session
 
 
 def _create(

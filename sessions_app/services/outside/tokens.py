@@ -44,10 +44,11 @@ def hook_token_user(key: str) -> HookToken | None:
     """The live token ``key`` is (with its active user), or None."""
     if not key.startswith(KEY_PREFIX) or len(key) > 200:
         return None
-    token = HookToken.objects.select_related("user").filter(key_hash=_digest(key)).first()
-    if token is None or not token.user.is_active:
+    try:  # the digest is unique: no ordering, no LIMIT 1 to build
+        token = HookToken.objects.select_related("user").get(key_hash=_digest(key))
+    except HookToken.DoesNotExist:
         return None
-    return token
+    return token if token.user.is_active else None
 
 
 def is_hook_token(value: object) -> bool:

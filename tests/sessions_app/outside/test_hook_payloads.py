@@ -197,6 +197,18 @@ def test_hostile_bodies_and_tokens(hooks: APIClient, root: Path, user: Any) -> N
     assert decision(hooks.post(URL, long_line, format="json"))[0] == "deny"
 
 
+def test_a_revoked_hook_token_is_refused_on_the_next_call(user: Any, root: Path) -> None:
+    client = hook_client(user)[0]
+    read = pre(root, "Read", {"file_path": str(root / "src/app.py")})
+    assert decision(client.post(URL, read, format="json"))[0] == "allow"
+    owner = APIClient()
+    owner.force_authenticate(user)
+    token_id = owner.get("/api/hook-tokens/").json()[0]["id"]
+    assert owner.delete(f"/api/hook-tokens/{token_id}/").status_code == 204
+    refused = client.post(URL, read, format="json")
+    assert refused.status_code == 401 and refused.json()["code"] == "ACODE-API-401"
+
+
 def test_codex_and_other_agents_get_the_acode_answer(hooks: APIClient, root: Path) -> None:
     event = {"session_id": "c-1", "turn_id": "t1", "cwd": str(root), "hook_event_name": "PreToolUse",
              "model": "m", "permission_mode": "default", "tool_name": "Bash",

@@ -4,6 +4,7 @@ never undoes the change."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import httpx
@@ -33,6 +34,25 @@ def test_outside_a_request_events_go_out_at_once(sent: list[tuple[str, str]]) ->
         (events.session_group(SESSION), "role.changed"),
         (events.BOARD_GROUP, "role.changed"),
     ]
+
+
+def test_a_burst_of_the_same_event_is_told_at_once_then_once_more(
+    sent: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An outside agent's back-to-back hook events: the pages hear of the first at once and
+    of the rest once, when the window closes; after a quiet window, at once again."""
+    monkeypatch.setattr(live, "get_channel_layer", lambda: object())  # not the in-memory one
+    for _ in range(5):
+        publish_session_event(SESSION, "outside.event", within=0.2)
+    assert session_kinds(sent) == ["outside.event"]
+    deadline = time.monotonic() + 5
+    while len(session_kinds(sent)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert session_kinds(sent) == ["outside.event", "outside.event"]
+    assert (events.BOARD_GROUP, "outside.event") in sent
+    time.sleep(0.6)  # the next window closes with nothing in it
+    publish_session_event(SESSION, "outside.event", within=0.2)
+    assert session_kinds(sent) == ["outside.event"] * 3
 
 
 @pytest.mark.django_db(transaction=True)
