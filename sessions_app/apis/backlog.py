@@ -33,8 +33,8 @@ from sessions_app.services.backlog import (
     task_reprioritise,
     task_unblock,
 )
-from sessions_app.services.backlog_document import DOCUMENT_SCHEMA, backlog_load
 from sessions_app.services.backlog_access import project_for, projects_visible_to, task_for
+from sessions_app.services.backlog_document import DOCUMENT_SCHEMA, backlog_load
 from sessions_app.services.backlog_integration import integration_head
 from sessions_app.services.workspaces import repository_for
 

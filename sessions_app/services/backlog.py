@@ -9,8 +9,6 @@ kanbans after commit.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -160,6 +158,20 @@ def task_unblock(
     )
 
 
+def task_wait(*, task: BacklogTask, waiting: str) -> bool:
+    """Say on a ready task's card why the scheduler leaves it waiting ('': it is not). Not a
+    status change nor anyone's decision, so not audited; the kanbans hear of a change only.
+    Whether it changed."""
+    changed = (
+        BacklogTask.objects.filter(pk=task.pk, status=TaskStatus.BACKLOG)
+        .exclude(waiting=waiting)
+        .update(waiting=waiting)
+    )
+    if changed:
+        backlog_publish(task.project_id, task.pk)
+    return bool(changed)
+
+
 @transaction.atomic
 def task_reprioritise(
     *, task: BacklogTask, priority: str, user: User | None = None, actor: str = ""
@@ -234,9 +246,7 @@ def backlog_import(
     return list(created.values())
 
 
-def _epics_create(
-    project: BacklogProject, specs: list[EpicSpec], actor: str
-) -> dict[str, Epic]:
+def _epics_create(project: BacklogProject, specs: list[EpicSpec], actor: str) -> dict[str, Epic]:
     """The document's epics: those the project has already are reused by key."""
     epics: dict[str, Epic] = {}
     for spec in specs:
