@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from acode.settings.base import VAR_DIR
-from acode.settings.env import env_bool, env_float, env_optional, env_str
+from acode.settings.env import env_bool, env_float, env_int, env_optional, env_str
 from acode.settings.redis import REDIS_URL
 
 CELERY_BROKER_URL = env_optional("CELERY_BROKER_URL") or REDIS_URL or "memory://"
@@ -47,6 +47,9 @@ ACODE_AUDIT_ANCHOR_SECONDS = env_float("ACODE_AUDIT_ANCHOR_SECONDS", 300.0)
 ACODE_AUDIT_VERIFY_SECONDS = env_float("ACODE_AUDIT_VERIFY_SECONDS", 3600.0)
 # The backlog's scheduler: how often tasks follow their runs and ready ones start.
 ACODE_BACKLOG_TICK_SECONDS = env_float("ACODE_BACKLOG_TICK_SECONDS", 5.0)
+# It starts no task whose run's first stage would join a worker queue that already holds
+# this many jobs no worker has taken (0: no limit), so a busy pool is not flooded.
+ACODE_BACKLOG_QUEUE_DEPTH = env_int("ACODE_BACKLOG_QUEUE_DEPTH", 4)
 # Periodic work, run by Celery beat (embedded in the worker under `make run`: --beat).
 CELERY_BEAT_SCHEDULE = {
     "recover-lost-jobs": {"task": "acode.recover_lost_jobs", "schedule": ACODE_JOB_STALE_SECONDS},

@@ -77,8 +77,13 @@ def backlog_board(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 def backlog_task_action(request: HttpRequest, slug: str, key: str, action: str) -> HttpResponse:
-    """Accept, reprioritise or unblock through the service; a refusal comes back as a message."""
+    """Accept, reprioritise or unblock through the service; a refusal comes back as a message.
+
+    The board's forms post with htmx (its header carries the CSRF token, which a fragment
+    pushed over the socket cannot): the answer is the kanban fragment, or after a refusal
+    the board again, showing the message; without htmx, the board again."""
     user = cast(User, request.user)
+    board = reverse("dashboard-backlog", kwargs={"slug": slug})
     try:
         task = task_for(user, slug, key, act=True)
         if action == "accept":
@@ -91,4 +96,8 @@ def backlog_task_action(request: HttpRequest, slug: str, key: str, action: str) 
             raise Http404("No such action.")
     except AcodeError as error:
         messages.error(request, error.message, error.code)
-    return HttpResponseRedirect(reverse("dashboard-backlog", kwargs={"slug": slug}))
+        if request.headers.get("HX-Request"):
+            return HttpResponse(headers={"HX-Redirect": board})
+    if request.headers.get("HX-Request"):
+        return HttpResponse(render_kanban(user, slug))
+    return HttpResponseRedirect(board)

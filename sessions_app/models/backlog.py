@@ -142,6 +142,12 @@ class BacklogTask(models.Model):
     reason = models.TextField(
         blank=True, help_text="Why it is blocked, or the merge conflict that sent it back."
     )
+    waiting = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="Why the scheduler leaves this ready task waiting (the project's room, a "
+        "full worker queue); empty once it starts.",
+    )
     attempts = models.PositiveSmallIntegerField(
         default=0, help_text="Runs started for it; the scheduler's claim compares and sets it."
     )

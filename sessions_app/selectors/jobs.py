@@ -32,6 +32,12 @@ def session_jobs_listed(
     return jobs[:limit]
 
 
+def jobs_queued_on(queue: str) -> int:
+    """Jobs waiting on a Celery queue that no worker has taken yet, counted in the database
+    (every host's; by their role's queue now)."""
+    return Job.objects.filter(status=JobStatus.QUEUED, role__queue=queue).count()
+
+
 def job_events(job: Job, *, after: int = 0) -> QuerySet[JobEvent]:
     """The job's events after number ``after``, in order."""
     return job.events.filter(seq__gt=after).order_by("seq")

@@ -158,6 +158,20 @@ def task_unblock(
     )
 
 
+def task_wait(*, task: BacklogTask, waiting: str) -> bool:
+    """Say on a ready task's card why the scheduler leaves it waiting ('': it is not). Not a
+    status change nor anyone's decision, so not audited; the kanbans hear of a change only.
+    Whether it changed."""
+    changed = (
+        BacklogTask.objects.filter(pk=task.pk, status=TaskStatus.BACKLOG)
+        .exclude(waiting=waiting)
+        .update(waiting=waiting)
+    )
+    if changed:
+        backlog_publish(task.project_id, task.pk)
+    return bool(changed)
+
+
 @transaction.atomic
 def task_reprioritise(
     *, task: BacklogTask, priority: str, user: User | None = None, actor: str = ""

@@ -3,10 +3,13 @@
 ``backlog_schedule`` (Celery beat, every ``ACODE_BACKLOG_TICK_SECONDS``) first makes every
 task follow its run (``tasks_follow_runs``), then, per project, starts the highest-priority
 ready task (backlog, every dependency done) while the project runs fewer than its
-``max_concurrent_runs``. Each start is a run in a session and workspace of its own
-(``session_create`` then ``run_start``, as the project's owner), its request carrying the
-task's description and acceptance criteria, which every stage (the Reviewer's included)
-is given.
+``max_concurrent_runs``, skipping a task whose run's first stage would join a worker queue
+that already holds ``ACODE_BACKLOG_QUEUE_DEPTH`` jobs no worker has taken (counted in the
+database, so every host's; a soft limit, as two projects scheduling at the same moment may
+each add one). A ready task left waiting says why on its card (``task_wait``). Each start
+is a run in a session and workspace of its own (``session_create`` then ``run_start``, as
+the project's owner), its request carrying the task's description and acceptance
+criteria, which every stage (the Reviewer's included) is given.
 
 A task is never started twice: the project's row is locked while its capacity is counted,
 and the start claims the task with a conditional UPDATE (status still backlog, its
@@ -20,10 +23,12 @@ import contextlib
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Case, Count, F, IntegerField, Q, Value, When
 
 from acode.errors import AcodeError
+from roles.registry import registry
 from sessions_app.models import (
     PRIORITY_RANK,
     BacklogProject,
@@ -31,9 +36,10 @@ from sessions_app.models import (
     RunStatus,
     TaskStatus,
 )
-from sessions_app.services.backlog import task_move
+from sessions_app.selectors.jobs import jobs_queued_on
+from sessions_app.services.backlog import task_move, task_wait
 from sessions_app.services.backlog_integration import SCHEDULER, task_integrate
-from sessions_app.services.runs import run_start
+from sessions_app.services.runs import run_start, template_chosen
 from sessions_app.services.sessions import session_create
 
 logger = logging.getLogger(__name__)
@@ -99,15 +105,58 @@ def backlog_schedule() -> list[str]:
 
 
 def project_schedule(project_id: Any) -> list[str]:
-    """Start the project's ready tasks while it has room, under its row lock."""
+    """Start the project's ready tasks, highest priority first, while it has room and each
+    one's first queue is not full, under its row lock; the others say why they wait."""
     started: list[str] = []
     with transaction.atomic():
         project = BacklogProject.objects.select_for_update().get(pk=project_id)
         room = project.max_concurrent_runs - running_count(project)
-        for task in ready_tasks(project)[: max(room, 0)]:
-            if task_start(project, task):
+        for task in ready_tasks(project):
+            waiting = _no_room(project) if room <= 0 else queue_full(project, task)
+            if waiting:
+                task_wait(task=task, waiting=waiting)
+            elif task_start(project, task):
                 started.append(task.key)
+                room -= 1
     return started
+
+
+def _no_room(project: BacklogProject) -> str:
+    runs = project.max_concurrent_runs
+    return f"Waiting: the project runs at most {runs} task{'s' if runs != 1 else ''} at once."
+
+
+def run_template(project: BacklogProject, task: BacklogTask) -> str | None:
+    """The template the task's next run names: the project's reassignment template after a
+    blocked run, else the task's own; None for the one of the run's risk tier."""
+    if task.blocked_runs and project.reassign_template:
+        return project.reassign_template
+    return task.template or None
+
+
+def queue_full(project: BacklogProject, task: BacklogTask) -> str:
+    """Why starting the task now would flood a worker pool ('' when it would not): the
+    queue of its run's first stage holds ``ACODE_BACKLOG_QUEUE_DEPTH`` jobs or more that no
+    worker has taken. The template is the one ``run_start`` would choose."""
+    depth = int(settings.ACODE_BACKLOG_QUEUE_DEPTH)
+    if depth <= 0:
+        return ""
+    try:
+        template, _ = template_chosen(
+            request=task_request(task), declared=project.run_risk,
+            template=run_template(project, task),
+        )  # fmt: skip
+    except AcodeError:
+        return ""  # the start is refused and blocks the task, with the reason
+    first = template.stages.order_by("position").first()
+    if first is None or first.role_id is None:
+        return ""
+    queue = registry.by_id(first.role_id).spec.queue
+    queued = jobs_queued_on(queue)
+    if queued < depth:
+        return ""
+    taken = f"jobs no worker has taken: {queued}; the limit is {depth}"
+    return f"Waiting: queue {queue} is full ({taken})."
 
 
 def task_start(project: BacklogProject, task: BacklogTask) -> bool:
@@ -130,14 +179,12 @@ def task_start(project: BacklogProject, task: BacklogTask) -> bool:
                 task=task.title,
                 repository=project.repository.name if project.repository else None,
             )
-            template = (task.blocked_runs and project.reassign_template) or task.template
             run = run_start(
                 session=session, request=task_request(task), user=project.owner,
-                actor=SCHEDULER, risk=project.run_risk, template=template or None,
+                actor=SCHEDULER, risk=project.run_risk, template=run_template(project, task),
             )  # fmt: skip
-            task_move(
-                task=task, to=TaskStatus.IN_PROGRESS, actor=SCHEDULER, run=run, session=session
-            )
+            task_move(task=task, to=TaskStatus.IN_PROGRESS, actor=SCHEDULER, run=run,
+                      session=session, waiting="")  # fmt: skip
     except AcodeError as exc:
         if exc.code == "ACODE-API-503":
             logger.warning("backlog task %s not started (broker unreachable)", task.key)

@@ -69,6 +69,7 @@ class TaskOutput(serializers.ModelSerializer):
             "template",
             "status",
             "reason",
+            "waiting",
             "conflict",
             "attempts",
             "blocked_runs",

@@ -22,7 +22,7 @@ from sessions_app.services.runs.engine import (
 from sessions_app.services.runs.people import run_answer, run_approve, run_cancel, run_reject
 from sessions_app.services.runs.seed import runs_seed_defaults
 from sessions_app.services.runs.stages import run_question_ask, run_review_record, stage_request
-from sessions_app.services.runs.start import run_start
+from sessions_app.services.runs.start import run_start, template_chosen
 
 __all__ = [
     "approval_digest",
@@ -38,4 +38,5 @@ __all__ = [
     "runs_resume_stalled",
     "runs_seed_defaults",
     "stage_request",
+    "template_chosen",
 ]

@@ -70,6 +70,17 @@ def template_for(tier: str, slug: str | None = None) -> WorkflowTemplate:
     return found
 
 
+def template_chosen(
+    *, request: str, declared: str, template: str | None = None, failed: int = 0
+) -> tuple[WorkflowTemplate, list[dict[str, Any]]]:
+    """The template a run of ``request`` declared ``declared`` uses (``template_for`` the
+    tier its request's risk signals reach, unless one is named) and the signals that fired.
+    ``run_start`` asks it; so does the backlog's scheduler, to count the queue of the
+    first stage before it starts a task."""
+    fired = risk_assess(RiskInput(request=request, failed_runs=failed), where="request")
+    return template_for(risk_of(declared, fired).tier, template), fired
+
+
 def _declared_tier(request: str, risk: str | None) -> str:
     if not request or is_blank(request):
         raise AcodeError("ACODE-API-400", "A run needs a non-blank request.", {"field": "request"})
@@ -111,10 +122,9 @@ def run_start(
     require_broker()  # refused with 503 before anything is written: submit it again at once
     with lock_session(session.pk) as locked:
         action_check(SessionAction.RUN_START, session=locked, user=user)
-        fired = risk_assess(
-            RiskInput(request=request, failed_runs=failed_runs(locked)), where="request"
+        chosen, fired = template_chosen(
+            request=request, declared=declared, template=template, failed=failed_runs(locked)
         )
-        chosen = template_for(risk_of(declared, fired).tier, template)
         refusal = reviewer_refusal(chosen)  # a different reviewer, when the template asks
         if refusal is not None:
             raise refusal

@@ -1,7 +1,9 @@
 """The scheduler: ready tasks start as runs while the project has room, highest priority
 first; tasks follow their runs (merged into the integration branch when they succeed, a
 blocked run reassigned, then blocked); a merge conflict sends the task back; two
-schedulers racing never start a task twice (PostgreSQL row locks)."""
+schedulers racing never start a task twice (PostgreSQL row locks); a worker queue that
+holds ACODE_BACKLOG_QUEUE_DEPTH jobs no worker has taken starts nothing more, and the
+card says why."""
 
 from __future__ import annotations
 
@@ -13,8 +15,19 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.db import connection
+from django.test import Client
 
-from sessions_app.models import BacklogProject, BacklogTask, Run, RunStatus
+from roles.models import Role
+from roles.services import role_write
+from sessions_app.models import (
+    BacklogProject,
+    BacklogTask,
+    Job,
+    Run,
+    RunStatus,
+    WorkflowStage,
+    WorkflowTemplate,
+)
 from sessions_app.services.backlog import backlog_import, task_unblock
 from sessions_app.services.backlog_integration import integration_git_dir, integration_head
 from sessions_app.services.backlog_scheduler import backlog_schedule, project_schedule, task_start
@@ -123,7 +136,10 @@ def test_a_merge_conflict_sends_the_task_back_with_the_paths(user: User, tmp_pat
 
 @needs_postgres
 @pytest.mark.django_db(transaction=True)
-def test_two_schedulers_racing_start_each_task_once(user: User, tmp_path: Path) -> None:
+def test_two_schedulers_racing_start_each_task_once(
+    user: User, tmp_path: Path, settings: Any
+) -> None:
+    settings.ACODE_BACKLOG_QUEUE_DEPTH = 0  # the project's room is the only limit here
     project = project_with_spec(user, tmp_path, coded(), max_concurrent_runs=5)
     backlog_import(project=project, actor="t", document={"tasks": [
         {"key": f"t{n}", "title": f"T{n}"} for n in range(4)]})  # fmt: skip
@@ -165,3 +181,54 @@ def test_two_schedulers_racing_start_each_task_once(user: User, tmp_path: Path) 
     assert sorted(t.attempts for t in tasks) == [0, 1, 1, 1, 1, 1]
     assert Run.objects.count() == 5
     assert all(t.run_id is None or t.status == "in_progress" for t in tasks)
+
+
+def waiting(key: str) -> str:
+    return BacklogTask.objects.get(key=key).waiting
+
+
+def test_a_full_worker_queue_holds_its_tasks_and_their_cards_say_why(
+    user: User, tmp_path: Path, settings: Any
+) -> None:
+    settings.ACODE_BACKLOG_QUEUE_DEPTH = 1
+    templates = coded(hello=[coder_writes("hello")], bye=[coder_writes("bye")])
+    project = project_with_spec(user, tmp_path, templates, max_concurrent_runs=3)
+    BacklogTask.objects.filter(key="both").delete()
+
+    # hello's Coder job joins the Coder's queue (agents), which is then full: bye waits.
+    assert backlog_schedule() == ["hello"]
+    assert Job.objects.filter(status="queued", role__queue="agents").count() == 1
+    full = "Waiting: queue agents is full (jobs no worker has taken: 1; the limit is 1)."
+    assert statuses(project) == {"hello": "in_progress", "bye": "backlog"}
+    assert waiting("bye") == full
+    client = Client()
+    client.force_login(user)
+    page = client.get(f"/backlog/{project.slug}/").content.decode()
+    assert full in page
+    assert backlog_schedule() == []
+
+    # A lower-priority task whose run starts on another queue is not held back.
+    role_write(data={"queue": "pool-b"}, create=False, slug="tester", actor="test")
+    tests_first = WorkflowTemplate.objects.create(slug="tests-first", name="~ tests first",
+                                                  risk_tier="low")  # fmt: skip
+    WorkflowStage.objects.create(template=tests_first, position=1, purpose="test",
+                                 role=Role.objects.get(slug="tester"))  # fmt: skip
+    side = {"key": "side", "title": "Side", "priority": "low", "template": "tests-first"}
+    backlog_import(project=project, actor="t", document={"tasks": [side]})
+    assert backlog_schedule() == ["side"]
+    assert waiting("bye") == full
+
+    # Once hello's run is over its queue is empty: bye starts, its card no longer waits.
+    assert drive(run_of("hello")).status == RunStatus.SUCCEEDED
+    assert backlog_schedule() == ["bye"]
+    assert waiting("bye") == ""
+    assert statuses(project) == {"hello": "done", "bye": "in_progress", "side": "in_progress"}
+
+
+def test_a_task_past_the_projects_room_says_it_waits_for_room(user: User, tmp_path: Path) -> None:
+    templates = coded(hello=[coder_writes("hello")], bye=[coder_writes("bye")])
+    project_with_spec(user, tmp_path, templates, max_concurrent_runs=1)
+    assert backlog_schedule() == ["hello"]
+    assert waiting("bye") == "Waiting: the project runs at most 1 task at once."
+    assert waiting("hello") == ""
+    assert waiting("both") == ""  # not ready: its card says whom it waits for

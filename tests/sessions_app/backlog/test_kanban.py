@@ -13,6 +13,7 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 
 from acode.routing import websocket_urlpatterns
+from sessions_app.dashboard.backlog import render_kanban
 from sessions_app.models import BacklogProject, BacklogTask
 from sessions_app.services.backlog import backlog_import, project_create, task_move
 
@@ -100,3 +101,28 @@ def test_two_viewers_follow_a_move_live(user: User, project: BacklogProject,
             await comm.disconnect()
 
     async_to_sync(body)()
+
+
+def test_the_boards_forms_post_with_htmx_and_get_the_kanban_back(
+    user: User, project: BacklogProject, django_user_model: Any
+) -> None:
+    # A fragment pushed over the socket has no CSRF field: its forms post with htmx, whose
+    # header carries the page's token.
+    pushed = render_kanban(user, "shop")
+    assert 'hx-post="/backlog/shop/tasks/more/accept/"' in pushed
+    assert "csrfmiddlewaretoken" not in pushed
+    client = Client()
+    client.force_login(user)
+    answer = client.post("/backlog/shop/tasks/more/accept/", HTTP_HX_REQUEST="true")
+    assert answer.status_code == 200
+    assert 'id="backlog-kanban"' in answer.content.decode()
+    assert 'data-task="more" data-status="backlog"' in answer.content.decode()
+
+    lead = django_user_model.objects.create_user("lead", password="pw-lead-123")
+    lead.user_permissions.add(Permission.objects.get(codename="view_all_sessions"))
+    client.force_login(lead)
+    refused = client.post("/backlog/shop/tasks/docs/priority/", {"priority": "low"},
+                          HTTP_HX_REQUEST="true")  # fmt: skip
+    assert refused["HX-Redirect"] == "/backlog/shop/"
+    assert "ACODE-API-403" in client.get("/backlog/shop/").content.decode()
+    assert BacklogTask.objects.get(key="docs").priority == "medium"
