@@ -4,7 +4,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('sessions_app', '0027_issue40_backlog'),
+        ('sessions_app', '0028_issue41_job_escalation'),
     ]
 
     operations = [
