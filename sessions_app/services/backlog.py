@@ -9,8 +9,6 @@ kanbans after commit.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -234,9 +232,7 @@ def backlog_import(
     return list(created.values())
 
 
-def _epics_create(
-    project: BacklogProject, specs: list[EpicSpec], actor: str
-) -> dict[str, Epic]:
+def _epics_create(project: BacklogProject, specs: list[EpicSpec], actor: str) -> dict[str, Epic]:
     """The document's epics: those the project has already are reused by key."""
     epics: dict[str, Epic] = {}
     for spec in specs:

@@ -1,8 +1,9 @@
 """The scheduler: backlog tasks become runs while capacity is free, and tasks follow them.
 
 ``backlog_schedule`` (Celery beat, every ``ACODE_BACKLOG_TICK_SECONDS``) first makes every
-task follow its run (``tasks_follow_runs``), then, per project, starts the highest-priority
-ready task (backlog, every dependency done) while the project runs fewer than its
+task follow its run (``tasks_follow_runs``) and starts the Product Manager's completeness
+check of every project just done (``backlog_pm.completeness_checks``), then, per project,
+starts the highest-priority ready task (backlog, every dependency done) while the project runs fewer than its
 ``max_concurrent_runs``. Each start is a run in a session and workspace of its own
 (``session_create`` then ``run_start``, as the project's owner), its request carrying the
 task's description and acceptance criteria, which every stage (the Reviewer's included)
@@ -33,6 +34,7 @@ from sessions_app.models import (
 )
 from sessions_app.services.backlog import task_move
 from sessions_app.services.backlog_integration import SCHEDULER, task_integrate
+from sessions_app.services.backlog_pm import completeness_checks, pm_jobs_follow
 from sessions_app.services.runs import run_start
 from sessions_app.services.sessions import session_create
 
@@ -83,9 +85,12 @@ def running_count(project: BacklogProject) -> int:
 
 
 def backlog_schedule() -> list[str]:
-    """One tick: tasks follow their runs, then every project starts what it has room for.
-    The keys of the tasks started."""
+    """One tick: tasks follow their runs, then every project starts what it has room for;
+    a project whose every task is now done gets its completeness check
+    (``backlog_pm``). The keys of the tasks started."""
     tasks_follow_runs()
+    pm_jobs_follow()
+    completeness_checks()
     started: list[str] = []
     projects = BacklogProject.objects.filter(
         tasks__status=TaskStatus.BACKLOG, max_concurrent_runs__gt=0

@@ -10,7 +10,6 @@ from django.contrib.auth.models import User
 
 from acode.errors import AcodeError
 from sessions_app.models import AuditEvent, BacklogTask, TaskStatus
-from sessions_app.services.backlog_document import backlog_load
 from sessions_app.services.backlog import (
     backlog_import,
     project_create,
@@ -19,6 +18,7 @@ from sessions_app.services.backlog import (
     task_reprioritise,
     task_unblock,
 )
+from sessions_app.services.backlog_document import backlog_load
 from tests.sessions_app.backlog.kit import SPEC, statuses
 
 pytestmark = pytest.mark.django_db
