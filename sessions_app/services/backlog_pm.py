@@ -148,18 +148,23 @@ def pm_propose(
 # -- the completeness check ------------------------------------------------------------
 
 
-def _done_state(projects: QuerySet[BacklogProject]) -> QuerySet[BacklogProject]:
-    return projects.annotate(
-        open_tasks=Count("tasks", filter=Q(tasks__status__in=OPEN)),
-        last_done=Max("tasks__id", filter=Q(tasks__status=TaskStatus.DONE)),
-    )
+_OPEN_TASKS = Count("tasks", filter=Q(tasks__status__in=OPEN))
+_LAST_DONE = Max("tasks__id", filter=Q(tasks__status=TaskStatus.DONE))
 
 
 def completeness_due() -> QuerySet[BacklogProject]:
     """Projects whose every task is done with one done since their last check."""
-    return _done_state(BacklogProject.objects.all()).filter(
+    return BacklogProject.objects.annotate(open_tasks=_OPEN_TASKS, last_done=_LAST_DONE).filter(
         open_tasks=0, last_done__gt=F("checked_through")
     )
+
+
+def _done_state(project: BacklogProject) -> tuple[int, int]:
+    """The project's open tasks and its newest done task's id (0: none)."""
+    found = BacklogProject.objects.filter(pk=project.pk).aggregate(
+        open_tasks=_OPEN_TASKS, last_done=_LAST_DONE
+    )
+    return int(found["open_tasks"] or 0), int(found["last_done"] or 0)
 
 
 def check_request(project: BacklogProject) -> str:
@@ -193,13 +198,13 @@ def completeness_check_start(project_id: Any) -> Job | None:
     lock, so two ticks start one); None when it is not, or the Product Manager is busy (the
     next tick tries again)."""
     project = BacklogProject.objects.select_for_update().get(pk=project_id)
-    state = _done_state(BacklogProject.objects.filter(pk=project.pk)).get()
-    if state.open_tasks or not state.last_done or state.last_done <= project.checked_through:
+    open_tasks, last_done = _done_state(project)
+    if open_tasks or last_done <= project.checked_through:
         return None
     if _pm_busy(project) is not None:
         return None
     job = _pm_job(project, request=check_request(project), kind=PmWork.CHECK, actor=SCHEDULER)
-    BacklogProject.objects.filter(pk=project.pk).update(checked_through=state.last_done)
+    BacklogProject.objects.filter(pk=project.pk).update(checked_through=last_done)
     return job
 
 

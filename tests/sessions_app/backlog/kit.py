@@ -23,7 +23,7 @@ from sessions_app.services.backlog import backlog_import, project_create
 from tests.sessions_app.jobkit import scripted_model
 from tests.sessions_app.runkit import bare_remote, calls, review
 
-SPEC = {
+SPEC: dict[str, Any] = {
     "epics": [
         {
             "key": "greetings",
@@ -104,7 +104,7 @@ def coded(**coders: list[list[dict[str, Any]]]) -> dict[str, str]:
 def spec_with(templates: dict[str, str]) -> dict[str, Any]:
     """``SPEC`` with each task's template from ``templates`` (what the scripted Product
     Manager proposes, so each task's Coder gets its own script)."""
-    spec = copy.deepcopy(SPEC)
+    spec: dict[str, Any] = copy.deepcopy(SPEC)
     for task in spec["epics"][0]["tasks"]:
         if task["key"] in templates:
             task["template"] = templates[task["key"]]

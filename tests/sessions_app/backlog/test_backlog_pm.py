@@ -170,8 +170,9 @@ def test_a_completeness_check_starts_once_when_every_task_is_done(
 
     backlog_schedule()  # the scheduler's tick notices it
     project.refresh_from_db()
-    check = Job.objects.get(pk=project.pm_job_id)
-    assert project.pm_job_kind == "check" and check.session_id == project.pm_session_id
+    check = project.pm_job
+    assert check is not None and project.pm_job_kind == "check"
+    assert check.session_id == project.pm_session_id
     assert completeness_checks() == []  # once per "all done" moment
     assert SPEC_TEXT in check.request and "- hello: Add hello.py\n  - hello() returns 'hello'" \
         in check.request  # fmt: skip
@@ -200,6 +201,7 @@ def test_the_kanban_shows_the_product_manager_and_its_waiting_proposals(
     pm_script(proposes(SPEC, final="Three tasks: hello and bye first, then both."))
     assert client.post("/backlog/greeter/plan/", {"spec": SPEC_TEXT}).status_code == 302
     project.refresh_from_db()
+    assert project.pm_job_id is not None
     run_job(project.pm_job_id)
     page = client.get("/backlog/greeter/").content.decode()
     assert 'data-pm-kind="plan" data-pm-status="succeeded"' in page
