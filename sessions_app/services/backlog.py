@@ -111,7 +111,7 @@ def task_move(
             {
                 "task": locked.key,
                 "status": locked.status,
-                "allowed": sorted(TASK.moves[locked.status]),
+                "allowed": [s for s in TaskStatus.values if TASK.allows(locked.status, s)],
             },
         )
     before = locked.status

@@ -68,4 +68,4 @@ def test_a_proposal_accepted_and_refusals(cli: RunCli, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("tasks:\n  - key: x\n    title: X\n    depends_on: [ghost]\n")
     refused = cli("backlog", "import", "shop", str(bad))
-    assert "ACODE-BKL-002" in refused.output and "ghost" in refused.output
+    assert "ACODE-BKL-004" in refused.output and "ghost" in refused.output

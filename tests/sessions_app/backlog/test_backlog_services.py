@@ -21,6 +21,8 @@ from sessions_app.services.backlog import (
 from sessions_app.services.backlog_document import backlog_load
 from tests.sessions_app.backlog.kit import SPEC, statuses
 
+FORM, FITS = "ACODE-BKL-002", "ACODE-BKL-004"  # 400: its form; 409: how it fits the project
+
 pytestmark = pytest.mark.django_db
 
 
@@ -37,27 +39,34 @@ def test_a_spec_becomes_epics_and_tasks_with_dependencies(user: User) -> None:
 
 
 @pytest.mark.parametrize(
-    ("document", "says"),
+    ("document", "code", "says"),
     [
-        ({"tasks": [{"key": "a", "title": "A", "depends_on": ["zzz"]}]}, "unknown tasks: zzz"),
+        ({"tasks": [{"key": "a", "title": "A", "depends_on": ["zzz"]}]}, FITS,
+         "depends on unknown tasks: zzz"),
         (
             {"tasks": [{"key": "a", "title": "A", "depends_on": ["b"]},
                        {"key": "b", "title": "B", "depends_on": ["a"]}]},
-            "cycle",
+            FITS, "cycle",
         ),
-        ({"tasks": [{"key": "a", "title": "A", "priority": "urgent"}]}, "priority"),
-        ({"tasks": [{"key": "a", "title": ""}]}, "'title'"),
-        ({"tasks": [{"key": "a", "title": "A"}, {"key": "a", "title": "again"}]}, "taken"),
-        ({"tasks": [{"key": "a b", "title": "A"}]}, "a key is letters"),
-        ({"epics": [1]}, "epic 1 must be a mapping"),
+        ({"tasks": [{"key": "a", "title": "A"}, {"key": "a", "title": "again"}]}, FITS,
+         "task 'a': the key is taken"),
+        ({"tasks": [{"key": "a", "title": "A", "priority": "urgent"}]}, FORM,
+         "tasks/0/priority"),
+        ({"tasks": [{"key": "a", "title": ""}]}, FORM, "tasks/0/title"),
+        ({"tasks": [{"key": "a b", "title": "A"}]}, FORM, "tasks/0/key"),
+        ({"epics": [1]}, FORM, "epics/0"),
+        ({"tasks": [{"key": "a", "title": "A", "owner": "me"}]}, FORM, "tasks/0"),
+        (["a list"], FORM, "(the document)"),
     ],
 )  # fmt: skip
-def test_a_bad_document_writes_nothing(user: User, document: dict[str, object], says: str) -> None:
+def test_a_bad_document_writes_nothing(
+    user: User, document: dict[str, object], code: str, says: str
+) -> None:
     project = project_create(owner=user, slug="p", title="P")
     with pytest.raises(AcodeError) as refused:
         backlog_import(project=project, document=document, actor="alice")
-    assert refused.value.code == "ACODE-BKL-002"
-    assert says in refused.value.message
+    assert refused.value.code == code
+    assert says in refused.value.message, refused.value.message
     assert not BacklogTask.objects.exists()
 
 
