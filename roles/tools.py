@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
+from acode.backlog_form import DOCUMENT_SCHEMA, unbounded
+
 PathUse = Literal["", "file", "directory"]
 Change = Literal["", "created", "modified", "deleted"]
 
@@ -219,6 +221,15 @@ BUILTIN_TOOLS: tuple[ToolDeclaration, ...] = (
         ),
         _READ,
         path="directory",
+    ),
+    ToolDeclaration(
+        "propose_backlog",
+        "Propose epics and tasks for the backlog of the project you plan for: each task "
+        "with a key, a title, a description, acceptance criteria, a priority (high, medium, "
+        "low) and the keys of the tasks it depends on. A person accepts them (or the "
+        "project lets them through); keys must be new in the project",
+        MappingProxyType(unbounded(DOCUMENT_SCHEMA)),
+        frozenset({"propose_tasks"}),
     ),
     ToolDeclaration(
         "read_file",

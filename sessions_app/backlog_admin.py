@@ -20,6 +20,8 @@ from sessions_app.services.backlog_access import projects_visible_to
 class BacklogProjectAdmin(admin.ModelAdmin):
     list_display = ("slug", "title", "owner", "repository", "max_concurrent_runs", "run_risk")
     search_fields = ("slug", "title")
+    # The Product Manager's session and jobs are the services' (services.backlog_pm).
+    readonly_fields = ("pm_session", "pm_job", "pm_job_kind", "pm_job_open", "checked_through")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[BacklogProject]:
         return projects_visible_to(request.user)

@@ -38,6 +38,11 @@ urlpatterns = [
         name="api-backlog-import",
     ),
     path(
+        "backlog/projects/<slug:slug>/plan/",
+        backlog.ProjectPlanApi.as_view(),
+        name="api-backlog-plan",
+    ),
+    path(
         "backlog/projects/<slug:slug>/tasks/",
         backlog.TaskListApi.as_view(),
         name="api-backlog-tasks",

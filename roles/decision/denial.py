@@ -32,6 +32,7 @@ CONSTRAINTS: Mapping[str, tuple[str, str]] = {
     "network": ("Cannot reach the network", "reach the network"),
     "approve_changes": ("Cannot approve changes", "approve changes"),
     "ask_human": ("Cannot ask a person", "ask a person"),
+    "propose_tasks": ("Cannot propose backlog tasks", "propose backlog tasks"),
 }
 WHO_TO_ASK = "an admin who may change roles"
 

@@ -55,6 +55,7 @@ PERMISSION_EFFECTS = {
     "execute_commands": "it may run commands",
     "spawn": "it may hand sub-tasks to sub-agents (delegate)",
     "configure": "it may change agents' configuration",
+    "propose_tasks": "it may propose backlog tasks (propose_backlog)",
 }
 
 

@@ -21,6 +21,7 @@ from sessions_app.containment import (
 )
 from sessions_app.models import AgentSession, Job, JobEventKind
 from sessions_app.services.applies import SessionJournal, workspace_apply_resume
+from sessions_app.services.backlog_pm import pm_propose
 from sessions_app.services.changes import (
     PendingSnapshot,
     change_track,
@@ -99,6 +100,13 @@ def _collect(job: Job, jobs: list[str] | None, timeout: float) -> list[dict[str,
     return delegation_collect(parent=job, jobs=jobs, timeout=timeout)
 
 
+def _propose(job: Job, session: AgentSession, document: dict[str, Any]) -> list[tuple[str, str]]:
+    """Proposed by the job's role, to the project its session plans (``pm_propose``)."""
+    created = pm_propose(session=session, document=document, actor=f"job:{str(job.pk)[:8]}",
+                         proposed_by=job.role.slug)  # fmt: skip
+    return [(task.key, task.status) for task in created]
+
+
 def tool_context(
     job: Job, session: AgentSession, asked: list[str], shown: PendingSnapshot | None = None
 ) -> ToolContext:
@@ -150,6 +158,7 @@ def tool_context(
         ask_human=_asker(job, session, asked),
         delegate=partial(_delegate, job),
         collect=partial(_collect, job),
+        propose_backlog=partial(_propose, job, session),
         command_timeout=settings.ACODE_TOOL_TIMEOUT,
         mcp=JobMcpServers(workspace=Path(session.workspace), actor=actor),
     )

@@ -57,6 +57,9 @@ class ToolContext:
     # for sub-agents (job ids or None: every one not collected, timeout) -> their results.
     delegate: Callable[[str, str, int | None], str] | None = None
     collect: Callable[[list[str] | None, float], list[dict[str, Any]]] | None = None
+    # The Product Manager (issue 40): propose a backlog document to the project the session
+    # plans -> the (key, status) of each task it added.
+    propose_backlog: Callable[[dict[str, Any]], list[tuple[str, str]]] | None = None
     git_dir: Path | None = None
     command_timeout: float = 120.0
     may_write: bool = False

@@ -332,6 +332,23 @@ def collect(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
                       {"jobs": [r["job"] for r in results]})  # fmt: skip
 
 
+def propose_backlog(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    """Propose epics and tasks to the project the session plans (``services.backlog_pm``:
+    the backlog document's checks; a refusal comes back to the model with its reasons)."""
+    if ctx.propose_backlog is None:
+        raise Refused("propose_backlog works only inside a job")
+    created = ctx.propose_backlog(dict(args))
+    waiting = [key for key, status in created if status == "proposed"]
+    listed = ", ".join(key for key, _ in created) or "none"
+    said = (
+        f"{len(waiting)} task(s) proposed; a person accepts them."
+        if waiting
+        else f"{len(created)} task(s) added to the backlog (the project accepts proposals)."
+    )
+    return ToolResult(f"{said} Keys: {listed}.", "backlog", f"{len(created)} tasks proposed",
+                      {"tasks": [key for key, _ in created]}, untrusted=False)  # fmt: skip
+
+
 def _bind(*implementations: ToolImpl) -> dict[str, ToolImpl]:
     """Implementations by name; the names must be exactly the declared tools' (built-in
     ones: a tool of another ``kind`` is run by that kind's one implementation)."""
@@ -356,6 +373,7 @@ TOOL_IMPLEMENTATIONS: dict[str, ToolImpl] = _bind(
     ToolImpl("find_references", find_references),
     ToolImpl("grep_search", grep_search),
     ToolImpl("list_directory", list_directory),
+    ToolImpl("propose_backlog", propose_backlog),
     ToolImpl("read_file", read_file),
     ToolImpl("run_tests", run_tests),
     ToolImpl("search_code", search_code),

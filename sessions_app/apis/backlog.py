@@ -22,6 +22,8 @@ from sessions_app.apis.serializers.backlog import (
     ProjectCreateInput,
     ProjectDetailOutput,
     ProjectOutput,
+    ProjectPlanInput,
+    ProjectPlanOutput,
     TaskNoteInput,
     TaskOutput,
     TaskPriorityInput,
@@ -36,6 +38,7 @@ from sessions_app.services.backlog import (
 from sessions_app.services.backlog_access import project_for, projects_visible_to, task_for
 from sessions_app.services.backlog_document import DOCUMENT_SCHEMA, backlog_load
 from sessions_app.services.backlog_integration import integration_head
+from sessions_app.services.backlog_pm import project_plan
 from sessions_app.services.workspaces import repository_for
 
 SEE_CODES = ("ACODE-BKL-003",)
@@ -104,6 +107,29 @@ class ProjectImportApi(APIView):
             project=project, document=backlog_load(str(request.data)), actor=user.get_username()
         )
         return Response(BacklogImportOutput({"created": created}).data, status=201)
+
+
+class ProjectPlanApi(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        request=ProjectPlanInput,
+        responses={202: ProjectPlanOutput, **error_responses(*ACT_CODES, *INVALID_CODES,
+                                                             "ACODE-BKL-005", "ACODE-BKL-006",
+                                                             "ACODE-API-503")},
+        operation_id="backlog_projects_plan",
+        description="Give the project's product spec to the Product Manager: it is kept as the "
+        "project's description, and a job in the project's Product Manager session (the "
+        "product-manager role) proposes epics and tasks from it; accept them on the board "
+        "or with .../tasks/{key}/accept/ (unless the project auto-accepts proposals).",
+    )  # fmt: skip
+    def post(self, request: Request, slug: str) -> Response:
+        data = ProjectPlanInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        user = request_user(request)
+        project = project_for(user, slug, act=True)
+        job = project_plan(project=project, spec=data.validated_data["spec"], user=user)
+        return Response(ProjectPlanOutput(job).data, status=status.HTTP_202_ACCEPTED)
 
 
 class TaskListApi(APIView):

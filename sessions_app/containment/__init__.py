@@ -27,7 +27,12 @@ from sessions_app.containment.bwrap import GIT_VIEW_CONFIG, SYSTEM_DIRS, Sandbox
 from sessions_app.containment.channel import messages_seal, model_data, model_text
 from sessions_app.containment.commandwrites import WriteTarget, command_writes
 from sessions_app.containment.content import ContentStore
-from sessions_app.containment.gitmerge import MergeOutcome, branch_head, merge_branch
+from sessions_app.containment.gitmerge import (
+    MergeOutcome,
+    branch_files,
+    branch_head,
+    merge_branch,
+)
 from sessions_app.containment.gitobjects import (
     CommitMismatch,
     TreeChange,
@@ -125,6 +130,7 @@ __all__ = [
     "WorkspaceWriter",
     "WriteTarget",
     "apply_resume",
+    "branch_files",
     "branch_head",
     "check_argv",
     "clone",

@@ -81,3 +81,24 @@ def branch_head(git_dir: Path, branch: str) -> str:
         return ""
     found = open_repository(git_dir).references.get(f"refs/heads/{branch}")
     return str(found.resolve().target) if found is not None else ""
+
+
+def branch_files(git_dir: Path, branch: str) -> list[str]:
+    """The paths of the files on ``branch`` ([] when the repository or branch is missing)."""
+    if not git_dir.is_dir():
+        return []
+    found = open_repository(git_dir).references.get(f"refs/heads/{branch}")
+    if found is None:
+        return []
+    tree = found.peel(pygit2.Commit).tree
+    paths: list[str] = []
+
+    def walk(node: pygit2.Tree, prefix: str) -> None:
+        for entry in node:
+            if isinstance(entry, pygit2.Tree):
+                walk(entry, f"{prefix}{entry.name}/")
+            else:
+                paths.append(f"{prefix}{entry.name}")
+
+    walk(tree, "")
+    return sorted(paths)

@@ -1,6 +1,8 @@
 """The kanban: a project's tasks in columns by status, live over ``/ws/backlog/<slug>/``
 for every viewer; each card with its run's stage and risk, a blocked card with its
-reason, and (for who may act) accept, reprioritise and unblock through the services."""
+reason, and (for who may act) accept, reprioritise and unblock through the services; the
+Product Manager's latest job (a plan or a completeness check) above the columns, and a
+form giving it the project's spec."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from sessions_app.services.backlog_access import (
     task_for,
 )
 from sessions_app.services.backlog_integration import integration_head
+from sessions_app.services.backlog_pm import project_plan
 
 BACKLOG_TEMPLATE = "dashboard/backlog.html"
 PRIORITIES = ("high", "medium", "low")
@@ -101,3 +104,18 @@ def backlog_task_action(request: HttpRequest, slug: str, key: str, action: str) 
     if request.headers.get("HX-Request"):
         return HttpResponse(render_kanban(user, slug))
     return HttpResponseRedirect(board)
+
+
+@login_required
+@require_POST
+def backlog_plan(request: HttpRequest, slug: str) -> HttpResponse:
+    """Give the Product Manager the project's spec (``project_plan``); a refusal comes back
+    as a message."""
+    user = cast(User, request.user)
+    try:
+        project = project_for(user, slug, act=True)
+        job = project_plan(project=project, spec=request.POST.get("spec", "")[:20000], user=user)
+        messages.success(request, f"The Product Manager is planning (job {str(job.pk)[:8]}).")
+    except AcodeError as error:
+        messages.error(request, error.message, error.code)
+    return HttpResponseRedirect(reverse("dashboard-backlog", kwargs={"slug": slug}))

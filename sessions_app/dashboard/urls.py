@@ -46,6 +46,7 @@ urlpatterns = [
     path("agents/", agents.agents, name="dashboard-agents"),
     path("backlog/", backlog.backlog_projects, name="dashboard-backlogs"),
     path("backlog/<slug:slug>/", backlog.backlog_board, name="dashboard-backlog"),
+    path("backlog/<slug:slug>/plan/", backlog.backlog_plan, name="dashboard-backlog-plan"),
     path(
         "backlog/<slug:slug>/tasks/<slug:key>/<str:action>/",
         backlog.backlog_task_action,

@@ -21,6 +21,7 @@ from sessions_app.models.backlog import (
     BacklogProject,
     BacklogTask,
     Epic,
+    PmWork,
     TaskPriority,
     TaskStatus,
 )
@@ -97,6 +98,7 @@ __all__ = [
     "JobStatus",
     "OutsideSession",
     "PendingChange",
+    "PmWork",
     "PushStatus",
     "RememberedAnswer",
     "Repository",

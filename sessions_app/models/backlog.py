@@ -12,9 +12,15 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from sessions_app.models.jobs import Job
 from sessions_app.models.repositories import Repository
 from sessions_app.models.runs import Run
 from sessions_app.models.sessions import AgentSession, RiskTier
+
+
+class PmWork(models.TextChoices):
+    PLAN = "plan", "Plan (a spec into epics and tasks)"
+    CHECK = "check", "Completeness check"
 
 
 class BacklogProject(models.Model):
@@ -68,6 +74,34 @@ class BacklogProject(models.Model):
         default=False,
         help_text="Tasks the Product Manager proposes go straight to the backlog (else a "
         "person accepts each).",
+    )
+    # The Product Manager (``services.backlog_pm``): its plans and completeness checks are
+    # jobs in one session of the project's, in the product-manager role.
+    pm_session = models.OneToOneField(
+        AgentSession,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The Product Manager's session: its propose_backlog calls propose to this "
+        "project.",
+    )
+    pm_job = models.ForeignKey(
+        Job,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The Product Manager's latest job (a plan or a completeness check).",
+    )
+    pm_job_kind = models.CharField(max_length=10, choices=PmWork.choices, blank=True)
+    pm_job_open = models.BooleanField(
+        default=False, help_text="Its end not yet shown on the kanban (the scheduler's tick)."
+    )
+    checked_through = models.PositiveIntegerField(
+        default=0,
+        help_text="The newest done task (id) the last completeness check saw: the next check "
+        "waits until a newer one is done and nothing is open.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db.models import Prefetch, QuerySet
 
-from sessions_app.models import BacklogProject, BacklogTask, RunStage, TaskStatus
+from sessions_app.models import BacklogProject, BacklogTask, Job, PmWork, RunStage, TaskStatus
 
 COLUMNS = (
     TaskStatus.PROPOSED,
@@ -41,10 +41,39 @@ class Card:
 
 
 @dataclass
+class ProductManager:
+    """What the kanban shows of the Product Manager: its latest job (a plan or a
+    completeness check), how it went, and how many of its proposals wait for a person."""
+
+    kind: str = ""  # plan | check ("": it never worked on this project)
+    label: str = ""
+    status: str = ""
+    said: str = ""  # its answer, or why it failed
+    session_id: Any = None
+    waiting: int = 0
+
+
+@dataclass
 class Board:
     project: BacklogProject
     columns: list[tuple[str, str, list[Card]]]
     may_act: bool
+    pm: ProductManager = field(default_factory=ProductManager)
+
+
+def product_manager_of(project: BacklogProject, waiting: int) -> ProductManager:
+    job = Job.objects.filter(pk=project.pm_job_id).first() if project.pm_job_id else None
+    if job is None:
+        return ProductManager(waiting=waiting)
+    said = job.result or " ".join(p for p in (job.error_code, job.error_message) if p)
+    return ProductManager(
+        kind=project.pm_job_kind,
+        label=dict(PmWork.choices).get(project.pm_job_kind, project.pm_job_kind).split(" (")[0],
+        status=job.status,
+        said=said[:600],
+        session_id=project.pm_session_id,
+        waiting=waiting,
+    )
 
 
 def board_of(project: BacklogProject, *, may_act: bool) -> Board:
@@ -66,4 +95,5 @@ def board_of(project: BacklogProject, *, may_act: bool) -> Board:
         )
     labels = dict(TaskStatus.choices)
     columns = [(str(c), labels[c].split(" (")[0], cards[c]) for c in COLUMNS]
-    return Board(project=project, columns=columns, may_act=may_act)
+    pm = product_manager_of(project, len(cards[TaskStatus.PROPOSED]))
+    return Board(project=project, columns=columns, may_act=may_act, pm=pm)

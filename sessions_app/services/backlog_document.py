@@ -1,7 +1,8 @@
 """A backlog document (YAML import, the Product Manager's proposals): its form and how it
 fits a project, checked before anything is written.
 
-``DOCUMENT_SCHEMA`` (JSON Schema) is the form: the API publishes it for
+``DOCUMENT_SCHEMA`` (JSON Schema, ``acode.backlog_form``: the Product Manager's tool
+declares the same form) is the form: the API publishes it for
 ``POST /api/backlog/projects/{slug}/import/`` and ``document_tasks`` checks it first, so
 what the schema allows and the server refuses is only how the document fits the project
 (``fit_problems``: a key that is taken, a dependency on no task, a cycle), refused with
@@ -15,74 +16,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from acode.backlog_form import DOCUMENT_SCHEMA
 from acode.errors import AcodeError
-from acode.inputs import NO_NUL, NOT_WHITESPACE, json_schema_problems
+from acode.inputs import json_schema_problems
 from acode.yamldoc import YamlDocumentError, load_yaml_mapping
 from sessions_app.models import TaskPriority
-
-MAX_EPICS = 50
-MAX_TASKS = 200  # per epic, and outside any epic
-_KEY = {"type": "string", "pattern": r"^[-a-zA-Z0-9_]+$", "maxLength": 64}
-_TITLE = {"type": "string", "pattern": NOT_WHITESPACE, "maxLength": 200}
-_TEXT = {"type": "string", "pattern": NO_NUL, "maxLength": 20_000}
-_LINE = {"type": "string", "pattern": NO_NUL, "maxLength": 2_000}
-
-
-def _object(required: list[str], properties: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "required": required,
-        "properties": properties,
-        "additionalProperties": False,
-    }
-
-
-_TASK = _object(
-    ["key", "title"],
-    {
-        "key": _KEY,
-        "title": _TITLE,
-        "description": _TEXT,
-        "acceptance_criteria": {
-            "description": "A list of criteria, or one text with a criterion per line.",
-            "type": ["array", "string"],
-            "items": _LINE,
-            "maxItems": 100,
-            "pattern": NO_NUL,
-            "maxLength": 20_000,
-        },
-        "priority": {"type": "string", "enum": list(TaskPriority.values)},
-        "depends_on": {"type": "array", "items": _KEY, "maxItems": 100},
-        "template": {
-            "description": "The workflow template its run uses (empty: the project's).",
-            **_KEY,
-            "pattern": r"^[-a-zA-Z0-9_]*$",
-        },
-    },
-)
-DOCUMENT_SCHEMA: dict[str, Any] = {
-    **_object(
-        [],
-        {
-            "epics": {
-                "type": "array",
-                "maxItems": MAX_EPICS,
-                "items": _object(
-                    ["key", "title"],
-                    {
-                        "key": _KEY,
-                        "title": _TITLE,
-                        "description": _TEXT,
-                        "tasks": {"type": "array", "items": _TASK, "maxItems": MAX_TASKS},
-                    },
-                ),
-            },
-            "tasks": {"type": "array", "items": _TASK, "maxItems": MAX_TASKS},
-        },
-    ),
-    "description": "Epics, each with its tasks, and tasks outside any epic. A task's key is "
-    "new in the project; its dependencies name tasks of the document or the project.",
-}
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,17 @@
 """The scheduler: backlog tasks become runs while capacity is free, and tasks follow them.
 
 ``backlog_schedule`` (Celery beat, every ``ACODE_BACKLOG_TICK_SECONDS``) first makes every
-task follow its run (``tasks_follow_runs``), then, per project, starts the highest-priority
-ready task (backlog, every dependency done) while the project runs fewer than its
-``max_concurrent_runs``, skipping a task whose run's first stage would join a worker queue
-that already holds ``ACODE_BACKLOG_QUEUE_DEPTH`` jobs no worker has taken (counted in the
-database, so every host's; a soft limit, as two projects scheduling at the same moment may
-each add one). A ready task left waiting says why on its card (``task_wait``). Each start
-is a run in a session and workspace of its own (``session_create`` then ``run_start``, as
-the project's owner), its request carrying the task's description and acceptance
-criteria, which every stage (the Reviewer's included) is given.
+task follow its run (``tasks_follow_runs``) and starts the Product Manager's completeness
+check of every project just done (``backlog_pm.completeness_checks``), then, per project,
+starts the highest-priority ready task (backlog, every dependency done) while the project
+runs fewer than its ``max_concurrent_runs``, skipping a task whose run's first stage would
+join a worker queue that already holds ``ACODE_BACKLOG_QUEUE_DEPTH`` jobs no worker has
+taken (counted in the database, so every host's; a soft limit, as two projects scheduling
+at the same moment may each add one). A ready task left waiting says why on its card
+(``task_wait``). Each start is a run in a session and workspace of its own
+(``session_create`` then ``run_start``, as the project's owner), its request carrying the
+task's description and acceptance criteria, which every stage (the Reviewer's included)
+is given.
 
 A task is never started twice: the project's row is locked while its capacity is counted,
 and the start claims the task with a conditional UPDATE (status still backlog, its
@@ -39,6 +41,7 @@ from sessions_app.models import (
 from sessions_app.selectors.jobs import jobs_queued_on
 from sessions_app.services.backlog import task_move, task_wait
 from sessions_app.services.backlog_integration import SCHEDULER, task_integrate
+from sessions_app.services.backlog_pm import completeness_checks, pm_jobs_follow
 from sessions_app.services.runs import run_start, template_chosen
 from sessions_app.services.sessions import session_create
 
@@ -89,9 +92,12 @@ def running_count(project: BacklogProject) -> int:
 
 
 def backlog_schedule() -> list[str]:
-    """One tick: tasks follow their runs, then every project starts what it has room for.
-    The keys of the tasks started."""
+    """One tick: tasks follow their runs, then every project starts what it has room for;
+    a project whose every task is now done gets its completeness check
+    (``backlog_pm``). The keys of the tasks started."""
     tasks_follow_runs()
+    pm_jobs_follow()
+    completeness_checks()
     started: list[str] = []
     projects = BacklogProject.objects.filter(
         tasks__status=TaskStatus.BACKLOG, max_concurrent_runs__gt=0

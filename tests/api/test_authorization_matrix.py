@@ -199,6 +199,9 @@ EXPECTED: dict[str, dict[str, int]] = {
     "POST /api/backlog/projects/": ANY_USER | {actor: 201 for actor in ACTORS[1:]},
     "GET /api/backlog/projects/{slug}/": SESSION_READ,
     "POST /api/backlog/projects/{slug}/import/": SESSION_CREATE,
+    # Planning starts the Product Manager's job: 202 for who may act on the board.
+    "POST /api/backlog/projects/{slug}/plan/": SESSION_WRITE
+    | {"owner": 202, "actor": 202, "superuser": 202},
     "GET /api/backlog/projects/{slug}/tasks/": SESSION_READ,
     "GET /api/backlog/projects/{slug}/tasks/{key}/": SESSION_READ,
     "POST /api/backlog/projects/{slug}/tasks/{key}/accept/": SESSION_WRITE,
@@ -253,6 +256,7 @@ BODIES: dict[str, Any] = {
     },
     "POST /api/backlog/projects/": {"slug": "matrix-new", "title": "New board"},
     "POST /api/backlog/projects/{slug}/tasks/{key}/priority/": {"priority": "high"},
+    "POST /api/backlog/projects/{slug}/plan/": {"spec": "A shop that sells hats."},
 }
 QUERIES: dict[str, dict[str, str]] = {"GET /api/audit/export/": {"format": "jsonl"}}
 

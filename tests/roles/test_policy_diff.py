@@ -102,6 +102,20 @@ def test_a_parent_given_what_the_child_holds_widens_the_child(code: str) -> None
         assert result.gains[0].counterexample["tool"] == "execute_command"
 
 
+def test_propose_tasks_gained_is_a_grant_with_its_tool() -> None:
+    old = view([spec("pm", ("read_files",), write_paths=())], "pm")
+    new = view([spec("pm", ("read_files", "propose_tasks"), write_paths=())], "pm")
+    result = diff(old, new)
+    whats = [g.what for g in result.gains]
+    assert whats == ["gain permission propose_tasks", "gain tool propose_backlog"], whats
+    assert "propose backlog tasks" in result.gains[0].text()
+    tool = result.gains[1].counterexample
+    assert (tool["kind"], tool["tool"], tool["old"], tool["new"]) == (
+        "call", "propose_backlog", "deny", "allow")  # fmt: skip
+    assert_real(result, old, new)
+    assert not diff(new, old).widens
+
+
 def test_wider_write_globs_are_found_with_a_path_and_narrower_ones_are_not_gains() -> None:
     old = view([spec(write_paths=("src/**",))], "coder")
     new = view([spec(write_paths=("src/**", "docs/*.md"))], "coder")

@@ -159,6 +159,8 @@ API_NOT_ON_A_SESSION = {
     "POST /api/backlog/projects/{slug}/tasks/{key}/unblock/": "a backlog task's status (its "
     "next run starts through run_start)",
     "POST /api/backlog/projects/{slug}/tasks/{key}/priority/": "a backlog task's priority",
+    "POST /api/backlog/projects/{slug}/plan/": "a backlog's spec; the Product Manager's job "
+    "goes through job_create's guard in the project's own session",
     "PATCH /api/roles/{name}/argument-limits/{tool}/": "role argument limits (new version)",
     "DELETE /api/roles/{name}/argument-limits/{tool}/": "role argument limits (new version)",
     # A job's question about one call (a rule's "outcome": "ask"): a run's stage job asks
@@ -306,6 +308,7 @@ DASHBOARD_NOT_ON_A_SESSION = {
     "dashboard-consent-answer": "answers a job's question about one call, not the session",
     "dashboard-agents": "makes a custom agent (role data), not on a session",
     "dashboard-backlog-action": "a backlog task's status or priority (issue 40), not a session",
+    "dashboard-backlog-plan": "a backlog's spec (its Product Manager job: job_create's guard)",
 }
 
 

@@ -1,5 +1,6 @@
-"""``acode backlog …``: projects, their tasks by status, YAML imports, and a person's
-actions on the board (accept a proposal, reprioritise, unblock)."""
+"""``acode backlog …``: projects, their tasks by status, YAML imports, a spec given to the
+Product Manager (``plan``), and a person's actions on the board (accept a proposal,
+reprioritise, unblock)."""
 
 from __future__ import annotations
 
@@ -173,3 +174,29 @@ def priority(
     """Reprioritise a task (the scheduler starts the highest first)."""
     answer = _act(ctx, project, task, "priority", {"priority": level})
     emit(answer, as_json=as_json, render=_print_task)
+
+
+def _print_plan(plan: dict[str, Any]) -> None:
+    out().print(
+        f"The Product Manager plans the project: job {plan['job']} ({plan['status']}) in "
+        f"session {plan['session']}. Its proposals appear as proposed tasks "
+        "(`acode backlog list PROJECT`); accept each with `acode backlog accept PROJECT KEY`."
+    )
+
+
+@app.command("plan")
+@handles_errors
+def plan(
+    ctx: typer.Context,
+    project: ProjectArgument,
+    file: Annotated[Path, typer.Argument(help="The product spec (text or Markdown).")],
+    as_json: JsonOption = False,
+) -> None:
+    """Give the project's spec to the Product Manager: it proposes epics and tasks."""
+    try:
+        spec = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"Cannot read {file}: {exc}") from exc
+    with runtime(ctx).client() as client:
+        answer = client.post(_base(project) + "plan/", {"spec": spec})
+    emit(answer, as_json=as_json, render=_print_plan)

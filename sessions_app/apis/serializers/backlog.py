@@ -11,6 +11,13 @@ from sessions_app.models import BacklogProject, BacklogTask, RiskTier, TaskPrior
 class ProjectOutput(serializers.ModelSerializer):
     owner = serializers.CharField(source="owner.username")
     repository = serializers.CharField(source="repository.name", allow_null=True, default=None)
+    pm_session = serializers.UUIDField(
+        source="pm_session_id", allow_null=True, help_text="The Product Manager's session."
+    )
+    pm_job = serializers.UUIDField(
+        source="pm_job_id", allow_null=True, help_text="The Product Manager's latest job."
+    )
+    pm_job_status = serializers.CharField(source="pm_job.status", allow_null=True, default=None)
 
     class Meta:
         model = BacklogProject
@@ -27,6 +34,10 @@ class ProjectOutput(serializers.ModelSerializer):
             "integration_branch",
             "integration_pushed",
             "auto_accept_proposals",
+            "pm_session",
+            "pm_job",
+            "pm_job_kind",
+            "pm_job_status",
             "created_at",
         ]
 
@@ -108,3 +119,14 @@ class TaskNoteInput(Input):
 
 class BacklogImportOutput(serializers.Serializer):
     created = TaskOutput(many=True)
+
+
+class ProjectPlanInput(Input):
+    spec = Text(max_length=20000, help_text="The product spec the Product Manager plans from.")
+
+
+class ProjectPlanOutput(serializers.Serializer):
+    session = serializers.UUIDField(source="session_id")
+    job = serializers.UUIDField(source="pk")
+    status = serializers.CharField()
+    kind = serializers.CharField(default="plan")

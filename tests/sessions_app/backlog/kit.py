@@ -1,8 +1,10 @@
 """Helpers for backlog tests: a project on a registered repository, a three-task spec and
-scripted models that carry each task's run (low risk: Coder, Tester, Reviewer)."""
+scripted models that carry each task's run (low risk: Coder, Tester, Reviewer), and the
+Product Manager's scripted proposals of it."""
 
 from __future__ import annotations
 
+import copy
 import uuid
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ from sessions_app.services.backlog import backlog_import, project_create
 from tests.sessions_app.jobkit import scripted_model
 from tests.sessions_app.runkit import bare_remote, calls, review
 
-SPEC = {
+SPEC: dict[str, Any] = {
     "epics": [
         {
             "key": "greetings",
@@ -99,11 +101,35 @@ def coded(**coders: list[list[dict[str, Any]]]) -> dict[str, str]:
     return {key: task_template(key, coder) for key, coder in coders.items()}
 
 
+def spec_with(templates: dict[str, str]) -> dict[str, Any]:
+    """``SPEC`` with each task's template from ``templates`` (what the scripted Product
+    Manager proposes, so each task's Coder gets its own script)."""
+    spec: dict[str, Any] = copy.deepcopy(SPEC)
+    for task in spec["epics"][0]["tasks"]:
+        if task["key"] in templates:
+            task["template"] = templates[task["key"]]
+    return spec
+
+
+def proposes(document: dict[str, Any], final: str = "proposed") -> list[dict[str, Any]]:
+    """A Product Manager job's script: one propose_backlog call, then its answer."""
+    return calls(("propose_backlog", document), final=final)
+
+
 def project_with_spec(
     owner: User, tmp_path: Path, templates: dict[str, str], **options: Any
 ) -> BacklogProject:
     """A project on a fresh repository (its own slug: its own integration repository)
     with the three tasks of ``SPEC``, each run with its template from ``templates``."""
+    project = project_on_repository(owner, tmp_path, **options)
+    backlog_import(project=project, document=SPEC, actor="test")
+    for key, slug in templates.items():
+        BacklogTask.objects.filter(project=project, key=key).update(template=slug)
+    return project
+
+
+def project_on_repository(owner: User, tmp_path: Path, **options: Any) -> BacklogProject:
+    """A project with no tasks on a fresh repository (its own integration repository)."""
     remote = bare_remote(tmp_path / "app.git")
     repository = Repository.objects.create(name="app", source=str(remote), pushable=True)
     repository.users.add(owner)
@@ -115,9 +141,6 @@ def project_with_spec(
         run_risk="low",
         **options,
     )
-    backlog_import(project=project, document=SPEC, actor="test")
-    for key, slug in templates.items():
-        BacklogTask.objects.filter(project=project, key=key).update(template=slug)
     return project
 
 

@@ -1,8 +1,10 @@
 """Acceptance (issue 40), end to end on real Celery workers with beat and scripted models:
-a small spec becomes three tasks with dependencies; the scheduler runs the two
-independent ones concurrently and the third after them; one is blocked and reassigned
-(to a template whose Coder is another model); all merge into the integration branch;
-the kanban in two viewers' sockets follows the moves live."""
+a small spec, given to the project, becomes three tasks with dependencies through the
+Product Manager's job (its propose_backlog call) and a person accepting each through the
+API; the scheduler runs the two independent ones concurrently and the third after them;
+one is blocked and reassigned (to a template whose Coder is another model); all merge into
+the integration branch; then the completeness check's Product Manager proposes one
+follow-up; the kanban in two viewers' sockets follows the moves live."""
 
 from __future__ import annotations
 
@@ -22,12 +24,21 @@ from channels.db import database_sync_to_async
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
+from rest_framework.test import APIClient
 
 from acode.routing import websocket_urlpatterns
 from roles.services import role_write
-from sessions_app.models import BacklogProject, BacklogTask, Run
+from sessions_app.models import BacklogProject, BacklogTask, Job, Run
 from sessions_app.services.backlog_integration import integration_git_dir
-from tests.sessions_app.backlog.kit import coded, coder_writes, project_with_spec, wrote_nothing
+from tests.sessions_app.backlog.kit import (
+    coded,
+    coder_writes,
+    project_on_repository,
+    proposes,
+    spec_with,
+    wrote_nothing,
+)
+from tests.sessions_app.jobkit import scripted_model
 from tests.sessions_app.test_tasks import Worker
 
 pytestmark = [
@@ -45,7 +56,7 @@ CARD = re.compile(r'data-task="([\w-]+)" data-status="(\w+)"')
 @pytest.fixture
 def team_queue() -> str:
     name = f"test-backlog-{uuid.uuid4().hex[:8]}"
-    for role in ("coder", "tester", "reviewer"):
+    for role in ("coder", "tester", "reviewer", "product-manager"):
         role_write(data={"queue": name}, create=False, slug=role, actor="test")
     return name
 
@@ -62,9 +73,27 @@ def _statuses(project: BacklogProject) -> dict[str, str]:
     return dict(BacklogTask.objects.filter(project=project).values_list("key", "status"))
 
 
+SPEC_TEXT = "Greetings: hello() says hello, bye() says bye, both() says both."
+FOLLOW_UP = {"tasks": [{"key": "docs", "title": "Document the greetings",
+                        "acceptance_criteria": ["README shows hello, bye and both"],
+                        "depends_on": ["both"]}]}  # fmt: skip
+FINAL = {"hello": "done", "bye": "done", "both": "done", "docs": "proposed"}
+
+
+def _accept_proposals(api: APIClient, project: BacklogProject, accepted: set[str]) -> None:
+    """A person accepts each task the Product Manager proposed for the spec (the API)."""
+    for key in ("hello", "bye", "both"):
+        if key in accepted or not BacklogTask.objects.filter(project=project, key=key).exists():
+            continue
+        answer = api.post(f"/api/backlog/projects/{project.slug}/tasks/{key}/accept/")
+        assert answer.status_code == 200, answer.content
+        accepted.add(key)
+
+
 def test_a_spec_runs_through_the_backlog_on_real_workers(
-    user: User, django_user_model: Any, tmp_path: Path, team_queue: str, workers: list[Worker]
-) -> None:
+    user: User, django_user_model: Any, tmp_path: Path, team_queue: str, workers: list[Worker],
+    api: APIClient,
+) -> None:  # fmt: skip
     lead = django_user_model.objects.create_superuser("lead", "l@x", "pw-lead-123")
     templates = coded(
         hello=[coder_writes("hello")],
@@ -72,11 +101,18 @@ def test_a_spec_runs_through_the_backlog_on_real_workers(
         both=[coder_writes("both")],
         other=[coder_writes("bye")],  # the reassignment's model
     )
-    project = project_with_spec(
-        user, tmp_path, {k: templates[k] for k in ("hello", "bye", "both")},
-        max_concurrent_runs=2, max_task_attempts=2, reassign_template=templates["other"],
+    project = project_on_repository(
+        user, tmp_path, max_concurrent_runs=2, max_task_attempts=2,
+        reassign_template=templates["other"],
     )  # fmt: skip
+    # The Product Manager's two jobs: the plan (the spec's three tasks, each with its
+    # template), then the completeness check (one follow-up).
+    scripted_model("product-manager", [
+        proposes(spec_with({k: templates[k] for k in ("hello", "bye", "both")})),
+        proposes(FOLLOW_UP, final="The docs are missing."),
+    ])  # fmt: skip
     seen: dict[str, list[dict[str, str]]] = {"owner": [], "lead": []}
+    accepted: set[str] = set()
 
     async def body() -> None:
         sockets = {}
@@ -89,13 +125,19 @@ def test_a_spec_runs_through_the_backlog_on_real_workers(
             Worker(team_queue, tmp_path / "worker.log", beat=True, concurrency=2,
                    extra_env={"ACODE_BACKLOG_TICK_SECONDS": "1"})
         )  # fmt: skip
+        planned = await database_sync_to_async(api.post)(
+            f"/api/backlog/projects/{project.slug}/plan/", {"spec": SPEC_TEXT}, format="json"
+        )
+        assert planned.status_code == 202, planned.content
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             for name, comm in sockets.items():
                 while not await comm.receive_nothing(timeout=0.05):
                     seen[name].append(dict(CARD.findall(await comm.receive_from())))
+            if len(accepted) < 3:
+                await database_sync_to_async(_accept_proposals)(api, project, accepted)
             now = await database_sync_to_async(_statuses)(project)
-            if set(now.values()) == {"done"} and all(s and s[-1] == now for s in seen.values()):
+            if now == FINAL and all(s and s[-1] == now for s in seen.values()):
                 break
             await asyncio.sleep(0.3)
         for comm in sockets.values():
@@ -103,7 +145,16 @@ def test_a_spec_runs_through_the_backlog_on_real_workers(
 
     async_to_sync(body)()
     log = (tmp_path / "worker.log").read_text()[-3000:]
-    assert _statuses(project) == {"hello": "done", "bye": "done", "both": "done"}, log
+    assert _statuses(project) == FINAL, log
+    project.refresh_from_db()
+    pm_jobs = list(Job.objects.filter(session=project.pm_session).order_by("created_at"))
+    assert [j.status for j in pm_jobs] == ["succeeded", "succeeded"], log
+    assert SPEC_TEXT in pm_jobs[0].request and "## Tasks done" in pm_jobs[1].request
+    assert "hello.py" in pm_jobs[1].request  # the integration branch's files
+    assert project.pm_job_kind == "check"
+    tasks = {t.key: t for t in BacklogTask.objects.filter(project=project)}
+    assert {d.key for d in tasks["both"].depends_on.all()} == {"hello", "bye"}
+    assert {t.proposed_by for t in tasks.values()} == {"product-manager"}
 
     runs = {t.key: t for t in BacklogTask.objects.filter(project=project)}
     hello_run = Run.objects.get(backlog_tasks=runs["hello"])
@@ -129,6 +180,6 @@ def test_a_spec_runs_through_the_backlog_on_real_workers(
     assert sorted(tree) == ["README.md", "both.py", "bye.py", "hello.py"]
 
     for name, snapshots in seen.items():
-        assert snapshots[-1] == {"hello": "done", "bye": "done", "both": "done"}, name
+        assert snapshots[-1] == FINAL, name
         assert any(s.get("hello") == s.get("bye") == "in_progress" for s in snapshots), name
         assert any(s.get("both") == "in_progress" for s in snapshots), name
