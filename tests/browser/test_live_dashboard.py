@@ -117,7 +117,7 @@ def test_transitions_made_elsewhere_show_live_on_board_and_session_page(
             "els => els.map(e => e.dataset.transition)"
         )
     )
-    assert shown == allowed_now(api, sid) == {"planner", "explorer", "tester"}
+    assert shown == allowed_now(api, sid) == {"planner", "explorer", "product-manager", "tester"}
 
     # 1. Through the REST API (served by the live server).
     response = api.post(

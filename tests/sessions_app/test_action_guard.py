@@ -527,6 +527,8 @@ SERVICES: dict[str, tuple[Action, Callable[[World], object]]] = {
 SERVICES_NOT_ACTIONS = {
     "lock_session": "a helper",
     "lock_job": "a helper (the job row, inside the calling service's transaction)",
+    "lock_session_found": "a helper (an outside agent's session found and locked at once)",
+    "template_chosen": "a read (the template a run of a request would use)",
     "session_create": "opens a new session",
     "precondition_unmet": "a read",
     "transitions_from": "a read",

@@ -12,6 +12,7 @@ from django.test import Client
 
 from acode import devserver, modelserver
 from acode.embedded import free_port, stop_process
+from roles.models import Role
 from roles.services import role_write
 from tests.sessions_app.jobkit import scripted_model
 
@@ -35,7 +36,7 @@ def test_no_such_line_when_the_default_model_is_not_the_embedded_one(
 
 def test_no_such_line_when_every_role_names_its_model(dev_client: Client) -> None:
     endpoint = scripted_model("default", [{"content": "ok"}])
-    for slug in ("planner", "coder", "reviewer", "explorer", "tester"):
+    for slug in Role.objects.exclude(slug="default").values_list("slug", flat=True):
         role_write(data={"preferred_model": endpoint.name}, create=False, slug=slug, actor="t")
     assert LINE not in dev_client.get("/").content.decode()
 

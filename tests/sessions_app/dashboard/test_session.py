@@ -28,7 +28,7 @@ def test_session_page_offers_only_transitions_allowed_now(
     html = dev_client.get(f"/sessions/{session.id}/").content.decode()
     assert 'id="session-header"' in html
     assert 'data-role="default"' in html
-    assert sorted(buttons(html)) == ["explorer", "planner", "tester"]
+    assert sorted(buttons(html)) == ["explorer", "planner", "product-manager", "tester"]
     assert "the session has no plan yet" in html  # Coder is listed as blocked, not a button
     assert 'name="reason"' in html and "required" in html
     for fragment in ("transitions", "timeline", "plan", "jobs", "changes", "time"):
