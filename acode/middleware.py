@@ -79,8 +79,8 @@ def database_unavailable(request: HttpRequest) -> HttpResponse:
 
 
 def _note_database_error(sender: Any, request: HttpRequest | None = None, **kwargs: Any) -> None:
-    # An exception raised by a middleware (the registry sync reads the database first thing
-    # in every request) is answered 500 by Django before any outer middleware sees it; the
+    # An exception raised by a middleware (the registry sync reads the database before
+    # every view) is answered 500 by Django before any outer middleware sees it; the
     # signal is sent while it is being handled, so remember it for ApiRequestMiddleware.
     exception = sys.exc_info()[1]
     if request is not None and isinstance(exception, DATABASE_ERRORS):

@@ -25,6 +25,7 @@ from rest_framework.views import APIView
 
 from acode.errors import error_responses
 from acode.inputs import Input, Text
+from roles.middleware import syncs_registry_itself
 from sessions_app.apis.common import INVALID_CODES, request_user
 from sessions_app.selectors.outside import hook_tokens_of
 from sessions_app.services.outside.hooks import MALFORMED, HookAnswer, hook_event
@@ -120,6 +121,7 @@ def hook_response(agent: str, answer: HookAnswer) -> dict[str, Any]:
     return body
 
 
+@syncs_registry_itself  # from the stamp read with the session (outside.sessions)
 class HookEventApi(APIView):
     authentication_classes = [HookTokenAuthentication]
     permission_classes = [IsAuthenticated, HasHookToken]

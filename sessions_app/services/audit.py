@@ -62,10 +62,11 @@ class SessionHead:
         return head.values_list("audit_seq", "audit_hash").get()
 
     def advance(self, seq: int, digest: str) -> None:
+        # The database moved the row's head with the event's INSERT (a trigger:
+        # migrations/0031_session_head_trigger): the copies in hand follow.
         for row in {id(self.session): self.session, id(self.held): self.held}.values():
             if row is not None:
                 row.audit_seq, row.audit_hash = seq, digest
-        AgentSession.objects.filter(pk=self.session.pk).update(audit_seq=seq, audit_hash=digest)
 
 
 def audit_record(

@@ -18,12 +18,24 @@ from contextlib import contextmanager
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from roles.registry import registry
+from roles.registry import registry, stamp_column
 from sessions_app.models import AgentKind, AgentSession, HookToken, OutsideSession
 from sessions_app.services.audit import publish_session_event
 from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.locks import lock_session, lock_session_found
 from sessions_app.services.sessions import history_start
+
+# (user, agent kind, agent's session id) -> the acode session's id, for this process: an
+# outside session's ids never change, so later events lock the session by its primary key
+# alone instead of joining ``OutsideSession`` (an agent posts every tool call).
+_known_ids: dict[tuple[int, str, str], uuid.UUID] = {}
+KNOWN_IDS_KEPT = 10_000  # then it starts again (each step is atomic: threads share it)
+
+
+def _remember(key: tuple[int, str, str], session_id: uuid.UUID) -> None:
+    if len(_known_ids) >= KNOWN_IDS_KEPT:
+        _known_ids.clear()
+    _known_ids[key] = session_id
 
 
 def agent_kind(agent: str) -> str:
@@ -37,16 +49,35 @@ def outside_session(
 ) -> Iterator[AgentSession]:
     """The acode session of an outside agent's session (created by its first event), found
     and locked in one query and held for the enclosing transaction (``locks``): the chain
-    head its event is audited on and the role it is decided in are read from that row."""
+    head its event is audited on and the role it is decided in are read from that row, and
+    the role registry is brought up to date from the stamp the same query reads."""
     kind = agent_kind(agent)
-    rows = AgentSession.objects.filter(
-        outside__owner_id=token.user_id, outside__agent=kind, outside__agent_session_id=agent_session_id
-    )  # fmt: skip
-    with lock_session_found(rows) as found:
+    key = (token.user_id, kind, agent_session_id)
+    known = _known_ids.get(key)
+    if known is not None:  # by its primary key, no join: the ids never change
+        rows = AgentSession.objects.filter(pk=known)
+    else:
+        rows = AgentSession.objects.filter(
+            outside__owner_id=token.user_id, outside__agent=kind, outside__agent_session_id=agent_session_id
+        )  # fmt: skip
+    with lock_session_found(rows.annotate(registry_stamp=stamp_column())) as found:
         if found is not None:
+            _remember(key, found.pk)
+            # The role registry as of this moment, read in the same query (the hook view
+            # leaves the request's own read to it: ``syncs_registry_itself``).
+            registry.sync(stamp=getattr(found, "registry_stamp", None) or "")
             found.owner = token.user  # the token's user owns it: no second read
             yield found
             return
+    if known is not None:  # the session is gone (deleted): find it again, or create it
+        _known_ids.pop(key, None)
+        with outside_session(
+            token=token, agent=agent, agent_session_id=agent_session_id, cwd=cwd,
+            machine=machine, repository=repository,
+        ) as session:  # fmt: skip
+            yield session
+        return
+    registry.sync()
     try:
         with transaction.atomic():
             created = _create(token, kind, agent_session_id, cwd, machine, repository).pk
@@ -54,6 +85,7 @@ def outside_session(
         created = OutsideSession.objects.get(
             owner_id=token.user_id, agent=kind, agent_session_id=agent_session_id
         ).session_id
+    _remember(key, created)
     with lock_session(created) as session:
         session.owner = token.user
         yield session
