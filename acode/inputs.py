@@ -301,6 +301,14 @@ def json_schema_problems(schema: Mapping[str, Any], data: Any) -> list[str]:
     return problems
 
 
+def json_schema_check(schema: Mapping[str, Any], data: Any, *, code: str, refusal: str) -> None:
+    """Refuse ``data`` the JSON Schema ``schema`` does not allow: ``code`` with ``refusal``
+    and its first five problems in the message, every problem in the details."""
+    problems = json_schema_problems(schema, data)
+    if problems:
+        raise AcodeError(code, f"{refusal}: " + "; ".join(problems[:5]), {"problems": problems})
+
+
 def _refuse(code: str, message: str, where: str) -> AcodeError:
     return AcodeError(code, message, {"location": where or "(the body itself)"})
 

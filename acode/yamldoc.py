@@ -1,5 +1,6 @@
 """The one YAML loader for everything acode reads as YAML: role and workflow imports (API,
-``manage.py``), the seed roles, the CLI's plan files.
+``manage.py``), the seed roles, the CLI's plan files; and the one way it writes YAML
+(``dump_yaml``: exports, the CLI's prompt packs).
 
 PyYAML's ``safe_load`` builds no arbitrary objects, but it still recurses once per level
 of nesting (10,000 levels raise RecursionError), expands aliases by reference (a few
@@ -16,6 +17,7 @@ No Django imports: the CLI uses it too.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -180,3 +182,21 @@ def load_yaml_mapping(text: str) -> dict[str, Any]:
             "ACODE-IMP-001", "The file must hold a mapping.", ["top level is not a mapping"]
         )
     return data
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    # Block style keeps multi-line prompts readable and diff-friendly in git.
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str_representer)
+
+
+def dump_yaml(data: Mapping[str, Any]) -> str:
+    """The document as YAML: keys in the given order, multi-line text as literal blocks."""
+    return yaml.dump(dict(data), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)

@@ -13,7 +13,7 @@ import typer
 
 from acode.cli.client import ApiClient, Params
 from acode.cli.config import Config, Settings, load_config, resolve_settings
-from acode.cli.errors import CliError, ExitCode, NotFound, UsageError
+from acode.cli.errors import ApiError, CliError, ExitCode, NotFound, UsageError
 from acode.cli.output import plural, print_error
 
 JsonOption = Annotated[
@@ -90,6 +90,33 @@ def fetch(ctx: typer.Context, path: str, params: Params | None = None) -> Any:
     """GET one API resource with a client opened for it (commands that read one thing)."""
     with runtime(ctx).client() as client:
         return client.get(path, params=params)
+
+
+def send(ctx: typer.Context, path: str, body: Any = None, **options: Any) -> Any:
+    """POST one request with a client opened for it (commands that do one thing) and return
+    the API's answer; ``options`` as ``ApiClient.post`` takes them. ``fetch`` is its GET."""
+    with runtime(ctx).client() as client:
+        return client.post(path, body, **options)
+
+
+@contextmanager
+def server_must_offer(
+    client: ApiClient, *, lacks: str, update: str, title: str = "Not available on this server"
+) -> Iterator[None]:
+    """Turn a route the server lacks (it is older than this CLI) into NOT_FOUND: "The server
+    at URL ``lacks``.", suggesting "Update the server to a version with ``update``."; every
+    other error passes."""
+    try:
+        yield
+    except ApiError as error:
+        if error.endpoint_missing:
+            raise CliError(
+                f"The server at {client.settings.url} {lacks}.",
+                title=title,
+                suggestion=f"Update the server to a version with {update}.",
+                exit_code=ExitCode.NOT_FOUND,
+            ) from error
+        raise
 
 
 @contextmanager

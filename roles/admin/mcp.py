@@ -7,8 +7,6 @@ approved, then approves it; every approval goes through ``roles.services.mcp``.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.db.models import QuerySet
@@ -18,7 +16,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from acode.errors import AcodeError
-from roles.admin.base import ServiceAdmin
+from roles.admin.base import RowServices, ServiceAdmin
 from roles.models import McpArgumentLimit, McpServer, McpToolDefinition
 from roles.services.mcp import (
     definition_diff,
@@ -38,6 +36,7 @@ class McpServerAdmin(ServiceAdmin):
     search_fields = ("slug", "description")
     readonly_fields = ("status", "last_error", "checked_at")
     actions = ["list_tools"]
+    services = RowServices("server", mcp_server_save, mcp_server_delete)
 
     @admin.action(description="List their tools now (new ones then wait for approval)")
     def list_tools(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> None:
@@ -52,12 +51,6 @@ class McpServerAdmin(ServiceAdmin):
     @admin.display(description="Last error")
     def error(self, obj: McpServer) -> str:
         return obj.last_error[:120]
-
-    def save_model(self, request: HttpRequest, obj: McpServer, form: Any, change: bool) -> None:
-        mcp_server_save(server=obj, user=request.user)  # type: ignore[arg-type]
-
-    def delete_model(self, request: HttpRequest, obj: McpServer) -> None:
-        mcp_server_delete(server=obj, user=request.user)  # type: ignore[arg-type]
 
 
 @admin.register(McpToolDefinition)
@@ -124,11 +117,4 @@ class McpArgumentLimitAdmin(ServiceAdmin):
     list_display = ("role", "tool")
     list_filter = ("role",)
     search_fields = ("tool", "role__slug")
-
-    def save_model(
-        self, request: HttpRequest, obj: McpArgumentLimit, form: Any, change: bool
-    ) -> None:
-        mcp_argument_limit_save(limit=obj, user=request.user)  # type: ignore[arg-type]
-
-    def delete_model(self, request: HttpRequest, obj: McpArgumentLimit) -> None:
-        mcp_argument_limit_delete(limit=obj, user=request.user)  # type: ignore[arg-type]
+    services = RowServices("limit", mcp_argument_limit_save, mcp_argument_limit_delete)

@@ -25,6 +25,20 @@ from roles.validation import (
     role_text_findings,
 )
 
+# A role's model endpoints and budgets: fields of the form, one section of the admin page.
+MODELS_AND_BUDGETS = (
+    "preferred_model",
+    "fallback_model",
+    "reassign_models",
+    "reasoning_effort",
+    "queue",
+    "max_llm_calls",
+    "max_tokens",
+    "timeout_seconds",
+    "max_sub_agents",
+    "max_delegation_depth",
+)
+
 
 class RoleAdminForm(forms.ModelForm):
     actor = "admin"  # replaced per request by RoleAdmin.get_form
@@ -76,16 +90,7 @@ class RoleAdminForm(forms.ModelForm):
             "constraints",
             "prompt_key",
             "context_strategy",
-            "preferred_model",
-            "fallback_model",
-            "reassign_models",
-            "reasoning_effort",
-            "queue",
-            "max_llm_calls",
-            "max_tokens",
-            "timeout_seconds",
-            "max_sub_agents",
-            "max_delegation_depth",
+            *MODELS_AND_BUDGETS,
             "answer_sets_plan",
             "protected",
         )

@@ -16,7 +16,7 @@ from acode.errors import AcodeError
 from roles.admin.base import ServiceAdmin
 from roles.admin.drafts import draft_admin_url
 from roles.admin.preview import preview_view
-from roles.admin.role_form import RoleAdminForm
+from roles.admin.role_form import MODELS_AND_BUDGETS, RoleAdminForm
 from roles.models import DEFAULT_ROLE_SLUG, Role, RoleVersion
 from roles.registry import registry
 from roles.selectors import role_drafts
@@ -92,20 +92,7 @@ class RoleAdmin(ServiceAdmin):
         ),
         (
             "Models and budgets",
-            {
-                "fields": (
-                    "preferred_model",
-                    "fallback_model",
-                    "reassign_models",
-                    "reasoning_effort",
-                    "queue",
-                    "max_llm_calls",
-                    "max_tokens",
-                    "timeout_seconds",
-                    "max_sub_agents",
-                    "max_delegation_depth",
-                )
-            },
+            {"fields": MODELS_AND_BUDGETS},
         ),
         ("Version", {"fields": ("version", "open_drafts")}),
     )

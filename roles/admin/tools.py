@@ -13,7 +13,7 @@ from django.http import HttpRequest
 
 from acode.errors import AcodeError
 from acode.llm import endpoint_from_row, model_check
-from roles.admin.base import ServiceAdmin
+from roles.admin.base import RowServices, ServiceAdmin
 from roles.models import EndpointKind, ModelEndpoint, Permission, Tool, TransitionRule
 from roles.registry import tool_specs
 from roles.services import (
@@ -87,8 +87,16 @@ def _examples_warning(admin_: admin.ModelAdmin, request: HttpRequest) -> None:
         )
 
 
+class CatalogAdmin(ServiceAdmin):
+    """Tools and permissions: a save or delete that narrows access says which policy
+    examples now fail."""
+
+    def written(self, request: HttpRequest) -> None:
+        _examples_warning(self, request)
+
+
 @admin.register(Tool)
-class ToolAdmin(ServiceAdmin):
+class ToolAdmin(CatalogAdmin):
     """Enable, describe and order the tools acode declares; what a tool takes and needs is
     shown, not edited (it is declared in code, ``roles.tools``)."""
 
@@ -99,6 +107,7 @@ class ToolAdmin(ServiceAdmin):
     list_filter = ("enabled",)
     search_fields = ("name", "description")
     readonly_fields = ("permissions_needed", "writes", "arguments")
+    services = RowServices("tool", tool_save, tool_delete)
 
     @staticmethod
     def _declaration(obj: Tool) -> ToolDeclaration | None:
@@ -134,28 +143,13 @@ class ToolAdmin(ServiceAdmin):
     def get_changelist_form(self, request: HttpRequest, **kwargs: Any) -> Any:
         return super().get_changelist_form(request, form=ToolForm, **kwargs)
 
-    def save_model(self, request: HttpRequest, obj: Tool, form: Any, change: bool) -> None:
-        tool_save(tool=obj, user=request.user)  # type: ignore[arg-type]
-        _examples_warning(self, request)
-
-    def delete_model(self, request: HttpRequest, obj: Tool) -> None:
-        tool_delete(tool=obj, user=request.user)  # type: ignore[arg-type]
-        _examples_warning(self, request)
-
 
 @admin.register(Permission)
-class PermissionAdmin(ServiceAdmin):
+class PermissionAdmin(CatalogAdmin):
     form = PermissionForm
     list_display = ("code", "description")
     search_fields = ("code", "description")
-
-    def save_model(self, request: HttpRequest, obj: Permission, form: Any, change: bool) -> None:
-        permission_save(permission=obj, user=request.user)  # type: ignore[arg-type]
-        _examples_warning(self, request)
-
-    def delete_model(self, request: HttpRequest, obj: Permission) -> None:
-        permission_delete(permission=obj, user=request.user)  # type: ignore[arg-type]
-        _examples_warning(self, request)
+    services = RowServices("permission", permission_save, permission_delete)
 
 
 class TransitionRuleForm(forms.ModelForm):
@@ -183,14 +177,7 @@ class TransitionRuleAdmin(ServiceAdmin):
     form = TransitionRuleForm
     list_display = ("from_role", "to_role", "precondition", "explanation")
     list_filter = ("precondition", "from_role", "to_role")
-
-    def save_model(
-        self, request: HttpRequest, obj: TransitionRule, form: Any, change: bool
-    ) -> None:
-        transition_rule_save(rule=obj, user=request.user)  # type: ignore[arg-type]
-
-    def delete_model(self, request: HttpRequest, obj: TransitionRule) -> None:
-        transition_rule_delete(rule=obj, user=request.user)  # type: ignore[arg-type]
+    services = RowServices("rule", transition_rule_save, transition_rule_delete)
 
 
 class ModelEndpointForm(forms.ModelForm):

@@ -18,7 +18,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from acode.errors import AcodeError
-from acode.inputs import json_schema_problems
+from acode.inputs import json_schema_check
 from roles.access import DELEGATION_DEFAULTS
 from roles.models import (
     DEFAULT_ROLE_SLUG,
@@ -135,13 +135,8 @@ def import_definitions(
     """
     # The form first (the schema the API publishes), so the checks below only ever see
     # a well-formed document.
-    malformed = json_schema_problems(DOCUMENT_SCHEMA, data)
-    if malformed:
-        raise AcodeError(
-            "ACODE-IMP-001",
-            f"Import refused, the file is not a {FORMAT} document: " + "; ".join(malformed[:5]),
-            {"problems": malformed},
-        )
+    refusal = f"Import refused, the file is not a {FORMAT} document"
+    json_schema_check(DOCUMENT_SCHEMA, data, code="ACODE-IMP-001", refusal=refusal)
     check = document_check(data)
     if check.findings:
         who = actor or (user.get_username() if user is not None else "import")

@@ -12,10 +12,9 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from acode.errors import AcodeError
 from acode.yamldoc import YamlDocumentError, load_yaml_mapping
+from acode.yamldoc import dump_yaml as dump_yaml  # its importers keep importing it from here
 from roles.access import RoleSpec
 from roles.models import DEFAULT_ROLE_SLUG, ModelEndpoint, Permission, Precondition, Tool
 from roles.portability.mcp import MCP_PROPERTIES, mcp_problems
@@ -112,24 +111,7 @@ DOCUMENT_SCHEMA: dict[str, Any] = {
 }
 
 
-# -- YAML -----------------------------------------------------------------------------
-class _Dumper(yaml.SafeDumper):
-    pass
-
-
-def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _str_representer)
-
-
-def dump_yaml(data: Mapping[str, Any]) -> str:
-    """The document as YAML: keys in the given order, multi-line text as literal blocks."""
-    return yaml.dump(dict(data), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
-
-
+# -- YAML (written by ``acode.yamldoc.dump_yaml``, also imported from here) -------------
 def load_yaml(text: str) -> dict[str, Any]:
     """Parse a document with acode's one bounded YAML loader (``acode.yamldoc``):
     ACODE-IMP-001 if it is not YAML or not a mapping, ACODE-IMP-002 over a size, depth or

@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from acode.errors import AcodeError
-from acode.inputs import json_schema_problems
+from acode.inputs import json_schema_check
 from roles.decision import ExampleResult
 from roles.portability.document import DOCUMENT_SCHEMA, FORMAT
 from roles.services import policy_examples_run
@@ -22,13 +21,8 @@ def policy_test(document: Mapping[str, Any] | None = None) -> list[ExampleResult
     """Decide the examples of the stored roles (``document`` None) or of a document's roles
     (its form checked first: ACODE-IMP-001). Writes nothing."""
     if document is not None:
-        malformed = json_schema_problems(DOCUMENT_SCHEMA, document)
-        if malformed:
-            raise AcodeError(
-                "ACODE-IMP-001",
-                f"Not a {FORMAT} document: " + "; ".join(malformed[:5]),
-                {"problems": malformed},
-            )
+        refusal = f"Not a {FORMAT} document"
+        json_schema_check(DOCUMENT_SCHEMA, document, code="ACODE-IMP-001", refusal=refusal)
     return policy_examples_run(document)
 
 

@@ -35,10 +35,7 @@ def tool_save(
     if problems:
         raise AcodeError("ACODE-ROL-004", "; ".join(problems), {"problems": problems})
     tool.save()
-    data_changed("tool", "saved", tool.name, actor_label(actor, user))
-    if versioned:  # an import checks once, when the whole document is written
-        catalog_examples_check()
-        role_versions_record(actor=actor, user=user)
+    _catalog_written("tool", "saved", tool.name, actor=actor, user=user, versioned=versioned)
     return tool
 
 
@@ -52,9 +49,7 @@ def tool_delete(
 ) -> None:
     """Delete a tool; roles that had it get a new version."""
     tool.delete()
-    data_changed("tool", "deleted", tool.name, actor_label(actor, user))
-    if versioned:
-        role_versions_record(actor=actor, user=user)
+    _catalog_written("tool", "deleted", tool.name, actor=actor, user=user, versioned=versioned)
 
 
 @transaction.atomic
@@ -68,10 +63,9 @@ def permission_save(
     """Save a permission; a renamed code changes the roles holding it, so they are versioned.
     ACODE-ROL-008 when the new code would let a role make a call an example forbids."""
     permission.save()
-    data_changed("permission", "saved", permission.code, actor_label(actor, user))
-    if versioned:
-        catalog_examples_check()
-        role_versions_record(actor=actor, user=user)
+    _catalog_written(
+        "permission", "saved", permission.code, actor=actor, user=user, versioned=versioned
+    )
     return permission
 
 
@@ -85,8 +79,28 @@ def permission_delete(
 ) -> None:
     """Delete a permission (roles and tools lose it); roles whose access moved are versioned."""
     permission.delete()
-    data_changed("permission", "deleted", permission.code, actor_label(actor, user))
+    _catalog_written(
+        "permission", "deleted", permission.code, actor=actor, user=user, versioned=versioned
+    )
+
+
+def _catalog_written(
+    kind: str,
+    action: str,
+    name: str,
+    *,
+    actor: str | None,
+    user: AbstractBaseUser | None,
+    versioned: bool,
+) -> None:
+    """Record a tool's or permission's write; with ``versioned`` (an import checks and
+    versions once, when the whole document is written) a save, which may widen access, is
+    held to the roles' examples (ACODE-ROL-008), and roles whose access moved get a new
+    version."""
+    data_changed(kind, action, name, actor_label(actor, user))
     if versioned:
+        if action == "saved":
+            catalog_examples_check()
         role_versions_record(actor=actor, user=user)
 
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from acode.errors import AcodeError
 from roles.access import RoleSpec, ToolSpec, compute_access, parent_chain
 from roles.decision import ExampleResult, RoleView, examples_check
 from roles.decision.diff import policy_diff
@@ -27,14 +26,8 @@ from roles.history import decision_history
 from roles.mcp.tools import argument_limits
 from roles.registry import read_specs, registry
 from roles.services.policy import role_documents, tool_declarations
-from roles.services.roles import _role_content, _role_fit_check
-from roles.validation import (
-    ROLE_SCALARS,
-    describe_findings,
-    role_format_problems,
-    role_spec,
-    role_text_findings,
-)
+from roles.services.roles import _role_content, _role_content_check, _role_fit_check
+from roles.validation import ROLE_SCALARS, role_spec
 
 BAD_WINDOW = "ACODE-ROL-014"
 
@@ -106,18 +99,7 @@ def role_draft(*, slug: str, data: Mapping[str, Any]) -> RoleDraft:
     id_specs, tools = read_specs()
     specs = {spec.slug: spec for _, spec in id_specs}
     content = _role_content(data, specs={s: v.content() for s, v in specs.items()}, slug=slug)
-    findings = role_text_findings(content)
-    if findings:
-        raise AcodeError(
-            "ACODE-PRM-001",
-            f"Dangerous content in role text: {describe_findings(findings)}",
-            {"findings": findings},
-        )
-    problems = role_format_problems(content)
-    if problems:
-        raise AcodeError(
-            "ACODE-ROL-004", "Invalid role: " + "; ".join(problems), {"problems": problems}
-        )
+    _role_content_check(content, label=None)
     _role_fit_check(content, specs)
     after = {**specs, slug: _draft_spec(content)}
     access = compute_access(slug, after, tools)

@@ -134,12 +134,14 @@ def _custom_lock_check(content: Mapping[str, Any], specs: Mapping[str, RoleSpec]
         raise AcodeError(CUSTOM_LOCKED_CODE, "; ".join(problems), {"problems": problems})
 
 
-def _role_content_check(content: Mapping[str, Any], *, label: str) -> None:
-    """The role's data on its own: dangerous text (ACODE-PRM-001, recorded), then its form
-    and fields (ACODE-ROL-004)."""
+def _role_content_check(content: Mapping[str, Any], *, label: str | None) -> None:
+    """The role's data on its own: dangerous text (ACODE-PRM-001, recorded as ``label``'s;
+    None: a draft that saves nothing, not recorded), then its form and fields
+    (ACODE-ROL-004)."""
     findings = role_text_findings(content)
     if findings:
-        prompt_rejection_record(where=f"role {content['slug']}", actor=label, findings=findings)
+        if label is not None:
+            prompt_rejection_record(where=f"role {content['slug']}", actor=label, findings=findings)
         raise AcodeError(
             "ACODE-PRM-001",
             f"Dangerous content in role text: {describe_findings(findings)}",

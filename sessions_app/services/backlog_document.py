@@ -18,7 +18,7 @@ from typing import Any
 
 from acode.backlog_form import DOCUMENT_SCHEMA
 from acode.errors import AcodeError
-from acode.inputs import json_schema_problems
+from acode.inputs import json_schema_check
 from acode.yamldoc import YamlDocumentError, load_yaml_mapping
 from sessions_app.models import TaskPriority
 
@@ -73,13 +73,8 @@ def _task(raw: Mapping[str, Any], epic: str) -> TaskSpec:
 def document_tasks(document: Any) -> tuple[list[EpicSpec], list[TaskSpec]]:
     """The epics and tasks of a document of the schema's form; ACODE-BKL-002 (400) with
     every problem of its form listed otherwise."""
-    problems = json_schema_problems(DOCUMENT_SCHEMA, document)
-    if problems:
-        raise AcodeError(
-            "ACODE-BKL-002",
-            "Not a backlog document: " + "; ".join(problems[:5]),
-            {"problems": problems},
-        )
+    refusal = "Not a backlog document"
+    json_schema_check(DOCUMENT_SCHEMA, document, code="ACODE-BKL-002", refusal=refusal)
     epics = [
         EpicSpec(e["key"], e["title"].strip(), e.get("description", "").strip())
         for e in document.get("epics", [])

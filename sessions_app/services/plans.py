@@ -176,11 +176,8 @@ def plan_set(
     with lock_session(session.pk) as locked:
         action_check(SessionAction.PLAN_SET, session=locked, user=user, run_id=run_id)
         locked.plan = _normalise_plan(steps)
-        locked.save(update_fields=["plan", "updated_at"])
-        session_record(
+        _plan_saved(
             locked,
-            EventKind.PLAN_UPDATED,
-            event_type=AuditEventType.PLAN_UPDATED,
             actor=actor_name(user, actor),
             target="plan",
             result=f"{len(locked.plan)} steps",
@@ -219,14 +216,27 @@ def plan_step_update(
                 f"The plan has no step {number}.",
                 {"step": number, "steps": len(locked.plan)},
             )
-        locked.save(update_fields=["plan", "updated_at"])
-        session_record(
+        _plan_saved(
             locked,
-            EventKind.PLAN_UPDATED,
-            event_type=AuditEventType.PLAN_UPDATED,
             actor=actor_name(user, actor),
             target=f"plan step {number}",
             result=status,
             details={"step": number, "from": previous, "to": status},
         )
         return locked
+
+
+def _plan_saved(
+    locked: AgentSession, *, actor: str, target: str, result: str, details: dict[str, Any]
+) -> None:
+    """Save the locked session's changed plan: its audit row, then its live event."""
+    locked.save(update_fields=["plan", "updated_at"])
+    session_record(
+        locked,
+        EventKind.PLAN_UPDATED,
+        event_type=AuditEventType.PLAN_UPDATED,
+        actor=actor,
+        target=target,
+        result=result,
+        details=details,
+    )

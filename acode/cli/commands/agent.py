@@ -34,6 +34,7 @@ from acode.cli.runtime import (
     JsonOption,
     SessionOption,
     handles_errors,
+    server_must_offer,
     session_client,
 )
 
@@ -87,18 +88,10 @@ def agent(
 
 
 def _create_job(client: ApiClient, session_id: str, request: str) -> dict[str, Any]:
-    try:
+    lacks = "has no jobs API yet (POST /api/sessions/{id}/jobs/)"
+    title = "Agent runs not available on this server"
+    with server_must_offer(client, lacks=lacks, update="the jobs API", title=title):
         job: dict[str, Any] = client.post(f"/api/sessions/{session_id}/jobs/", {"request": request})
-    except ApiError as error:
-        if error.endpoint_missing:
-            raise CliError(
-                f"The server at {client.settings.url} has no jobs API yet "
-                "(POST /api/sessions/{id}/jobs/).",
-                title="Agent runs not available on this server",
-                suggestion="Update the server to a version with the jobs API.",
-                exit_code=ExitCode.NOT_FOUND,
-            ) from error
-        raise
     return job
 
 

@@ -11,7 +11,7 @@ import typer
 
 from acode.cli.errors import UsageError
 from acode.cli.output import emit, esc, out, table
-from acode.cli.runtime import JsonOption, fetch, handles_errors, runtime
+from acode.cli.runtime import JsonOption, fetch, handles_errors, send
 
 app = typer.Typer(
     help="Backlogs that feed runs: projects, epics and tasks, and the scheduler's board.",
@@ -95,8 +95,7 @@ def new(
     """Create a project (you own it: its tasks' runs start as you)."""
     body = {"slug": slug, "title": title, "repository": repository or "",
             "max_concurrent_runs": runs, "run_risk": risk}  # fmt: skip
-    with runtime(ctx).client() as client:
-        project = client.post("/api/backlog/projects/", body)
+    project = send(ctx, "/api/backlog/projects/", body)
     emit([project], as_json=as_json, render=_print_projects)
 
 
@@ -129,15 +128,12 @@ def import_(
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"Cannot read {file}: {exc.strerror}") from exc
-    with runtime(ctx).client() as client:
-        answer = client.post(_base(project) + "import/", content=text,
-                             content_type="application/yaml")  # fmt: skip
+    answer = send(ctx, _base(project) + "import/", content=text, content_type="application/yaml")
     emit(answer["created"], as_json=as_json, render=_print_tasks)
 
 
 def _act(ctx: typer.Context, project: str, task: str, action: str, body: Any) -> Any:
-    with runtime(ctx).client() as client:
-        return client.post(_base(project) + f"tasks/{task}/{action}/", body)
+    return send(ctx, _base(project) + f"tasks/{task}/{action}/", body)
 
 
 @app.command("accept")
@@ -197,6 +193,5 @@ def plan(
         spec = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"Cannot read {file}: {exc}") from exc
-    with runtime(ctx).client() as client:
-        answer = client.post(_base(project) + "plan/", {"spec": spec})
+    answer = send(ctx, _base(project) + "plan/", {"spec": spec})
     emit(answer, as_json=as_json, render=_print_plan)

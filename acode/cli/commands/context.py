@@ -9,9 +9,14 @@ from typing import Annotated
 
 import typer
 
-from acode.cli.errors import ApiError, CliError, ExitCode
 from acode.cli.output import emit_json, esc, out
-from acode.cli.runtime import JsonOption, SessionOption, handles_errors, session_client
+from acode.cli.runtime import (
+    JsonOption,
+    SessionOption,
+    handles_errors,
+    server_must_offer,
+    session_client,
+)
 
 app = typer.Typer(help="Inspect the context a role is given.", no_args_is_help=True)
 
@@ -31,18 +36,9 @@ def show(
 ) -> None:
     """Show the files, token count and strategy of the context for a role and task."""
     with session_client(ctx, session) as (client, sid):
-        try:
+        lacks = "cannot show context yet (GET /api/sessions/{id}/context/ is missing)"
+        with server_must_offer(client, lacks=lacks, update="the jobs API"):
             data = client.get(f"/api/sessions/{sid}/context/", params={"role": role, "task": task})
-        except ApiError as error:
-            if error.endpoint_missing:
-                raise CliError(
-                    f"The server at {client.settings.url} cannot show context yet "
-                    "(GET /api/sessions/{id}/context/ is missing).",
-                    title="Not available on this server",
-                    suggestion="Update the server to a version with the jobs API.",
-                    exit_code=ExitCode.NOT_FOUND,
-                ) from error
-            raise
     if as_json:
         emit_json(data)
         return

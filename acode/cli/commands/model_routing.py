@@ -18,7 +18,7 @@ from acode.cli.client import ApiClient
 from acode.cli.commands.models import ContextSizeOption, role_model_set
 from acode.cli.errors import NotFound, UsageError
 from acode.cli.output import emit_json, esc, out, table
-from acode.cli.runtime import JsonOption, handles_errors, runtime
+from acode.cli.runtime import JsonOption, fetch, handles_errors, runtime
 
 DEFAULT = "default"  # the settings' endpoint, unless a row has the name
 
@@ -26,8 +26,7 @@ DEFAULT = "default"  # the settings' endpoint, unless a row has the name
 @handles_errors
 def show(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """The model endpoints, which roles use each (preferred or fallback), context sizes."""
-    with runtime(ctx).client() as client:
-        endpoints = client.get("/api/model-endpoints/")
+    endpoints = fetch(ctx, "/api/model-endpoints/")
     if as_json:
         emit_json(endpoints)
         return

@@ -13,7 +13,7 @@ import typer
 
 from acode.cli.errors import CliError
 from acode.cli.output import emit, emit_json, esc, out, table
-from acode.cli.runtime import JsonOption, fetch, handles_errors, runtime
+from acode.cli.runtime import JsonOption, fetch, handles_errors, runtime, send
 
 app = typer.Typer(help="Model endpoints, which roles use them, and their checks.",
                   no_args_is_help=True)  # fmt: skip
@@ -179,8 +179,7 @@ def check(
 ) -> None:
     """Send tool-call probes (deterministic sampling): in how many the model called the
     tool, how fast, what context window. Exits 1 unless every probe called it."""
-    with runtime(ctx).client() as client:
-        found = client.post(f"/api/model-endpoints/{name}/check/", {}, params={"probes": probes})
+    found = send(ctx, f"/api/model-endpoints/{name}/check/", {}, params={"probes": probes})
     if as_json:
         emit_json(found)
         return

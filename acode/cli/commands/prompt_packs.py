@@ -8,7 +8,7 @@ and dangerous-prompt checks on the server.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 import yaml
@@ -21,7 +21,8 @@ from acode.cli.commands.roles import (
 )
 from acode.cli.errors import NotFound, UsageError
 from acode.cli.output import emit_json, esc, out
-from acode.cli.runtime import JsonOption, handles_errors, runtime
+from acode.cli.runtime import JsonOption, handles_errors, runtime, send
+from acode.yamldoc import dump_yaml
 
 app = typer.Typer(help="Show, export and import prompt packs.", no_args_is_help=True)
 
@@ -88,19 +89,6 @@ def show(
         console.print("Other packs: " + esc(", ".join(others)))
 
 
-def _dump(data: dict[str, Any]) -> str:
-    class Dumper(yaml.SafeDumper):
-        pass
-
-    def text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-        # Block style keeps multi-line prompts readable and diff-friendly in git.
-        style = "|" if "\n" in value else None
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-    Dumper.add_representer(str, text)
-    return yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=100)
-
-
 @app.command("export")
 @handles_errors
 def export(
@@ -113,7 +101,7 @@ def export(
         client.get(f"/api/prompt-packs/{name}/")  # ACODE-PRM-002 for an unknown pack
         document = yaml.safe_load(client.get_text("/api/roles/export/"))
     packs = [p for p in document.get("prompt_packs") or [] if p.get("name") == name]
-    text = _dump({"format": document.get("format", ROLES_FORMAT), "prompt_packs": packs})
+    text = dump_yaml({"format": document.get("format", ROLES_FORMAT), "prompt_packs": packs})
     write_text_output(text, file, what=f"prompt pack {name}")
 
 
@@ -135,9 +123,8 @@ def import_(
             f"{file} has no prompt_packs section.",
             suggestion="Start from `acode prompt-pack export NAME FILE`.",
         )
-    body = _dump({"format": document.get("format", ROLES_FORMAT), "prompt_packs": packs})
-    with runtime(ctx).client() as client:
-        summary = client.post("/api/roles/import/", content=body, content_type="application/yaml")
+    body = dump_yaml({"format": document.get("format", ROLES_FORMAT), "prompt_packs": packs})
+    summary = send(ctx, "/api/roles/import/", content=body, content_type="application/yaml")
     if as_json:
         emit_json(summary)
         return

@@ -26,6 +26,7 @@ from acode.cli.runtime import (
     handles_errors,
     role_names,
     runtime,
+    send,
     session_client,
 )
 
@@ -192,8 +193,7 @@ def replay(
     """Preview a change to a role: its recorded tool decisions decided again under the
     draft, what would change, grouped by tool and rule. Nothing is saved."""
     body = {"draft": draft_of(file, sets or []), "since": since, "until": until}
-    with runtime(ctx).client() as client:
-        report = client.post(f"/api/roles/{role}/replay/", body)
+    report = send(ctx, f"/api/roles/{role}/replay/", body)
     emit(report, as_json=as_json, render=print_replay_report)
 
 

@@ -11,7 +11,7 @@ import typer
 from acode.cli.commands import roles as roles_commands
 from acode.cli.commands.role_replay import ChangeFileOption, ChangeSetsOption, draft_of
 from acode.cli.output import emit_json, esc, out
-from acode.cli.runtime import JsonOption, handles_errors, runtime
+from acode.cli.runtime import JsonOption, handles_errors, send
 
 
 @handles_errors
@@ -30,8 +30,7 @@ def diff(
     what it takes away: each with a command, path or call as counterexample, decided with
     the server's own decision; then the replay's counts. Nothing is saved."""
     body = {"draft": draft_of(file, sets or [])}
-    with runtime(ctx).client() as client:
-        report = client.post(f"/api/roles/{role}/replay/", body)
+    report = send(ctx, f"/api/roles/{role}/replay/", body)
     diffs = [report["diff"], *report.get("diff_below", [])]
     if as_json:
         emit_json({"diff": report["diff"], "diff_below": report.get("diff_below", [])})

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from acode.cli.output import emit_json, esc, fmt_time, out
-from acode.cli.runtime import JsonOption, handles_errors, runtime
+from acode.cli.runtime import JsonOption, fetch, handles_errors, send
 
 DraftArgument = Annotated[int, typer.Argument(help="The draft's id (`acode role drafts`).")]
 ReasonOption = Annotated[
@@ -30,8 +30,7 @@ def drafts(
 ) -> None:
     """List drafts of protected roles, newest first, with what each changes."""
     params = {k: v for k, v in (("status", status), ("role", role)) if v}
-    with runtime(ctx).client() as client:
-        rows = client.get("/api/role-drafts/", params=params)
+    rows = fetch(ctx, "/api/role-drafts/", params=params)
     if as_json:
         emit_json(rows)
         return
@@ -62,8 +61,7 @@ def print_draft(row: dict[str, Any], *, brief: bool = False) -> None:
 
 
 def _decide(ctx: typer.Context, draft: int, action: str, reason: str, as_json: bool) -> None:
-    with runtime(ctx).client() as client:
-        row = client.post(f"/api/role-drafts/{draft}/{action}/", {"reason": reason})
+    row = send(ctx, f"/api/role-drafts/{draft}/{action}/", {"reason": reason})
     if as_json:
         emit_json(row)
         return

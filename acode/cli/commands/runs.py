@@ -19,7 +19,7 @@ from acode.cli.commands.run_follow import RunFollower, brief, follow_run
 from acode.cli.commands.run_outcome import print_outcome, run_failure
 from acode.cli.commands.run_show import print_approving, print_run, print_start
 from acode.cli.commands.sessions import RiskTier
-from acode.cli.errors import ApiError, CliError, ExitCode
+from acode.cli.errors import CliError, ExitCode
 from acode.cli.output import (
     emit,
     emit_json,
@@ -41,6 +41,7 @@ from acode.cli.runtime import (
     role_names,
     runtime,
     selected_session_id,
+    server_must_offer,
     session_client,
 )
 
@@ -81,16 +82,6 @@ def resolve_run(client: ApiClient, run: str) -> str:
         (r["id"] for r in rows),
         what="run you can see",
         suggestion="Run `acode run list` and use more characters of the id.",
-    )
-
-
-def _runs_api_missing(client: ApiClient) -> CliError:
-    return CliError(
-        f"The server at {client.settings.url} has no runs API yet "
-        "(POST /api/sessions/{id}/runs/).",
-        title="Orchestrated runs not available on this server",
-        suggestion="Update the server to a version with orchestrated runs.",
-        exit_code=ExitCode.NOT_FOUND,
     )
 
 
@@ -160,12 +151,10 @@ def start(
             body["risk"] = risk.value
         if template:
             body["template"] = template
-        try:
+        lacks = "has no runs API yet (POST /api/sessions/{id}/runs/)"
+        title = "Orchestrated runs not available on this server"
+        with server_must_offer(client, lacks=lacks, update="orchestrated runs", title=title):
             run: dict[str, Any] = client.post(f"/api/sessions/{sid}/runs/", body)
-        except ApiError as error:
-            if error.endpoint_missing:
-                raise _runs_api_missing(client) from error
-            raise
         if no_follow:
             if as_json:
                 emit_json(run)

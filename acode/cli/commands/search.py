@@ -11,9 +11,14 @@ from typing import Annotated, Any
 
 import typer
 
-from acode.cli.errors import ApiError, CliError, ExitCode
 from acode.cli.output import emit_json, esc, out
-from acode.cli.runtime import JsonOption, SessionOption, handles_errors, session_client
+from acode.cli.runtime import (
+    JsonOption,
+    SessionOption,
+    handles_errors,
+    server_must_offer,
+    session_client,
+)
 
 EXCERPT_LINES = 6
 
@@ -54,18 +59,9 @@ def search(
     body = {"query": query, "paths": paths or [], "limit": limit, "mode": mode.value,
             "kind": kind.value}  # fmt: skip
     with session_client(ctx, session) as (client, sid):
-        try:
+        lacks = "cannot search yet (POST /api/sessions/{id}/search/ is missing)"
+        with server_must_offer(client, lacks=lacks, update="workspace search"):
             data = client.post(f"/api/sessions/{sid}/search/", body)
-        except ApiError as error:
-            if error.endpoint_missing:
-                raise CliError(
-                    f"The server at {client.settings.url} cannot search yet "
-                    "(POST /api/sessions/{id}/search/ is missing).",
-                    title="Not available on this server",
-                    suggestion="Update the server to a version with workspace search.",
-                    exit_code=ExitCode.NOT_FOUND,
-                ) from error
-            raise
     if as_json:
         emit_json(data)
         return

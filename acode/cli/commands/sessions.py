@@ -9,7 +9,14 @@ import typer
 
 from acode.cli.config import save_config
 from acode.cli.output import emit_json, esc, fmt_time, out, short_id, table
-from acode.cli.runtime import JsonOption, expand_session_id, handles_errors, runtime, session_client
+from acode.cli.runtime import (
+    JsonOption,
+    expand_session_id,
+    fetch,
+    handles_errors,
+    runtime,
+    session_client,
+)
 
 app = typer.Typer(help="Create, list, select and show sessions.", no_args_is_help=True)
 
@@ -159,8 +166,7 @@ def list_(
 @handles_errors
 def repositories(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """The registered repositories you may start a session on (`--repository NAME`)."""
-    with runtime(ctx).client() as client:
-        rows: list[dict[str, Any]] = client.get("/api/repositories/")
+    rows: list[dict[str, Any]] = fetch(ctx, "/api/repositories/")
     if as_json:
         emit_json(rows)
         return

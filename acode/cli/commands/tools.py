@@ -16,6 +16,7 @@ from acode.cli.runtime import (
     handles_errors,
     runtime,
     selected_session_id,
+    send,
 )
 
 app = typer.Typer(help="Tools and which roles may use them.", no_args_is_help=True)
@@ -99,8 +100,7 @@ def check(
         parsed: Any = json.loads(arguments)
     except ValueError as exc:
         raise UsageError(f"--arguments is not JSON: {exc}") from None
-    with runtime(ctx).client() as client:
-        found = client.post(f"/api/roles/{role}/check/", {"tool": tool, "arguments": parsed})
+    found = send(ctx, f"/api/roles/{role}/check/", {"tool": tool, "arguments": parsed})
     if as_json:
         emit_json(found)
     elif found["allowed"]:

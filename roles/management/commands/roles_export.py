@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from acode.yamldoc import dump_yaml
 from roles.portability.definitions import export_definitions
-from roles.portability.document import dump_yaml
 
 
 class Command(BaseCommand):

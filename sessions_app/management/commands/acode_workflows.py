@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from acode.errors import AcodeError
-from roles.portability.document import dump_yaml
+from acode.yamldoc import dump_yaml
 from sessions_app.services.runs.portability import (
     workflows_export,
     workflows_import,
