@@ -23,6 +23,11 @@ from sessions_app.models import AgentKind, AgentSession, HookToken, OutsideSessi
 from sessions_app.services.audit import publish_session_event
 from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.locks import lock_session, lock_session_found
+from sessions_app.services.outside.tokens import (
+    hook_token_fresh,
+    hook_token_live_column,
+    hook_token_refused,
+)
 from sessions_app.services.sessions import history_start
 
 # (user, agent kind, agent's session id) -> the acode session's id, for this process: an
@@ -60,8 +65,11 @@ def outside_session(
         rows = AgentSession.objects.filter(
             outside__owner_id=token.user_id, outside__agent=kind, outside__agent_session_id=agent_session_id
         )  # fmt: skip
-    with lock_session_found(rows.annotate(registry_stamp=stamp_column())) as found:
+    rows = rows.annotate(registry_stamp=stamp_column(), token_live=hook_token_live_column(token))
+    with lock_session_found(rows) as found:
         if found is not None:
+            if not getattr(found, "token_live", False):  # revoked since this process saw it
+                raise hook_token_refused(token)
             _remember(key, found.pk)
             # The role registry as of this moment, read in the same query (the hook view
             # leaves the request's own read to it: ``syncs_registry_itself``).
@@ -77,6 +85,7 @@ def outside_session(
         ) as session:  # fmt: skip
             yield session
         return
+    token = hook_token_fresh(token)  # a first event: the token as it is now
     registry.sync()
     try:
         with transaction.atomic():
