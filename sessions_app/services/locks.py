@@ -8,14 +8,13 @@ on one instance (nobody re-reads it, nobody copies fields across by hand).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from types import MappingProxyType
 from typing import Any
 
 from django.db import transaction
-from django.db.models import QuerySet
 
 from sessions_app.models import AgentSession, Job
 
@@ -52,18 +51,16 @@ def lock_session(session_id: Any) -> Iterator[AgentSession]:
 
 
 @contextmanager
-def lock_session_found(rows: QuerySet[AgentSession]) -> Iterator[AgentSession | None]:
+def lock_session_found(rows: Iterable[AgentSession]) -> Iterator[AgentSession | None]:
     """Find one session and lock it in the same query (None when ``rows`` find none), then
     hold it as ``lock_session`` does: for a caller that knows the session by something
     other than its id (an outside agent's session id, ``rows`` filtering on its
-    ``OutsideSession``). ``FOR UPDATE OF`` the session row alone: the rows it is found by
-    are not locked, and do not change when the session does. No savepoint of its own: it
-    is the first thing a hot path does in its transaction."""
+    ``OutsideSession``). ``rows`` locks what it reads (``FOR UPDATE OF`` the session row
+    alone: the rows it is found by are not locked, and do not change when the session
+    does), and is run here, inside the transaction. No savepoint of its own: it is the
+    first thing a hot path does in its transaction."""
     with transaction.atomic(savepoint=False):
-        try:  # get(): one row or none, without first()'s ORDER BY
-            row: AgentSession | None = rows.select_for_update(of=("self",)).get()
-        except AgentSession.DoesNotExist:
-            row = None
+        row = next(iter(rows), None)
         if row is None:
             yield None
             return

@@ -14,10 +14,13 @@ import posixpath
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
+from acode.prebuilt import Prebuilt
 from roles.registry import registry, stamp_column
 from sessions_app.models import AgentKind, AgentSession, HookToken, OutsideSession
 from sessions_app.services.audit import publish_session_event
@@ -43,6 +46,34 @@ def _remember(key: tuple[int, str, str], session_id: uuid.UUID) -> None:
     _known_ids[key] = session_id
 
 
+def _locked(rows: QuerySet[AgentSession], token_id: Any, key_hash: str) -> QuerySet[AgentSession]:
+    """``rows`` locked as read, with the role registry's stamp and whether the hook token is
+    still live: an event's one read."""
+    stamped = rows.order_by().annotate(
+        registry_stamp=stamp_column(),
+        token_live=hook_token_live_column(token_id=token_id, key_hash=key_hash),
+    )
+    return stamped.select_for_update(of=("self",))
+
+
+# Built once per process (``acode.prebuilt``): on every tool call, building this statement
+# cost the ORM more than running it.
+_STAND_INS = {"token_id": uuid.uuid4(), "key_hash": f"stand-in {uuid.uuid4().hex}"}
+_BY_ID: Prebuilt[AgentSession] = Prebuilt(
+    lambda pk, token_id, key_hash: _locked(AgentSession.objects.filter(pk=pk), token_id, key_hash),
+    pk=uuid.uuid4(), **_STAND_INS,
+)  # fmt: skip
+_BY_AGENT: Prebuilt[AgentSession] = Prebuilt(
+    lambda user_id, kind, agent_session_id, token_id, key_hash: _locked(
+        AgentSession.objects.filter(outside__owner_id=user_id, outside__agent=kind,
+                                    outside__agent_session_id=agent_session_id),
+        token_id, key_hash,
+    ),
+    user_id=-917_263_551, kind=f"stand-in {uuid.uuid4().hex}",
+    agent_session_id=f"stand-in {uuid.uuid4().hex}", **_STAND_INS,
+)  # fmt: skip
+
+
 def agent_kind(agent: str) -> str:
     """The stored kind of an agent named in a hook's URL."""
     return agent if agent in AgentKind.values else AgentKind.OTHER
@@ -59,13 +90,13 @@ def outside_session(
     kind = agent_kind(agent)
     key = (token.user_id, kind, agent_session_id)
     known = _known_ids.get(key)
+    live = {"token_id": token.pk, "key_hash": token.key_hash}
     if known is not None:  # by its primary key, no join: the ids never change
-        rows = AgentSession.objects.filter(pk=known)
+        rows = _BY_ID.rows(pk=known, **live)
     else:
-        rows = AgentSession.objects.filter(
-            outside__owner_id=token.user_id, outside__agent=kind, outside__agent_session_id=agent_session_id
-        )  # fmt: skip
-    rows = rows.annotate(registry_stamp=stamp_column(), token_live=hook_token_live_column(token))
+        rows = _BY_AGENT.rows(
+            user_id=token.user_id, kind=kind, agent_session_id=agent_session_id, **live
+        )
     with lock_session_found(rows) as found:
         if found is not None:
             if not getattr(found, "token_live", False):  # revoked since this process saw it

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -76,9 +77,10 @@ def hook_token_user(key: str) -> HookToken | None:
     return token
 
 
-def hook_token_live_column(token: HookToken) -> Exists:
-    """Whether ``token`` is still live, as a column of the query that acts for it."""
-    return Exists(_live(token.key_hash).filter(pk=token.pk))
+def hook_token_live_column(*, token_id: Any, key_hash: str) -> Exists:
+    """Whether a token (its id and digest) is still live, as a column of the query that
+    acts for it."""
+    return Exists(_live(key_hash).filter(pk=token_id))
 
 
 def hook_token_refused(token: HookToken) -> AcodeError:
