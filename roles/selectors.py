@@ -17,6 +17,7 @@ from roles.models import (
     PromptPack,
     Role,
     RoleDraft,
+    RoleVersion,
 )
 
 
@@ -118,6 +119,12 @@ def argument_limit_row(role: Role, tool: str) -> McpArgumentLimit:
             {"role": role.slug, "tool": tool},
         )
     return row
+
+
+def role_version_number(version_id: int) -> int | None:
+    """The number of the role version ``version_id``, or None when there is none."""
+    number = RoleVersion.objects.filter(pk=version_id).values_list("number", flat=True).first()
+    return int(number) if number is not None else None
 
 
 def role_drafts(*, status: str | None = None, role: str | None = None) -> QuerySet[RoleDraft]:

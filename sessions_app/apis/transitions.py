@@ -26,8 +26,8 @@ from sessions_app.apis.serializers import (
     TransitionOutput,
     TransitionResultOutput,
 )
-from sessions_app.models import AgentSession
 from sessions_app.permissions import SessionAction, not_visible, session_for
+from sessions_app.selectors.lookups import SessionNotFound
 from sessions_app.services.transitions import session_transition, transitions_from
 
 
@@ -70,7 +70,7 @@ class SessionTransitionApi(SessionActionApi):
                     expected_role=data.validated_data.get("expected_role") or None,
                     request_id=request_id_of(request),
                 )
-            except AgentSession.DoesNotExist:
+            except SessionNotFound:
                 raise not_visible("session") from None
             return Response(
                 {
