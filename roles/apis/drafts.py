@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import AcodeError, error_responses
-from acode.inputs import Input, Query, Text, query_of
+from acode.inputs import Input, Query, Text, body_of, query_of
 from roles import selectors
 from roles.models import RoleDraft, RoleDraftStatus
 from roles.services import role_draft_is_stale, role_draft_publish, role_draft_reject
@@ -131,9 +131,8 @@ class RoleDraftDetailApi(APIView):
 
 def _decide(request: Request, pk: int, decision: Callable[..., RoleDraft]) -> Response:
     """Publish or reject (``decision``), by the requesting user with the body's reason."""
-    data = DraftDecisionInput(data=request.data)
-    data.is_valid(raise_exception=True)
-    draft = decision(draft_id=pk, user=request.user, reason=data.validated_data["reason"])
+    data = body_of(DraftDecisionInput, request)
+    draft = decision(draft_id=pk, user=request.user, reason=data["reason"])
     return Response(draft_data(draft))
 
 

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import error_responses
+from acode.inputs import body_of
 from roles.apis.parsers import PlainTextParser
 from roles.apis.portability import IMPORT_CODES
 from sessions_app.apis.common import INVALID_CODES, request_user
@@ -65,9 +66,8 @@ class ProjectListApi(APIView):
         description="A new board, owned by you: its tasks' runs start as you.",
     )  # fmt: skip
     def post(self, request: Request) -> Response:
-        data = ProjectCreateInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        fields = dict(data.validated_data)
+        data = body_of(ProjectCreateInput, request)
+        fields = dict(data)
         user = request_user(request)
         name = fields.pop("repository")
         repository = repository_for(user, name) if name else None
@@ -124,11 +124,10 @@ class ProjectPlanApi(APIView):
         "or with .../tasks/{key}/accept/ (unless the project auto-accepts proposals).",
     )  # fmt: skip
     def post(self, request: Request, slug: str) -> Response:
-        data = ProjectPlanInput(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = body_of(ProjectPlanInput, request)
         user = request_user(request)
         project = project_for(user, slug, act=True)
-        job = project_plan(project=project, spec=data.validated_data["spec"], user=user)
+        job = project_plan(project=project, spec=data["spec"], user=user)
         return Response(ProjectPlanOutput(job).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -181,12 +180,9 @@ class TaskUnblockApi(APIView):
         "for a new run (the note is kept as its reason, and its next run is told).",
     )
     def post(self, request: Request, slug: str, key: str) -> Response:
-        data = TaskNoteInput(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = body_of(TaskNoteInput, request)
         user = request_user(request)
-        task = task_unblock(
-            task=task_for(user, slug, key, act=True), user=user, note=data.validated_data["note"]
-        )
+        task = task_unblock(task=task_for(user, slug, key, act=True), user=user, note=data["note"])
         return Response(TaskOutput(task).data)
 
 
@@ -200,12 +196,11 @@ class TaskPriorityApi(APIView):
         operation_id="backlog_tasks_reprioritise",
     )  # fmt: skip
     def post(self, request: Request, slug: str, key: str) -> Response:
-        data = TaskPriorityInput(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = body_of(TaskPriorityInput, request)
         user = request_user(request)
         task = task_reprioritise(
             task=task_for(user, slug, key, act=True),
-            priority=data.validated_data["priority"],
+            priority=data["priority"],
             user=user,
         )
         return Response(TaskOutput(task).data)

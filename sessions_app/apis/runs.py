@@ -3,9 +3,10 @@ answer, approve, reject or cancel them. The services decide; these views check w
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
@@ -13,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import error_responses
-from acode.inputs import query_of
+from acode.inputs import Input, body_of, query_of
 from sessions_app.apis.common import (
     ACT_CODES,
     IDEMPOTENCY,
@@ -84,14 +85,13 @@ class SessionRunsApi(SessionActionApi):
         session = self.access(request, session_for, pk)
 
         def start() -> Response:
-            data = RunStartInput(data=request.data)
-            data.is_valid(raise_exception=True)
+            data = body_of(RunStartInput, request)
             run = run_start(
                 session=session,
-                request=data.validated_data["request"],
+                request=data["request"],
                 user=request_user(request),
-                risk=data.validated_data.get("risk"),
-                template=data.validated_data.get("template"),
+                risk=data.get("risk"),
+                template=data.get("template"),
             )
             return detail(request, run.pk, status_code=status.HTTP_201_CREATED)
 
@@ -143,10 +143,28 @@ class RunEventsApi(SessionActionApi):
         return Response(RunEventsOutput(run_events(run, after=after)).data)
 
 
-class RunAnswerApi(SessionActionApi):
-    actions = {"POST": SessionAction.RUN_ANSWER}
+class RunActionApi(SessionActionApi):
+    """A person's action on a run (answer, approve, reject, cancel): the run fetched and
+    checked for the action, then, once per Idempotency-Key, the body checked by ``body``
+    (None: no body) and the service ``act`` called with the run, the user and the body's
+    fields (named as its keywords). The answer is the run as it is then."""
 
-    @extend_schema(
+    body: ClassVar[type[Input] | None] = None
+    act: ClassVar[Callable[..., object]]
+
+    def post(self, request: Request, pk: str) -> Response:
+        run = self.access(request, run_for, pk)
+
+        def operation() -> Response:
+            data = body_of(self.body, request) if self.body is not None else {}
+            type(self).act(run=run, user=request_user(request), **data)
+            return detail(request, run.pk)
+
+        return idempotent(request, operation)
+
+
+@extend_schema_view(
+    post=extend_schema(
         request=RunAnswerInput,
         responses={
             200: RunDetailOutput,
@@ -157,22 +175,15 @@ class RunAnswerApi(SessionActionApi):
         description="Answer the run's open question: a waiting stage goes on with the "
         "answer; a blocked run sends the plan step back to the Coder with it.",
     )
-    def post(self, request: Request, pk: str) -> Response:
-        run = self.access(request, run_for, pk)
-
-        def answer() -> Response:
-            data = RunAnswerInput(data=request.data)
-            data.is_valid(raise_exception=True)
-            run_answer(run=run, answer=data.validated_data["answer"], user=request_user(request))
-            return detail(request, run.pk)
-
-        return idempotent(request, answer)
+)
+class RunAnswerApi(RunActionApi):
+    actions = {"POST": SessionAction.RUN_ANSWER}
+    body = RunAnswerInput
+    act = run_answer
 
 
-class RunApproveApi(SessionActionApi):
-    actions = {"POST": SessionAction.RUN_APPROVE}
-
-    @extend_schema(
+@extend_schema_view(
+    post=extend_schema(
         request=RunApproveInput,
         responses={
             200: RunDetailOutput,
@@ -191,27 +202,15 @@ class RunApproveApi(SessionActionApi):
         description="Approve the run at its gate: commits exactly what the digest names. "
         "Needs approve_run; whoever started the run cannot approve it.",
     )
-    def post(self, request: Request, pk: str) -> Response:
-        run = self.access(request, run_for, pk)
-
-        def approve() -> Response:
-            data = RunApproveInput(data=request.data)
-            data.is_valid(raise_exception=True)
-            run_approve(
-                run=run,
-                user=request_user(request),
-                digest=data.validated_data["digest"],
-                reason=data.validated_data["reason"],
-            )
-            return detail(request, run.pk)
-
-        return idempotent(request, approve)
+)
+class RunApproveApi(RunActionApi):
+    actions = {"POST": SessionAction.RUN_APPROVE}
+    body = RunApproveInput
+    act = run_approve
 
 
-class RunRejectApi(SessionActionApi):
-    actions = {"POST": SessionAction.RUN_REJECT}
-
-    @extend_schema(
+@extend_schema_view(
+    post=extend_schema(
         request=RunRejectInput,
         responses={
             200: RunDetailOutput,
@@ -221,22 +220,15 @@ class RunRejectApi(SessionActionApi):
         operation_id="runs_reject",
         description="Reject the run at its gate: it ends rejected; the changes stay pending.",
     )
-    def post(self, request: Request, pk: str) -> Response:
-        run = self.access(request, run_for, pk)
-
-        def reject() -> Response:
-            data = RunRejectInput(data=request.data)
-            data.is_valid(raise_exception=True)
-            run_reject(run=run, user=request_user(request), reason=data.validated_data["reason"])
-            return detail(request, run.pk)
-
-        return idempotent(request, reject)
+)
+class RunRejectApi(RunActionApi):
+    actions = {"POST": SessionAction.RUN_REJECT}
+    body = RunRejectInput
+    act = run_reject
 
 
-class RunCancelApi(SessionActionApi):
-    actions = {"POST": SessionAction.RUN_CANCEL}
-
-    @extend_schema(
+@extend_schema_view(
+    post=extend_schema(
         request=None,
         responses={200: RunDetailOutput, **error_responses(*ACT_CODES, "ACODE-RUN-004")},
         parameters=[IDEMPOTENCY],
@@ -244,11 +236,7 @@ class RunCancelApi(SessionActionApi):
         description="Cancel the run: at once when it waits, at the end of the running "
         "stage otherwise. The session goes back to Default.",
     )
-    def post(self, request: Request, pk: str) -> Response:
-        run = self.access(request, run_for, pk)
-
-        def cancel() -> Response:
-            run_cancel(run=run, user=request_user(request))
-            return detail(request, run.pk)
-
-        return idempotent(request, cancel)
+)
+class RunCancelApi(RunActionApi):
+    actions = {"POST": SessionAction.RUN_CANCEL}
+    act = run_cancel

@@ -7,6 +7,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from acode.errors import error_responses
+from acode.inputs import body_of
 from acode.middleware import request_id_of
 from sessions_app.apis.common import (
     ACT_CODES,
@@ -57,17 +58,16 @@ class SessionTransitionApi(SessionActionApi):
         user = request_user(request)
 
         def transition() -> Response:
-            data = TransitionInput(data=request.data)
-            data.is_valid(raise_exception=True)
+            data = body_of(TransitionInput, request)
             try:
                 # Who may is asked by the service on the locked row (``access_refusal``,
                 # as ``session_for`` would), so the lock is the only read.
                 result = session_transition(
                     session=pk,
-                    to_role=data.validated_data["to_role"],
-                    reason=data.validated_data["reason"],
+                    to_role=data["to_role"],
+                    reason=data["reason"],
                     user=user,
-                    expected_role=data.validated_data.get("expected_role") or None,
+                    expected_role=data.get("expected_role") or None,
                     request_id=request_id_of(request),
                 )
             except SessionNotFound:
