@@ -4,7 +4,7 @@ answer, approve, reject or cancel them. The services decide; these views check w
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import status
@@ -163,18 +163,34 @@ class RunActionApi(SessionActionApi):
         return idempotent(request, operation)
 
 
-@extend_schema_view(
-    post=extend_schema(
-        request=RunAnswerInput,
-        responses={
-            200: RunDetailOutput,
-            **error_responses(*ACT_CODES, *INVALID_CODES, "ACODE-RUN-004", "ACODE-RUN-006"),
-        },
-        parameters=[IDEMPOTENCY],
-        operation_id="runs_answer",
-        description="Answer the run's open question: a waiting stage goes on with the "
-        "answer; a blocked run sends the plan step back to the Coder with it.",
-    )
+View = TypeVar("View", bound=type[RunActionApi])
+
+
+def run_action(*codes: str, operation_id: str, description: str) -> Callable[[View], View]:
+    """The schema of a ``RunActionApi``: its body, the run's detail, the errors ``codes``."""
+
+    def schema(view: View) -> View:
+        return extend_schema_view(
+            post=extend_schema(
+                request=view.body,
+                responses={200: RunDetailOutput, **error_responses(*codes)},
+                parameters=[IDEMPOTENCY],
+                operation_id=operation_id,
+                description=description,
+            )
+        )(view)
+
+    return schema
+
+
+@run_action(
+    *ACT_CODES,
+    *INVALID_CODES,
+    "ACODE-RUN-004",
+    "ACODE-RUN-006",
+    operation_id="runs_answer",
+    description="Answer the run's open question: a waiting stage goes on with the "
+    "answer; a blocked run sends the plan step back to the Coder with it.",
 )
 class RunAnswerApi(RunActionApi):
     actions = {"POST": SessionAction.RUN_ANSWER}
@@ -182,26 +198,17 @@ class RunAnswerApi(RunActionApi):
     act = run_answer
 
 
-@extend_schema_view(
-    post=extend_schema(
-        request=RunApproveInput,
-        responses={
-            200: RunDetailOutput,
-            **error_responses(
-                *DECIDE_CODES,
-                *INVALID_CODES,
-                "ACODE-RUN-004",
-                "ACODE-RUN-009",
-                "ACODE-RUN-010",
-                "ACODE-RUN-011",
-                "ACODE-SES-006",
-            ),
-        },
-        parameters=[IDEMPOTENCY],
-        operation_id="runs_approve",
-        description="Approve the run at its gate: commits exactly what the digest names. "
-        "Needs approve_run; whoever started the run cannot approve it.",
-    )
+@run_action(
+    *DECIDE_CODES,
+    *INVALID_CODES,
+    "ACODE-RUN-004",
+    "ACODE-RUN-009",
+    "ACODE-RUN-010",
+    "ACODE-RUN-011",
+    "ACODE-SES-006",
+    operation_id="runs_approve",
+    description="Approve the run at its gate: commits exactly what the digest names. "
+    "Needs approve_run; whoever started the run cannot approve it.",
 )
 class RunApproveApi(RunActionApi):
     actions = {"POST": SessionAction.RUN_APPROVE}
@@ -209,17 +216,12 @@ class RunApproveApi(RunActionApi):
     act = run_approve
 
 
-@extend_schema_view(
-    post=extend_schema(
-        request=RunRejectInput,
-        responses={
-            200: RunDetailOutput,
-            **error_responses(*DECIDE_CODES, *INVALID_CODES, "ACODE-RUN-004"),
-        },
-        parameters=[IDEMPOTENCY],
-        operation_id="runs_reject",
-        description="Reject the run at its gate: it ends rejected; the changes stay pending.",
-    )
+@run_action(
+    *DECIDE_CODES,
+    *INVALID_CODES,
+    "ACODE-RUN-004",
+    operation_id="runs_reject",
+    description="Reject the run at its gate: it ends rejected; the changes stay pending.",
 )
 class RunRejectApi(RunActionApi):
     actions = {"POST": SessionAction.RUN_REJECT}
@@ -227,15 +229,12 @@ class RunRejectApi(RunActionApi):
     act = run_reject
 
 
-@extend_schema_view(
-    post=extend_schema(
-        request=None,
-        responses={200: RunDetailOutput, **error_responses(*ACT_CODES, "ACODE-RUN-004")},
-        parameters=[IDEMPOTENCY],
-        operation_id="runs_cancel",
-        description="Cancel the run: at once when it waits, at the end of the running "
-        "stage otherwise. The session goes back to Default.",
-    )
+@run_action(
+    *ACT_CODES,
+    "ACODE-RUN-004",
+    operation_id="runs_cancel",
+    description="Cancel the run: at once when it waits, at the end of the running "
+    "stage otherwise. The session goes back to Default.",
 )
 class RunCancelApi(RunActionApi):
     actions = {"POST": SessionAction.RUN_CANCEL}
