@@ -137,6 +137,20 @@ def role_drafts(*, status: str | None = None, role: str | None = None) -> QueryS
     return drafts
 
 
-def role_draft(pk: int) -> RoleDraft | None:
-    """One draft by id, or None."""
-    return RoleDraft.objects.filter(pk=pk).first()
+def role_draft_row(pk: int) -> RoleDraft:
+    """One draft by id (ACODE-API-404 when there is none)."""
+    draft = RoleDraft.objects.filter(pk=pk).first()
+    if draft is None:
+        raise AcodeError("ACODE-API-404", f"No role draft #{pk}.", {"draft": pk})
+    return draft
+
+
+def role_draft_is_stale(draft: RoleDraft) -> bool:
+    """Whether the role moved on since the draft was made (another version, or none)."""
+    current = (
+        RoleVersion.objects.filter(role_slug=draft.role_slug)
+        .order_by("-number")
+        .values_list("number", flat=True)
+        .first()
+    )
+    return draft.role_id is None or current != draft.base_number
