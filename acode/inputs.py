@@ -210,6 +210,13 @@ def query_of(query: type[Query], request: Any) -> dict[str, Any]:
     return dict(checked.validated_data)
 
 
+def body_of(body: type[serializers.Serializer], request: Any) -> dict[str, Any]:
+    """The request's body checked by ``body`` (400 with the problems)."""
+    checked = body(data=request.data)
+    checked.is_valid(raise_exception=True)
+    return dict(checked.validated_data)
+
+
 class CommaSeparated(serializers.Field):
     """A query parameter holding a comma-separated list of choices (``?status=a,b``); the
     schema shows an array with ``style: form, explode: false``."""

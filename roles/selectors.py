@@ -17,6 +17,7 @@ from roles.models import (
     PromptPack,
     Role,
     RoleDraft,
+    RoleVersion,
 )
 
 
@@ -120,6 +121,12 @@ def argument_limit_row(role: Role, tool: str) -> McpArgumentLimit:
     return row
 
 
+def role_version_number(version_id: int) -> int | None:
+    """The number of the role version ``version_id``, or None when there is none."""
+    number = RoleVersion.objects.filter(pk=version_id).values_list("number", flat=True).first()
+    return int(number) if number is not None else None
+
+
 def role_drafts(*, status: str | None = None, role: str | None = None) -> QuerySet[RoleDraft]:
     """Drafts of protected roles, newest first; only ``status`` or ``role`` (a slug)."""
     drafts = RoleDraft.objects.order_by("-id")
@@ -130,6 +137,20 @@ def role_drafts(*, status: str | None = None, role: str | None = None) -> QueryS
     return drafts
 
 
-def role_draft(pk: int) -> RoleDraft | None:
-    """One draft by id, or None."""
-    return RoleDraft.objects.filter(pk=pk).first()
+def role_draft_row(pk: int) -> RoleDraft:
+    """One draft by id (ACODE-API-404 when there is none)."""
+    draft = RoleDraft.objects.filter(pk=pk).first()
+    if draft is None:
+        raise AcodeError("ACODE-API-404", f"No role draft #{pk}.", {"draft": pk})
+    return draft
+
+
+def role_draft_is_stale(draft: RoleDraft) -> bool:
+    """Whether the role moved on since the draft was made (another version, or none)."""
+    current = (
+        RoleVersion.objects.filter(role_slug=draft.role_slug)
+        .order_by("-number")
+        .values_list("number", flat=True)
+        .first()
+    )
+    return draft.role_id is None or current != draft.base_number

@@ -1,11 +1,16 @@
-"""Output shapes of role data for the REST API (built from registry snapshots)."""
+"""Output shapes of role data for the REST API (built from registry snapshots), and of drafts
+of protected roles."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from acode.inputs import Query, Text
+from roles import selectors
+from roles.models import RoleDraft, RoleDraftStatus
 from roles.registry import RoleDef, RuleDef, registry
 
 
@@ -174,3 +179,66 @@ class ComposedPromptOutput(serializers.Serializer):
     parts = PromptPartOutput(many=True)
     languages = serializers.ListField(child=serializers.CharField())
     frameworks = serializers.ListField(child=serializers.CharField())
+
+
+# Not JSONField(allow_null=True): its schema, oneOf [{}, null], refuses null (both match).
+@extend_schema_field({"description": "Any JSON value, null included."})
+class AnyValue(serializers.JSONField):
+    """Any JSON value."""
+
+
+class FieldChangeOutput(serializers.Serializer):
+    field = serializers.CharField()
+    before = AnyValue()
+    after = AnyValue()
+
+
+class RoleDraftOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    role = serializers.CharField(help_text="The role's slug.")
+    base_version = serializers.IntegerField(help_text="The role version it was made on.")
+    status = serializers.ChoiceField(choices=RoleDraftStatus.values)
+    stale = serializers.BooleanField(help_text="The role has a newer version: cannot publish.")
+    author = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    decided_by = serializers.CharField()
+    decided_at = serializers.DateTimeField(allow_null=True)
+    reason = serializers.CharField()
+    diff = FieldChangeOutput(many=True)
+    example_results = serializers.ListField(child=serializers.DictField())
+    content = serializers.DictField(help_text="The role's full proposed content.")
+    replay = serializers.DictField(
+        allow_null=True,
+        help_text="The open draft replayed against the role's recorded decisions of the last "
+        "ACODE_DRAFT_REPLAY_DAYS days (detail only, for users who may change roles; else null).",
+    )
+
+
+def draft_data(draft: RoleDraft, *, replay: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A draft as the API shows it, with its ``replay`` (``role_draft_replay_report``) where
+    one is shown (the detail, for role admins)."""
+    return RoleDraftOutput(
+        {
+            "id": draft.pk,
+            "role": draft.role_slug,
+            "base_version": draft.base_number,
+            "status": draft.status,
+            "stale": draft.status == RoleDraftStatus.OPEN and selectors.role_draft_is_stale(draft),
+            "author": draft.author_name,
+            "created_at": draft.created_at,
+            "decided_by": draft.decided_by_name,
+            "decided_at": draft.decided_at,
+            "reason": draft.reason,
+            "diff": draft.diff,
+            "example_results": draft.example_results,
+            "content": draft.content,
+            "replay": replay,
+        }
+    ).data
+
+
+class DraftQuery(Query):
+    status = serializers.ChoiceField(
+        choices=RoleDraftStatus.values, required=False, help_text="Only drafts in this status."
+    )
+    role = Text(max_length=64, required=False, help_text="Only drafts of this role (slug).")

@@ -13,9 +13,9 @@ from django.utils.safestring import SafeString
 
 from acode.errors import AcodeError
 from roles.models import RoleDraft, RoleDraftStatus
+from roles.selectors import role_draft_is_stale
 from roles.services import (
     role_draft_decision_refusal,
-    role_draft_is_stale,
     role_draft_publish,
     role_draft_reject,
 )

@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import error_responses
-from acode.inputs import Input, Text
+from acode.inputs import Input, Text, body_of
 from roles.registry import registry
 from roles.services.agents import custom_agent_create, custom_agents_visible_to
 
@@ -88,8 +88,6 @@ class CustomAgentCollectionApi(APIView):
         "holds (ACODE-ROL-016 on any later write that tries).",
     )
     def post(self, request: Request) -> Response:
-        checked = CustomAgentInput(data=request.data)
-        checked.is_valid(raise_exception=True)
-        data: dict[str, Any] = dict(checked.validated_data)
+        data = body_of(CustomAgentInput, request)
         agent = custom_agent_create(user=request.user, **data)  # type: ignore[arg-type]
         return Response(CustomAgentOutput(agent).data, status=201)

@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import error_responses
-from acode.inputs import JSON_VALUE_REF, NO_NUL, Input
+from acode.inputs import JSON_VALUE_REF, NO_NUL, Input, body_of
 from roles.apis.roles import ROLE_NAME
 from roles.commands.workspace import KnownWorkspace
 from roles.decision import HostFacts, decide
@@ -60,14 +60,13 @@ class RoleToolCheckApi(APIView):
         "and host may refuse more). Reads role data only, as GET /api/roles/{name}/ does.",
     )
     def post(self, request: Request, name: str) -> Response:
-        body = ToolCheckInput(data=request.data)
-        body.is_valid(raise_exception=True)
+        body = body_of(ToolCheckInput, request)
         role = registry.get(name)
-        tool = body.validated_data["tool"]
+        tool = body["tool"]
         decision = decide(
             role,
             tool,
-            body.validated_data.get("arguments", {}),
+            body.get("arguments", {}),
             host=HostFacts(),
             workspace=KnownWorkspace(),
         )

@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import error_responses
-from acode.inputs import Input, Query, query_of
+from acode.inputs import Input, Query, body_of, query_of
 from acode.llm import Endpoint, model_check
 from acode.llm.check import MAX_PROBES, PROBES
 from roles import selectors
@@ -201,11 +201,9 @@ class ModelEndpointDetailApi(APIView):
         "one a script.",
     )
     def put(self, request: Request, name: str) -> Response:
-        body = ModelEndpointInput(data=request.data)
-        body.is_valid(raise_exception=True)
         endpoint, created = model_endpoint_save(
             name=name,
-            data=dict(body.validated_data),
+            data=body_of(ModelEndpointInput, request),
             user=request.user,  # type: ignore[arg-type]
         )
         row = {field: getattr(endpoint, field) for field in ENDPOINT_FIELDS}

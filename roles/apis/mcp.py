@@ -12,13 +12,13 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers
 from rest_framework.permissions import DjangoModelPermissions, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import AcodeError, error_responses
+from acode.inputs import body_of
 from roles import selectors
 from roles.apis.mcp_shapes import (
     ArgumentLimitInput,
@@ -84,12 +84,6 @@ def _checked(save: Any, **kwargs: Any) -> Any:
         ) from exc  # fmt: skip
 
 
-def _input(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
-
-
 _TOOL_FIELDS = (
     "name", "state", "offered", "live_definition", "live_hash", "approved_definition",
     "approved_hash", "approved_by", "approved_at", "seen_at",
@@ -124,7 +118,7 @@ class McpServerCollectionApi(APIView):
         operation_id="mcp_servers_create",
     )
     def post(self, request: Request) -> Response:
-        server = McpServer(**_input(McpServerInput, request.data))
+        server = McpServer(**body_of(McpServerInput, request))
         _checked(mcp_server_save, server=server, user=request.user)
         return Response(McpServerOutput(server).data, status=201)
 
@@ -154,7 +148,7 @@ class McpServerResourceApi(APIView):
     )
     def patch(self, request: Request, slug: str) -> Response:
         server = selectors.mcp_server_row(slug)
-        for field, value in _input(McpServerUpdate, request.data).items():
+        for field, value in body_of(McpServerUpdate, request).items():
             setattr(server, field, value)
         _checked(mcp_server_save, server=server, user=request.user)
         return Response(McpServerOutput(server).data)
@@ -281,7 +275,7 @@ class ArgumentLimitCollectionApi(APIView):
     )
     def post(self, request: Request, name: str) -> Response:
         role = selectors.role_row(registry.get(name).slug)
-        data = _input(ArgumentLimitInput, request.data)
+        data = body_of(ArgumentLimitInput, request)
         if any(limit.tool == data["tool"] for limit in selectors.argument_limits_of(role)):
             raise AcodeError(
                 "ACODE-API-409", f"Role {role.slug!r} already limits {data['tool']!r}: PATCH it.",
@@ -315,7 +309,7 @@ class ArgumentLimitResourceApi(APIView):
     def patch(self, request: Request, name: str, tool: str) -> Response:
         role = selectors.role_row(registry.get(name).slug)
         limit = selectors.argument_limit_row(role, tool)
-        limit.schema = _input(ArgumentLimitUpdate, request.data)["schema"]
+        limit.schema = body_of(ArgumentLimitUpdate, request)["schema"]
         _checked(mcp_argument_limit_save, limit=limit, user=request.user)
         return Response(ArgumentLimitOutput(limit).data)
 

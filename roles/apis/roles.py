@@ -17,10 +17,15 @@ from acode.errors import AcodeError, error_responses
 from acode.inputs import Query, Text, json_schema_problems, query_of
 from acode.yamldoc import integral_numbers
 from roles import selectors
-from roles.apis.drafts import RoleDraftOutput, draft_data
 from roles.prompts import compose_prompt
 from roles.registry import registry
-from roles.serializers import ComposedPromptOutput, RoleDetailOutput, RoleOutput
+from roles.serializers import (
+    ComposedPromptOutput,
+    RoleDetailOutput,
+    RoleDraftOutput,
+    RoleOutput,
+    draft_data,
+)
 from roles.services import role_delete, role_write
 from roles.validation import role_field_problems, role_schema
 

@@ -31,7 +31,6 @@ from roles.services.catalog import (
 from roles.services.common import prompt_rejection_record, role_versions_record
 from roles.services.draft_review import (
     role_draft_decision_refusal,
-    role_draft_is_stale,
     role_draft_publish,
     role_draft_reject,
 )
@@ -67,7 +66,6 @@ __all__ = [
     "prompt_rejection_record",
     "role_delete",
     "role_draft_decision_refusal",
-    "role_draft_is_stale",
     "role_draft_publish",
     "role_draft_reject",
     "role_draft_route",

@@ -21,7 +21,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from acode.errors import AcodeError
-from roles.models import RoleDraft, RoleDraftStatus, RoleVersion
+from roles.models import RoleDraft, RoleDraftStatus
+from roles.selectors import role_draft_is_stale
 from roles.services.accounts import accounts_made_by
 from roles.services.common import actor_label, data_changed
 from roles.services.protection import reviewed_write
@@ -29,17 +30,6 @@ from roles.services.replay import role_replay
 from roles.services.roles import role_reviewed_write
 
 PUBLISH_PERMISSION = "roles.publish_roledraft"
-
-
-def role_draft_is_stale(draft: RoleDraft) -> bool:
-    """Whether the role moved on since the draft was made (another version, or none)."""
-    current = (
-        RoleVersion.objects.filter(role_slug=draft.role_slug)
-        .order_by("-number")
-        .values_list("number", flat=True)
-        .first()
-    )
-    return draft.role_id is None or current != draft.base_number
 
 
 def role_draft_replay_report(draft: RoleDraft) -> dict[str, Any] | None:

@@ -6,14 +6,12 @@ import csv
 import io
 import json
 from collections.abc import AsyncIterator, Generator, Iterator
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import closing
 from datetime import tzinfo
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIRequest
-from django.db import connection, transaction
-from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -35,8 +33,8 @@ from sessions_app.apis.serializers import (
     ChainReportOutput,
 )
 from sessions_app.filters import AuditFilter, audit_order
-from sessions_app.models import AuditEvent
 from sessions_app.permissions import audit_visible_to, can_verify_audit
+from sessions_app.selectors.audit import audit_rows_streamed
 from sessions_app.services.audit_verify import audit_verify_record
 
 
@@ -141,21 +139,13 @@ def export_row(values: tuple[Any, ...], zone: tzinfo) -> dict[str, Any]:
     return row
 
 
-def _chunks(qs: QuerySet[AuditEvent], lines: Any) -> Generator[str, None, None]:
-    """The export, a chunk of rows at a time, read through a database cursor.
-
-    On PostgreSQL the cursor is read inside a transaction: outside one Django declares it
-    WITH HOLD, and PostgreSQL then copies the whole result aside at the first fetch (a
-    full export would wait for, and hold, every row before its first byte). It is also
-    one consistent snapshot. SQLite reads in chunks without one (and a transaction there
-    would take the write lock for the whole export).
-    """
-    held: AbstractContextManager[Any] = (
-        transaction.atomic() if connection.vendor == "postgresql" else nullcontext()
-    )
+def _chunks(qs: Any, lines: Any) -> Generator[str, None, None]:
+    """The export, a chunk of rows at a time (read ``audit_rows_streamed``, a chunk a fetch);
+    the first chunk is small, so the download starts at once. Closing it (a client gone)
+    closes the read, its cursor and transaction."""
     zone = timezone.get_current_timezone()
-    with held:
-        rows = qs.values_list(*_EXPORT_SOURCES).iterator(chunk_size=EXPORT_CHUNK_ROWS)
+    streamed = audit_rows_streamed(qs, _EXPORT_SOURCES, chunk_size=EXPORT_CHUNK_ROWS)
+    with closing(streamed) as rows:
         batch: list[dict[str, Any]] = []
         first = True
         for values in rows:

@@ -5,8 +5,10 @@ every change: ``services.backlog``."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
+from typing import ClassVar, TypeVar
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -14,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import error_responses
+from acode.inputs import Input, body_of
 from roles.apis.parsers import PlainTextParser
 from roles.apis.portability import IMPORT_CODES
 from sessions_app.apis.common import INVALID_CODES, request_user
@@ -65,9 +68,8 @@ class ProjectListApi(APIView):
         description="A new board, owned by you: its tasks' runs start as you.",
     )  # fmt: skip
     def post(self, request: Request) -> Response:
-        data = ProjectCreateInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        fields = dict(data.validated_data)
+        data = body_of(ProjectCreateInput, request)
+        fields = dict(data)
         user = request_user(request)
         name = fields.pop("repository")
         repository = repository_for(user, name) if name else None
@@ -124,11 +126,10 @@ class ProjectPlanApi(APIView):
         "or with .../tasks/{key}/accept/ (unless the project auto-accepts proposals).",
     )  # fmt: skip
     def post(self, request: Request, slug: str) -> Response:
-        data = ProjectPlanInput(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = body_of(ProjectPlanInput, request)
         user = request_user(request)
         project = project_for(user, slug, act=True)
-        job = project_plan(project=project, spec=data.validated_data["spec"], user=user)
+        job = project_plan(project=project, spec=data["spec"], user=user)
         return Response(ProjectPlanOutput(job).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -155,57 +156,67 @@ class TaskDetailApi(APIView):
         return Response(TaskOutput(task_for(request_user(request), slug, key)).data)
 
 
-class TaskAcceptApi(APIView):
+# A person's action on a task (accept, unblock, reprioritise): the body checked by ``body``
+# (None: no body), the task found for acting on (``task_for``), then the service ``act``
+# called with the task, the user and the body's fields (named as its keywords). The answer
+# is the task as it is then. (A comment, not a docstring: the schema would show it as the
+# description of an operation that has none.)
+class TaskActionApi(APIView):
     permission_classes = [IsAuthenticated]
+    body: ClassVar[type[Input] | None] = None
+    act: ClassVar[Callable[..., object]]
 
-    @extend_schema(
-        request=None,
-        responses={200: TaskOutput, **error_responses(*ACT_CODES, "ACODE-BKL-001")},
-        operation_id="backlog_tasks_accept",
-        description="Accept a task the Product Manager proposed: it joins the backlog.",
-    )
     def post(self, request: Request, slug: str, key: str) -> Response:
+        data = body_of(self.body, request) if self.body is not None else {}
         user = request_user(request)
-        task = task_accept(task=task_for(user, slug, key, act=True), user=user)
+        task = type(self).act(task=task_for(user, slug, key, act=True), user=user, **data)
         return Response(TaskOutput(task).data)
 
 
-class TaskUnblockApi(APIView):
-    permission_classes = [IsAuthenticated]
-
-    @extend_schema(
-        request=TaskNoteInput,
-        responses={200: TaskOutput, **error_responses(*ACT_CODES, "ACODE-BKL-001")},
-        operation_id="backlog_tasks_unblock",
-        description="Send a blocked task, or one whose merge conflicted, back to the backlog "
-        "for a new run (the note is kept as its reason, and its next run is told).",
-    )
-    def post(self, request: Request, slug: str, key: str) -> Response:
-        data = TaskNoteInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        user = request_user(request)
-        task = task_unblock(
-            task=task_for(user, slug, key, act=True), user=user, note=data.validated_data["note"]
-        )
-        return Response(TaskOutput(task).data)
+View = TypeVar("View", bound=type[TaskActionApi])
 
 
-class TaskPriorityApi(APIView):
-    permission_classes = [IsAuthenticated]
+def task_action(
+    *codes: str, operation_id: str, description: str | None = None
+) -> Callable[[View], View]:
+    """The schema of a ``TaskActionApi``: its body, the task, the errors ``codes``."""
 
-    @extend_schema(
-        request=TaskPriorityInput,
-        responses={200: TaskOutput, **error_responses(*ACT_CODES, *INVALID_CODES,
-                                                      "ACODE-BKL-001")},
-        operation_id="backlog_tasks_reprioritise",
-    )  # fmt: skip
-    def post(self, request: Request, slug: str, key: str) -> Response:
-        data = TaskPriorityInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        user = request_user(request)
-        task = task_reprioritise(
-            task=task_for(user, slug, key, act=True),
-            priority=data.validated_data["priority"],
-            user=user,
-        )
-        return Response(TaskOutput(task).data)
+    def schema(view: View) -> View:
+        return extend_schema_view(
+            post=extend_schema(
+                request=view.body,
+                responses={200: TaskOutput, **error_responses(*codes)},
+                operation_id=operation_id,
+                description=description,
+            )
+        )(view)
+
+    return schema
+
+
+@task_action(
+    *ACT_CODES,
+    "ACODE-BKL-001",
+    operation_id="backlog_tasks_accept",
+    description="Accept a task the Product Manager proposed: it joins the backlog.",
+)
+class TaskAcceptApi(TaskActionApi):
+    act = task_accept
+
+
+@task_action(
+    *ACT_CODES,
+    "ACODE-BKL-001",
+    operation_id="backlog_tasks_unblock",
+    description="Send a blocked task, or one whose merge conflicted, back to the backlog "
+    "for a new run (the note is kept as its reason, and its next run is told).",
+)
+class TaskUnblockApi(TaskActionApi):
+    body = TaskNoteInput
+    act = task_unblock
+
+
+@task_action(*ACT_CODES, *INVALID_CODES, "ACODE-BKL-001", operation_id="backlog_tasks_reprioritise")
+class TaskPriorityApi(TaskActionApi):
+    body = TaskPriorityInput
+    act = task_reprioritise

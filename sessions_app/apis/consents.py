@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import error_responses
-from acode.inputs import Input, Text
+from acode.inputs import Input, Text, body_of
 from sessions_app.apis.common import (
     ACT_CODES,
     INVALID_CODES,
@@ -99,11 +99,10 @@ class SessionConsentAnswerApi(SessionActionApi):
     )
     def post(self, request: Request, pk: str, consent_id: str) -> Response:
         session = self.access(request, session_for, pk)
-        data = ConsentAnswerInput(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = body_of(ConsentAnswerInput, request)
         consent = tool_consent_answer(
             consent_id=consent_id, session=session, user=request_user(request),
-            allow=data.validated_data["allow"], note=data.validated_data["note"],
+            allow=data["allow"], note=data["note"],
         )  # fmt: skip
         return Response(ConsentOutput(consent).data)
 

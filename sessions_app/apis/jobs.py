@@ -8,7 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from acode.errors import error_responses
-from acode.inputs import query_of
+from acode.inputs import body_of, query_of
 from sessions_app.apis.common import (
     ACT_CODES,
     IDEMPOTENCY,
@@ -63,11 +63,8 @@ class SessionJobsApi(SessionActionApi):
         session = self.access(request, session_for, pk)
 
         def create() -> Response:
-            data = JobCreateInput(data=request.data)
-            data.is_valid(raise_exception=True)
-            job = job_create(
-                session=session, request=data.validated_data["request"], user=request_user(request)
-            )
+            data = body_of(JobCreateInput, request)
+            job = job_create(session=session, request=data["request"], user=request_user(request))
             return Response(JobOutput(job).data, status=status.HTTP_201_CREATED)
 
         return idempotent(request, create)

@@ -8,6 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from acode.errors import AcodeError, error_responses
+from acode.inputs import body_of
 from sessions_app.apis.common import (
     ACT_CODES,
     IDEMPOTENCY,
@@ -86,12 +87,11 @@ class SessionPlanStepApi(SessionActionApi):
     )
     def patch(self, request: Request, pk: str, number: int) -> Response:
         session = self.access(request, session_for, pk)
-        data = StepStatusInput(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = body_of(StepStatusInput, request)
         session = plan_step_update(
             session=session,
             number=number,
-            status=data.validated_data["status"],
+            status=data["status"],
             user=request_user(request),
         )
         return Response(session.plan)
@@ -137,11 +137,8 @@ class SessionChangesApi(SessionActionApi):
         session = self.access(request, session_for, pk)
 
         def record() -> Response:
-            data = PendingChangeInput(data=request.data)
-            data.is_valid(raise_exception=True)
-            change = change_record(
-                session=session, user=request_user(request), **data.validated_data
-            )
+            data = body_of(PendingChangeInput, request)
+            change = change_record(session=session, user=request_user(request), **data)
             return Response(PendingChangeOutput(change).data, status=status.HTTP_201_CREATED)
 
         return idempotent(request, record)
@@ -175,11 +172,10 @@ class SessionChangesApproveApi(SessionActionApi):
         session = self.access(request, session_for, pk)
 
         def approve() -> Response:
-            data = ApproveInput(data=request.data)
-            data.is_valid(raise_exception=True)
+            data = body_of(ApproveInput, request)
             done = changes_approve(
-                session=session, digest=data.validated_data["digest"],
-                summary=data.validated_data["summary"], user=request_user(request),
+                session=session, digest=data["digest"], summary=data["summary"],
+                user=request_user(request),
             )  # fmt: skip
             return Response(ApproveOutput(done).data)
 

@@ -3,9 +3,10 @@ answer, approve, reject or cancel them. The services decide; these views check w
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
@@ -13,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import error_responses
-from acode.inputs import query_of
+from acode.inputs import Input, body_of, query_of
 from sessions_app.apis.common import (
     ACT_CODES,
     IDEMPOTENCY,
@@ -84,14 +85,13 @@ class SessionRunsApi(SessionActionApi):
         session = self.access(request, session_for, pk)
 
         def start() -> Response:
-            data = RunStartInput(data=request.data)
-            data.is_valid(raise_exception=True)
+            data = body_of(RunStartInput, request)
             run = run_start(
                 session=session,
-                request=data.validated_data["request"],
+                request=data["request"],
                 user=request_user(request),
-                risk=data.validated_data.get("risk"),
-                template=data.validated_data.get("template"),
+                risk=data.get("risk"),
+                template=data.get("template"),
             )
             return detail(request, run.pk, status_code=status.HTTP_201_CREATED)
 
@@ -143,112 +143,99 @@ class RunEventsApi(SessionActionApi):
         return Response(RunEventsOutput(run_events(run, after=after)).data)
 
 
-class RunAnswerApi(SessionActionApi):
-    actions = {"POST": SessionAction.RUN_ANSWER}
+class RunActionApi(SessionActionApi):
+    """A person's action on a run (answer, approve, reject, cancel): the run fetched and
+    checked for the action, then, once per Idempotency-Key, the body checked by ``body``
+    (None: no body) and the service ``act`` called with the run, the user and the body's
+    fields (named as its keywords). The answer is the run as it is then."""
 
-    @extend_schema(
-        request=RunAnswerInput,
-        responses={
-            200: RunDetailOutput,
-            **error_responses(*ACT_CODES, *INVALID_CODES, "ACODE-RUN-004", "ACODE-RUN-006"),
-        },
-        parameters=[IDEMPOTENCY],
-        operation_id="runs_answer",
-        description="Answer the run's open question: a waiting stage goes on with the "
-        "answer; a blocked run sends the plan step back to the Coder with it.",
-    )
+    body: ClassVar[type[Input] | None] = None
+    act: ClassVar[Callable[..., object]]
+
     def post(self, request: Request, pk: str) -> Response:
         run = self.access(request, run_for, pk)
 
-        def answer() -> Response:
-            data = RunAnswerInput(data=request.data)
-            data.is_valid(raise_exception=True)
-            run_answer(run=run, answer=data.validated_data["answer"], user=request_user(request))
+        def operation() -> Response:
+            data = body_of(self.body, request) if self.body is not None else {}
+            type(self).act(run=run, user=request_user(request), **data)
             return detail(request, run.pk)
 
-        return idempotent(request, answer)
+        return idempotent(request, operation)
 
 
-class RunApproveApi(SessionActionApi):
-    actions = {"POST": SessionAction.RUN_APPROVE}
+View = TypeVar("View", bound=type[RunActionApi])
 
-    @extend_schema(
-        request=RunApproveInput,
-        responses={
-            200: RunDetailOutput,
-            **error_responses(
-                *DECIDE_CODES,
-                *INVALID_CODES,
-                "ACODE-RUN-004",
-                "ACODE-RUN-009",
-                "ACODE-RUN-010",
-                "ACODE-RUN-011",
-                "ACODE-SES-006",
-            ),
-        },
-        parameters=[IDEMPOTENCY],
-        operation_id="runs_approve",
-        description="Approve the run at its gate: commits exactly what the digest names. "
-        "Needs approve_run; whoever started the run cannot approve it.",
-    )
-    def post(self, request: Request, pk: str) -> Response:
-        run = self.access(request, run_for, pk)
 
-        def approve() -> Response:
-            data = RunApproveInput(data=request.data)
-            data.is_valid(raise_exception=True)
-            run_approve(
-                run=run,
-                user=request_user(request),
-                digest=data.validated_data["digest"],
-                reason=data.validated_data["reason"],
+def run_action(*codes: str, operation_id: str, description: str) -> Callable[[View], View]:
+    """The schema of a ``RunActionApi``: its body, the run's detail, the errors ``codes``."""
+
+    def schema(view: View) -> View:
+        return extend_schema_view(
+            post=extend_schema(
+                request=view.body,
+                responses={200: RunDetailOutput, **error_responses(*codes)},
+                parameters=[IDEMPOTENCY],
+                operation_id=operation_id,
+                description=description,
             )
-            return detail(request, run.pk)
+        )(view)
 
-        return idempotent(request, approve)
+    return schema
 
 
-class RunRejectApi(SessionActionApi):
+@run_action(
+    *ACT_CODES,
+    *INVALID_CODES,
+    "ACODE-RUN-004",
+    "ACODE-RUN-006",
+    operation_id="runs_answer",
+    description="Answer the run's open question: a waiting stage goes on with the "
+    "answer; a blocked run sends the plan step back to the Coder with it.",
+)
+class RunAnswerApi(RunActionApi):
+    actions = {"POST": SessionAction.RUN_ANSWER}
+    body = RunAnswerInput
+    act = run_answer
+
+
+@run_action(
+    *DECIDE_CODES,
+    *INVALID_CODES,
+    "ACODE-RUN-004",
+    "ACODE-RUN-009",
+    "ACODE-RUN-010",
+    "ACODE-RUN-011",
+    "ACODE-SES-006",
+    operation_id="runs_approve",
+    description="Approve the run at its gate: commits exactly what the digest names. "
+    "Needs approve_run; whoever started the run cannot approve it.",
+)
+class RunApproveApi(RunActionApi):
+    actions = {"POST": SessionAction.RUN_APPROVE}
+    body = RunApproveInput
+    act = run_approve
+
+
+@run_action(
+    *DECIDE_CODES,
+    *INVALID_CODES,
+    "ACODE-RUN-004",
+    operation_id="runs_reject",
+    description="Reject the run at its gate: it ends rejected; the changes stay pending.",
+)
+class RunRejectApi(RunActionApi):
     actions = {"POST": SessionAction.RUN_REJECT}
-
-    @extend_schema(
-        request=RunRejectInput,
-        responses={
-            200: RunDetailOutput,
-            **error_responses(*DECIDE_CODES, *INVALID_CODES, "ACODE-RUN-004"),
-        },
-        parameters=[IDEMPOTENCY],
-        operation_id="runs_reject",
-        description="Reject the run at its gate: it ends rejected; the changes stay pending.",
-    )
-    def post(self, request: Request, pk: str) -> Response:
-        run = self.access(request, run_for, pk)
-
-        def reject() -> Response:
-            data = RunRejectInput(data=request.data)
-            data.is_valid(raise_exception=True)
-            run_reject(run=run, user=request_user(request), reason=data.validated_data["reason"])
-            return detail(request, run.pk)
-
-        return idempotent(request, reject)
+    body = RunRejectInput
+    act = run_reject
 
 
-class RunCancelApi(SessionActionApi):
+@run_action(
+    *ACT_CODES,
+    "ACODE-RUN-004",
+    operation_id="runs_cancel",
+    description="Cancel the run: at once when it waits, at the end of the running "
+    "stage otherwise. The session goes back to Default.",
+)
+class RunCancelApi(RunActionApi):
     actions = {"POST": SessionAction.RUN_CANCEL}
-
-    @extend_schema(
-        request=None,
-        responses={200: RunDetailOutput, **error_responses(*ACT_CODES, "ACODE-RUN-004")},
-        parameters=[IDEMPOTENCY],
-        operation_id="runs_cancel",
-        description="Cancel the run: at once when it waits, at the end of the running "
-        "stage otherwise. The session goes back to Default.",
-    )
-    def post(self, request: Request, pk: str) -> Response:
-        run = self.access(request, run_for, pk)
-
-        def cancel() -> Response:
-            run_cancel(run=run, user=request_user(request))
-            return detail(request, run.pk)
-
-        return idempotent(request, cancel)
+    act = run_cancel

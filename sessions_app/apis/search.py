@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from acode.errors import error_responses
-from acode.inputs import Input, Text
+from acode.inputs import Input, Text, body_of
 from sessions_app.apis.common import INVALID_CODES, NOT_VISIBLE_CODES, SessionActionApi
 from sessions_app.permissions import SessionAction, session_for
 from sessions_app.services.search_index import (
@@ -115,9 +115,7 @@ class SessionSearchApi(SessionActionApi):
     )
     def post(self, request: Request, pk: str) -> Response:
         session = self.access(request, session_for, pk)
-        data = SearchInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        found = data.validated_data
+        found = body_of(SearchInput, request)
         workspace, kind = Path(session.workspace), found["kind"]
         if kind == "text":
             answer = workspace_search(workspace, found["query"], globs=found["paths"],

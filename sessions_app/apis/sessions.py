@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from acode.errors import error_responses
-from acode.inputs import query_of
+from acode.inputs import body_of, query_of
 from acode.middleware import request_id_of
 from roles.registry import registry
 from roles.serializers import tool_data
@@ -86,12 +86,11 @@ class SessionListApi(APIView):
     )
     def post(self, request: Request) -> Response:
         def create() -> Response:
-            data = SessionCreateInput(data=request.data)
-            data.is_valid(raise_exception=True)
+            data = body_of(SessionCreateInput, request)
             session = session_create(
                 owner=request_user(request),
                 request_id=request_id_of(request),
-                **data.validated_data,
+                **data,
             )
             return Response(SessionOutput(session).data, status=status.HTTP_201_CREATED)
 

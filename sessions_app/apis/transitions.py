@@ -7,6 +7,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from acode.errors import error_responses
+from acode.inputs import body_of
 from acode.middleware import request_id_of
 from sessions_app.apis.common import (
     ACT_CODES,
@@ -26,8 +27,8 @@ from sessions_app.apis.serializers import (
     TransitionOutput,
     TransitionResultOutput,
 )
-from sessions_app.models import AgentSession
 from sessions_app.permissions import SessionAction, not_visible, session_for
+from sessions_app.selectors.lookups import SessionNotFound
 from sessions_app.services.transitions import session_transition, transitions_from
 
 
@@ -57,20 +58,19 @@ class SessionTransitionApi(SessionActionApi):
         user = request_user(request)
 
         def transition() -> Response:
-            data = TransitionInput(data=request.data)
-            data.is_valid(raise_exception=True)
+            data = body_of(TransitionInput, request)
             try:
                 # Who may is asked by the service on the locked row (``access_refusal``,
                 # as ``session_for`` would), so the lock is the only read.
                 result = session_transition(
                     session=pk,
-                    to_role=data.validated_data["to_role"],
-                    reason=data.validated_data["reason"],
+                    to_role=data["to_role"],
+                    reason=data["reason"],
                     user=user,
-                    expected_role=data.validated_data.get("expected_role") or None,
+                    expected_role=data.get("expected_role") or None,
                     request_id=request_id_of(request),
                 )
-            except AgentSession.DoesNotExist:
+            except SessionNotFound:
                 raise not_visible("session") from None
             return Response(
                 {

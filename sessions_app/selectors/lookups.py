@@ -8,6 +8,10 @@ from typing import Any, NamedTuple
 
 from sessions_app.models import AgentSession, IdempotencyRecord
 
+# What reading or locking a session by an id that names none raises (``lock_session`` in a
+# service too): a view that hands a service the id answers it as a session not visible.
+SessionNotFound = AgentSession.DoesNotExist
+
 
 def session_by_id(pk: Any) -> AgentSession | None:
     return AgentSession.objects.select_related("owner").filter(pk=pk).first()

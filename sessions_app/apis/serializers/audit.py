@@ -10,15 +10,6 @@ from sessions_app.models import (
     AuditEventType,
 )
 
-# Text limits of the API (plans: sessions_app.services.plans).
-TITLE_MAX_CHARS = 200
-TASK_MAX_CHARS = 20_000
-REASON_MAX_CHARS = 2_000
-ROLE_NAME_MAX_CHARS = 100
-PATH_MAX_CHARS = 1_000
-DIFF_MAX_CHARS = 1_000_000
-SUMMARY_MAX_CHARS = 5_000
-
 
 class RoleShareOutput(serializers.Serializer):
     role = serializers.CharField()

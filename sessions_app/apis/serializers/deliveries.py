@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from acode.inputs import Query
+from sessions_app.apis.serializers.enums import enum_field
 from sessions_app.models import ChangeKind, DeliveredCommit, PushStatus
 
 SHA_PATTERN = r"^[0-9a-f]{40}([0-9a-f]{24})?$"
 
 
-@extend_schema_field({"type": "string", "enum": PushStatus.values}, component_name="PushStatusEnum")
-class PushStatusField(serializers.ChoiceField):
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(choices=PushStatus.choices, **kwargs)
+PushStatusField = enum_field(PushStatus, "PushStatusEnum")
 
 
 class CommittedFileOutput(serializers.Serializer):

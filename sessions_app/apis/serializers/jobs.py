@@ -8,17 +8,12 @@ from rest_framework import serializers
 
 from acode.inputs import CommaSeparated, Input, Query, Text
 from roles.registry import registry
-from sessions_app.apis.serializers.sessions import version_number
+from sessions_app.apis.serializers.sessions import (
+    ROLE_NAME_MAX_CHARS,
+    TASK_MAX_CHARS,
+    version_number,
+)
 from sessions_app.models import Job, JobStatus
-
-# Text limits of the API (plans: sessions_app.services.plans).
-TITLE_MAX_CHARS = 200
-TASK_MAX_CHARS = 20_000
-REASON_MAX_CHARS = 2_000
-ROLE_NAME_MAX_CHARS = 100
-PATH_MAX_CHARS = 1_000
-DIFF_MAX_CHARS = 1_000_000
-SUMMARY_MAX_CHARS = 5_000
 
 
 class JobEventOutput(serializers.Serializer):

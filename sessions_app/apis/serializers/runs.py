@@ -12,6 +12,7 @@ from rest_framework import serializers
 from acode.inputs import CommaSeparated, Input, PageQuery, Query, Text
 from roles.registry import registry
 from sessions_app.apis.serializers.deliveries import DeliveredCommitOutput
+from sessions_app.apis.serializers.enums import enum_field
 from sessions_app.models import (
     ApprovalStatus,
     RiskTier,
@@ -42,42 +43,11 @@ SLUG_MAX_CHARS = 64
 NULLABLE_TEXT = serializers.CharField(allow_null=True)
 
 
-# Choice fields as named enum components: several of these choice sets share a field name
-# (status, kind, tier) with other sets in the schema, which would leave them hashed names.
-@extend_schema_field({"type": "string", "enum": RunStatus.values}, component_name="RunStatusEnum")
-class RunStatusField(serializers.ChoiceField):
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(choices=RunStatus.choices, **kwargs)
-
-
-@extend_schema_field(
-    {"type": "string", "enum": StageStatus.values}, component_name="RunStageStatusEnum"
-)
-class StageStatusField(serializers.ChoiceField):
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(choices=StageStatus.choices, **kwargs)
-
-
-@extend_schema_field(
-    {"type": "string", "enum": ApprovalStatus.values}, component_name="RunApprovalStatusEnum"
-)
-class ApprovalStatusField(serializers.ChoiceField):
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(choices=ApprovalStatus.choices, **kwargs)
-
-
-@extend_schema_field(
-    {"type": "string", "enum": StagePurpose.values}, component_name="StagePurposeEnum"
-)
-class StagePurposeField(serializers.ChoiceField):
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(choices=StagePurpose.choices, **kwargs)
-
-
-@extend_schema_field({"type": "string", "enum": RiskTier.values}, component_name="RunRiskTierEnum")
-class RiskTierField(serializers.ChoiceField):
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(choices=RiskTier.choices, **kwargs)
+RunStatusField = enum_field(RunStatus, "RunStatusEnum")
+StageStatusField = enum_field(StageStatus, "RunStageStatusEnum")
+ApprovalStatusField = enum_field(ApprovalStatus, "RunApprovalStatusEnum")
+StagePurposeField = enum_field(StagePurpose, "StagePurposeEnum")
+RiskTierField = enum_field(RiskTier, "RunRiskTierEnum")
 
 
 def _role_slug(role_id: int | None) -> str | None:

@@ -10,8 +10,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from acode.inputs import Input, PageQuery, Text
-from roles.models import RoleVersion
 from roles.registry import registry
+from roles.selectors import role_version_number
 from sessions_app.containment import FILE_NAME_PATTERN
 from sessions_app.models import (
     AgentSession,
@@ -82,8 +82,7 @@ def version_number(obj: Any, role_id: int | None, version_id: int | None) -> int
     cached = obj._state.fields_cache.get("role_version")
     if cached is not None:
         return int(cached.number)
-    number = RoleVersion.objects.filter(pk=version_id).values_list("number", flat=True).first()
-    return int(number) if number is not None else None
+    return role_version_number(version_id)
 
 
 class SessionOutput(serializers.ModelSerializer):

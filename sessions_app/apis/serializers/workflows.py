@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from sessions_app.apis.serializers.enums import enum_field
 from sessions_app.apis.serializers.runs import (
     NULLABLE_TEXT,
     RiskTierField,
@@ -14,11 +13,7 @@ from sessions_app.apis.serializers.runs import (
 )
 from sessions_app.models import RiskSignal, SignalKind, WorkflowStage, WorkflowTemplate
 
-
-@extend_schema_field({"type": "string", "enum": SignalKind.values}, component_name="SignalKindEnum")
-class SignalKindField(serializers.ChoiceField):
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(choices=SignalKind.choices, **kwargs)
+SignalKindField = enum_field(SignalKind, "SignalKindEnum")
 
 
 class WorkflowStageOutput(serializers.Serializer):
