@@ -1,6 +1,6 @@
 """Backlogs: projects, their tasks, YAML imports and a person's actions on the board
-(accept a proposal, reprioritise, unblock). Reads and refusals: ``selectors.backlog``;
-every change: ``services.backlog``."""
+(accept or reject a proposal, reprioritise, unblock). Reads and refusals:
+``selectors.backlog``; every change: ``services.backlog``."""
 
 from __future__ import annotations
 
@@ -27,11 +27,13 @@ from sessions_app.apis.serializers.backlog import (
     TaskNoteInput,
     TaskOutput,
     TaskPriorityInput,
+    TaskRejectInput,
 )
 from sessions_app.services.backlog import (
     backlog_import,
     project_create,
     task_accept,
+    task_reject,
     task_reprioritise,
     task_unblock,
 )
@@ -167,6 +169,30 @@ class TaskAcceptApi(APIView):
     def post(self, request: Request, slug: str, key: str) -> Response:
         user = request_user(request)
         task = task_accept(task=task_for(user, slug, key, act=True), user=user)
+        return Response(TaskOutput(task).data)
+
+
+class TaskRejectApi(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        request=TaskRejectInput,
+        responses={200: TaskOutput, **error_responses(*ACT_CODES, *INVALID_CODES,
+                                                      "ACODE-BKL-001", "ACODE-BKL-008")},
+        operation_id="backlog_tasks_reject",
+        description="Reject a task the Product Manager proposed, saying why: it is closed, "
+        "never done, and the next completeness check is told. Refused while a task that is "
+        "not rejected depends on it.",
+    )  # fmt: skip
+    def post(self, request: Request, slug: str, key: str) -> Response:
+        data = TaskRejectInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        user = request_user(request)
+        task = task_reject(
+            task=task_for(user, slug, key, act=True),
+            user=user,
+            reason=data.validated_data["reason"],
+        )
         return Response(TaskOutput(task).data)
 
 
