@@ -58,6 +58,11 @@ urlpatterns = [
         name="api-backlog-task-accept",
     ),
     path(
+        "backlog/projects/<slug:slug>/tasks/<slug:key>/reject/",
+        backlog.TaskRejectApi.as_view(),
+        name="api-backlog-task-reject",
+    ),
+    path(
         "backlog/projects/<slug:slug>/tasks/<slug:key>/unblock/",
         backlog.TaskUnblockApi.as_view(),
         name="api-backlog-task-unblock",

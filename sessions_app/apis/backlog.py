@@ -1,6 +1,6 @@
 """Backlogs: projects, their tasks, YAML imports and a person's actions on the board
-(accept a proposal, reprioritise, unblock). Reads and refusals: ``selectors.backlog``;
-every change: ``services.backlog``."""
+(accept or reject a proposal, reprioritise, unblock). Reads and refusals:
+``selectors.backlog``; every change: ``services.backlog``."""
 
 from __future__ import annotations
 
@@ -30,11 +30,13 @@ from sessions_app.apis.serializers.backlog import (
     TaskNoteInput,
     TaskOutput,
     TaskPriorityInput,
+    TaskRejectInput,
 )
 from sessions_app.services.backlog import (
     backlog_import,
     project_create,
     task_accept,
+    task_reject,
     task_reprioritise,
     task_unblock,
 )
@@ -202,6 +204,21 @@ def task_action(
 )
 class TaskAcceptApi(TaskActionApi):
     act = task_accept
+
+
+@task_action(
+    *ACT_CODES,
+    *INVALID_CODES,
+    "ACODE-BKL-001",
+    "ACODE-BKL-008",
+    operation_id="backlog_tasks_reject",
+    description="Reject a task the Product Manager proposed, saying why: it is closed, "
+    "never done, and the next completeness check is told. Refused while a task that is "
+    "not rejected depends on it.",
+)
+class TaskRejectApi(TaskActionApi):
+    body = TaskRejectInput
+    act = task_reject
 
 
 @task_action(

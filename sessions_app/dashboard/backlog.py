@@ -1,8 +1,9 @@
 """The kanban: a project's tasks in columns by status, live over ``/ws/backlog/<slug>/``
 for every viewer; each card with its run's stage and risk, a blocked card with its
-reason, and (for who may act) accept, reprioritise and unblock through the services; the
-Product Manager's latest job (a plan or a completeness check) above the columns, and a
-form giving it the project's spec."""
+reason, and (for who may act) accept, reject, reprioritise and unblock through the
+services; rejected proposals in a collapsed list under the columns; the Product Manager's
+latest job (a plan or a completeness check) above the columns, and a form giving it the
+project's spec."""
 
 from __future__ import annotations
 
@@ -19,7 +20,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from acode.errors import AcodeError
 from sessions_app.selectors.backlog import board_of
-from sessions_app.services.backlog import task_accept, task_reprioritise, task_unblock
+from sessions_app.services.backlog import (
+    task_accept,
+    task_reject,
+    task_reprioritise,
+    task_unblock,
+)
 from sessions_app.services.backlog_access import (
     can_act_on_project,
     project_for,
@@ -80,7 +86,8 @@ def backlog_board(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 def backlog_task_action(request: HttpRequest, slug: str, key: str, action: str) -> HttpResponse:
-    """Accept, reprioritise or unblock through the service; a refusal comes back as a message.
+    """Accept, reject, reprioritise or unblock through the service; a refusal comes back as
+    a message.
 
     The board's forms post with htmx (its header carries the CSRF token, which a fragment
     pushed over the socket cannot): the answer is the kanban fragment, or after a refusal
@@ -91,6 +98,8 @@ def backlog_task_action(request: HttpRequest, slug: str, key: str, action: str) 
         task = task_for(user, slug, key, act=True)
         if action == "accept":
             task_accept(task=task, user=user)
+        elif action == "reject":
+            task_reject(task=task, user=user, reason=request.POST.get("reason", "")[:2000])
         elif action == "unblock":
             task_unblock(task=task, user=user, note=request.POST.get("note", "")[:2000])
         elif action == "priority":

@@ -137,6 +137,7 @@ class TaskStatus(models.TextChoices):
     REVIEW = "review", "Review"
     DONE = "done", "Done"
     BLOCKED = "blocked", "Blocked"
+    REJECTED = "rejected", "Rejected (a person turned the proposal down)"
 
 
 class TaskPriority(models.TextChoices):
@@ -174,7 +175,9 @@ class BacklogTask(models.Model):
         max_length=20, choices=TaskStatus.choices, default=TaskStatus.BACKLOG, db_index=True
     )
     reason = models.TextField(
-        blank=True, help_text="Why it is blocked, or the merge conflict that sent it back."
+        blank=True,
+        help_text="Why it is blocked, the merge conflict that sent it back, or why a person "
+        "rejected the proposal.",
     )
     waiting = models.CharField(
         max_length=300,

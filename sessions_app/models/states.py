@@ -160,10 +160,11 @@ CONSENT = StateMachine(
 
 # A backlog task (issue 40): proposed by the Product Manager until a person accepts it; the
 # scheduler starts it; its run's review, merge or block moves it on; a person unblocks it.
+# A person may instead reject a proposal: that is final (closed, never done).
 TASK = StateMachine(
     "task",
     {
-        TaskStatus.PROPOSED: frozenset({TaskStatus.BACKLOG}),
+        TaskStatus.PROPOSED: frozenset({TaskStatus.BACKLOG, TaskStatus.REJECTED}),
         TaskStatus.BACKLOG: frozenset({TaskStatus.IN_PROGRESS, TaskStatus.BLOCKED}),
         TaskStatus.IN_PROGRESS: frozenset(
             {TaskStatus.REVIEW, TaskStatus.DONE, TaskStatus.BLOCKED, TaskStatus.BACKLOG}
@@ -173,6 +174,7 @@ TASK = StateMachine(
         ),
         TaskStatus.BLOCKED: frozenset({TaskStatus.BACKLOG}),
         TaskStatus.DONE: frozenset(),
+        TaskStatus.REJECTED: frozenset(),
     },
 )
 

@@ -1,5 +1,6 @@
 """Reads of backlogs: a project's tasks, and its kanban (columns by status, each card with
-its run's stage and risk). Who may see and act: ``services.backlog_access``."""
+its run's stage and risk; rejected proposals apart, under the columns). Who may see and
+act: ``services.backlog_access``."""
 
 from __future__ import annotations
 
@@ -59,6 +60,8 @@ class Board:
     columns: list[tuple[str, str, list[Card]]]
     may_act: bool
     pm: ProductManager = field(default_factory=ProductManager)
+    # Proposals a person rejected: closed, never done, so in no column.
+    rejected: list[Card] = field(default_factory=list)
 
 
 def product_manager_of(project: BacklogProject, waiting: int) -> ProductManager:
@@ -83,7 +86,7 @@ def board_of(project: BacklogProject, *, may_act: bool) -> Board:
     stages: dict[Any, str] = {}
     for stage in RunStage.objects.filter(run_id__in=run_ids).order_by("run_id", "seq"):
         stages[stage.run_id] = f"{stage.purpose} ({stage.status})"
-    cards: dict[str, list[Card]] = {c: [] for c in COLUMNS}
+    cards: dict[str, list[Card]] = {c: [] for c in (*COLUMNS, TaskStatus.REJECTED)}
     for task in tasks:
         cards[task.status].append(
             Card(
@@ -96,4 +99,10 @@ def board_of(project: BacklogProject, *, may_act: bool) -> Board:
     labels = dict(TaskStatus.choices)
     columns = [(str(c), labels[c].split(" (")[0], cards[c]) for c in COLUMNS]
     pm = product_manager_of(project, len(cards[TaskStatus.PROPOSED]))
-    return Board(project=project, columns=columns, may_act=may_act, pm=pm)
+    return Board(
+        project=project,
+        columns=columns,
+        may_act=may_act,
+        pm=pm,
+        rejected=cards[TaskStatus.REJECTED],
+    )

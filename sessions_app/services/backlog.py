@@ -1,8 +1,8 @@
 """Writes to a backlog: projects, epics and tasks, imported or proposed, and every status
 change a task makes (``task_move``, over the task's status machine ``states.TASK``).
 
-People accept proposals, reprioritise and unblock; the scheduler (``backlog_scheduler``)
-starts tasks and makes them follow their runs. Every change is audited (the task's
+People accept or reject proposals, reprioritise and unblock; the scheduler
+(``backlog_scheduler``) starts tasks and makes them follow their runs. Every change is audited (the task's
 session's chain, or the global one before it has a session) and published to the open
 kanbans after commit.
 """
@@ -35,6 +35,8 @@ from sessions_app.services.backlog_document import (
 
 BACKLOG_GROUP = "acode-backlog"
 BACKLOG_EVENT = "backlog.changed"
+# The longest reason a person gives (rejecting a proposal); the audit row keeps it whole.
+REASON_MAX = 1000
 
 
 def backlog_publish(project_id: int, task_id: int | None = None) -> None:
@@ -118,7 +120,7 @@ def task_move(
     if reason is not None:
         fields["reason"] = reason
     status_move(locked, to, **fields)
-    _audit(locked, actor, to, previous=before, reason=locked.reason[:500])
+    _audit(locked, actor, to, previous=before, reason=locked.reason[:REASON_MAX])
     backlog_publish(locked.project_id, locked.pk)
     return locked
 
@@ -132,6 +134,47 @@ def task_accept(*, task: BacklogTask, user: User | None = None, actor: str = "")
         reason="",
         only_from=(TaskStatus.PROPOSED,),
     )
+
+
+@transaction.atomic
+def task_reject(
+    *, task: BacklogTask, reason: str, user: User | None = None, actor: str = ""
+) -> BacklogTask:
+    """A person rejects a proposed task, saying why: it is closed, never done, and the
+    Product Manager's next completeness check is told so. Refused while a task that is not
+    rejected depends on it (ACODE-BKL-008: reject those first); a task that is not proposed
+    is the status machine's refusal (ACODE-BKL-001)."""
+    reason = reason.strip()
+    if not 1 <= len(reason) <= REASON_MAX:
+        raise AcodeError(
+            "ACODE-API-400",
+            f"A rejection needs a reason of 1 to {REASON_MAX} characters.",
+            {"field": "reason"},
+        )
+    # The project's lock orders this with an import that could add a dependent meanwhile.
+    BacklogProject.objects.select_for_update().filter(pk=task.project_id).first()
+    status = BacklogTask.objects.filter(pk=task.pk).values_list("status", flat=True).first()
+    if status == TaskStatus.PROPOSED:
+        _dependents_check(task)
+    return task_move(
+        task=task,
+        to=TaskStatus.REJECTED,
+        actor=actor_name(user, actor),
+        reason=reason,
+        only_from=(TaskStatus.PROPOSED,),
+    )
+
+
+def _dependents_check(task: BacklogTask) -> None:
+    """Refuse (ACODE-BKL-008) rejecting a task others still depend on."""
+    keys = sorted(task.dependents.exclude(status=TaskStatus.REJECTED).values_list("key", flat=True))
+    if keys:
+        raise AcodeError(
+            "ACODE-BKL-008",
+            f"Task {task.key} cannot be rejected: {', '.join(keys)} depend"
+            f"{'s' if len(keys) == 1 else ''} on it (reject them first).",
+            {"task": task.key, "dependents": keys},
+        )
 
 
 def task_unblock(
@@ -188,8 +231,10 @@ def task_reprioritise(
         .select_related("project")
         .get(pk=task.pk)
     )
-    if locked.status == TaskStatus.DONE:
-        raise AcodeError("ACODE-BKL-001", "A done task keeps its priority.", {"task": locked.key})
+    if locked.status in (TaskStatus.DONE, TaskStatus.REJECTED):
+        raise AcodeError(
+            "ACODE-BKL-001", f"A {locked.status} task keeps its priority.", {"task": locked.key}
+        )
     before = locked.priority
     locked.priority = priority
     locked.save(update_fields=["priority", "updated_at"])

@@ -44,7 +44,8 @@ logger = logging.getLogger(__name__)
 
 PM_ROLE = "product-manager"
 # Tasks still to be carried out: while any is, the project is not done. (Proposed ones wait
-# for a person; they are the last check's answer, not work in progress.)
+# for a person; they are the last check's answer, not work in progress. Rejected ones are
+# closed, never done: the check is told of them, so it does not propose them again.)
 OPEN = (TaskStatus.BACKLOG, TaskStatus.IN_PROGRESS, TaskStatus.REVIEW, TaskStatus.BLOCKED)
 MAX_FILES_SHOWN = 2000
 
@@ -167,9 +168,22 @@ def _done_state(project: BacklogProject) -> tuple[int, int]:
     return int(found["open_tasks"] or 0), int(found["last_done"] or 0)
 
 
+def _rejected_shown(project: BacklogProject) -> str:
+    """The proposals a person rejected and why, as untrusted data (the Product Manager
+    wrote their titles; a person, the reasons)."""
+    rejected = [
+        f"- {task.key}: {task.title}\n  rejected because: {task.reason}"
+        for task in project.tasks.filter(status=TaskStatus.REJECTED).order_by("id")
+    ]
+    if not rejected:
+        return "(none)"
+    return model_data("\n".join(rejected), source="the proposals a person rejected")
+
+
 def check_request(project: BacklogProject) -> str:
     """What a completeness check asks: the spec, the tasks done with their acceptance
-    criteria, and the files of the integration branch (untrusted data: a run wrote them)."""
+    criteria, the files of the integration branch (untrusted data: a run wrote them) and
+    the proposals a person rejected, with why (untrusted data too)."""
     tasks = []
     for task in project.tasks.filter(status=TaskStatus.DONE).order_by("id"):
         criteria = "".join(f"\n  - {c}" for c in task.acceptance_criteria)
@@ -183,12 +197,15 @@ def check_request(project: BacklogProject) -> str:
         "done. Compare the spec with the tasks done and the files of the integration branch "
         f"{project.integration_branch}. Propose follow-up tasks with propose_backlog only for "
         "what the spec asks and nothing done covers (new keys); if nothing is missing, "
-        "propose nothing and say the project is complete.\n\n## Spec\n"
+        "propose nothing and say the project is complete. Do not propose again what a person "
+        "rejected (listed last, with why).\n\n## Spec\n"
         + (project.description.strip() or "(no spec was given)")
         + "\n\n## Tasks done\n"
         + "\n".join(tasks)
         + f"\n\n## Files on {project.integration_branch}\n"
         + model_data(shown, source=f"the files of the branch {project.integration_branch}")
+        + "\n\n## Proposals rejected\n"
+        + _rejected_shown(project)
     )
 
 

@@ -205,6 +205,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "GET /api/backlog/projects/{slug}/tasks/": SESSION_READ,
     "GET /api/backlog/projects/{slug}/tasks/{key}/": SESSION_READ,
     "POST /api/backlog/projects/{slug}/tasks/{key}/accept/": SESSION_WRITE,
+    "POST /api/backlog/projects/{slug}/tasks/{key}/reject/": SESSION_WRITE,
     "POST /api/backlog/projects/{slug}/tasks/{key}/priority/": SESSION_WRITE,
     "POST /api/backlog/projects/{slug}/tasks/{key}/unblock/": SESSION_WRITE
     | {"owner": 409, "actor": 409, "superuser": 409},
@@ -256,6 +257,7 @@ BODIES: dict[str, Any] = {
     },
     "POST /api/backlog/projects/": {"slug": "matrix-new", "title": "New board"},
     "POST /api/backlog/projects/{slug}/tasks/{key}/priority/": {"priority": "high"},
+    "POST /api/backlog/projects/{slug}/tasks/{key}/reject/": {"reason": "Not in this release"},
     "POST /api/backlog/projects/{slug}/plan/": {"spec": "A shop that sells hats."},
 }
 QUERIES: dict[str, dict[str, str]] = {"GET /api/audit/export/": {"format": "jsonl"}}

@@ -1,5 +1,5 @@
 """``acode backlog``: a project made, a spec imported from YAML, the board listed by
-status, a proposal accepted, a task reprioritised, and the refusals a person can meet."""
+status, a proposal accepted or rejected, a task reprioritised, and the refusals a person can meet."""
 
 from __future__ import annotations
 
@@ -69,3 +69,23 @@ def test_a_proposal_accepted_and_refusals(cli: RunCli, tmp_path: Path) -> None:
     bad.write_text("tasks:\n  - key: x\n    title: X\n    depends_on: [ghost]\n")
     refused = cli("backlog", "import", "shop", str(bad))
     assert "ACODE-BKL-004" in refused.output and "ghost" in refused.output
+
+
+def test_a_proposal_rejected_with_a_reason(cli: RunCli) -> None:
+    assert cli("backlog", "new", "shop", "Shop").exit_code == 0
+    backlog_import(project=BacklogProject.objects.get(slug="shop"), actor="pm",
+                   proposed_by="product-manager",
+                   document={"tasks": [{"key": "docs", "title": "Write the docs"},
+                                       {"key": "more", "title": "More docs",
+                                        "depends_on": ["docs"]}]})  # fmt: skip
+    kept = cli("backlog", "reject", "shop", "docs", "--reason", "No docs site")
+    assert kept.exit_code != 0 and "ACODE-BKL-008" in kept.output and "more" in kept.output
+    assert cli("backlog", "reject", "shop", "more", "--reason", "").exit_code != 0
+
+    rejected = cli("backlog", "reject", "shop", "more", "--reason", "Not needed")
+    assert rejected.exit_code == 0, rejected.output
+    assert "more" in rejected.stdout and "(rejected" in rejected.stdout
+    assert "Reason: Not needed" in rejected.stdout
+    assert BacklogTask.objects.get(key="more").status == "rejected"
+    listed = cli("backlog", "list", "shop").stdout
+    assert "rejected (1)" in listed and "Not needed" in listed

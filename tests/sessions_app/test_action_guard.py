@@ -156,6 +156,7 @@ API_NOT_ON_A_SESSION = {
     "POST /api/backlog/projects/": "a backlog (issue 40): its runs start through run_start",
     "POST /api/backlog/projects/{slug}/import/": "a backlog's tasks; no session yet",
     "POST /api/backlog/projects/{slug}/tasks/{key}/accept/": "a backlog task's status",
+    "POST /api/backlog/projects/{slug}/tasks/{key}/reject/": "a backlog task's status",
     "POST /api/backlog/projects/{slug}/tasks/{key}/unblock/": "a backlog task's status (its "
     "next run starts through run_start)",
     "POST /api/backlog/projects/{slug}/tasks/{key}/priority/": "a backlog task's priority",

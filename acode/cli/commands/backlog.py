@@ -1,6 +1,6 @@
 """``acode backlog …``: projects, their tasks by status, YAML imports, a spec given to the
-Product Manager (``plan``), and a person's actions on the board (accept a proposal,
-reprioritise, unblock)."""
+Product Manager (``plan``), and a person's actions on the board (accept or reject a
+proposal, reprioritise, unblock)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ app = typer.Typer(
 
 ProjectArgument = Annotated[str, typer.Argument(help="Project slug.")]
 TaskArgument = Annotated[str, typer.Argument(help="Task key.")]
-COLUMNS = ("proposed", "backlog", "in_progress", "review", "done", "blocked")
+COLUMNS = ("proposed", "backlog", "in_progress", "review", "done", "blocked", "rejected")
 
 
 def _base(project: str) -> str:
@@ -143,6 +143,20 @@ def accept(
 ) -> None:
     """Accept a task the Product Manager proposed: it joins the backlog."""
     emit(_act(ctx, project, task, "accept", {}), as_json=as_json, render=_print_task)
+
+
+@app.command("reject")
+@handles_errors
+def reject(
+    ctx: typer.Context,
+    project: ProjectArgument,
+    task: TaskArgument,
+    reason: Annotated[str, typer.Option("--reason", help="Why not (kept on the task).")],
+    as_json: JsonOption = False,
+) -> None:
+    """Reject a task the Product Manager proposed, saying why: it is closed, never done."""
+    answer = _act(ctx, project, task, "reject", {"reason": reason})
+    emit(answer, as_json=as_json, render=_print_task)
 
 
 @app.command("unblock")

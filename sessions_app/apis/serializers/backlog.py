@@ -117,6 +117,12 @@ class TaskNoteInput(Input):
     note = Text(required=False, allow_blank=True, default="", max_length=2000)
 
 
+class TaskRejectInput(Input):
+    reason = Text(
+        min_length=1, max_length=1000, help_text="Why the proposal is rejected (kept on the task)."
+    )
+
+
 class BacklogImportOutput(serializers.Serializer):
     created = TaskOutput(many=True)
 
