@@ -12,6 +12,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIRequest
+from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -139,7 +140,7 @@ def export_row(values: tuple[Any, ...], zone: tzinfo) -> dict[str, Any]:
     return row
 
 
-def _chunks(qs: Any, lines: Any) -> Generator[str, None, None]:
+def _chunks(qs: QuerySet[Any], lines: Any) -> Generator[str, None, None]:
     """The export, a chunk of rows at a time (read ``audit_rows_streamed``, a chunk a fetch);
     the first chunk is small, so the download starts at once. Closing it (a client gone)
     closes the read, its cursor and transaction."""

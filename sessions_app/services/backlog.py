@@ -2,9 +2,9 @@
 change a task makes (``task_move``, over the task's status machine ``states.TASK``).
 
 People accept or reject proposals, reprioritise and unblock; the scheduler
-(``backlog_scheduler``) starts tasks and makes them follow their runs. Every change is audited (the task's
-session's chain, or the global one before it has a session) and published to the open
-kanbans after commit.
+(``backlog_scheduler``) starts tasks and makes them follow their runs. Every change is
+audited (the task's session's chain, or the global one before it has a session) and
+published to the open kanbans after commit.
 """
 
 from __future__ import annotations

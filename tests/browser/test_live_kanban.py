@@ -92,8 +92,9 @@ def test_two_browsers_follow_the_kanban_live_and_only_the_owner_acts(
         max_concurrent_runs=2, max_task_attempts=1,
     )  # fmt: skip
     proposal = {"key": "docs", "title": "Write the docs", "template": templates["docs"]}
+    unwanted = {"key": "extra", "title": "Rewrite it all", "template": templates["docs"]}
     backlog_import(project=project, actor="pm", proposed_by="product-manager",
-                   document={"tasks": [proposal]})  # fmt: skip
+                   document={"tasks": [proposal, unwanted]})  # fmt: skip
     board = f"{base}/backlog/{project.slug}/"
 
     errors: list[str] = []
@@ -119,6 +120,14 @@ def test_two_browsers_follow_the_kanban_live_and_only_the_owner_acts(
     owner.locator("#task-docs button", has_text="Accept").click()
     for page in pages.values():
         column(page, "docs", "backlog")
+    # The owner rejects the other proposal, saying why; both pages list it as rejected.
+    owner.locator("#task-extra input[name=reason]").fill("Not in this release")
+    owner.locator("#task-extra button", has_text="Reject").click()
+    for page in pages.values():
+        page.locator(
+            "#backlog-rejected #task-extra [data-reason]", has_text="Not in this release"
+        ).wait_for(state="attached", timeout=10_000)
+        assert page.locator("#backlog-col-proposed #task-extra").count() == 0
     # The owner raises bye's priority over docs; the lead's card shows it.
     owner.locator("#task-bye select[name=priority]").select_option("high")
     owner.locator("#task-bye button", has_text="Set").click()
@@ -161,6 +170,6 @@ def test_two_browsers_follow_the_kanban_live_and_only_the_owner_acts(
     assert errors == [], log.read_text()[-3000:]
     tasks = {t.key: t for t in BacklogTask.objects.all()}
     assert {k: t.status for k, t in tasks.items()} == {
-        "hello": "done", "bye": "blocked", "both": "backlog", "docs": "done",
+        "hello": "done", "bye": "blocked", "both": "backlog", "docs": "done", "extra": "rejected",
     }  # fmt: skip
     assert tasks["bye"].attempts == 2
