@@ -27,14 +27,16 @@ LONG_MODULES: dict[str, str] = {
     "view model that reads the session into them lazily, and the views and socket fragments "
     "that render them; the panels' shapes were split out only to fit the cap.",
     "sessions_app/services/runs/engine.py": "The run engine is the one place a run moves: "
-    "the decision of what follows (next_move, whether its tests let it pass) beside carrying "
-    "it out (stages entered, the approval gate, completing and finishing) and recording each "
-    "move; its lock, gate, test policy and entry points were split out only to fit the cap.",
+    "the decision of what follows (next_move: a stage entered again after it failed, a step "
+    "moved to another model, which model a stage asks, whether its tests let it pass) beside "
+    "carrying it out (stages entered, the approval gate, completing and finishing) and "
+    "recording each move; retries and model routing were modules of their own every "
+    "advance walked into (issue 33: a run advance visits few files).",
     "sessions_app/services/runs/stages.py": "A stage's whole life in one room: entering it "
-    "(its request, its share of the run's budget), closing it (what it produced: a test "
-    "stage's evidence by its exit status, the risk a plan or changes raise) and what its job "
-    "reports; risk and test evidence were separate modules every advance walked into "
-    "(issue 33: a run advance visits few files).",
+    "(its request, its share of the run's budget, or an earlier run's plan reused), closing "
+    "it (what it produced: a test stage's evidence by its exit status, the risk a plan or "
+    "changes raise) and what its job reports; risk, test evidence and reuse were separate "
+    "modules every advance walked into (issue 33: a run advance visits few files).",
     "sessions_app/agent/executor.py": "The one place tools run: every call decided, "
     "audited, put to a person, escalated up a sub-agent's chain (issue 41: each hop is the "
     "same decision and audit of the same call, so it lives beside them), run and audited "

@@ -1,14 +1,12 @@
 """Orchestrated runs: a workflow template executed in a session as a chain of jobs.
 
-``engine`` decides and makes every move of a run (its approval gate, whether it may pass
-without passing tests, and its moving on after jobs included); ``start`` begins one;
-``people`` records what people do to it and hands that to the engine; ``stages`` carries
-out entering and closing a stage (what it is asked, its budget, what it produced: a test
-stage's evidence, the risk a request, plan or changes raise); ``retries`` decides when a
-stage is tried again (failing tests back to the Coder, a Coder that wrote nothing, a
-malformed plan) and what its request adds; ``reuse`` finds an earlier run's completed
-plan or explore stage a run may reuse; ``seed`` and ``portability`` are its templates as
-shipped and as YAML.
+Four modules, each named for what it holds: ``engine`` decides and makes every move of a run
+(what follows a stage, tries again and moves to another model included; its approval gate;
+whether it may pass without passing tests; its moving on after jobs); ``stages`` carries out
+entering and closing a stage (what it is asked, its budget, reusing an earlier run's plan,
+what it produced: a test stage's evidence, the risk a request, plan or changes raise);
+``start`` begins one; ``people`` records what people do to it and hands that to the engine.
+``seed`` and ``portability`` are its templates as shipped and as YAML.
 """
 
 from __future__ import annotations

@@ -10,16 +10,39 @@ its stages, the outcome and the event) and carries that out: a stage started, re
 paused, the run blocked, at its approval gate, completed or finished. No other module
 starts a stage or ends a run, and every move is recorded here: the run's audit row and its
 live event.
+
+What follows a stage that did not get there is part of that decision (issue 39, spec 003:
+a blocked task "reassigns to a different agent/model"):
+
+- **Tried again** (``after_tests``, ``after_failure``), a bounded number of times, with what
+  went wrong in the next stage's request (``retry_note``): failing tests go back to the
+  Coder with the failing output, up to the template's ``max_test_attempts`` (0: failing
+  tests go on to the review); a Coder stage that wrote nothing is retried
+  ``NO_WRITE_RETRIES`` times, then fails fast with ACODE-JOB-009 (a retry that answers
+  exactly as the try before fails at once); a Planner answer that is not a plan is retried
+  ``PLAN_RETRIES`` time with the refusal shown, then fails with ACODE-JOB-008. Each attempt
+  is a stage of its own whose reason says which attempt it is.
+- **Moved to another model** (``reassignment``) before a step is blocked or a Coder that
+  wrote nothing fails: the next of the Coder role's ``reassign_models`` the step has not
+  tried; attempts count again from there. None left: blocked (a person decides) or failed.
+- **Which model a stage asks** (``stage_model``): its template stage's, else its role's
+  preferred one ("": the settings' default endpoint, named ``default`` here); a step's later
+  Coder stages keep the model its Coder was moved to. A template with
+  ``review_model_differs`` has each review asked of a model other than the Coder's
+  (``review_candidate``); ``reviewer_refusal`` is the check ``run_start`` makes
+  (ACODE-RUN-013). Models are compared by endpoint name as templates and roles route them
+  (a project's ``.acode/config.yml`` ``role_models`` is not part of the comparison).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
+from itertools import pairwise
 from typing import Any
 
 from django.conf import settings
@@ -30,6 +53,7 @@ from django.utils import timezone
 from acode.errors import AcodeError
 from acode.text import headline
 from roles.registry import registry
+from sessions_app.containment import model_data
 from sessions_app.models import (
     FINAL_JOB_STATUSES,
     AgentSession,
@@ -46,6 +70,7 @@ from sessions_app.models import (
     StageStatus,
     StepStatus,
     WorkflowStage,
+    WorkflowTemplate,
 )
 from sessions_app.models.states import status_move, status_move_where
 from sessions_app.services.audit import publish_session_event, session_record
@@ -55,13 +80,15 @@ from sessions_app.services.job_recovery import job_expire
 from sessions_app.services.jobs import job_stop
 from sessions_app.services.locks import lock_session
 from sessions_app.services.plans import plan_step_update
-from sessions_app.services.runs.retries import Again, after_failure, after_tests, retry_note
-from sessions_app.services.runs.routing import reassignment, stage_model
 from sessions_app.services.runs.stages import (
+    ERROR,
+    FAILED,
     ORCHESTRATOR,
     PASSED,
+    TIMED_OUT,
     StageOutcome,
     budget_left,
+    evidence_text,
     stage_close,
     stage_resume,
     stage_start,
@@ -255,7 +282,7 @@ def next_move(
 
 
 def _after_failure(run: Run, last: RunStage, outcome: StageOutcome) -> Next:
-    """A failed stage ends the run, unless ``retries`` enters it again (a Coder that wrote
+    """A failed stage ends the run, unless ``after_failure`` enters it again (a Coder that wrote
     nothing, a Planner's answer that was not a plan)."""
     again = after_failure(run, last, outcome)
     if again is not None and again.retry:
@@ -642,3 +669,295 @@ def run_pause(run: Run, session: AgentSession, status: str, message: str) -> Non
     """The run waits (for an answer, an approval, a decision), saying why."""
     status_move(run, status, message=message)
     run_record(run, session, EventKind.RUN_UPDATED, status, message=message)
+
+
+# Which model a stage asks, and where a step that did not get there moves (issue 39).
+
+DEFAULT = "default"  # what an empty model name routes to
+
+
+def named(model: str) -> str:
+    """A model endpoint's name as the run says it ("" is the default endpoint)."""
+    return model or DEFAULT
+
+
+def configured_model(stage: WorkflowStage) -> str:
+    """The model a template stage routes to: its own, else its role's preferred one."""
+    if stage.model or stage.role_id is None:
+        return stage.model
+    return registry.by_id(stage.role_id).spec.preferred_model
+
+
+def _used(run: Run, stage: RunStage) -> str:
+    """The model a run stage asked: where the run routed it, else its template stage's (its
+    role's, should the template have lost that stage since)."""
+    if stage.model:
+        return stage.model
+    template_stage = run.template.stages.filter(position=stage.position).first()
+    if template_stage is not None:
+        return configured_model(template_stage)
+    return registry.by_id(stage.role_id).spec.preferred_model if stage.role_id else ""
+
+
+def _coder_stages(run: Run, step: int) -> list[RunStage]:
+    """The plan step's Coder stages, the latest first (``step`` 0: the whole run's)."""
+    stages = run.stages.filter(purpose=StagePurpose.CODE)
+    if step:
+        stages = stages.filter(plan_step=step)
+    return list(stages.order_by("-seq"))
+
+
+@dataclass(frozen=True)
+class Reassignment:
+    """Where a blocked step moves: ``to`` the next model, ``away`` from the one it used."""
+
+    to: str
+    away: str
+
+    def said(self, why: str) -> str:
+        return f"reassigned to model {self.to} from {named(self.away)} after {why}"
+
+
+def reassignment(run: Run, step: int) -> Reassignment | None:
+    """The next of the Coder role's ``reassign_models`` the plan step has not tried, after
+    the model its last Coder stage used; None when none is left."""
+    coders = _coder_stages(run, step)
+    if not step or not coders or coders[0].role_id is None:
+        return None
+    tried = {named(_used(run, stage)) for stage in coders}
+    for name in registry.by_id(coders[0].role_id).spec.reassign_models:
+        if named(name) not in tried:
+            return Reassignment(to=name, away=_used(run, coders[0]))
+    return None
+
+
+def reassigned_at(stages: list[RunStage]) -> int:
+    """The seq of the latest of ``stages`` (a step's, the latest first) where its Coder was
+    moved to another model (0: never): attempts count again from there."""
+    coders = [s for s in stages if s.purpose == StagePurpose.CODE]
+    for newer, older in pairwise(coders):
+        if newer.model != older.model:
+            return newer.seq
+    return 0
+
+
+def stage_model(run: Run, template_stage: WorkflowStage, *, step: int, moved_to: str) -> str:
+    """The model the run routes a stage it enters to ("": its template stage's or role's,
+    as before): a Coder moved to ``moved_to`` or earlier in the step, or the reviewer a
+    template requiring a different one gets."""
+    if template_stage.purpose == StagePurpose.CODE:
+        if moved_to:
+            return moved_to
+        coders = _coder_stages(run, step) if step else []
+        return coders[0].model if coders else ""
+    if template_stage.purpose == StagePurpose.REVIEW and run.template.review_model_differs:
+        coders = _coder_stages(run, step) or _coder_stages(run, 0)
+        if not coders:
+            return ""  # nothing was written, so no author to differ from
+        author = _used(run, coders[0])
+        found = review_candidate(template_stage, author)
+        if found is None:
+            raise _no_other_reviewer(run.template, template_stage, author)
+        return found
+    return ""
+
+
+def review_candidate(review: WorkflowStage, author: str) -> str | None:
+    """The first model a review stage may ask that is not ``author``: its own (or its
+    role's), else one of its role's ``reassign_models``; None when every one is the
+    author's."""
+    candidates = [configured_model(review)]
+    if review.role_id is not None:
+        candidates += registry.by_id(review.role_id).spec.reassign_models
+    return next((name for name in candidates if named(name) != named(author)), None)
+
+
+def reviewer_refusal(template: WorkflowTemplate) -> AcodeError | None:
+    """Why a run of ``template`` may not start: it requires a review by a model other than
+    the Coder's, and a review stage has none (None: it may start)."""
+    if not template.review_model_differs:
+        return None
+    stages = list(template.stages.select_related("role").order_by("position"))
+    coder = next((s for s in stages if s.purpose == StagePurpose.CODE), None)
+    if coder is None:
+        return None
+    author = configured_model(coder)
+    for review in stages:
+        if review.purpose == StagePurpose.REVIEW and review_candidate(review, author) is None:
+            return _no_other_reviewer(template, review, author)
+    return None
+
+
+def _no_other_reviewer(
+    template: WorkflowTemplate, review: WorkflowStage, author: str
+) -> AcodeError:
+    own = named(configured_model(review))
+    return AcodeError(
+        "ACODE-RUN-013",
+        f"The {template.name} workflow requires a review by a model other than the Coder's "
+        f"({named(author)}), and its review stage (model {own}) has no other: give the review "
+        "stage a model, or the Reviewer role a preferred or reassign model, that differs "
+        "from the Coder's.",
+        {
+            "template": template.slug,
+            "stage": review.position,
+            "author_model": named(author),
+            "review_model": own,
+        },
+    )
+
+
+# What follows a stage that did not get there: tried again, or given up (issue 39).
+
+NO_WRITE_RETRIES = 1  # a Coder stage that wrote nothing is tried once more
+PLAN_RETRIES = 1  # a Planner answer that is not a plan is tried once more (spec 004)
+FAILING = (FAILED, ERROR, TIMED_OUT)  # test results that send the step back to the Coder
+NO_WRITE, NOT_A_PLAN = "ACODE-JOB-009", "ACODE-JOB-008"
+ANSWER_CHARS = 2_000  # how much of a refused answer its retry is shown
+
+
+@dataclass(frozen=True)
+class Again:
+    """What follows a stage that did not get there: enter it again (``retry``, with
+    ``why`` said in the new stage's reason; on ``model`` when the step was reassigned), or
+    give up saying ``why``."""
+
+    retry: bool
+    why: str
+    model: str = ""
+
+
+def tests_failed(stage: RunStage) -> bool:
+    """A test stage whose Tester ran tests and they did not pass."""
+    evidence = stage.evidence or {}
+    if str(evidence.get("status", "")).startswith("error: the command did not run"):
+        return False  # the Tester's command was refused: nothing the Coder can fix
+    return bool(evidence.get("ran")) and evidence.get("result") in FAILING
+
+
+def _step_stages(run: Run, stage: RunStage) -> list[RunStage]:
+    """The plan step's stages up to ``stage``, the latest first."""
+    return list(
+        run.stages.filter(plan_step=stage.plan_step, seq__lte=stage.seq)
+        .exclude(purpose=StagePurpose.APPROVAL)
+        .order_by("-seq")
+    )
+
+
+def test_attempts(run: Run, test: RunStage) -> int:
+    """The Coder's attempts at the step whose tests failed in a row, ending with ``test``:
+    a review, a passing test, a block a person answered or a move to another model starts
+    a new count."""
+    count = 0
+    stages = _step_stages(run, test)
+    since = reassigned_at(stages)
+    for stage in stages:
+        if stage.purpose == StagePurpose.REVIEW or stage.seq < since:
+            break
+        if stage.purpose != StagePurpose.TEST:
+            continue
+        blocked = stage.questions.filter(asked_by=ORCHESTRATOR).exists()
+        if not tests_failed(stage) or (blocked and stage.pk != test.pk):
+            break
+        count += 1
+    return count
+
+
+def after_tests(run: Run, test: RunStage) -> Again | None:
+    """After a test stage: back to the Coder while its tests fail and attempts are left,
+    blocked once they are spent; ``None``: go on (they passed, or the template sends
+    failing tests to the review)."""
+    limit = run.template.max_test_attempts
+    if not limit or not tests_failed(test):
+        return None
+    attempts = test_attempts(run, test)
+    status = test.evidence.get("status", "")
+    if attempts < limit:
+        return Again(True, f"attempt {attempts + 1} of {limit}; last test run: {status}")
+    moved = reassignment(run, test.plan_step)
+    if moved is not None:
+        why = f"{attempts} attempts; last test run: {status}"
+        return Again(True, moved.said(why), model=moved.to)
+    command = test.evidence.get("command", "")
+    return Again(
+        False,
+        f"The tests of plan step {test.plan_step} still fail after {attempts} attempts "
+        f"({command}: {status}); the failing output is test stage {test.seq}'s evidence. "
+        "Answer to give the Coder guidance and try again, or cancel the run.",
+    )
+
+
+def after_failure(run: Run, stage: RunStage, outcome: StageOutcome) -> Again | None:
+    """After a failed stage: a Coder that wrote nothing or a Planner's answer that was not
+    a plan is tried again while retries are left; ``None``: any other failure ends the run."""
+    if stage.purpose == StagePurpose.CODE and outcome.code == NO_WRITE:
+        return _after_no_write(run, stage, outcome)
+    if stage.purpose == StagePurpose.PLAN and outcome.code == NOT_A_PLAN:
+        tries = _in_a_row(run, stage, lambda s: _job_code(s) == NOT_A_PLAN)
+        if len(tries) <= PLAN_RETRIES:
+            return Again(True, "retry: the last answer was not a plan")
+        return Again(False, f"{outcome.message} It was retried once with the refusal shown.")
+    return None
+
+
+def _after_no_write(run: Run, stage: RunStage, outcome: StageOutcome) -> Again:
+    tries = _in_a_row(run, stage, lambda s: bool((s.evidence or {}).get("wrote_nothing")))
+    if len(tries) >= 2 and tries[0].evidence.get("summary") == tries[1].evidence.get("summary"):
+        why = f"{outcome.message} Its retry answered exactly as the try before."
+    elif len(tries) <= NO_WRITE_RETRIES:
+        return Again(True, "retry: the Coder's last try wrote nothing")
+    else:
+        times = "once" if NO_WRITE_RETRIES == 1 else f"{NO_WRITE_RETRIES} times"
+        why = f"{outcome.message} It was retried {times} with a note saying so."
+    moved = reassignment(run, stage.plan_step)
+    if moved is not None:
+        return Again(True, moved.said(f"{len(tries)} tries that wrote nothing"), model=moved.to)
+    return Again(False, why)
+
+
+def _in_a_row(run: Run, stage: RunStage, failed: Callable[[RunStage], bool]) -> list[RunStage]:
+    """The step's stages of ``stage``'s purpose that failed the same way in a row, ending
+    with ``stage`` (the latest first)."""
+    tries = []
+    for earlier in _step_stages(run, stage):
+        if earlier.purpose != stage.purpose:
+            continue
+        if (
+            earlier.status != StageStatus.FAILED
+            or not failed(earlier)
+            or earlier.model != stage.model
+        ):
+            break
+        tries.append(earlier)
+    return tries
+
+
+def _job_code(stage: RunStage) -> str:
+    if stage.job_id is None:
+        return ""
+    return Job.objects.filter(pk=stage.job_id).values_list("error_code", flat=True).first() or ""
+
+
+def retry_note(before: RunStage | None, purpose: str) -> str:
+    """What a stage of ``purpose`` entered after ``before`` adds to its request: the failing
+    tests, the note that the Coder wrote nothing, or the refusal of the Planner's answer
+    ("": none of these)."""
+    if before is None:
+        return ""
+    if purpose == StagePurpose.CODE and before.purpose == StagePurpose.TEST:
+        if not tests_failed(before):
+            return ""
+        return f"## The tests failed: fix the code so they pass\n{evidence_text(before.evidence)}"
+    if before.purpose != purpose or before.status != StageStatus.FAILED:
+        return ""
+    if purpose == StagePurpose.CODE and (before.evidence or {}).get("wrote_nothing"):
+        return (
+            "## Your last try wrote nothing\nThe last try at this step ended without writing "
+            "a file, so nothing changed. Make the change with the file tools before you "
+            "answer."
+        )
+    job = Job.objects.filter(pk=before.job_id).first() if before.job_id else None
+    if purpose == StagePurpose.PLAN and job is not None and job.error_code == NOT_A_PLAN:
+        answer = model_data(job.result[:ANSWER_CHARS], source="your refused answer")
+        return f"## Your last answer was refused\n{job.error_message}\n{answer}"
+    return ""

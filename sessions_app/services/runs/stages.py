@@ -6,8 +6,17 @@ reports while it works (a review verdict, a question for a person).
 Risk is decided by acode, not by the acting model: signals an admin edits, evaluated on
 the request and the template (``start``), the plan and the changes (closing their stages);
 the effective tier is scored from the declared tier and each fired signal (``risk_of``),
-and with the sensitive signals it says whether the run needs approval. A plan or explore
-stage an earlier run completed on the same basis is reused (``reuse.py``).
+and with the sensitive signals it says whether the run needs approval.
+
+A plan or explore stage a run is about to enter is reused, not run again (seed 002: "stage
+reuse can skip already-completed planner/explorer stages when plan shape and scope are
+unchanged"), when an earlier run of the same session completed a stage of the same purpose
+on the same basis: the same request (stripped), the same role at the same version (its
+content hash), the same scope (the workspace base, the session's last delivered commit or
+else its branch's start, and exactly the same pending changes) and the same plan shape (each
+step's title and files, in order). A closing plan or explore stage records its basis in its
+evidence (``stage_basis``); a reused stage copies the earlier one's evidence and says which
+stage it reused, in its reason and in ``evidence.reused_from``.
 
 The engine (``engine.py``) decides which stage comes next and records each move; these
 functions carry it out.
@@ -16,6 +25,8 @@ functions carry it out.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -30,6 +41,7 @@ from sessions_app.containment import model_data
 from sessions_app.models import (
     TIER_ORDER,
     AgentSession,
+    DeliveredCommit,
     Job,
     JobEventKind,
     JobStatus,
@@ -49,7 +61,6 @@ from sessions_app.selectors.runs import run_usage
 from sessions_app.services.changes import pending_digest
 from sessions_app.services.jobs import JobLimits, job_create
 from sessions_app.services.plans import plan_notes, plan_set, plan_step_update
-from sessions_app.services.runs.reuse import reusable_stage, reuse_reason, stage_basis
 from sessions_app.services.transitions import session_transition
 
 ORCHESTRATOR = "orchestrator"  # the actor of everything a run does on its own
@@ -143,8 +154,8 @@ def stage_start(
     """Enter a template stage: move the (locked) session into its role with a reason a
     person reads, and queue its job within what is left of the run's budget. A stage
     entered again says why in its reason (``retry``: which attempt); ``note`` is what its
-    request adds (``retries.retry_note``); ``model``: where the run routed it
-    (``routing.stage_model``; "": the template stage's or role's)."""
+    request adds (``engine.retry_note``); ``model``: where the run routed it
+    (``engine.stage_model``; "": the template stage's or role's)."""
     limits = stage_limits(
         run,
         llm_calls=template_stage.max_llm_calls,
@@ -200,7 +211,7 @@ def _request_as_plan(run: Run, session: AgentSession) -> None:
 def _stage_reuse(
     run: Run, session: AgentSession, template_stage: WorkflowStage, earlier: RunStage
 ) -> RunStage:
-    """Enter a plan or explore stage by reusing an earlier run's (``reuse.py``): the session
+    """Enter a plan or explore stage by reusing an earlier run's (``reusable_stage``): the session
     passes through the role as the template orders it, no job runs, and the stage is done
     with the earlier one's evidence (a reused plan's risk is assessed again)."""
     assert template_stage.role_id is not None  # plan and explore stages have a role
@@ -729,3 +740,66 @@ def evidence_text(evidence: dict[str, Any]) -> str:
         f"{evidence.get('command', '')}: {evidence.get('status', '')}\n"
         f"{output}\n{evidence.get('summary', '')}"
     ).strip()
+
+
+# Reusing an earlier run's completed plan or explore stage (seed 002).
+
+REUSABLE = (StagePurpose.PLAN, StagePurpose.EXPLORE)
+LOOK_BACK = 10  # the newest earlier stages of the purpose compared
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
+
+
+def plan_shape(plan: list[dict[str, Any]]) -> str:
+    """The plan's shape: each step's title and files, in order."""
+    return _digest([[step.get("title", ""), list(step.get("files", []))] for step in plan])
+
+
+def workspace_base(session: AgentSession) -> str:
+    """What the session's work starts from now: its last delivered commit, else its base."""
+    last = DeliveredCommit.objects.filter(session=session).order_by("-pk").first()
+    return f"commit {last.pk} {last.sha}" if last is not None else f"base {session.base_commit}"
+
+
+def stage_basis(run: Run, session: AgentSession, role_id: int) -> dict[str, str]:
+    """What a plan or explore stage's work rests on (the module's list)."""
+    return {
+        "request": _digest(run.request.strip()),
+        "role": registry.by_id(role_id).content_hash,
+        "workspace": workspace_base(session),
+        "pending": pending_digest(session),
+        "plan": plan_shape(session.plan or []),
+    }
+
+
+def reusable_stage(
+    run: Run, session: AgentSession, template_stage: WorkflowStage
+) -> RunStage | None:
+    """An earlier run's completed stage this one may reuse, or None."""
+    if template_stage.purpose not in REUSABLE or not session.plan:
+        return None
+    assert template_stage.role_id is not None
+    basis = stage_basis(run, session, template_stage.role_id)
+    earlier = (
+        RunStage.objects.filter(
+            run__session=session,
+            purpose=template_stage.purpose,
+            role_id=template_stage.role_id,
+            status=StageStatus.SUCCEEDED,
+        )
+        .exclude(run=run)
+        .select_related("run")
+        .order_by("-run__created_at", "-seq")[:LOOK_BACK]
+    )
+    return next((stage for stage in earlier if stage.evidence.get("basis") == basis), None)
+
+
+def reuse_reason(earlier: RunStage) -> str:
+    """What a reused stage says on the run."""
+    what = "plan" if earlier.purpose == StagePurpose.PLAN else "Explorer's findings"
+    return (
+        f"Reused the {what} of run {str(earlier.run_id)[:8]} (stage {earlier.seq}): the same "
+        "request, role version, workspace and plan"
+    )

@@ -26,8 +26,7 @@ from sessions_app.services.audit import actor_name, audit_record
 from sessions_app.services.event_catalog import EventKind
 from sessions_app.services.jobs import require_broker
 from sessions_app.services.locks import lock_session
-from sessions_app.services.runs.engine import advance, publish_run
-from sessions_app.services.runs.routing import reviewer_refusal
+from sessions_app.services.runs.engine import advance, publish_run, reviewer_refusal
 from sessions_app.services.runs.stages import (
     MAX_REQUEST_CHARS,
     RiskInput,

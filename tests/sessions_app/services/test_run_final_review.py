@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 
 from sessions_app.models import AgentSession, Job, Run, RunStatus, StagePurpose, WorkflowTemplate
 from sessions_app.services.runs import run_start
-from sessions_app.services.runs.reuse import reusable_stage
+from sessions_app.services.runs.stages import reusable_stage
 from sessions_app.services.sessions import session_create
 from tests.sessions_app.jobkit import scripted_model
 from tests.sessions_app.runkit import (

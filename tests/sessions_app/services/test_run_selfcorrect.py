@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from sessions_app.models import AuditEvent, Job, RunQuestion, RunStatus, WorkflowTemplate
-from sessions_app.services.runs import retries, run_answer, run_start
+from sessions_app.services.runs import engine, run_answer, run_start
 from sessions_app.services.sessions import session_create
 from tests.sessions_app.jobkit import scripted_model
 from tests.sessions_app.runkit import (
@@ -166,7 +166,7 @@ def test_a_coder_that_writes_on_its_retry_goes_on(user: User) -> None:
 def test_an_answer_identical_to_the_last_no_progress_answer_fails_at_once(
     user: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(retries, "NO_WRITE_RETRIES", 3)
+    monkeypatch.setattr(engine, "NO_WRITE_RETRIES", 3)
     _coder(calls(final="Here is the code: def greet(): ..."))  # every job answers alike
     run = drive(run_start(session=_session(user), request="Add a greeting helper", user=user))
     assert run.status == RunStatus.FAILED and run.error_code == "ACODE-JOB-009"
