@@ -393,9 +393,16 @@ class RoleRegistry:
     def all_rules(self) -> list[RuleDef]:
         return [rule for rules in self._current().rules.values() for rule in rules]
 
-    def prompt_texts(self, pack: str) -> Mapping[str, str] | None:
-        """Prompt components of a pack by key, or None if there is no such pack."""
-        return self._current().prompts.get(pack)
+    def prompt_texts(self, pack: str) -> Mapping[str, str]:
+        """Prompt components of a pack by key; an unknown pack is ACODE-PRM-002."""
+        prompts = self._current().prompts
+        if pack not in prompts:
+            raise AcodeError(
+                "ACODE-PRM-002",
+                f"Unknown prompt pack {pack!r}.",
+                {"pack": pack, "known_packs": sorted(prompts)},
+            )
+        return prompts[pack]
 
     def prompt_packs(self) -> list[str]:
         return sorted(self._current().prompts)
