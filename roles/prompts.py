@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from acode.errors import AcodeError
 from roles.commands import rule_label
 from roles.registry import RoleDef, RoleRegistry
 from roles.registry import registry as default_registry
@@ -142,12 +141,6 @@ def compose_prompt(
     role = reg.get(role_name)
     pack_name = pack or settings.ACODE_PROMPT_PACK
     texts = reg.prompt_texts(pack_name)
-    if texts is None:
-        raise AcodeError(
-            "ACODE-PRM-002",
-            f"Unknown prompt pack {pack_name!r}.",
-            {"pack": pack_name, "known_packs": reg.prompt_packs()},
-        )
     layers = _Layers(pack_name, texts)
     fell_back = False
     if not layers.add("system", "system"):

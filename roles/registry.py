@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -26,12 +26,12 @@ from roles.access import (
     RoleAccess,
     RoleSpec,
     ToolSpec,
-    WritePolicy,
     compute_access,
     content_hash,
     role_snapshot,
 )
-from roles.decision.denial import Route, with_routes
+from roles.decision.denial import with_routes
+from roles.decision.examples import RoleView
 from roles.decision.limits import limits_of
 from roles.mcp.tools import argument_limits, mcp_tool_specs
 from roles.models import (
@@ -50,30 +50,20 @@ from roles.tools import declared_tools
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class RoleDef:
-    """A role with everything derived from it, as every reader sees it."""
+@dataclass(frozen=True, kw_only=True)
+class RoleDef(RoleView):
+    """A role with everything derived from it, as every reader sees it: what the decision
+    reads (its definition, access, argument limits and the routes of its denials) with
+    its row, version and content hash."""
 
     id: int
-    spec: RoleSpec
-    access: RoleAccess
     version: int | None
     content_hash: str
     version_id: int | None = None  # the RoleVersion row of ``version``
-    # tool -> (role slug, JSON Schema fragment) of this role and each ancestor that narrows it
-    argument_limits: Mapping[str, tuple[tuple[str, Mapping[str, Any]], ...]] = field(
-        default_factory=dict
-    )
-    tool_routes: Mapping[str, Route] = field(default_factory=dict)
 
-    # Shortcuts for the most read fields.
     @property
     def slug(self) -> str:
         return self.spec.slug
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
 
     @property
     def prompt_component_key(self) -> str:
@@ -83,11 +73,6 @@ class RoleDef:
             return "system"
         key = key.removesuffix(".md")
         return key if key.startswith("roles/") else f"roles/{key}"
-
-    @property
-    def write_policy(self) -> WritePolicy:
-        """What this role may write (the one write-path rule, with its permissions)."""
-        return WritePolicy(self.access.permissions, tuple(self.spec.write_paths), self.name)
 
 
 @dataclass(frozen=True)
@@ -408,9 +393,16 @@ class RoleRegistry:
     def all_rules(self) -> list[RuleDef]:
         return [rule for rules in self._current().rules.values() for rule in rules]
 
-    def prompt_texts(self, pack: str) -> Mapping[str, str] | None:
-        """Prompt components of a pack by key, or None if there is no such pack."""
-        return self._current().prompts.get(pack)
+    def prompt_texts(self, pack: str) -> Mapping[str, str]:
+        """Prompt components of a pack by key; an unknown pack is ACODE-PRM-002."""
+        prompts = self._current().prompts
+        if pack not in prompts:
+            raise AcodeError(
+                "ACODE-PRM-002",
+                f"Unknown prompt pack {pack!r}.",
+                {"pack": pack, "known_packs": sorted(prompts)},
+            )
+        return prompts[pack]
 
     def prompt_packs(self) -> list[str]:
         return sorted(self._current().prompts)

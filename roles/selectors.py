@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeVar
 
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 
 from acode.errors import AcodeError
 from acode.llm import Endpoint, default_endpoint, endpoint_from_row
@@ -19,6 +19,8 @@ from roles.models import (
     RoleDraft,
     RoleVersion,
 )
+
+_M = TypeVar("_M", bound=Model)
 
 
 def endpoint_for(name: str) -> Endpoint:
@@ -75,12 +77,19 @@ def mcp_servers_all() -> QuerySet[McpServer]:
     return McpServer.objects.all()
 
 
+def _mcp_row(rows: QuerySet[_M], message: str, details: dict[str, str]) -> _M:
+    """The first of ``rows``; none is ACODE-MCP-008 (``message``, ``details``)."""
+    row = rows.first()
+    if row is None:
+        raise AcodeError("ACODE-MCP-008", message, details)
+    return row
+
+
 def mcp_server_row(slug: str) -> McpServer:
     """The server ``slug``; an unknown one is ACODE-MCP-008."""
-    row = McpServer.objects.filter(slug=slug).first()
-    if row is None:
-        raise AcodeError("ACODE-MCP-008", f"No MCP server is named {slug!r}.", {"server": slug})
-    return row
+    return _mcp_row(
+        McpServer.objects.filter(slug=slug), f"No MCP server is named {slug!r}.", {"server": slug}
+    )
 
 
 def mcp_tools_of(server: McpServer) -> list[McpToolDefinition]:
@@ -92,14 +101,11 @@ def mcp_tools_all() -> QuerySet[McpToolDefinition]:
 
 
 def mcp_tool_row(server: McpServer, name: str) -> McpToolDefinition:
-    row = McpToolDefinition.objects.filter(server=server, name=name).first()
-    if row is None:
-        raise AcodeError(
-            "ACODE-MCP-008",
-            f"MCP server {server.slug!r} has listed no tool {name!r}.",
-            {"server": server.slug, "tool": name},
-        )
-    return row
+    return _mcp_row(
+        McpToolDefinition.objects.filter(server=server, name=name),
+        f"MCP server {server.slug!r} has listed no tool {name!r}.",
+        {"server": server.slug, "tool": name},
+    )
 
 
 def argument_limits_all() -> QuerySet[McpArgumentLimit]:
@@ -111,14 +117,11 @@ def argument_limits_of(role: Role) -> list[McpArgumentLimit]:
 
 
 def argument_limit_row(role: Role, tool: str) -> McpArgumentLimit:
-    row = McpArgumentLimit.objects.filter(role=role, tool=tool).select_related("role").first()
-    if row is None:
-        raise AcodeError(
-            "ACODE-MCP-008",
-            f"Role {role.slug!r} has no argument limit on {tool!r}.",
-            {"role": role.slug, "tool": tool},
-        )
-    return row
+    return _mcp_row(
+        McpArgumentLimit.objects.filter(role=role, tool=tool).select_related("role"),
+        f"Role {role.slug!r} has no argument limit on {tool!r}.",
+        {"role": role.slug, "tool": tool},
+    )
 
 
 def role_version_number(version_id: int) -> int | None:

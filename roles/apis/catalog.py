@@ -12,7 +12,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from acode.errors import AcodeError
 from roles import selectors
 from roles.registry import registry
 from roles.serializers import RuleOutput, ToolOutput, rule_data, tool_data
@@ -58,12 +57,6 @@ class PromptPackDetailApi(APIView):
 
 def _pack_data(name: str, *, with_content: bool) -> dict[str, Any]:
     texts = registry.prompt_texts(name)
-    if texts is None:
-        raise AcodeError(
-            "ACODE-PRM-002",
-            f"Unknown prompt pack {name!r}.",
-            {"pack": name, "known_packs": registry.prompt_packs()},
-        )
     pack = selectors.prompt_pack_row(name)
     return {
         "name": name,

@@ -39,11 +39,13 @@ class RoleView:
 
     spec: RoleSpec
     access: RoleAccess
-    # MCP argument limits are rows of their own, not part of a role's definition.
+    # MCP argument limits are rows of their own, not part of a role's definition: tool ->
+    # (role slug, JSON Schema fragment) of this role and each ancestor that narrows it.
     argument_limits: Mapping[str, tuple[tuple[str, Mapping[str, Any]], ...]] = field(
         default_factory=dict
     )
-    # A role being edited is judged alone: no transitions, so a denial suggests asking.
+    # The registry's roles get their transitions' routes (``with_routes``); a role being
+    # edited is judged alone: no transitions, so a denial suggests asking.
     tool_routes: Mapping[str, Route] = field(default_factory=dict)
 
     @property
@@ -52,6 +54,7 @@ class RoleView:
 
     @property
     def write_policy(self) -> WritePolicy:
+        """What this role may write (the one write-path rule, with its permissions)."""
         return WritePolicy(self.access.permissions, tuple(self.spec.write_paths), self.name)
 
 

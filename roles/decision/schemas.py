@@ -31,6 +31,7 @@ from referencing import Registry
 from referencing.exceptions import NoSuchResource
 
 from acode.patterns import compile_re2, re2_problem
+from acode.yamldoc import integral_numbers
 from roles.access import glob_problem, path_allowed
 from roles.decision.arguments import Refused, split_path
 
@@ -103,22 +104,12 @@ def _unique_items(
         return
     seen: set[str] = set()
     for item in instance:
-        key = json.dumps(_canonical(item), sort_keys=True, separators=(",", ":"))
+        # JSON Schema's equality as JSON text: 1 and 1.0 are equal, true and 1 are not.
+        key = json.dumps(integral_numbers(item), sort_keys=True, separators=(",", ":"))
         if key in seen:
             yield ValidationError(f"{instance!r} has non-unique elements"[:300])
             return
         seen.add(key)
-
-
-def _canonical(value: Any) -> Any:
-    """JSON Schema's equality as JSON text: 1 and 1.0 are equal, true and 1 are not."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, list):
-        return [_canonical(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _canonical(v) for k, v in value.items()}
-    return value
 
 
 _ArgumentValidator = validators.extend(

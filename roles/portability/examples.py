@@ -1,5 +1,6 @@
 """Policy examples run on demand: of the stored roles, or of a roles document before it is
-imported (so a team's CI can check a role file), with a report in words.
+imported (so a team's CI can check a role file), with a report as data (in words:
+``acode.policy_report``).
 
 ``manage.py acode_policy_test``, ``acode role test`` (through POST /api/roles/test/) and
 the API share this; the examples are decided by ``roles.services.policy_examples_run``
@@ -35,22 +36,3 @@ def policy_report(results: Sequence[ExampleResult]) -> dict[str, Any]:
         "failed": failed,
         "results": [r.as_data() for r in results],
     }
-
-
-def report_lines(report: Mapping[str, Any]) -> list[str]:
-    """The report in words: one line per example (failures with their reason), then a total."""
-    lines = []
-    for item in report["results"]:
-        mark = "ok  " if item["passed"] else "FAIL"
-        name = f" ({item['name']})" if item["name"] else ""
-        lines.append(
-            f"{mark} {item['role']} {item['example']}{name}: {item['call']} -> "
-            f"{item['decision']} by {item['rule']!r} (expected {item['expect']})"
-        )
-        if not item["passed"]:
-            lines.append(f"     why: {item['why']}")
-            if item["reason"]:
-                lines.append(f"     reason: {item['reason']}")
-    verdict = "all pass" if report["passed"] else f"{report['failed']} failed"
-    lines.append(f"{report['examples']} example(s): {verdict}")
-    return lines

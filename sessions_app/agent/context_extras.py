@@ -116,25 +116,33 @@ def _definitions(node: Any, source: bytes, depth: int) -> Iterator[str]:
             yield from _definitions(child, source, depth)
 
 
-def signatures(text: str, path: str) -> str | None:
-    """The signatures-only view of a source file, or None for a language without one."""
+def _parsed(text: str, path: str) -> tuple[Any, bytes] | None:
+    """The syntax tree's root of a source file and its bytes, or None for a language
+    without a grammar."""
     grammar = _grammar(path)
     if grammar is None:
         return None
     source = text.encode("utf-8")
-    tree = _parser(grammar).parse(source)
-    lines = list(_definitions(tree.root_node, source, 0))[:MAX_SIGNATURE_LINES]
+    return _parser(grammar).parse(source).root_node, source
+
+
+def signatures(text: str, path: str) -> str | None:
+    """The signatures-only view of a source file, or None for a language without one."""
+    parsed = _parsed(text, path)
+    if parsed is None:
+        return None
+    root, source = parsed
+    lines = list(_definitions(root, source, 0))[:MAX_SIGNATURE_LINES]
     return "\n".join(lines) or None
 
 
 def style_example(text: str, path: str) -> str | None:
     """A few lines of a file's first definition (its style, not its content)."""
-    grammar = _grammar(path)
-    if grammar is None:
+    parsed = _parsed(text, path)
+    if parsed is None:
         return None
-    source = text.encode("utf-8")
-    tree = _parser(grammar).parse(source)
-    stack = [tree.root_node]
+    root, source = parsed
+    stack = [root]
     while stack:
         node = stack.pop(0)
         if node.type in DEFINITIONS:

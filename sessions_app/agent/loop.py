@@ -416,27 +416,23 @@ def complete(
 ) -> Completion:
     """The first answer of ``endpoints`` in order (the preferred one, then the fallback
     when the first cannot be reached); ``override`` replaces them (tests)."""
-    max_tokens = settings.ACODE_LLM_MAX_ANSWER_TOKENS
-    if override is not None:
-        return override.complete(
+
+    def ask(provider: Provider) -> Completion:
+        return provider.complete(
             messages,
             tools,
             call_index=job.llm_calls,
-            max_tokens=max_tokens,
+            max_tokens=settings.ACODE_LLM_MAX_ANSWER_TOKENS,
             job_ordinal=ordinal,
             answer_schema=answer_schema,
         )
+
+    if override is not None:
+        return ask(override)
     failures = []
     for index, endpoint in enumerate(endpoints):
         try:
-            completion = provider_for(endpoint).complete(
-                messages,
-                tools,
-                call_index=job.llm_calls,
-                max_tokens=max_tokens,
-                job_ordinal=ordinal,
-                answer_schema=answer_schema,
-            )
+            completion = ask(provider_for(endpoint))
         except EndpointUnavailable as exc:
             failures.append(str(exc))
             job_event(job, JobEventKind.NOTE, {"message": f"model endpoint unavailable: {exc}"})

@@ -6,12 +6,15 @@ from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar, cast
 
 from django.contrib.auth.models import User
-from drf_spectacular.utils import OpenApiParameter
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.serializers import Serializer
 from rest_framework.views import APIView
 
-from sessions_app.permissions import SessionAction
+from acode.errors import error_responses
+from sessions_app.permissions import SessionAction, session_for
 
 T = TypeVar("T")
 # permissions.session_for, run_for or job_for: the object, or the one refusal.
@@ -66,3 +69,37 @@ class SessionActionApi(APIView):
         ``pk`` by the user making the request, for this method's action."""
         action = self.actions.get(request.method or "", SessionAction.VIEW)
         return find(request_user(request), pk, action)
+
+
+# What a session holds, listed (its transitions, consents, delivered commits): the session
+# fetched and checked for sight, then ``listed`` (a selector) of it, each shown by
+# ``output``. No docstring: a view without a description of its own is documented in the
+# schema by the nearest docstring, which stays SessionActionApi's.
+class SessionItemsApi(SessionActionApi):
+    output: ClassVar[type[Serializer[Any]]]
+    listed: ClassVar[Callable[[Any], Any]]
+
+    def get(self, request: Request, pk: str) -> Response:
+        session = self.access(request, session_for, pk)
+        return Response(self.output(type(self).listed(session), many=True).data)
+
+
+ItemsView = TypeVar("ItemsView", bound=type[SessionItemsApi])
+
+
+def session_items(
+    *, operation_id: str, description: str | None = None
+) -> Callable[[ItemsView], ItemsView]:
+    """The schema of a ``SessionItemsApi``: its ``output``, many; 404 for a session the
+    caller may not see."""
+
+    def schema(view: ItemsView) -> ItemsView:
+        return extend_schema_view(
+            get=extend_schema(
+                responses={200: view.output(many=True), **error_responses(*NOT_VISIBLE_CODES)},
+                operation_id=operation_id,
+                description=description,
+            )
+        )(view)
+
+    return schema

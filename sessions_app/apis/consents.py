@@ -16,7 +16,9 @@ from sessions_app.apis.common import (
     INVALID_CODES,
     NOT_VISIBLE_CODES,
     SessionActionApi,
+    SessionItemsApi,
     request_user,
+    session_items,
 )
 from sessions_app.permissions import SessionAction, session_for
 from sessions_app.selectors.consents import session_consents
@@ -71,16 +73,14 @@ class ConsentAnswerInput(Input):
     note = Text(max_length=2000, required=False, allow_blank=True, default="")
 
 
-class SessionConsentsApi(SessionActionApi):
-    @extend_schema(
-        responses={200: ConsentOutput(many=True), **error_responses(*NOT_VISIBLE_CODES)},
-        operation_id="sessions_consents_list",
-        description="The session's tool calls put to a person (a command rule with "
-        '"outcome": "ask"): the 20 most recent, those waiting first.',
-    )
-    def get(self, request: Request, pk: str) -> Response:
-        session = self.access(request, session_for, pk)
-        return Response(ConsentOutput(session_consents(session), many=True).data)
+@session_items(
+    operation_id="sessions_consents_list",
+    description="The session's tool calls put to a person (a command rule with "
+    '"outcome": "ask"): the 20 most recent, those waiting first.',
+)
+class SessionConsentsApi(SessionItemsApi):
+    output = ConsentOutput
+    listed = session_consents
 
 
 class SessionConsentAnswerApi(SessionActionApi):

@@ -26,7 +26,9 @@ from sessions_app.apis.common import (
     NOT_VISIBLE_CODES,
     RUN_OWNS,
     SessionActionApi,
+    SessionItemsApi,
     request_user,
+    session_items,
 )
 from sessions_app.apis.idempotency import idempotent
 from sessions_app.apis.serializers import (
@@ -129,14 +131,10 @@ class SessionDetailApi(SessionActionApi):
         return Response(SessionOutput(session).data)
 
 
-class SessionHistoryApi(SessionActionApi):
-    @extend_schema(
-        responses={200: TransitionOutput(many=True), **error_responses(*NOT_VISIBLE_CODES)},
-        operation_id="sessions_history",
-    )
-    def get(self, request: Request, pk: str) -> Response:
-        session = self.access(request, session_for, pk)
-        return Response(TransitionOutput(session_history(session), many=True).data)
+@session_items(operation_id="sessions_history")
+class SessionHistoryApi(SessionItemsApi):
+    output = TransitionOutput
+    listed = session_history
 
 
 class SessionStatsApi(SessionActionApi):

@@ -12,7 +12,13 @@ from rest_framework.views import APIView
 
 from acode.errors import AcodeError, error_responses
 from acode.inputs import query_of
-from sessions_app.apis.common import NOT_VISIBLE_CODES, SessionActionApi, request_user
+from sessions_app.apis.common import (
+    NOT_VISIBLE_CODES,
+    SessionActionApi,
+    SessionItemsApi,
+    request_user,
+    session_items,
+)
 from sessions_app.apis.serializers import DeliveredCommitOutput, PatchQuery, RepositoryOutput
 from sessions_app.permissions import repositories_usable_by, session_for
 from sessions_app.selectors.sessions import session_commits, session_delivered
@@ -26,16 +32,14 @@ class RepositoryListApi(APIView):
         return Response(RepositoryOutput(repositories, many=True).data)
 
 
-class SessionCommitsApi(SessionActionApi):
-    @extend_schema(
-        responses={200: DeliveredCommitOutput(many=True), **error_responses(*NOT_VISIBLE_CODES)},
-        operation_id="sessions_commits",
-        description="What the session delivered: the commits approved work became on its "
-        "branch, newest first, with the files each changed, its patch and its push.",
-    )
-    def get(self, request: Request, pk: str) -> Response:
-        session = self.access(request, session_for, pk)
-        return Response(DeliveredCommitOutput(session_commits(session), many=True).data)
+@session_items(
+    operation_id="sessions_commits",
+    description="What the session delivered: the commits approved work became on its "
+    "branch, newest first, with the files each changed, its patch and its push.",
+)
+class SessionCommitsApi(SessionItemsApi):
+    output = DeliveredCommitOutput
+    listed = session_commits
 
 
 class SessionPatchApi(SessionActionApi):

@@ -209,9 +209,7 @@ class WorkspaceFS:
 
     def mode(self, rel: str) -> int:
         """The permission bits of ``rel`` itself (a link is not followed)."""
-        names = split_path(rel, directory=True)
-        with self._dir(names[:-1]) as d:
-            return st.S_IMODE(os.stat(names[-1], dir_fd=d, follow_symlinks=False).st_mode)
+        return st.S_IMODE(self._lstat(rel)[1].st_mode)
 
     def exists(self, rel: str) -> bool:
         """Whether anything (even a link) is at ``rel``; ``Refused`` if the path is."""
@@ -223,11 +221,15 @@ class WorkspaceFS:
 
     def stat(self, rel: str) -> FileInfo:
         """Kind, size and mtime of ``rel`` itself (links are reported, not followed)."""
-        names = split_path(rel, directory=True)
-        with self._dir(names[:-1]) as d:
-            info = os.stat(names[-1] if names else ".", dir_fd=d, follow_symlinks=False)
+        names, info = self._lstat(rel)
         return FileInfo("/".join(names) or ".", _kind(info.st_mode), info.st_size,
                         info.st_mtime, info.st_nlink)  # fmt: skip
+
+    def _lstat(self, rel: str) -> tuple[list[str], os.stat_result]:
+        """``rel``'s names and the status of what is there (a link itself, not followed)."""
+        names = split_path(rel, directory=True)
+        with self._dir(names[:-1]) as d:
+            return names, os.stat(names[-1] if names else ".", dir_fd=d, follow_symlinks=False)
 
     def list_dir(self, rel: str = ".") -> list[FileInfo]:
         """The directory's entries (``.git`` hidden), directories first, then by name."""

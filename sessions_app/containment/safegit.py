@@ -90,48 +90,17 @@ def run_git(
     limits: Limits | None = None,
     stdin: int | None = None,
     env: Mapping[str, str] | None = None,
+    transports: Sequence[str] = (),
 ) -> CommandOutcome:
     """Run ``git <args>`` on the repository ``git_dir`` without running its programs.
 
     Git is pinned to ``git_dir`` (never a parent repository, a ``gitdir:`` file, or a shared
     object store elsewhere) and to ``work_tree`` when given (overriding ``core.worktree``);
     without one it runs as on a bare repository. ``stdin`` is a file descriptor to feed it;
-    ``env`` adds variables (``GIT_INDEX_FILE``, author and committer). Raises ``GitRefused``
-    when the layout would let git read outside.
+    ``env`` adds variables (``GIT_INDEX_FILE``, author and committer). ``transports`` are
+    the configuration that lets it reach a remote (none unless given: ``push`` gives the
+    clone transports). Raises ``GitRefused`` when the layout would let git read outside.
     """
-    return _run_pinned(
-        git_dir, args, work_tree=work_tree, timeout=timeout, limits=limits, stdin=stdin, env=env
-    )
-
-
-def push(git_dir: Path, remote: str, refspec: str, *, timeout: float = 120.0) -> CommandOutcome:
-    """Push ``refspec`` of the repository ``git_dir`` to ``remote`` (a local path, a
-    ``file://`` or an ``https://`` URL: the transports a clone may use, nothing else).
-
-    Credentials can only come from the URL: credential helpers, askpass and prompts are
-    off. The caller masks the URL in whatever it shows (git may echo it).
-    """
-    if not remote or remote.startswith("-") or refspec.startswith("-"):
-        raise ValueError(f"not a push destination: {remote!r} {refspec!r}")
-    return _run_pinned(
-        git_dir,
-        ["push", "--porcelain", "--no-verify", remote, refspec],
-        timeout=timeout,
-        transports=CLONE_PROTOCOLS,
-    )
-
-
-def _run_pinned(
-    git_dir: Path,
-    args: Sequence[str],
-    *,
-    work_tree: Path | None = None,
-    timeout: float = GIT_TIMEOUT,
-    limits: Limits | None = None,
-    stdin: int | None = None,
-    env: Mapping[str, str] | None = None,
-    transports: Sequence[str] = (),
-) -> CommandOutcome:
     if not args:
         raise ValueError("a git subcommand is required")
     checked = checked_git_dir(Path(git_dir))
@@ -150,6 +119,23 @@ def _run_pinned(
         config = [*HARDENING, *transports, *_driver_overrides(cwd, full_env, timeout)]
         argv = _git_argv(config, args)
         return _run(argv, cwd=cwd, env=full_env, timeout=timeout, limits=limits, stdin=stdin)
+
+
+def push(git_dir: Path, remote: str, refspec: str, *, timeout: float = 120.0) -> CommandOutcome:
+    """Push ``refspec`` of the repository ``git_dir`` to ``remote`` (a local path, a
+    ``file://`` or an ``https://`` URL: the transports a clone may use, nothing else).
+
+    Credentials can only come from the URL: credential helpers, askpass and prompts are
+    off. The caller masks the URL in whatever it shows (git may echo it).
+    """
+    if not remote or remote.startswith("-") or refspec.startswith("-"):
+        raise ValueError(f"not a push destination: {remote!r} {refspec!r}")
+    return run_git(
+        git_dir,
+        ["push", "--porcelain", "--no-verify", remote, refspec],
+        timeout=timeout,
+        transports=CLONE_PROTOCOLS,
+    )
 
 
 def init_repository(git_dir: Path, branch: str) -> None:

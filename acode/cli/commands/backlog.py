@@ -27,6 +27,16 @@ def _base(project: str) -> str:
     return f"/api/backlog/projects/{project}/"
 
 
+def _read(file: Path) -> str:
+    """The text of a file the command sends; one that cannot be read is a usage error."""
+    try:
+        return file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"Cannot read {file}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"Cannot read {file}: {exc}") from exc
+
+
 def _print_projects(projects: list[dict[str, Any]]) -> None:
     if not projects:
         out().print("No projects. Create one with `acode backlog new SLUG TITLE`.")
@@ -124,10 +134,7 @@ def import_(
     as_json: JsonOption = False,
 ) -> None:
     """Add a YAML document's epics and tasks to the backlog (all or nothing)."""
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"Cannot read {file}: {exc.strerror}") from exc
+    text = _read(file)
     answer = send(ctx, _base(project) + "import/", content=text, content_type="application/yaml")
     emit(answer["created"], as_json=as_json, render=_print_tasks)
 
@@ -203,9 +210,5 @@ def plan(
     as_json: JsonOption = False,
 ) -> None:
     """Give the project's spec to the Product Manager: it proposes epics and tasks."""
-    try:
-        spec = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"Cannot read {file}: {exc}") from exc
-    answer = send(ctx, _base(project) + "plan/", {"spec": spec})
+    answer = send(ctx, _base(project) + "plan/", {"spec": _read(file)})
     emit(answer, as_json=as_json, render=_print_plan)

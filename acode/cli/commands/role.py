@@ -29,6 +29,7 @@ from acode.cli.runtime import (
     send,
     session_client,
 )
+from acode.policy_report import report_lines
 
 app = typer.Typer(
     help="The current session's role: show it, change it, its history and options.",
@@ -200,19 +201,8 @@ def replay(
 def print_policy_report(report: dict[str, Any]) -> None:
     """Each example with its decision and the rule that decided; failures with why."""
     console = out()
-    for item in report["results"]:
-        mark = "[green]ok[/]  " if item["passed"] else "[red]FAIL[/]"
-        name = f" ({item['name']})" if item["name"] else ""
-        console.print(
-            f"{mark} {esc(item['role'])} {esc(item['example'])}{esc(name)}: {esc(item['call'])} "
-            f"-> {item['decision']} by {esc(repr(item['rule']))} (expected {item['expect']})"
-        )
-        if not item["passed"]:
-            console.print(f"     why: {esc(item['why'])}")
-            if item["reason"]:
-                console.print(f"     reason: {esc(item['reason'])}")
-    verdict = "all pass" if report["passed"] else f"{report['failed']} failed"
-    console.print(f"{report['examples']} example(s): {verdict}")
+    for line in report_lines(report, marks=("[green]ok[/]  ", "[red]FAIL[/]"), escape=esc):
+        console.print(line)
 
 
 # Drafts of protected roles: listed, published or rejected (``role_drafts``).

@@ -11,8 +11,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from acode.errors import AcodeError
+from acode.policy_report import report_lines
 from roles.portability.document import load_yaml
-from roles.portability.examples import policy_report, policy_test, report_lines
+from roles.portability.examples import policy_report, policy_test
 
 
 class Command(BaseCommand):
