@@ -173,18 +173,13 @@ def stage_start(
     plan_step = plan_step_of(session, step) if step else PlanStep(0, 0, "")
     reason = _reason(template_stage.purpose, plan_step, revision, run)
     reason += f" ({retry})" if retry else ""
-    session_transition(
-        session=session, to_role=role.slug, reason=reason, actor=ORCHESTRATOR, run_id=run.pk
-    )
-    stage = RunStage.objects.create(
-        run=run,
-        seq=run.stages.count() + 1,
-        position=template_stage.position,
-        purpose=template_stage.purpose,
-        role_id=role.id,
+    stage = _stage_entered(
+        run,
+        session,
+        template_stage,
+        reason=reason,
         plan_step=plan_step.number,
         revision=revision,
-        reason=reason,
         model=model,
         # A code stage's progress is the changes' digest: what it was before, until it ends.
         progress=pending_digest(session) if template_stage.purpose == StagePurpose.CODE else "",
@@ -211,29 +206,42 @@ def _request_as_plan(run: Run, session: AgentSession) -> None:
 def _stage_reuse(
     run: Run, session: AgentSession, template_stage: WorkflowStage, earlier: RunStage
 ) -> RunStage:
-    """Enter a plan or explore stage by reusing an earlier run's (``reusable_stage``): the session
-    passes through the role as the template orders it, no job runs, and the stage is done
-    with the earlier one's evidence (a reused plan's risk is assessed again)."""
-    assert template_stage.role_id is not None  # plan and explore stages have a role
-    role = registry.by_id(template_stage.role_id)
-    reason = reuse_reason(earlier)
-    session_transition(
-        session=session, to_role=role.slug, reason=reason, actor=ORCHESTRATOR, run_id=run.pk
-    )
-    stage = RunStage.objects.create(
-        run=run,
-        seq=run.stages.count() + 1,
-        position=template_stage.position,
-        purpose=template_stage.purpose,
-        role_id=role.id,
+    """Enter a plan or explore stage by reusing an earlier run's (``reusable_stage``): the
+    session passes through the role as the template orders it, no job runs, and the stage
+    is done with the earlier one's evidence (a reused plan's risk is assessed again)."""
+    stage = _stage_entered(
+        run,
+        session,
+        template_stage,
+        reason=reuse_reason(earlier),
         status=StageStatus.SUCCEEDED,
-        reason=reason,
         evidence={**earlier.evidence, "reused_from": _ref(earlier)},
         finished_at=timezone.now(),
     )
     if stage.purpose == StagePurpose.PLAN:
         run_raise_risk(run, risk_assess(RiskInput(plan=tuple(session.plan)), where="plan"))
     return stage
+
+
+def _stage_entered(
+    run: Run, session: AgentSession, template_stage: WorkflowStage, *, reason: str, **fields: Any
+) -> RunStage:
+    """The session moved into the template stage's role with ``reason``, and the run's next
+    stage row for it (``fields``: what differs between a stage run and a stage reused)."""
+    assert template_stage.role_id is not None  # only the gate has no role
+    role = registry.by_id(template_stage.role_id)
+    session_transition(
+        session=session, to_role=role.slug, reason=reason, actor=ORCHESTRATOR, run_id=run.pk
+    )
+    return RunStage.objects.create(
+        run=run,
+        seq=run.stages.count() + 1,
+        position=template_stage.position,
+        purpose=template_stage.purpose,
+        role_id=role.id,
+        reason=reason,
+        **fields,
+    )
 
 
 def _ref(stage: RunStage) -> dict[str, Any]:
