@@ -37,6 +37,9 @@ from tests.sessions_app.test_consumers import communicator, root_ids, run
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ROLES_CHANGED = (events.ROLES_GROUP, "roles.changed")
+# How long a page may take to arrive: each page renders in turn on one thread, which takes
+# seconds on a loaded CI machine (an absent push is still caught: it never arrives).
+PAGE_WAIT = 10
 
 
 @pytest.fixture
@@ -212,7 +215,7 @@ def test_roles_socket_sends_the_roles_page_on_connect(user: User) -> None:
     async def body() -> None:
         comm = communicator("/ws/roles/", user)
         assert (await comm.connect())[0]
-        html = await comm.receive_from()
+        html = await comm.receive_from(timeout=PAGE_WAIT)
         assert root_ids(html) == ["role-cards", "tool-matrix", "transition-rules"]
         assert 'id="role-planner"' in html
         await comm.disconnect()
@@ -235,7 +238,7 @@ def test_a_role_edit_reaches_every_open_page_of_those_who_may_see_it(
         }
         for comm in pages.values():
             assert (await comm.connect())[0]
-            assert "Architect" not in await comm.receive_from()
+            assert "Architect" not in await comm.receive_from(timeout=PAGE_WAIT)
         refused = communicator(f"/ws/sessions/{planning.id}/", stranger)
         assert (await refused.connect())[0] is False
 
@@ -246,20 +249,20 @@ def test_a_role_edit_reaches_every_open_page_of_those_who_may_see_it(
             slug="planner",
         )
 
-        board = await pages["board"].receive_from()
+        board = await pages["board"].receive_from(timeout=PAGE_WAIT)
         assert root_ids(board) == ["board-columns", "board-role-filter", "board-model-notice"]
         assert 'id="col-planner"' in board and "Architect" in board
         assert "Owned by dev" in board
         assert '<option value="planner">Architect</option>' in board  # the role filter
-        session = await pages["session"].receive_from()
+        session = await pages["session"].receive_from(timeout=PAGE_WAIT)
         assert root_ids(session)[0] == "session-header"
         header = session.split('id="session-transitions"')[0]
         assert 'data-role="planner"' in header and "Architect" in header
-        roles = await pages["roles"].receive_from()
+        roles = await pages["roles"].receive_from(timeout=PAGE_WAIT)
         assert root_ids(roles) == ["role-cards", "tool-matrix", "transition-rules"]
         assert "Designs before anyone builds." in roles
         # The stranger sees the renamed column, never the session they may not see.
-        theirs = await pages["their board"].receive_from()
+        theirs = await pages["their board"].receive_from(timeout=PAGE_WAIT)
         assert "Architect" in theirs and "Owned by dev" not in theirs
         assert await refused.receive_nothing(timeout=0.2)
         for comm in pages.values():
