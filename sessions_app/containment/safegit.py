@@ -90,17 +90,33 @@ def run_git(
     limits: Limits | None = None,
     stdin: int | None = None,
     env: Mapping[str, str] | None = None,
-    transports: Sequence[str] = (),
 ) -> CommandOutcome:
     """Run ``git <args>`` on the repository ``git_dir`` without running its programs.
 
     Git is pinned to ``git_dir`` (never a parent repository, a ``gitdir:`` file, or a shared
     object store elsewhere) and to ``work_tree`` when given (overriding ``core.worktree``);
     without one it runs as on a bare repository. ``stdin`` is a file descriptor to feed it;
-    ``env`` adds variables (``GIT_INDEX_FILE``, author and committer). ``transports`` are
-    the configuration that lets it reach a remote (none unless given: ``push`` gives the
-    clone transports). Raises ``GitRefused`` when the layout would let git read outside.
+    ``env`` adds variables (``GIT_INDEX_FILE``, author and committer). It reaches no remote
+    (every transport is off); only ``push`` and ``clone`` turn on the two a clone may use.
+    Raises ``GitRefused`` when the layout would let git read outside.
     """
+    return _pinned_git(
+        git_dir, args, work_tree=work_tree, timeout=timeout, limits=limits, stdin=stdin, env=env
+    )
+
+
+def _pinned_git(
+    git_dir: Path,
+    args: Sequence[str],
+    *,
+    work_tree: Path | None = None,
+    timeout: float = GIT_TIMEOUT,
+    limits: Limits | None = None,
+    stdin: int | None = None,
+    env: Mapping[str, str] | None = None,
+    transports: Sequence[str] = (),
+) -> CommandOutcome:
+    """``run_git``, with ``transports`` (configuration letting git reach a remote) added."""
     if not args:
         raise ValueError("a git subcommand is required")
     checked = checked_git_dir(Path(git_dir))
@@ -130,7 +146,7 @@ def push(git_dir: Path, remote: str, refspec: str, *, timeout: float = 120.0) ->
     """
     if not remote or remote.startswith("-") or refspec.startswith("-"):
         raise ValueError(f"not a push destination: {remote!r} {refspec!r}")
-    return run_git(
+    return _pinned_git(
         git_dir,
         ["push", "--porcelain", "--no-verify", remote, refspec],
         timeout=timeout,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from sessions_app.containment.safegit import GitRefused, clone
+from sessions_app.containment.safegit import GitRefused, clone, push
 from sessions_app.containment.safegit import run_git as run_git_dir
 
 
@@ -213,3 +213,22 @@ def test_clone_refuses_command_transports(tmp_path: Path, markers: Path) -> None
     assert not (markers / "ext").exists()
     with pytest.raises(ValueError):
         clone("--upload-pack=touch /tmp/x", tmp_path / "y")
+
+
+def test_only_push_and_clone_reach_a_remote(repo: Path, tmp_path: Path, markers: Path) -> None:
+    """Server git reaches no remote unless it is a push or a clone: a fetch, a push spelt as
+    plain ``run_git`` or an ``ext::`` remote are refused by git itself (every transport off)."""
+    remote = tmp_path / "remote.git"
+    assert git(tmp_path, "init", "-q", "--bare", str(remote)).returncode == 0
+    for args in (
+        ["fetch", str(remote)],
+        ["push", str(remote), "HEAD:refs/heads/main"],
+        ["fetch", f"ext::sh -c touch% {markers}/ext"],
+    ):
+        out = run_git(repo, args)
+        assert out.exit_code != 0 and "not allowed" in out.stderr, (args, out.stderr)
+    assert not (markers / "ext").exists()
+    pushed = push(repo / ".git", str(remote), "HEAD:refs/heads/main")
+    assert pushed.exit_code == 0, pushed.stderr
+    assert git(remote, "rev-parse", "refs/heads/main").returncode == 0
+    assert ran(markers) == ""
