@@ -100,41 +100,48 @@ def run_git(
     (every transport is off); only ``push`` and ``clone`` turn on the two a clone may use.
     Raises ``GitRefused`` when the layout would let git read outside.
     """
-    return _pinned_git(
-        git_dir, args, work_tree=work_tree, timeout=timeout, limits=limits, stdin=stdin, env=env
-    )
-
-
-def _pinned_git(
-    git_dir: Path,
-    args: Sequence[str],
-    *,
-    work_tree: Path | None = None,
-    timeout: float = GIT_TIMEOUT,
-    limits: Limits | None = None,
-    stdin: int | None = None,
-    env: Mapping[str, str] | None = None,
-    transports: Sequence[str] = (),
-) -> CommandOutcome:
-    """``run_git``, with ``transports`` (configuration letting git reach a remote) added."""
     if not args:
         raise ValueError("a git subcommand is required")
     checked = checked_git_dir(Path(git_dir))
     with tempfile.TemporaryDirectory(prefix="acode-git-home-") as home:
-        full_env = git_env(home)
-        full_env["GIT_DIR"] = str(checked)
-        if work_tree is not None:
-            root = Path(work_tree).resolve(strict=True)
-            full_env["GIT_WORK_TREE"] = str(root)
-            full_env["GIT_CEILING_DIRECTORIES"] = str(root.parent)
-        for name, value in (env or {}).items():
-            if not name.startswith("GIT_") or name in full_env:
-                raise ValueError(f"not a variable git may be given here: {name}")
-            full_env[name] = value
-        cwd = str(full_env.get("GIT_WORK_TREE", checked))
-        config = [*HARDENING, *transports, *_driver_overrides(cwd, full_env, timeout)]
-        argv = _git_argv(config, args)
-        return _run(argv, cwd=cwd, env=full_env, timeout=timeout, limits=limits, stdin=stdin)
+        full_env = _pinned_env(checked, home, work_tree, env)
+        return _git_call(args, full_env, (), timeout=timeout, limits=limits, stdin=stdin)
+
+
+def _pinned_env(
+    checked: Path, home: str, work_tree: Path | None, env: Mapping[str, str] | None
+) -> dict[str, str]:
+    """The environment pinning git to the checked ``git_dir`` (and ``work_tree``), with the
+    caller's ``GIT_*`` variables added (never one of the pins)."""
+    full_env = git_env(home)
+    full_env["GIT_DIR"] = str(checked)
+    if work_tree is not None:
+        root = Path(work_tree).resolve(strict=True)
+        full_env["GIT_WORK_TREE"] = str(root)
+        full_env["GIT_CEILING_DIRECTORIES"] = str(root.parent)
+    for name, value in (env or {}).items():
+        if not name.startswith("GIT_") or name in full_env:
+            raise ValueError(f"not a variable git may be given here: {name}")
+        full_env[name] = value
+    return full_env
+
+
+def _git_call(
+    args: Sequence[str],
+    env: dict[str, str],
+    transports: Sequence[str],
+    *,
+    timeout: float,
+    limits: Limits | None = None,
+    stdin: int | None = None,
+) -> CommandOutcome:
+    """Git in the pinned ``env``, hardened, its repository's drivers blanked, and reaching a
+    remote only through ``transports`` (configuration; only ``push`` gives any)."""
+    cwd = env.get("GIT_WORK_TREE", env["GIT_DIR"])
+    config = [*HARDENING, *transports, *_driver_overrides(cwd, env, timeout)]
+    return _run(
+        _git_argv(config, args), cwd=cwd, env=env, timeout=timeout, limits=limits, stdin=stdin
+    )
 
 
 def push(git_dir: Path, remote: str, refspec: str, *, timeout: float = 120.0) -> CommandOutcome:
@@ -146,12 +153,11 @@ def push(git_dir: Path, remote: str, refspec: str, *, timeout: float = 120.0) ->
     """
     if not remote or remote.startswith("-") or refspec.startswith("-"):
         raise ValueError(f"not a push destination: {remote!r} {refspec!r}")
-    return _pinned_git(
-        git_dir,
-        ["push", "--porcelain", "--no-verify", remote, refspec],
-        timeout=timeout,
-        transports=CLONE_PROTOCOLS,
-    )
+    checked = checked_git_dir(Path(git_dir))
+    with tempfile.TemporaryDirectory(prefix="acode-git-home-") as home:
+        env = _pinned_env(checked, home, None, None)
+        args = ["push", "--porcelain", "--no-verify", remote, refspec]
+        return _git_call(args, env, CLONE_PROTOCOLS, timeout=timeout)
 
 
 def init_repository(git_dir: Path, branch: str) -> None:
