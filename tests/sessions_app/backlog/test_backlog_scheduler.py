@@ -175,7 +175,10 @@ def test_two_schedulers_racing_start_each_task_once(
     assert not [r for r in results.values() if isinstance(r, Exception)], results
     started = [key for name in ("s0", "s1") for key in results[name]]
     assert sorted(set(started)) == sorted(started)  # no task started by both schedulers
-    assert sorted([results["c0"], results["c1"]]) == [False, True]  # one claim of "hello"
+    # "hello" starts once: a claimer's stale row wins at most once, and a scheduler that got
+    # there first leaves both claims False (under load the schedulers may be first).
+    claims = [results["c0"], results["c1"]].count(True)
+    assert claims <= 1 and claims + started.count("hello") == 1, results
     # Six ready tasks, room for five: five runs, one per task, the sixth still waiting.
     tasks = BacklogTask.objects.exclude(key="both")
     assert sorted(t.attempts for t in tasks) == [0, 1, 1, 1, 1, 1]
