@@ -13,6 +13,8 @@ from rest_framework.test import APIClient
 
 from acode.ratelimit import reset_login_limits
 from roles.registry import registry
+from tests.seeded_flush import install as seeded_flush_install
+from tests.seeded_flush import seed_copy_take
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,6 +42,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if not uses_database(item) and item.get_closest_marker("reaches_services") is None:
             item.add_marker(pytest.mark.db_agnostic)
+
+
+seeded_flush_install()
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> None:
+    """The test database as migrated and seeded, and a copy of its rows to flush back to
+    (``tests/seeded_flush.py``)."""
+    with django_db_blocker.unblock():
+        seed_copy_take(connection)
 
 
 @pytest.fixture(autouse=True)
