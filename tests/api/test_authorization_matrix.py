@@ -1,7 +1,8 @@
 """Who may do what: every operation in the OpenAPI schema against every kind of caller.
 
 Rows come from the generated schema, so an endpoint without a row here fails
-``test_every_operation_has_a_row``. Each cell runs against a fresh world: ``owner`` has a
+``test_every_operation_has_a_row``. Each cell runs against the same world as built (see
+``built_world``): ``owner`` has a
 session in Reviewer with a plan, a pending change and a queued job, and a second session
 whose run waits at its approval gate. A refused write
 (401, 403, 404) must change nothing, and ``other`` must never see any of the owner's data.
@@ -11,12 +12,19 @@ Who may see and act is decided in ``sessions_app/permissions.py``.
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.cache import cache
+from django.db import transaction
+from django.db.models import Model
+from django.test import override_settings
 from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework.authtoken.models import Token
@@ -272,10 +280,53 @@ def test_every_operation_has_a_row() -> None:
     assert schema_operations() == set(EXPECTED)
 
 
+# Where sessions keep their files (checkouts, git directories, layers, secret indexes): the
+# world's own, put back before each cell.
+STATE_ROOTS = {
+    "ACODE_WORKSPACES_ROOT": "workspaces",
+    "ACODE_GIT_ROOT": "git",
+    "ACODE_LAYERS_ROOT": "layers",
+    "ACODE_INDEX_ROOT": "index",
+}
+
+
+@pytest.fixture(scope="module")
+def built_world(
+    django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[dict[str, Any], Path]]:
+    """The world, built once per test process and module (about 0.6 s; there are 722
+    cells) in a transaction that is rolled back at the end. Each cell runs in a savepoint
+    inside it (the ``django_db`` marker's own transaction nests) and gets its files back
+    from a copy made right after the build, so a cell sees the world as built whatever
+    the cells before it wrote."""
+    root = tmp_path_factory.mktemp("matrix")
+    roots = {name: str(root / "live" / folder) for name, folder in STATE_ROOTS.items()}
+    fast = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    unblocked = django_db_blocker.unblock()
+    with unblocked, override_settings(PASSWORD_HASHERS=fast, **roots), transaction.atomic():
+        world = world_build(get_user_model())
+        (root / "live").mkdir(exist_ok=True)
+        shutil.copytree(root / "live", root / "built")
+        yield world, root
+        transaction.set_rollback(True)
+
+
 @pytest.fixture
-def world(django_user_model: Any, settings: Any) -> dict[str, Any]:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # speed
+def world(built_world: tuple[dict[str, Any], Path], db: None) -> dict[str, Any]:
+    """The built world, its rows read afresh (no cell sees another's objects in memory)."""
+    built, root = built_world
+    shutil.rmtree(root / "live")
+    shutil.copytree(root / "built", root / "live")
     cache.delete("throttle_login_127.0.0.1")  # the login row logs in seven times
+    fresh = {key: _reread(value) for key, value in built.items()}
+    return fresh | {"users": {name: _reread(user) for name, user in built["users"].items()}}
+
+
+def _reread(value: Any) -> Any:
+    return type(value).objects.get(pk=value.pk) if isinstance(value, Model) else value
+
+
+def world_build(django_user_model: Any) -> dict[str, Any]:
     users = {
         name: django_user_model.objects.create_user(name, password=f"pw-{name}-123")
         for name in ACTORS[1:-1]
