@@ -118,13 +118,18 @@ def command_gains(old: Sequence[CommandRule], new: Sequence[CommandRule]) -> lis
         rank = OUTCOME_RANK[rule_outcome(rule)]
         program = _program(rule)
         candidates = old if program is None else old_index.for_program(program)
-        if rank == 0 or rule in candidates:  # an equal rule has the same outcome
+        if rank == 0:
             continue
-        if any(
+        label = f"command_rules[{index}]"
+        if rule in candidates or any(
             OUTCOME_RANK[rule_outcome(o)] >= rank and rule_included(rule, o) for o in candidates
         ):
+            # As wide as an old rule, but the first rule that matches decides: moved above
+            # a rule that asked or denied for the same commands, it lets them through.
+            moved = _exact_gain(label, rule, (old, old_index), (new, new_index))
+            gains += [moved] if moved is not None else []
             continue
-        gains.append(_searched(f"command_rules[{index}]", rule, (old, old_index), (new, new_index)))
+        gains.append(_searched(label, rule, (old, old_index), (new, new_index)))
     kept: dict[Any, int] = {}  # the deny and ask rules of new, by what they match
     for rule in new:
         if (rank := OUTCOME_RANK[rule_outcome(rule)]) < 2:
@@ -160,11 +165,23 @@ def _searched(
     old: tuple[Sequence[CommandRule], RuleIndex],
     new: tuple[Sequence[CommandRule], RuleIndex],
 ) -> CommandGain:
+    found = _exact_gain(label, rule, old, new)
+    conservative = f"{label} ({_text(rule)}): no old rule provably includes it (conservative)"
+    return found or CommandGain(conservative)
+
+
+def _exact_gain(
+    label: str,
+    rule: CommandRule,
+    old: tuple[Sequence[CommandRule], RuleIndex],
+    new: tuple[Sequence[CommandRule], RuleIndex],
+) -> CommandGain | None:
+    """A command of ``rule`` that the new rules answer more openly than the old, if any."""
     for argv in rule_commands(rule):
         was, now = argv_outcome(argv, *old), argv_outcome(argv, *new)
         if OUTCOME_RANK[now] > OUTCOME_RANK[was]:
             return CommandGain(f"{label} ({_text(rule)})", tuple(argv), was, now)
-    return CommandGain(f"{label} ({_text(rule)}): no old rule provably includes it (conservative)")
+    return None
 
 
 def _text(rule: CommandRule) -> str:
