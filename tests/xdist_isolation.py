@@ -49,12 +49,13 @@ os.environ.setdefault("ACODE_RUN_REQUIRE_TESTS_TIERS", "")
 # them is what it would see there.
 _var = Path(os.environ.get("ACODE_VAR_DIR", Path(__file__).resolve().parent.parent / "var"))
 _state = _var / "test-state" / str(os.getpid())
-for _name, _folder in {
+STATE_ROOTS = {  # setting -> its folder
     "ACODE_WORKSPACES_ROOT": "workspaces",
     "ACODE_GIT_ROOT": "git",
     "ACODE_INDEX_ROOT": "index",
     "ACODE_LAYERS_ROOT": "layers",
-}.items():
+}
+for _name, _folder in STATE_ROOTS.items():
     os.environ[_name] = str(_state / _folder)
 atexit.register(shutil.rmtree, _state, ignore_errors=True)
 

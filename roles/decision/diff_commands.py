@@ -127,7 +127,8 @@ def command_gains(old: Sequence[CommandRule], new: Sequence[CommandRule]) -> lis
             # As wide as an old rule, but the first rule that matches decides: moved above
             # a rule that asked or denied for the same commands, it lets them through.
             moved = _exact_gain(label, rule, (old, old_index), (new, new_index))
-            gains += [moved] if moved is not None else []
+            if moved is not None:
+                gains.append(moved)
             continue
         gains.append(_searched(label, rule, (old, old_index), (new, new_index)))
     kept: dict[Any, int] = {}  # the deny and ask rules of new, by what they match

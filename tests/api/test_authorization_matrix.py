@@ -64,6 +64,7 @@ from sessions_app.services.runs import run_start
 from sessions_app.services.sessions import session_create
 from sessions_app.services.transitions import session_transition
 from tests.factories import make_role
+from tests.xdist_isolation import STATE_ROOTS  # where sessions keep their files
 
 # Who may call each route is decided the same on either database: CI runs the matrix on
 # PostgreSQL only (tests/conftest.py, db_agnostic).
@@ -278,16 +279,6 @@ def schema_operations() -> set[str]:
 
 def test_every_operation_has_a_row() -> None:
     assert schema_operations() == set(EXPECTED)
-
-
-# Where sessions keep their files (checkouts, git directories, layers, secret indexes): the
-# world's own, put back before each cell.
-STATE_ROOTS = {
-    "ACODE_WORKSPACES_ROOT": "workspaces",
-    "ACODE_GIT_ROOT": "git",
-    "ACODE_LAYERS_ROOT": "layers",
-    "ACODE_INDEX_ROOT": "index",
-}
 
 
 @pytest.fixture(scope="module")

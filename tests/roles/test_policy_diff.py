@@ -288,3 +288,15 @@ def test_reordering_command_rules_so_a_command_no_longer_asks_is_a_gain() -> Non
     assert decide(new, "execute_command", call, host=host, workspace=workspace).allowed
     assert diff(old, new).widens
     assert diff(new, old).narrowings and not diff(new, old).widens
+
+
+def test_a_wider_rule_moved_above_an_asking_one_is_a_gain() -> None:
+    """The asking rule's own commands are checked too: the wider rule's samples need not
+    contain them."""
+    held = ("execute_commands", "read_files")
+    ask = {"program": "git", "subcommands": ["status"], "options": {"-s": None}, "outcome": "ask"}
+    old = view([spec(permissions=held, write_paths=(), command_patterns=(ask, "git *"))], "coder")
+    new = view([spec(permissions=held, write_paths=(), command_patterns=("git *", ask))], "coder")
+    result = diff(old, new)
+    assert result.widens, result.as_data()
+    assert diff(new, old).narrowings and not diff(new, old).widens
