@@ -6,7 +6,9 @@ Cases: two seeded roles (``roles/seed/acode-standard.yaml``: the Tester against 
 Coder, and the Tester given ``write_files`` under ``tests/**/*.py`` and pytest's ``-p``
 option, which loads plugins); two roles of 200 command rules and 200 write globs, one rule
 and one glob apart; and two such roles with nothing in common (the worst case: 400 rules
-each searched for a command, both ways). Each case is timed cold (the first diff in the
+each searched for a command, both ways); and 200 rules for 10 programs, a quarter of them
+asking, in the reverse order (each allowing rule moved above asking ones: the first match
+decides, so their commands are decided under both orders). Each case is timed cold (the first diff in the
 process: patterns compiled, automata parsed) and warm (the median of the next runs).
 
 The figure held against the target is CPU time (``time.process_time``): on a shared
@@ -59,14 +61,19 @@ def document(spec: RoleSpec, others: dict[str, RoleSpec]) -> dict[str, Any]:
     return role_snapshot(spec, compute_access(spec.slug, specs, TOOLS))
 
 
-def big(slug: str, salt: str, *, extra: bool = False) -> RoleSpec:
-    """A role of 200 structured and legacy command rules and 200 write globs."""
+def big(slug: str, salt: str, *, extra: bool = False, asking: bool = False) -> RoleSpec:
+    """A role of 200 structured and legacy command rules and 200 write globs; ``asking``:
+    structured rules for 10 programs, a quarter of them asking a person first."""
     rules: list[Any] = []
     for i in range(200):
-        if i % 4 == 3:
+        options = {"-q": None, "-k": "text", f"--opt{i}": "int"}
+        if asking:
+            rules.append({"program": f"tool{i % 10}", "subcommands": ["run", "check"],
+                          "options": options, "args": "paths",
+                          **({"outcome": "ask"} if i % 4 == 3 else {})})  # fmt: skip
+        elif i % 4 == 3:
             rules.append(f"tool{salt}{i} run *")
         else:
-            options = {"-q": None, "-k": "text", f"--opt{i}": "int"}
             rules.append({"program": f"tool{salt}{i}", "subcommands": ["run", "check"],
                           "options": options, "args": "paths"})  # fmt: skip
     globs = [f"pkg{salt}{i}/**/*.py" if i % 2 else f"docs{salt}{i}/*.md" for i in range(200)]
@@ -121,6 +128,7 @@ def main() -> None:
     grown = RoleSpec(**{**{f: getattr(tester, f) for f in FIELDS}, "command_patterns": rules,
                         "permissions": (*tester.permissions, "write_files"),
                         "write_paths": ("tests/**/*.py",)})  # fmt: skip
+    asking = big("x", "a", asking=True)
     cases = [
         ("seeded: Tester -> Coder", document(tester, roles), document(coder, roles)),
         ("seeded: Tester, writes tests/**/*.py, pytest -p", document(tester, roles),
@@ -129,6 +137,9 @@ def main() -> None:
          document(big("x", "a", extra=True), {})),
         ("200 rules + 200 globs, nothing in common", document(big("x", "a"), {}),
          document(big("x", "b"), {})),
+        ("200 rules, a quarter asking, order reversed", document(asking, {}),
+         document(RoleSpec(**{**{f: getattr(asking, f) for f in FIELDS}, "command_patterns":
+                              asking.command_patterns[::-1]}), {})),
     ]  # fmt: skip
     print(
         f"{'case (CPU time; wall time of the cold diff in brackets)':52} target {TARGET_MS:.0f} ms"

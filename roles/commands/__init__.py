@@ -36,6 +36,7 @@ from roles.commands.check import (
     CommandRule,
     command_rule_check,
     path_problem,
+    rule_asks,
     rule_label,
     rule_usage,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "command_rule_check",
     "command_rule_problems",
     "path_problem",
+    "rule_asks",
     "rule_label",
     "rule_usage",
 ]

@@ -63,8 +63,7 @@ def command_rule_check(
             problem, depth = "not a command rule", 0
         if problem is None:
             label = rule_label(index, rule)
-            ask = isinstance(rule, Mapping) and rule.get("outcome") == "ask"
-            return CommandCheck(True, label, f"allowed by {label}", ask)
+            return CommandCheck(True, label, f"allowed by {label}", rule_asks(rule))
         if problem:  # "" means: the rule is for another program (named only when it counts)
             usages.append(rule_usage(rule))
             if closest is None or depth > closest[0]:
@@ -108,6 +107,12 @@ def _kind_word(kind: Any) -> str:
     if isinstance(kind, list):
         return "{" + ",".join(str(v) for v in kind) + "}"
     return str(kind).upper()
+
+
+def rule_asks(rule: CommandRule) -> bool:
+    """Whether a command the rule allows waits for a person's consent (``"outcome": "ask"``;
+    any other outcome allows: the one reading, shared by the policy diff)."""
+    return isinstance(rule, Mapping) and rule.get("outcome") == "ask"
 
 
 def rule_label(index: int, rule: CommandRule) -> str:

@@ -2,26 +2,30 @@
 old one did not, each found command checked with the rules' own check.
 
 What a rule allows is decided by ``roles.commands.command_rule_check``; a list's outcome for
-one command is the outcome of the first rule that allows it (``"outcome"``: allow, the
-default and anything unknown; ``ask``; ``deny``), and a role with no rules runs anything.
-Order: allow > ask > deny. A new rule is covered when one old rule with an outcome at least
-as strong provably includes it: same program and module, its subcommands among the old
-ones, every option of it in the old rule with a value kind the old kind includes, its
-positional arguments likewise (structured rules); or, for legacy glob patterns, the old
-literal words a prefix of the new ones and the new pattern's language inside the old one's
-(automata, ``diff_paths``). A rule not covered is searched for a command it allows that the
-old rules do not (built from its own program, options and argument kinds); one not covered
-and without such a command counts as a gain, conservatively.
+one command is the outcome of the first rule that allows it (ask when the rule says
+``"outcome": "ask"``, read as the check reads it, ``roles.commands.rule_asks``; otherwise
+allow), deny when none does, and a role with no rules runs anything. Order: allow > ask >
+deny. A new rule is covered when one old rule with an outcome at least as strong provably
+includes it: same program and module, its subcommands among the old ones, every option of
+it in the old rule with a value kind the old kind includes, its positional arguments
+likewise (structured rules); or, for legacy glob patterns, the old literal words a prefix
+of the new ones and the new pattern's language inside the old one's (automata,
+``diff_paths``). The first match decides, so order counts too: each covered rule's commands
+(every literal value included) are decided under both lists, and a wider rule moved above
+an asking one lets through commands found among the one rule's or the other's. A rule not
+covered is searched for a command it allows that the old rules do not (built from its own
+program, options and argument kinds); one not covered and without such a command counts as
+a gain, conservatively.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from roles.commands import CommandRule, command_rule_check
+from roles.commands import CommandRule, command_rule_check, rule_asks
 from roles.commands.workspace import KnownWorkspace
 from roles.decision.diff_paths import language_gain
 
@@ -47,11 +51,8 @@ class CommandGain:
 
 
 def rule_outcome(rule: CommandRule) -> str:
-    """A rule's outcome: allow unless it says ask or deny."""
-    if isinstance(rule, Mapping):
-        value = str(rule.get("outcome") or "allow")
-        return value if value in OUTCOME_RANK else "allow"
-    return "allow"
+    """A rule's outcome: ask when it says so, otherwise allow (as the check reads it)."""
+    return "ask" if rule_asks(rule) else "allow"
 
 
 def argv_outcome(
@@ -61,10 +62,9 @@ def argv_outcome(
     matches decides; no rules, allow. ``index``: the rules by program, when built already."""
     if not rules:
         return "allow" if command_rule_check(argv, [], _NO_LINKS).allowed else "deny"
-    for rule in (index or RuleIndex.of(rules)).for_program(argv[0] if argv else ""):
-        if command_rule_check(argv, [rule], _NO_LINKS).allowed:
-            return rule_outcome(rule)
-    return "deny"
+    mine = (index or RuleIndex.of(rules)).for_program(argv[0] if argv else "")
+    check = command_rule_check(argv, mine, _NO_LINKS) if mine else None
+    return "deny" if check is None or not check.allowed else "ask" if check.ask else "allow"
 
 
 @dataclass(frozen=True)
@@ -89,8 +89,27 @@ class RuleIndex:
         return cls({k: tuple(v) for k, v in by_program.items()}, tuple(wild))
 
     def for_program(self, program: str) -> list[CommandRule]:
-        found = sorted([*self.by_program.get(program, ()), *self.wild], key=lambda x: x[0])
-        return [rule for _, rule in found]
+        return [rule for _, rule in self.placed(program)]
+
+    def placed(self, program: str) -> list[tuple[int, CommandRule]]:
+        """The rules that may match a command of ``program``, each with its place."""
+        return sorted([*self.by_program.get(program, ()), *self.wild], key=lambda x: x[0])
+
+
+@dataclass(frozen=True)
+class _Answers:
+    """A list of rules and what it answered for each command asked so far (the rules of
+    one program share most of their sample commands)."""
+
+    rules: Sequence[CommandRule]
+    index: RuleIndex
+    known: dict[tuple[str, ...], str] = field(default_factory=dict)
+
+    def outcome(self, argv: Sequence[str]) -> str:
+        key = tuple(argv)
+        if key not in self.known:
+            self.known[key] = argv_outcome(argv, self.rules, self.index)
+        return self.known[key]
 
 
 def _program(rule: CommandRule) -> str | None:
@@ -112,35 +131,79 @@ def command_gains(old: Sequence[CommandRule], new: Sequence[CommandRule]) -> lis
         return [CommandGain("no command rules: any command may run")]
     if not old:
         return []  # anything ran before
-    old_index, new_index = RuleIndex.of(old), RuleIndex.of(new)
+    pair = _Answers(old, RuleIndex.of(old)), _Answers(new, RuleIndex.of(new))
     gains: list[CommandGain] = []
+    order = _Order(new)
     for index, rule in enumerate(new):
         rank = OUTCOME_RANK[rule_outcome(rule)]
         program = _program(rule)
-        candidates = old if program is None else old_index.for_program(program)
-        if rank == 0:
-            continue
+        placed = list(enumerate(old)) if program is None else pair[0].index.placed(program)
+        cover = next((at for at, o in placed if o == rule or (
+            OUTCOME_RANK[rule_outcome(o)] >= rank and rule_included(rule, o))), None)  # fmt: skip
         label = f"command_rules[{index}]"
-        if rule in candidates or any(
-            OUTCOME_RANK[rule_outcome(o)] >= rank and rule_included(rule, o) for o in candidates
-        ):
-            # As wide as an old rule, but the first rule that matches decides: moved above
-            # a rule that asked or denied for the same commands, it lets them through.
-            moved = _exact_gain(label, rule, (old, old_index), (new, new_index))
-            if moved is not None:
-                gains.append(moved)
-            continue
-        gains.append(_searched(label, rule, (old, old_index), (new, new_index)))
-    kept: dict[Any, int] = {}  # the deny and ask rules of new, by what they match
-    for rule in new:
-        if (rank := OUTCOME_RANK[rule_outcome(rule)]) < 2:
-            kept[_key(rule)] = min(rank, kept.get(_key(rule), 2))
-    for index, rule in enumerate(old):  # a deny or ask rule gone may let more through
-        rank = OUTCOME_RANK[rule_outcome(rule)]
-        if rank < 2 and kept.get(_key(rule), 2) > rank:
-            label = f"old command_rules[{index}]"
-            gains.append(_searched(label, rule, (old, old_index), (new, new_index)))
+        if cover is None:
+            gains.append(_searched(label, rule, *pair))
+        elif rank == 2 and (shadowed := order.shadowed(rule, index, placed, cover)) is not None:
+            moved = _exact_gain(label, rule, *pair, also=shadowed)
+            gains += [moved] if moved is not None else []
+    asking = {_key(rule) for rule in new if rule_asks(rule)}  # by what they match
+    for index, rule in enumerate(old):  # an asking rule gone may let more through
+        if rule_asks(rule) and _key(rule) not in asking:
+            gains.append(_searched(f"old command_rules[{index}]", rule, *pair))
     return gains
+
+
+class _Order:
+    """Where a covered allowing rule may gain by its place. The first match decides, so a
+    command it allows could only have asked before by an old asking rule placed above the
+    old rule that covers it, and only if the asking rule is now below it (or gone) and may
+    match one same command. None when no such rule; otherwise those whose commands were
+    not yet decided (each is decided once: its commands' outcomes do not depend on which
+    rule moved)."""
+
+    def __init__(self, new: Sequence[CommandRule]) -> None:
+        self.asks_at: dict[Any, int] = {}  # an asking rule by what it matches: its place
+        self.gone = len(new)  # the place of one not there
+        for index, rule in enumerate(new):
+            if rule_asks(rule):
+                self.asks_at.setdefault(_key(rule), index)
+        self.now_at: dict[int, int] = {}  # an old asking rule's place: its place in new
+        self.decided: set[int] = set()  # old asking rules' places
+
+    def shadowed(
+        self, rule: CommandRule, index: int, placed: Sequence[tuple[int, CommandRule]], cover: int
+    ) -> list[CommandRule] | None:
+        """``rule`` at ``index`` in new, covered by the old rule at ``cover``; ``placed``: the
+        old rules that may match its commands, with their places."""
+        found = [(at, o) for at, o in placed if at < cover and rule_asks(o)
+                 and _may_overlap(rule, o) and self._now_at(at, o) > index]  # fmt: skip
+        if not found:
+            return None
+        fresh = [(at, o) for at, o in found if at not in self.decided]
+        self.decided.update(at for at, _ in fresh)
+        return [o for _, o in fresh]
+
+    def _now_at(self, at: int, rule: CommandRule) -> int:
+        if at not in self.now_at:
+            self.now_at[at] = self.asks_at.get(_key(rule), self.gone)
+        return self.now_at[at]
+
+
+def _may_overlap(rule: CommandRule, asking: CommandRule) -> bool:
+    """Whether one command may match both rules (False only when provably not: modules
+    that differ, or subcommands of which none begins another)."""
+    if not (isinstance(rule, Mapping) and isinstance(asking, Mapping)):
+        return True
+    if rule.get("program") != asking.get("program"):
+        return False
+    modules = str(rule.get("module") or ""), str(asking.get("module") or "")
+    if all(modules) and modules[0] != modules[1]:
+        return False
+    mine = [str(s).split() for s in rule.get("subcommands") or []]
+    theirs = [str(s).split() for s in asking.get("subcommands") or []]
+    if not mine or not theirs:
+        return True
+    return any(a[: len(b)] == b or b[: len(a)] == a for a in mine for b in theirs)
 
 
 def _key(rule: CommandRule) -> Any:
@@ -163,8 +226,8 @@ def _frozen(value: Any) -> Any:
 def _searched(
     label: str,
     rule: CommandRule,
-    old: tuple[Sequence[CommandRule], RuleIndex],
-    new: tuple[Sequence[CommandRule], RuleIndex],
+    old: _Answers,
+    new: _Answers,
 ) -> CommandGain:
     found = _exact_gain(label, rule, old, new)
     conservative = f"{label} ({_text(rule)}): no old rule provably includes it (conservative)"
@@ -174,12 +237,14 @@ def _searched(
 def _exact_gain(
     label: str,
     rule: CommandRule,
-    old: tuple[Sequence[CommandRule], RuleIndex],
-    new: tuple[Sequence[CommandRule], RuleIndex],
+    old: _Answers,
+    new: _Answers,
+    also: Sequence[CommandRule] = (),
 ) -> CommandGain | None:
-    """A command of ``rule`` that the new rules answer more openly than the old, if any."""
-    for argv in rule_commands(rule):
-        was, now = argv_outcome(argv, *old), argv_outcome(argv, *new)
+    """A command of ``rule`` (or of the rules ``also``) that the new rules answer more
+    openly than the old, if any."""
+    for argv in (argv for each in (rule, *also) for argv in rule_commands(each)):
+        was, now = old.outcome(argv), new.outcome(argv)
         if OUTCOME_RANK[now] > OUTCOME_RANK[was]:
             return CommandGain(f"{label} ({_text(rule)})", tuple(argv), was, now)
     return None
@@ -300,8 +365,8 @@ def rule_commands(rule: CommandRule) -> Iterator[list[str]]:
 def _samples(kind: Any, *, option: bool) -> Sequence[str | None]:
     if kind is None:
         return [None] if option else []
-    if isinstance(kind, list):
-        return [str(v) for v in kind[:20]]
+    if isinstance(kind, list):  # every value: the one a moved rule shadows may be the last
+        return [str(v) for v in kind]
     return {
         "text": ["probe text", "/probe", "../probe"],
         "int": ["7"],

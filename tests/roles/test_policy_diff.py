@@ -291,12 +291,65 @@ def test_reordering_command_rules_so_a_command_no_longer_asks_is_a_gain() -> Non
 
 
 def test_a_wider_rule_moved_above_an_asking_one_is_a_gain() -> None:
-    """The asking rule's own commands are checked too: the wider rule's samples need not
-    contain them."""
+    """A legacy pattern moved above a structured asking rule it includes."""
     held = ("execute_commands", "read_files")
     ask = {"program": "git", "subcommands": ["status"], "options": {"-s": None}, "outcome": "ask"}
     old = view([spec(permissions=held, write_paths=(), command_patterns=(ask, "git *"))], "coder")
     new = view([spec(permissions=held, write_paths=(), command_patterns=("git *", ask))], "coder")
     result = diff(old, new)
     assert result.widens, result.as_data()
+    assert diff(new, old).narrowings and not diff(new, old).widens
+
+
+def test_a_rule_moved_above_an_asking_one_is_a_gain_on_any_of_its_literal_values() -> None:
+    """The asking rule's commands are sampled with every literal value: the one a wider rule
+    now lets through first may be the last of a long list (the first 20 were, before)."""
+    held = ("execute_commands", "read_files")
+    ask = {"program": "cat", "args": [f"f{i}.txt" for i in range(25)], "outcome": "ask"}
+    other = {"program": "make", "subcommands": ["test"]}  # places in the list differ by program
+    old = view([spec(permissions=held, write_paths=(),
+                     command_patterns=(other, other, ask, "cat f24*"))], "coder")  # fmt: skip
+    new = view([spec(permissions=held, write_paths=(),
+                     command_patterns=("cat f24*", other, ask))], "coder")  # fmt: skip
+    call = {"argv": ["cat", "f24.txt"]}
+    host, workspace = HostFacts(), KnownWorkspace()
+    assert not decide(old, "execute_command", call, host=host, workspace=workspace).allowed
+    assert decide(new, "execute_command", call, host=host, workspace=workspace).allowed
+    result = diff(old, new)
+    assert result.widens and all(g.exact for g in result.gains), result.as_data()
+    assert_real(result, old, new)
+    examples = [g.counterexample.get("argv") or g.counterexample["arguments"]["argv"]
+                for g in result.gains]  # fmt: skip
+    assert examples == [["cat", "f24.txt"]]
+    assert diff(new, old).narrowings and not diff(new, old).widens
+
+
+@pytest.mark.parametrize(
+    "ask, wide, argv",
+    [
+        ({"program": "cat", "args": ["secrets.env"], "outcome": "ask"}, "cat *",
+         ["cat", "secrets.env"]),
+        ({"program": "cat", "args": ["secrets.env"], "outcome": "ask"},
+         {"program": "cat", "args": "paths"}, ["cat", "secrets.env"]),
+        ({"program": "make", "subcommands": ["deploy"], "outcome": "ask"}, "make *",
+         ["make", "deploy"]),
+    ],
+    ids=["legacy-over-literal", "structured-over-literal", "legacy-over-subcommand"],
+)  # fmt: skip
+def test_a_rule_moved_above_a_narrower_one_is_a_gain_on_the_narrower_ones_commands(
+    ask: Any, wide: Any, argv: list[str]
+) -> None:
+    """A wider rule moved above an asking one: the gain is found among the asking rule's
+    own commands when the wider rule's samples (a probe word for an argument) miss them."""
+    held = ("execute_commands", "read_files")
+    old = view([spec(permissions=held, write_paths=(), command_patterns=(ask, wide))], "coder")
+    new = view([spec(permissions=held, write_paths=(), command_patterns=(wide, ask))], "coder")
+    host, workspace = HostFacts(), KnownWorkspace()
+    call = {"argv": argv}
+    assert not decide(old, "execute_command", call, host=host, workspace=workspace).allowed
+    assert decide(new, "execute_command", call, host=host, workspace=workspace).allowed
+    result = diff(old, new)
+    assert result.widens, result.as_data()
+    assert all(g.exact for g in result.gains), result.as_data()
+    assert_real(result, old, new)
     assert diff(new, old).narrowings and not diff(new, old).widens

@@ -27,6 +27,8 @@ RULES: list[Any] = [
     "pytest *",
     "git status",
     "python -m pytest -q *",
+    {"program": "ls", "args": ["secret.txt"], "outcome": "ask"},
+    "ls s*",
 ]
 LIMITS = [
     {"properties": {"project": {"enum": ["acode"]}}},
@@ -37,7 +39,7 @@ PATHS = ["src/a.py", "docs/x.md", "README.md", "tests/t.py", "a/b/c.py", "src/m/
 ARGVS = [
     ["python", "-m", "pytest", "-q"], ["python", "-m", "pytest", "-x", "tests"], ["make", "test"],
     ["make", "x"], ["ls", "src"], ["pytest", "-q"], ["git", "status", "-s"], ["curl", "x"],
-    ["python", "-m", "pytest", "-q", "-k", "slow"],
+    ["python", "-m", "pytest", "-q", "-k", "slow"], ["ls", "secret.txt"],
 ]  # fmt: skip
 CALLS: list[tuple[str, dict[str, Any]]] = [
     *[(tool, {"path": p, "content": "x"}) for tool in ("write_file", "create_file") for p in PATHS],
