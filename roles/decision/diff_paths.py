@@ -60,19 +60,38 @@ def fnmatch_regex(pattern: str) -> str | None:
             out.append(".")
         elif char == "[":
             end = pattern.find("]", i + 1)
-            body = pattern[i:end] if end != -1 else ""
-            if end == -1 or not re.fullmatch(r"!?[A-Za-z0-9_.-]+", body) or "--" in body:
-                if end == -1:
-                    out.append(re.escape(char))
-                    continue
+            if end == -1:
+                out.append(re.escape(char))
+                continue
+            body = _bracket(pattern[i:end])
+            if body is None:
                 return None
-            negated = body.startswith("!")
-            letters = body[1:] if negated else body
-            out.append("[" + ("^" if negated else "") + letters.replace("-", r"\-") + "]")
+            out.append(body)
             i = end + 1
         else:
             out.append(re.escape(char))
     return "".join(out)
+
+
+_LETTER = r"[A-Za-z0-9_.]"
+_BRACKET = re.compile(rf"!?-?(?:{_LETTER}(?:-{_LETTER})?)+-?")
+
+
+def _bracket(body: str) -> str | None:
+    """An fnmatch bracket's characters as a regular expression class: ``a-s`` a range, a
+    hyphen first or last itself, ``!`` first the complement; None for any other form (a
+    reversed range, ``a-c-e``, other characters)."""
+    if not _BRACKET.fullmatch(body):
+        return None
+    negated = body.startswith("!")
+    letters = body[1:] if negated else body
+    lead, trail = letters.startswith("-"), letters.endswith("-") and len(letters) > 1
+    inner = letters[1 if lead else 0 : len(letters) - 1 if trail else len(letters)]
+    ranges = re.findall(rf"({_LETTER})-({_LETTER})", inner)
+    if any(a > b for a, b in ranges):
+        return None
+    hyphen = "\\-" if lead or trail else ""
+    return "[" + ("^" if negated else "") + hyphen + inner.replace(".", "\\.") + "]"
 
 
 def literal_prefix(pattern: str, special: str) -> str:

@@ -1,9 +1,12 @@
 """Write globs have one meaning: the library matcher (``roles.globs``, wcmatch configured)
 and the regular expression the policy diff builds its automata from
-(``roles.decision.diff_paths.glob_regex``) agree on every glob and workspace path."""
+(``roles.decision.diff_paths.glob_regex``) agree on every glob and workspace path. Legacy
+command patterns likewise: ``fnmatch`` (the command check) and ``fnmatch_regex`` (the diff)
+agree, or the diff declines the pattern (then it is conservative)."""
 
 from __future__ import annotations
 
+import fnmatch
 import re
 
 import pytest
@@ -11,7 +14,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from roles.access import path_allowed
-from roles.decision.diff_paths import glob_regex
+from roles.decision.diff_paths import fnmatch_regex, glob_regex
 
 # Pieces globs are made of: wildcards, separators, and characters that are special to some
 # glob language (brackets, "!", backslashes, braces, extglob and negation marks).
@@ -73,3 +76,25 @@ def test_a_path_built_from_a_glob_matches_it(glob: str, data: st.DataObject) -> 
 )
 def test_write_globs_keep_their_unusual_spellings(glob: str, path: str, allowed: bool) -> None:
     assert path_allowed(path, [glob]) is allowed
+
+
+PATTERN_PIECES = ["*", "?", "[", "]", "!", "-", "a", "s", "z", "n", " ", ".", "_", "0", "9"]
+patterns = st.lists(st.sampled_from(PATTERN_PIECES), min_size=1, max_size=9).map("".join)
+commands = st.lists(st.sampled_from(["a", "b", "s", "t", "z", "-", " ", ".", "_", "0", "!", "n",
+                                     "[", "]"]), max_size=7).map("".join)  # fmt: skip
+
+
+@settings(max_examples=4000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pattern=patterns, command=commands)
+@example(pattern="cat [a-s]*", command="cat -n x")  # a range, not three characters
+@example(pattern="[!a-s]", command="-")
+@example(pattern="[-a]", command="-")
+@example(pattern="[a-]", command="-")
+@example(pattern="[.-z]", command="a")
+def test_a_legacy_command_pattern_means_for_the_diff_what_it_means_for_the_check(
+    pattern: str, command: str
+) -> None:
+    regex = fnmatch_regex(pattern)
+    if regex is not None:
+        read = re.fullmatch(regex, command, re.S) is not None
+        assert read is fnmatch.fnmatchcase(command, pattern), (pattern, regex, command)

@@ -172,6 +172,8 @@ def test_a_command_rule_option_added_is_a_gain_with_the_command_removed_a_narrow
         (["pytest -q *"], ["pytest *"], True),
         (["make test"], ["make *"], True),
         (["python *"], ["python -m pytest *"], True),  # -m needs the rule to name it
+        (["cat [a-s]*"], ["cat -n *"], True),  # a range: "-" is not among its characters
+        (["cat [a-s]*"], ["cat b*"], False),
         ([PYTEST], [{**PYTEST, "args": "none"}], False),
         ([PYTEST], [{**PYTEST, "args": "text"}], True),
         ([PYTEST], [{**PYTEST, "options": {"-q": None, "-k": ["slow"]}}], False),
