@@ -5,8 +5,10 @@ A limit the new version no longer holds (removed, or changed) is a gain unless o
 new limits on the same tool is provably at least as narrow (``schema_narrower``): it has
 every keyword of the old fragment with a value at least as strict (``enum``/``const``
 among the old values, ``maxLength``/``maximum``/``maxItems`` no larger, ``min*`` no
-smaller, ``required`` a superset, each old property's schema narrower, a ``pattern`` whose matches the old one's
-include, decided with automata; the same ``type``/``format``), and what it adds is a keyword that only ever narrows.
+smaller, ``required`` a superset, each old property's schema narrower, a ``pattern`` whose
+matches the old one's include, decided with automata; the same ``type``/``format``; values
+equal as JSON, where ``true`` is not ``1``; a property listed only in the new one narrower
+than the old ``additionalProperties``), and what it adds is a keyword that only ever narrows.
 Anything else (``anyOf``, ``$ref``, a changed ``pattern``...) is not provably narrower, so
 it counts as a gain and says "conservative".
 """
@@ -17,6 +19,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from acode.yamldoc import integral_numbers
 from roles.decision.diff_paths import search_pattern_included
 
 _UPPER = ("maxLength", "maximum", "exclusiveMaximum", "maxItems", "maxProperties")
@@ -31,7 +34,7 @@ _NARROWING = frozenset(
 
 def schema_narrower(new: Any, old: Any) -> bool:
     """Whether every instance ``new`` accepts, ``old`` accepts (provably; False if unsure)."""
-    if new == old or old in ({}, True):
+    if _same(new, old) or old is True or old == {}:
         return True
     if new is False:
         return True
@@ -40,14 +43,42 @@ def schema_narrower(new: Any, old: Any) -> bool:
     for key, value in old.items():
         if key not in new or not _keyword_narrower(key, new[key], value):
             return False
-    return all(key in old or key in _NARROWING for key in new)
+    return all(key in old or key in _NARROWING for key in new) and _listed_narrower(new, old)
+
+
+def _listed_narrower(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
+    """A property ``new`` lists and ``old`` does not escapes ``new``'s
+    ``additionalProperties`` but not ``old``'s: its schema must be narrower than that (and
+    one that old's ``patternProperties`` or ``unevaluatedProperties`` may judge is not
+    provably narrower)."""
+    listed, before = new.get("properties"), old.get("properties")
+    if not isinstance(listed, Mapping) or not isinstance(before, Mapping):
+        return True
+    extra = [name for name in listed if name not in before]
+    if not extra:
+        return True
+    judges = [old[k] for k in ("patternProperties", "unevaluatedProperties") if k in old]
+    if any(not (judge is True or _same(judge, {})) for judge in judges):
+        return False
+    rest = old.get("additionalProperties", True)
+    return all(schema_narrower(listed[name], rest) for name in extra)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JSON Schema's equality: ``1`` and ``1.0`` are equal, ``true`` and ``1`` are not
+    (Python's ``==`` says they are, and so would read ``enum: [1]`` as ``enum: [true]``)."""
+    return _json(a) == _json(b)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(integral_numbers(value), sort_keys=True, separators=(",", ":"), default=str)
 
 
 def _keyword_narrower(key: str, new: Any, old: Any) -> bool:
-    if new == old:
+    if _same(new, old):
         return True
     if key == "enum" and isinstance(new, list) and isinstance(old, list):
-        return all(v in old for v in new)
+        return {_json(v) for v in new} <= {_json(v) for v in old}
     if key in _UPPER:
         return _number(new) is not None and _number(old) is not None and new <= old
     if key in _LOWER:
