@@ -84,7 +84,7 @@ commands = st.lists(st.sampled_from(["a", "b", "s", "t", "z", "-", " ", ".", "_"
                                      "[", "]"]), max_size=7).map("".join)  # fmt: skip
 
 
-@settings(max_examples=4000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pattern=patterns, command=commands)
 @example(pattern="cat [a-s]*", command="cat -n x")  # a range, not three characters
 @example(pattern="[!a-s]", command="-")

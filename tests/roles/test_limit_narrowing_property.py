@@ -77,7 +77,7 @@ def pairs(draw: st.DrawFn) -> tuple[Any, Any]:
     return new, old
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=800, deadline=None, suppress_health_check=list(HealthCheck))
 @given(pair=pairs(), instances=st.lists(arguments, min_size=1, max_size=8))
 @example(pair=({"enum": [1]}, {"enum": [True]}), instances=[1])  # true is not 1 in JSON
 @example(
