@@ -11,7 +11,9 @@ current role is in every log line).
 
 from __future__ import annotations
 
+import logging
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 import structlog
@@ -73,6 +75,26 @@ def formatter(kind: str = "json") -> ProcessorFormatter:
         foreign_pre_chain=[_request_context, *_SHARED],
         processors=[ProcessorFormatter.remove_processors_meta, *renderer],
     )
+
+
+class RoutineTasks(logging.Filter):
+    """Leaves out Celery's info lines about the periodic housekeeping tasks (``tasks``, the
+    beat schedule's): beat sending one, the worker receiving it, it succeeding. The backlog's
+    tick alone wrote about 36 of them a minute, which buried the login ``make run`` prints.
+    What those tasks log themselves, and every warning and error, stays; so does everything
+    under ``ACODE_LOG_LEVEL=DEBUG``."""
+
+    def __init__(self, tasks: Iterable[str] = ()) -> None:
+        super().__init__()
+        self.tasks = tuple(tasks)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING or not record.name.startswith("celery."):
+            return True
+        if logging.getLogger().getEffectiveLevel() <= logging.DEBUG:
+            return True
+        message = record.getMessage()
+        return not any(task in message for task in self.tasks)
 
 
 def configure_structlog() -> None:

@@ -9,6 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from acode import logs
 from acode.settings.base import PRODUCTION
+from acode.settings.celery import CELERY_BEAT_SCHEDULE
 from acode.settings.env import env_int, env_list, env_optional, env_str
 
 # json: one JSON object a line, always the default under ACODE_ENV=production. console:
@@ -30,7 +31,15 @@ LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"acode": {"()": "acode.logs.formatter", "kind": ACODE_LOG_FORMAT}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "acode"}},
+    "filters": {
+        "routine": {
+            "()": "acode.logs.RoutineTasks",
+            "tasks": [entry["task"] for entry in CELERY_BEAT_SCHEDULE.values()],
+        }
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "acode", "filters": ["routine"]}
+    },
     "root": {"handlers": ["console"], "level": env_str("ACODE_LOG_LEVEL", "INFO")},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},

@@ -198,6 +198,7 @@ def test_make_run_shows_the_login_last_and_stops_the_worker_before_redis(tmp_pat
         "ACODE_VAR_DIR": str(tmp_path),
         # No model server: the test is about the processes make run supervises.
         "ACODE_LLM_BASE_URL": "http://127.0.0.1:9/v1",
+        "ACODE_BACKLOG_TICK_SECONDS": "1",  # beat's busiest routine task, every second
     }
     env.pop("REDIS_URL", None)  # the embedded Redis, stopped last
     # In a process group of its own, as a terminal's foreground job is.
@@ -219,7 +220,7 @@ def test_make_run_shows_the_login_last_and_stops_the_worker_before_redis(tmp_pat
             assert proc.poll() is None, "".join(lines)
             assert time.monotonic() < deadline, "".join(lines)
             time.sleep(0.2)
-        time.sleep(1)  # whatever the services print next
+        time.sleep(3)  # whatever the services print next (and a few of beat's ticks)
         # Ctrl-C: the terminal signals the whole foreground process group.
         os.killpg(proc.pid, signal.SIGINT)
         assert proc.wait(timeout=90) == 0, "".join(lines)
@@ -247,3 +248,7 @@ def test_make_run_shows_the_login_last_and_stops_the_worker_before_redis(tmp_pat
     )
     for error in WORKER_ERRORS:
         assert error not in out, out
+    # Beat's routine tasks (sent, received, succeeded every tick) do not bury the login.
+    routine = [line for line in out.splitlines()
+               if "acode.backlog_schedule[" in line or "(acode.backlog_schedule)" in line]  # fmt: skip
+    assert not routine, out

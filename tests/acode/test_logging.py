@@ -149,3 +149,34 @@ def test_console_format_is_readable_and_keeps_the_context(
     text = re.sub(r"\x1b\[[0-9;]*m", "", console_text())  # colours, when run in a terminal
     assert "hello there" in text and "session=s-1" in text and "role=coder" in text
     assert not text.lstrip().startswith("{")
+
+
+def test_beats_routine_tasks_stay_out_of_the_console_but_their_warnings_do_not() -> None:
+    """The configured console handler leaves out Celery's info lines about the beat
+    schedule's tasks (several every few seconds), keeps a job's, and keeps every warning."""
+    configured = next(h for h in logging.getLogger().handlers if h.get_name() == "console")
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(formatter("json"))
+    for kept in configured.filters:
+        handler.addFilter(kept)
+    trace, beat = logging.getLogger("celery.app.trace"), logging.getLogger("celery.beat")
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        beat.info(
+            "Scheduler: Sending due task %s (%s)", "backlog-schedule", "acode.backlog_schedule"
+        )
+        trace.info("Task %(name)s[%(id)s] succeeded in %(runtime)ss: %(return_value)s",
+                   {"name": "acode.backlog_schedule", "id": "1", "runtime": 0.01,
+                    "return_value": []})  # fmt: skip
+        trace.info("Task %(name)s[%(id)s] succeeded in %(runtime)ss: %(return_value)s",
+                   {"name": "acode.run_job", "id": "2", "runtime": 3.2,
+                    "return_value": None})  # fmt: skip
+        trace.error("Task %(name)s[%(id)s] raised unexpected: %(exc)s",
+                    {"name": "acode.recover_lost_jobs", "id": "3", "exc": "boom"})  # fmt: skip
+    finally:
+        root.removeHandler(handler)
+    messages = [json.loads(line)["message"] for line in stream.getvalue().splitlines()]
+    assert messages == ["Task acode.run_job[2] succeeded in 3.2s: None",
+                        "Task acode.recover_lost_jobs[3] raised unexpected: boom"]  # fmt: skip
