@@ -14,6 +14,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from acode.errors import AcodeError
+from acode.text import headline
 from sessions_app.containment import RecordedWrite
 from sessions_app.models import AgentSession, AuditEventType, ChangeKind, PendingChange
 from sessions_app.permissions import SessionAction, action_check
@@ -156,10 +157,12 @@ def change_track(
         return change
 
 
-def _commit_message(session: AgentSession, summary: str) -> str:
+def _commit_message(session: AgentSession, summary: str, approver: str) -> str:
     role = current_role_of(session)
-    headline = summary.strip().splitlines()[0][:72] if summary.strip() else "Approved changes"
-    return f"{headline}\n\nApproved in role {role.name} of acode session {session.pk}.\n"
+    subject = headline(summary, 72) or "Approved changes"  # never cut mid-word
+    return (
+        f"{subject}\n\nApproved by {approver}, in role {role.name} of acode session {session.pk}.\n"
+    )
 
 
 def _approver(session: AgentSession, user: User | None, who: str, run_id: uuid.UUID | None) -> str:
@@ -246,11 +249,11 @@ def _commit(
     ]
     described = [r.path for r in rows if not r.content_recorded]
     paths = [r.path for r in rows]
-    message = _commit_message(locked, summary)
-    commit = workspace_commit(locked, approved, message)
     who = actor_name(user, actor)
-    recorded = [r for r in rows if r.content_recorded]
     approver = _approver(locked, user, who, run_id)
+    message = _commit_message(locked, summary, approver)
+    commit = workspace_commit(locked, approved, message)
+    recorded = [r for r in rows if r.content_recorded]
     if commit:
         delivered_commit_record(
             session=locked, sha=commit, message=message, committed=recorded,

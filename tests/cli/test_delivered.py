@@ -72,7 +72,7 @@ def test_an_approved_run_says_what_was_delivered_and_how_to_get_it(
     short = commit.sha[:12]
     delivered = [
         f"Delivered: commit {short} on branch {branch}",
-        "Add a greeting helper (approved by approver)",
+        f"Run {rid}: Add a greeting helper",
         "Approved by approver at ",
         "Files changed (1):",
         "created   greet.py  +2 -0",
@@ -97,7 +97,8 @@ def test_an_approved_run_says_what_was_delivered_and_how_to_get_it(
     assert "+def greet():" in target.read_text()
     whole = cli("changes", "patch")
     assert (
-        "Subject: [PATCH] Add a greeting helper" in whole.stdout and "+def greet():" in whole.stdout
+        f"Subject: [PATCH] Run {rid}: Add a greeting helper" in whole.stdout
+        and "+def greet():" in whole.stdout
     )
     unknown = cli("changes", "patch", "--commit", "ffff")
     assert unknown.exit_code == 3 and "Unknown commit" in unknown.stderr

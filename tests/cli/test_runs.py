@@ -228,6 +228,11 @@ def test_reject_at_the_gate_ends_the_run(
     scripted_model("reviewer", [APPROVE])
     assert cli("run", "Add a greeting helper", "--risk", "high", "--no-follow").exit_code == 0
     rid = str(only_run().pk)[:8]
+    lacking = cli("run", "reject", rid, "--reason", "mine")  # without the permission
+    assert "[ERROR] ACODE-RUN-008 Approval permission required" in lacking.stderr
+    assert "Suggestion: Ask another person who holds it to decide; an admin grants it" in " ".join(
+        lacking.stderr.split()
+    )
     rejected = approver_cli("run", "reject", rid, "--reason", "not now")
     assert rejected.exit_code == 0, rejected.output
     assert f"Run {rid} rejected: not now" in rejected.stdout

@@ -230,7 +230,9 @@ def test_scenario_4_complete_workflow_with_role_transitions(
     assert f"on branch acode/{session_id}" in shown
     plan = cli("plan", "show").stdout
     assert "Plan: 2/2 steps complete" in plan
-    assert any("approved by approver" in line for line in runkit.branch_log(run))
+    assert any(
+        "Approved by approver, in role " in body for body in runkit.branch_log(run, body=True)
+    )
 
 
 def test_scenario_10_same_request_different_roles(

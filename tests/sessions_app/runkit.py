@@ -79,16 +79,28 @@ def history(run: Run) -> list[str]:
     ]
 
 
-def branch_log(run: Run) -> list[str]:
-    """Commit subjects on the session branch (its git directory is in server state)."""
+def branch_log(run: Run, *, body: bool = False) -> list[str]:
+    """Commit subjects (or bodies, one line each) on the session branch (its git directory
+    is in server state)."""
     git_dir = git_dir_of(run.session.pk)
+    shown = "%b%x00" if body else "%s"
     out = subprocess.run(
-        ["git", f"--git-dir={git_dir}", "log", "--format=%s", f"refs/heads/{run.session.branch}"],
+        [
+            "git",
+            f"--git-dir={git_dir}",
+            "log",
+            f"--format={shown}",
+            f"refs/heads/{run.session.branch}",
+        ],
         capture_output=True,
         text=True,
         check=False,
     )
-    return out.stdout.splitlines() if out.returncode == 0 else []  # no commit yet
+    if out.returncode != 0:
+        return []  # no commit yet
+    if body:
+        return [" ".join(b.split()) for b in out.stdout.split("\0") if b.strip()]
+    return out.stdout.splitlines()
 
 
 def grant_approve(user: User) -> User:

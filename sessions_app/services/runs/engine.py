@@ -309,12 +309,18 @@ def _tests_failed(stages: list[WorkflowStage], test: RunStage, again: Again) -> 
     )  # fmt: skip
 
 
+def _commit_subject(run: Run) -> str:
+    """The commit's subject: the run's short id and the request's first words, whole (who
+    approved is in the body and on the delivery)."""
+    return f"Run {str(run.pk)[:8]}: {headline(run.request)}"
+
+
 def _after_person(run: Run, event: RunEvent) -> Next:
     if event.kind == Person.REJECTED:
         message = f"Rejected by {event.who}: {event.text}"
         return Next(Move.FINISH, status=RunStatus.REJECTED, message=message)
     if event.kind == Person.APPROVED:
-        return Next(Move.COMPLETE, message=f"{headline(run.request)} (approved by {event.who})")
+        return Next(Move.COMPLETE, message=_commit_subject(run))
     assert event.kind == Person.ANSWERED and event.question is not None
     stage = event.question.stage
     if stage is not None and stage.status == StageStatus.AWAITING_INPUT:
@@ -401,9 +407,7 @@ def _enter(
     if refusal:  # the template requires passing tests: the run cannot pass without them
         return Next(Move.FINISH, status=RunStatus.FAILED, code="ACODE-RUN-012", message=refusal)
     if not run.gate_required:
-        # The commit's subject: the run's short id and the request's first words, whole.
-        subject = f"Run {str(run.pk)[:8]}: {headline(run.request)}"
-        return Next(Move.COMPLETE, done_step=done_step, message=subject)
+        return Next(Move.COMPLETE, done_step=done_step, message=_commit_subject(run))
     position = stages[index].position if index < len(stages) else len(stages)
     return Next(Move.GATE, index=position, done_step=done_step)
 

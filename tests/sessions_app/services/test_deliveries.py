@@ -78,7 +78,7 @@ def script_low_run() -> None:
     scripted_model("reviewer", [review("approve", "looks right")])
 
 
-def approve_by_hand(session: AgentSession, user: User) -> int:
+def approve_by_hand(session: AgentSession, user: User, summary: str = "Add greet()") -> int:
     """A change written in Coder, approved in Reviewer (a review outside a run)."""
     session_transition(session=session, to_role="planner", reason="plan", user=user)
     from sessions_app.services.plans import plan_set
@@ -88,9 +88,7 @@ def approve_by_hand(session: AgentSession, user: User) -> int:
     server_write(session, "greet.py", FIRST)
     session_transition(session=session, to_role="reviewer", reason="review", user=user)
     digest = pending_digest(session)
-    return changes_approve(
-        session=session, summary="Add greet()", user=user, digest=digest
-    ).approved
+    return changes_approve(session=session, summary=summary, user=user, digest=digest).approved
 
 
 def test_a_run_records_its_commit_and_pushes_it_as_the_session_branch(
@@ -106,6 +104,8 @@ def test_a_run_records_its_commit_and_pushes_it_as_the_session_branch(
     assert commit.sha == branch_tip(session)
     assert commit.branch == f"acode/{session.pk}"
     assert commit.subject.startswith(f"Run {str(run.pk)[:8]}: Add a greeting helper")
+    body = git(f"--git-dir={git_dir_of(session.pk)}", "log", "-1", "--format=%b", commit.sha)
+    assert body.startswith("Approved by Reviewer (the run's review), in role ")
     assert commit.files == [{"path": "greet.py", "kind": "created", "added": 2, "removed": 0}]
     assert commit.push_status == PushStatus.PENDING and remote_branch(remote, session.branch) == ""
 
@@ -219,3 +219,17 @@ def test_a_clone_that_fails_does_not_show_the_sources_credentials(user: User) ->
         session_create(owner=user, title="x", repository="private")
     assert failed.value.code == "ACODE-SES-006"
     assert TOKEN not in failed.value.message and "alice" not in failed.value.message
+
+
+def test_a_long_summary_makes_a_subject_cut_between_words_and_the_body_names_the_approver(
+    user: User, remote: Path
+) -> None:
+    session = pushable_session(user, remote)
+    words = "Add a greeting helper that says hello to each name it is given, kindly and at once"
+    assert approve_by_hand(session, user, summary=f"{words}\n\nmore") == 1
+    commit = DeliveredCommit.objects.get(session=session)
+    assert (
+        commit.subject == "Add a greeting helper that says hello to each name it is given, kindly…"
+    )
+    body = git(f"--git-dir={git_dir_of(session.pk)}", "log", "-1", "--format=%b", commit.sha)
+    assert body.startswith("Approved by dev, in role Reviewer of acode session ")

@@ -231,7 +231,8 @@ def test_a_high_run_waits_for_a_different_approver_bound_to_what_it_approves(
     assert run.status == RunStatus.SUCCEEDED
     assert history(run)[-1] == "Default"
     assert not run.session.pending_changes.exists()
-    assert "approved by approver" in branch_log(run)[0]
+    assert branch_log(run)[0] == f"Run {str(run.pk)[:8]}: {run.request}"
+    assert "Approved by approver, in role " in branch_log(run, body=True)[0]
     # Used once: a second approval is refused.
     with pytest.raises(AcodeError) as again:
         run_approve(run=run, user=approver, digest=fresh.digest)
