@@ -93,7 +93,10 @@ class RoutineTasks(logging.Filter):
             return True
         if logging.getLogger().getEffectiveLevel() <= logging.DEBUG:
             return True
-        message = record.getMessage()
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed line is the formatter's to report, not ours to drop
+            return True
         return not any(task in message for task in self.tasks)
 
 
