@@ -19,8 +19,8 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from acode.yamldoc import integral_numbers
 from roles.decision.diff_paths import search_pattern_included
+from roles.decision.schemas import json_key
 
 _UPPER = ("maxLength", "maximum", "exclusiveMaximum", "maxItems", "maxProperties")
 _LOWER = ("minLength", "minimum", "exclusiveMinimum", "minItems", "minProperties")
@@ -65,20 +65,16 @@ def _listed_narrower(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
 
 
 def _same(a: Any, b: Any) -> bool:
-    """JSON Schema's equality: ``1`` and ``1.0`` are equal, ``true`` and ``1`` are not
-    (Python's ``==`` says they are, and so would read ``enum: [1]`` as ``enum: [true]``)."""
-    return _json(a) == _json(b)
-
-
-def _json(value: Any) -> str:
-    return json.dumps(integral_numbers(value), sort_keys=True, separators=(",", ":"), default=str)
+    """JSON Schema's equality (``json_key``): Python's ``==`` would read ``enum: [1]`` as
+    ``enum: [true]``."""
+    return json_key(a) == json_key(b)
 
 
 def _keyword_narrower(key: str, new: Any, old: Any) -> bool:
     if _same(new, old):
         return True
     if key == "enum" and isinstance(new, list) and isinstance(old, list):
-        return {_json(v) for v in new} <= {_json(v) for v in old}
+        return {json_key(v) for v in new} <= {json_key(v) for v in old}
     if key in _UPPER:
         return _number(new) is not None and _number(old) is not None and new <= old
     if key in _LOWER:

@@ -104,8 +104,7 @@ def _unique_items(
         return
     seen: set[str] = set()
     for item in instance:
-        # JSON Schema's equality as JSON text: 1 and 1.0 are equal, true and 1 are not.
-        key = json.dumps(integral_numbers(item), sort_keys=True, separators=(",", ":"))
+        key = json_key(item)
         if key in seen:
             yield ValidationError(f"{instance!r} has non-unique elements"[:300])
             return
@@ -116,6 +115,12 @@ _ArgumentValidator = validators.extend(
     Draft202012Validator,
     {"pattern": _pattern, "patternProperties": _pattern_properties, "uniqueItems": _unique_items},
 )
+
+
+def json_key(value: Any) -> str:
+    """A JSON value as text that is equal exactly when JSON Schema calls two values equal:
+    ``1`` and ``1.0`` are, ``true`` and ``1`` are not (Python's ``==`` says they are)."""
+    return json.dumps(integral_numbers(value), sort_keys=True, separators=(",", ":"), default=str)
 
 
 def _workspace_path(
