@@ -73,7 +73,7 @@ from sessions_app.models import AgentSession, AuditEventType, ConsentStatus, Job
 from sessions_app.services.audit import audit_record
 from sessions_app.services.consents import consent_refusal, tool_consent_ask, tool_consent_await
 from sessions_app.services.delegation import MAX_ESCALATION_HOPS
-from sessions_app.services.job_events import job_event
+from sessions_app.services.jobs import job_event
 
 logger = logging.getLogger(__name__)
 

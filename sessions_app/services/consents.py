@@ -32,7 +32,7 @@ from sessions_app.models.consents import ConsentStatus, ToolConsent
 from sessions_app.models.states import status_move
 from sessions_app.permissions import SessionAction, action_check
 from sessions_app.services.audit import audit_record
-from sessions_app.services.job_events import job_event
+from sessions_app.services.jobs import job_event
 from sessions_app.services.locks import lock_session
 from sessions_app.services.memory import answer_key, answer_remember, remembered_answer_for
 

@@ -49,8 +49,7 @@ from sessions_app.models import (
 )
 from sessions_app.services.audit import audit_record
 from sessions_app.services.consents import consent_refusal, tool_consent_ask, tool_consent_await
-from sessions_app.services.job_events import job_event
-from sessions_app.services.jobs import job_enqueue_later, job_heartbeat
+from sessions_app.services.jobs import job_enqueue_later, job_event, job_heartbeat
 from sessions_app.services.locks import lock_job
 
 WIDER = "ACODE-JOB-010"

@@ -17,7 +17,9 @@ How a job reaches a worker, whatever goes wrong on the way (README, "Resilience"
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
@@ -26,7 +28,8 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from acode.broker import broker_reachable
@@ -38,14 +41,14 @@ from sessions_app.models import (
     AgentSession,
     AuditEventType,
     Job,
+    JobEvent,
     JobEventKind,
     JobStatus,
     RunStage,
 )
 from sessions_app.models.states import status_move
 from sessions_app.permissions import SessionAction, action_check
-from sessions_app.services.audit import actor_name, audit_record
-from sessions_app.services.job_events import job_event as job_event
+from sessions_app.services.audit import actor_name, audit_record, publish_job_event
 from sessions_app.services.locks import lock_job, lock_session
 from sessions_app.tasks import run_job_task  # service -> task; tasks import services lazily
 
@@ -72,6 +75,45 @@ class JobLimits:
     tokens: int | None = None
     seconds: int | None = None
     model: str = ""
+
+
+# A job's events: appended in order, one INSERT each, pushed live after commit.
+_next_seq: OrderedDict[Any, int] = OrderedDict()  # job id -> last seq written by this process
+_seq_lock = threading.Lock()
+
+
+def job_event(job: Job, kind: str, data: dict[str, Any]) -> JobEvent:
+    """Append an event to a job (ordered) and push it live after commit.
+
+    The last sequence number is remembered per process, so an event is one INSERT; a
+    concurrent writer (another process cancelling, say) is caught by the unique
+    constraint, and the number is read again.
+    """
+    for _ in range(5):
+        with _seq_lock:
+            last = _next_seq.get(job.pk)
+        if last is None:
+            last = job.events.aggregate(m=Max("seq"))["m"] or 0
+        try:
+            if connection.in_atomic_block:
+                with transaction.atomic():  # a savepoint, so a clash does not spoil the caller
+                    event = JobEvent.objects.create(job=job, seq=last + 1, kind=kind, data=data)
+            else:
+                event = JobEvent.objects.create(job=job, seq=last + 1, kind=kind, data=data)
+        except IntegrityError:
+            with _seq_lock:
+                _next_seq.pop(job.pk, None)
+            continue
+        with _seq_lock:
+            _next_seq[job.pk] = event.seq
+            _next_seq.move_to_end(job.pk)
+            while len(_next_seq) > 1000:
+                _next_seq.popitem(last=False)
+        break
+    else:  # pragma: no cover
+        raise RuntimeError("could not append a job event")
+    transaction.on_commit(lambda: publish_job_event(job.session_id, job.pk, event.seq, kind, data))
+    return event
 
 
 def require_broker() -> None:

@@ -41,6 +41,11 @@ LONG_MODULES: dict[str, str] = {
     "audited, put to a person, escalated up a sub-agent's chain (issue 41: each hop is the "
     "same decision and audit of the same call, so it lives beside them), run and audited "
     "again; what each tool does lives in tools, commands and the MCP client.",
+    "sessions_app/services/jobs.py": "Every write of a job in one room: created and sent "
+    "to its queue (and held while the broker is away), started, its events appended, its "
+    "usage counted, finished, stopped or cancelled; its events were a module of their own, "
+    "split out only to fit the cap, that job_create and every run advance walked into "
+    "(issue 33). Lost jobs' recovery is a periodic task's concern and stays in job_recovery.",
     "roles/registry.py": "The role registry: role rows read into specs, one snapshot with "
     "what is derived of each role (access, argument limits, the transition routes a denial "
     "suggests) and every lookup on it; each derivation lives in its own module (access, "

@@ -40,7 +40,6 @@ from sessions_app.models import AgentSession
 from sessions_app.services import (
     changes,
     deliveries,
-    job_events,
     job_recovery,
     jobs,
     locks,
@@ -604,8 +603,8 @@ def _public_functions(module: ModuleType) -> set[str]:
 def test_every_service_is_in_the_table() -> None:
     found: set[str] = set()
     for module in (
-        sessions, locks, transitions, plans, changes, deliveries, jobs, job_events,
-        job_recovery, workspaces, runs,
+        sessions, locks, transitions, plans, changes, deliveries, jobs, job_recovery,
+        workspaces, runs,
     ):  # fmt: skip
         found |= _public_functions(module)
     assert found == set(SERVICES) | set(SERVICES_NOT_ACTIONS)

@@ -19,8 +19,7 @@ import pytest
 from django.db import connection, transaction
 
 from sessions_app.models import JobEvent, JobEventKind
-from sessions_app.services.job_events import job_event
-from sessions_app.services.jobs import job_create
+from sessions_app.services.jobs import job_create, job_event
 from sessions_app.services.locks import lock_job
 from tests.sessions_app.jobkit import session_in
 
