@@ -21,9 +21,16 @@ from django.utils.text import slugify
 
 from acode.errors import AcodeError
 from roles.access import CUSTOM_LOCKED
-from roles.models import CustomAgent, PromptComponent, PromptPack, Role
+from roles.models import (
+    DEFAULT_ROLE_SLUG,
+    CustomAgent,
+    PromptComponent,
+    PromptPack,
+    Role,
+    TransitionRule,
+)
 from roles.registry import registry
-from roles.services.catalog import prompt_component_save
+from roles.services.catalog import prompt_component_save, transition_rule_save
 from roles.services.roles import role_write
 
 CONFIGURE_PERMISSION = "roles.configure"
@@ -79,6 +86,8 @@ def custom_agent_create(
     actor = user.get_username()
     with transaction.atomic():
         role_write(data=data, actor=actor, user=user, create=True)
+        agent_role = Role.objects.get(slug=slug)
+        _entered_like(agent_role, base.slug, actor=actor, user=user)
         if prompt:
             pack, _ = PromptPack.objects.get_or_create(name=settings.ACODE_PROMPT_PACK)
             key = f"roles/{slug}"
@@ -87,13 +96,32 @@ def custom_agent_create(
             component.content = prompt
             prompt_component_save(component=component, actor=actor)
         return CustomAgent.objects.create(
-            role=Role.objects.get(slug=slug),
+            role=agent_role,
             template=Role.objects.get(slug=base.slug),
             template_slug=base.slug,
             created_by=user,  # type: ignore[misc]
             created_by_name=actor,
             routing_keywords=list(routing_keywords),
         )
+
+
+def _entered_like(agent: Role, template: str, *, actor: str, user: AbstractBaseUser) -> None:
+    """A session enters the agent wherever it may enter the template, under the same
+    precondition: one rule into the agent for each rule into the template, written like any
+    rule (checked, audited), so admin, the export and the policy diff see them. None out of
+    it: a session leaves the agent for Default (always allowed), so a user making an agent
+    opens no new way into another role. Every role returns to Default without a rule, so an
+    agent made from Default is entered from Default."""
+    into = TransitionRule.objects.filter(to_role__slug=template).select_related("from_role")
+    copies = [
+        TransitionRule(from_role=rule.from_role, to_role=agent,
+                       precondition=rule.precondition, explanation=rule.explanation)
+        for rule in into.order_by("from_role__slug")
+    ]  # fmt: skip
+    if template == DEFAULT_ROLE_SLUG:
+        copies.append(TransitionRule(from_role=Role.objects.get(slug=template), to_role=agent))
+    for copy in copies:
+        transition_rule_save(rule=copy, actor=actor, user=user)
 
 
 def _agent_role(

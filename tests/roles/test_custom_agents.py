@@ -18,6 +18,7 @@ from roles.portability.definitions import export_definitions, import_definitions
 from roles.registry import registry
 from sessions_app.agent.executor import tool_check
 from tests.roles.test_registry import _role_form_data
+from tests.sessions_app.apis.apikit import new_session, transition
 
 pytestmark = pytest.mark.django_db
 
@@ -180,3 +181,33 @@ def test_a_user_makes_an_agent_on_the_dashboard(maker: Any, user: Any) -> None:
     other.force_login(user)  # no roles.configure: sees none of it, and no form
     page = other.get("/agents/").content.decode()
     assert "Make an agent" not in page and "docs-critic" not in page
+
+
+def test_a_session_enters_the_agent_where_it_would_enter_its_template(maker: Any) -> None:
+    """An agent a user makes can be used at once: a session enters it wherever it could
+    enter the template, under the template's precondition, and leaves it for Default. The
+    ways in are rules like any (admin, the export and the policy diff see them)."""
+    api = _api(maker)
+    planned = api.post("/api/agents/", {**AGENT, "name": "Scout", "template": "planner"},
+                       format="json")  # fmt: skip
+    assert planned.status_code == 201, planned.json()
+    critic = _made(maker)  # from the Coder: entered only once there is a plan
+    rules = export_definitions()["transition_rules"]
+    into = {(r["from"], r["precondition"]) for r in rules if r["to"] == critic}
+    assert into == {(r["from"], r["precondition"]) for r in rules if r["to"] == "coder"}
+    assert not [r for r in rules if r["from"] in ("scout", critic)]  # no new way into others
+
+    sid = new_session(api)["id"]
+    refused = transition(api, sid, critic)
+    assert refused.status_code == 409 and refused.json()["code"] == "ACODE-ROL-002"
+    assert "has no plan yet" in refused.json()["message"]
+    entered = transition(api, sid, "scout", "explore the docs")
+    assert entered.status_code == 200, entered.json()
+    assert entered.json()["session"]["current_role"]["slug"] == "scout"
+    back = transition(api, sid, "default")
+    assert back.status_code == 200, back.json()
+    # Every role returns to Default without a rule: an agent made from it is entered there.
+    asker = api.post("/api/agents/", {**AGENT, "name": "Asker", "template": "default"},
+                     format="json")  # fmt: skip
+    assert asker.status_code == 201, asker.json()
+    assert transition(api, sid, "asker").status_code == 200
