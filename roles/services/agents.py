@@ -10,7 +10,8 @@ template and the routing keywords are kept in ``CustomAgent`` (admin shows them)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -50,6 +51,22 @@ def may_see_all_agents(user: Any) -> bool:
 def custom_agents_visible_to(user: Any) -> QuerySet[CustomAgent]:
     agents = CustomAgent.objects.select_related("role", "created_by").order_by("-created_at")
     return agents if may_see_all_agents(user) else agents.filter(created_by_id=user.pk)
+
+
+def routing_matches(text: str, slugs: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """Which of the custom agents ``slugs`` the text calls for: each agent's routing keywords
+    found in it, as whole words, whatever the case (agents none of whose keywords occur are
+    left out). A suggestion for a person choosing a role; nothing moves a session by it."""
+    found: dict[str, tuple[str, ...]] = {}
+    agents = CustomAgent.objects.filter(role__slug__in=list(slugs))
+    for slug, keywords in agents.values_list("role__slug", "routing_keywords"):
+        hits = tuple(
+            k for k in keywords or () if isinstance(k, str) and k.strip()
+            and re.search(rf"(?<!\w){re.escape(k.strip())}(?!\w)", text, re.IGNORECASE)
+        )  # fmt: skip
+        if hits:
+            found[slug] = hits
+    return found
 
 
 def custom_agent_create(

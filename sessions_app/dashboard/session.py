@@ -115,6 +115,7 @@ class TransitionOption:
     condition: str
     unmet: str
     explanation: str
+    suggested_for: tuple[str, ...] = ()  # the agent's routing keywords the task names
 
 
 @dataclass(frozen=True)
@@ -401,6 +402,7 @@ class SessionPage:
                 condition=option.rule.condition_text,
                 unmet=option.unmet,
                 explanation=option.rule.explanation,
+                suggested_for=option.suggested_for,
             )
             for option in transitions_from(self.session)
         ]

@@ -16,6 +16,7 @@ from acode.errors import AcodeError
 from acode.inputs import is_blank
 from roles.models import Precondition
 from roles.registry import RoleDef, RuleDef, registry
+from roles.services.agents import routing_matches
 from sessions_app.models import AgentSession, AuditEventType, RoleTransition
 from sessions_app.permissions import SessionAction, access_refusal, now_refusal, run_acting
 from sessions_app.services.audit import (
@@ -63,6 +64,7 @@ class AllowedTransition:
     to_name: str
     allowed_now: bool
     unmet: str
+    suggested_for: tuple[str, ...] = ()  # the target agent's routing keywords in the task
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -72,15 +74,21 @@ class AllowedTransition:
             "condition": self.rule.condition_text,
             "allowed_now": self.allowed_now,
             "unmet": self.unmet,
+            "suggested_for": list(self.suggested_for),
         }
 
 
 def transitions_from(session: AgentSession) -> list[AllowedTransition]:
-    """Every rule out of the session's current role, with whether it can be taken now."""
+    """Every rule out of the session's current role, with whether it can be taken now and
+    which of the target agent's routing keywords the session's title and task name."""
+    rules = registry.rules_from(current_role_of(session).slug)
+    agents = [r.to_slug for r in rules if registry.get(r.to_slug).spec.custom]
+    matches = routing_matches(f"{session.title}\n{session.task}", agents) if agents else {}
     out = []
-    for rule in registry.rules_from(current_role_of(session).slug):
+    for rule in rules:
         unmet = precondition_unmet(session, rule.precondition)
-        out.append(AllowedTransition(rule, registry.get(rule.to_slug).name, not unmet, unmet))
+        name = registry.get(rule.to_slug).name
+        out.append(AllowedTransition(rule, name, not unmet, unmet, matches.get(rule.to_slug, ())))
     return out
 
 

@@ -3,10 +3,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from roles.services.agents import custom_agent_create
 from sessions_app.models import AgentSession
 from sessions_app.services.plans import plan_set
 from tests.cli.conftest import RunCli
@@ -128,6 +130,17 @@ def test_role_transitions_shows_what_is_allowed_now(cli: RunCli, session_id: str
     )
     data = json.loads(cli("role", "transitions", "--json").stdout)
     assert {t["to_role"] for t in data if t["allowed_now"]} >= {"planner", "explorer"}
+
+
+def test_role_transitions_suggests_the_agent_the_task_calls_for(
+    cli: RunCli, session_id: str, django_user_model: Any
+) -> None:
+    maker = django_user_model.objects.create_superuser("maker", "m@x", "pw-maker-123")
+    custom_agent_create(user=maker, name="JWT Scout", template="planner", goals=["Map auth"],
+                        checklist=["Cite files"], routing_keywords=["jwt", "oauth"])  # fmt: skip
+    out = cli("role", "transitions").stdout
+    assert "✓ Default → JWT Scout (always) — suggested for this task: jwt" in out
+    assert "✓ Default → Planner (always)\n" in out
 
 
 def test_role_test_checks_a_file_before_import_and_exits_1_on_a_failing_example(

@@ -211,3 +211,25 @@ def test_a_session_enters_the_agent_where_it_would_enter_its_template(maker: Any
                      format="json")  # fmt: skip
     assert asker.status_code == 201, asker.json()
     assert transition(api, sid, "asker").status_code == 200
+
+
+def test_an_agent_is_suggested_where_the_task_names_its_routing_keywords(maker: Any) -> None:
+    """Routing keywords suggest the agent to whoever changes the session's role (the API's
+    allowed transitions, the session page, the CLI); they move nothing by themselves."""
+    api = _api(maker)
+    planned = {**AGENT, "name": "Scout", "template": "planner", "routing_keywords": ["Docs"]}
+    assert api.post("/api/agents/", planned, format="json").status_code == 201
+    sid = new_session(api, title="Login", task="Bring the DOCS up to date with mydocumentation")[
+        "id"
+    ]
+    options = {t["to_role"]: t for t in api.get(f"/api/sessions/{sid}/transitions/").json()}
+    assert options["scout"]["suggested_for"] == ["Docs"] and options["scout"]["allowed_now"]
+    assert options["planner"]["suggested_for"] == []  # an ordinary role has no keywords
+    unrelated = new_session(api, title="Login", task="Add a login form (no mydocs)")["id"]
+    options = {t["to_role"]: t for t in api.get(f"/api/sessions/{unrelated}/transitions/").json()}
+    assert options["scout"]["suggested_for"] == []  # whole words only
+    assert api.get(f"/api/sessions/{sid}/").json()["current_role"]["slug"] == "default"
+    page = Client()
+    page.force_login(maker)
+    html = page.get(f"/sessions/{sid}/").content.decode()
+    assert 'data-transition="scout"' in html and "suggested: Docs" in html

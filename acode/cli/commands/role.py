@@ -144,6 +144,8 @@ def transitions(
     console.print(f"Valid transitions from {esc(current_name)}:")
     for t in options:
         line = f"{current_name} → {t['to_role_name']} ({t['condition']})"
+        if t.get("suggested_for"):
+            line += f" — suggested for this task: {', '.join(t['suggested_for'])}"
         if t["allowed_now"]:
             console.print(f"  [green]✓[/] {esc(line)}")
         else:

@@ -285,6 +285,11 @@ class AllowedTransitionOutput(serializers.Serializer):
     condition = serializers.CharField()
     allowed_now = serializers.BooleanField()
     unmet = serializers.CharField()
+    suggested_for = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="The target custom agent's routing keywords that the session's title or "
+        "task names: the agent is suggested for this task (empty: not suggested).",
+    )
 
 
 class PlanStepInput(Input):
