@@ -9,6 +9,7 @@ from rest_framework.response import Response
 from acode.errors import error_responses
 from acode.inputs import body_of
 from acode.middleware import request_id_of
+from roles.registry import registry
 from sessions_app.apis.common import (
     ACT_CODES,
     IDEMPOTENCY,
@@ -80,6 +81,9 @@ class SessionTransitionApi(SessionActionApi):
                     if result.transition
                     else None,
                     "session": SessionOutput(result.session).data,
+                    "available_permissions": sorted(
+                        registry.by_id(result.session.current_role_id).access.permissions
+                    ),
                 }
             )
 

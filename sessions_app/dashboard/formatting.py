@@ -50,6 +50,14 @@ def role_badge(slug: str) -> RoleBadge:
         return RoleBadge(slug, slug or "—", UNKNOWN_ROLE_COLOUR, DARK_INK)
 
 
+def role_permissions(slug: str) -> list[str]:
+    """A stored role's effective permissions, sorted ([] for a role that no longer exists)."""
+    try:
+        return sorted(registry.get(slug).access.permissions)
+    except Exception:  # an audit row may name a role that no longer exists
+        return []
+
+
 def all_role_badges() -> list[RoleBadge]:
     """Every role, in the registry's order (for role filters and table headers)."""
     return [badge_of(role) for role in registry.list_roles()]

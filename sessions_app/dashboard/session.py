@@ -34,6 +34,7 @@ from sessions_app.dashboard.formatting import (
     duration_text,
     plan_progress,
     role_badge,
+    role_permissions,
     stamp_of,
 )
 from sessions_app.dashboard.jobs import JobView, session_jobs
@@ -292,6 +293,11 @@ class SessionPage:
     @cached_property
     def role(self) -> RoleBadge:
         return role_badge(self.session.current_role.slug)
+
+    @cached_property
+    def role_permissions(self) -> list[str]:
+        """What the current role may do (its effective permissions), for the header."""
+        return role_permissions(self.session.current_role.slug)
 
     @cached_property
     def _now(self) -> datetime:

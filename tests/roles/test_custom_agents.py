@@ -204,6 +204,13 @@ def test_a_session_enters_the_agent_where_it_would_enter_its_template(maker: Any
     entered = transition(api, sid, "scout", "explore the docs")
     assert entered.status_code == 200, entered.json()
     assert entered.json()["session"]["current_role"]["slug"] == "scout"
+    may = sorted(registry.get("scout").access.permissions)
+    assert entered.json()["available_permissions"] == may and "write_files" not in may
+    page = Client()
+    page.force_login(maker)
+    assert (
+        f"Scout may</dt><dd>{', '.join(may)}</dd>" in page.get(f"/sessions/{sid}/").content.decode()
+    )
     back = transition(api, sid, "default")
     assert back.status_code == 200, back.json()
     # Every role returns to Default without a rule: an agent made from it is entered there.

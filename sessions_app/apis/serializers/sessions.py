@@ -276,6 +276,10 @@ class TransitionResultOutput(serializers.Serializer):
     message = serializers.CharField()
     transition = TransitionOutput(allow_null=True)
     session = SessionOutput()
+    available_permissions = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="What the session's role (after this call) may do: its effective permissions.",
+    )
 
 
 class AllowedTransitionOutput(serializers.Serializer):
