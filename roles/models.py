@@ -72,6 +72,12 @@ class ReasoningEffort(models.TextChoices):
 _colour = RegexValidator(r"^#[0-9a-fA-F]{6}$", "Use a hex colour such as #2563eb.")
 
 
+# A custom agent's fixed limits a job (seed 004, not overridable): the role writes refuse
+# more (roles.validation.custom_lock_problems), and the registry reads no more (job_budget).
+CUSTOM_MAX_LLM_CALLS = 50
+CUSTOM_MAX_SECONDS = 30 * 60
+
+
 class Role(models.Model):
     """A role is data: its permissions, limits, prompt and routing are edited in admin."""
 
@@ -155,6 +161,14 @@ class Role(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def job_budget(self) -> tuple[int, int]:
+        """The model calls and seconds a job may use: a custom agent's within its limits."""
+        if not self.custom:
+            return self.max_llm_calls, self.timeout_seconds
+        return min(self.max_llm_calls, CUSTOM_MAX_LLM_CALLS), min(
+            self.timeout_seconds, CUSTOM_MAX_SECONDS
+        )
 
 
 class RoleVersion(models.Model):

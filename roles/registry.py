@@ -136,6 +136,7 @@ def read_specs(using: str = "default") -> tuple[list[tuple[int, RoleSpec]], list
         .select_related("parent")
         .prefetch_related("permissions", "allowed_tools")
     ):
+        budget = r.job_budget()  # a custom agent's within its fixed limits
         roles.append(
             (
                 r.pk,
@@ -153,9 +154,9 @@ def read_specs(using: str = "default") -> tuple[list[tuple[int, RoleSpec]], list
                     preferred_model=r.preferred_model,
                     fallback_model=r.fallback_model,
                     queue=r.queue,
-                    max_llm_calls=r.max_llm_calls,
+                    max_llm_calls=budget[0],
                     max_tokens=r.max_tokens,
-                    timeout_seconds=r.timeout_seconds,
+                    timeout_seconds=budget[1],
                     parent=r.parent.slug if r.parent else None,
                     write_paths=tuple(r.write_paths),
                     command_patterns=tuple(r.command_patterns),

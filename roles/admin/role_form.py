@@ -40,6 +40,10 @@ MODELS_AND_BUDGETS = (
 )
 
 
+# What the custom-agent lock reads of a form (roles.validation.custom_lock_problems).
+LOCKED_FIELDS = ("slug", "permissions", "max_llm_calls", "timeout_seconds")
+
+
 class RoleAdminForm(forms.ModelForm):
     actor = "admin"  # replaced per request by RoleAdmin.get_form
     capabilities = LinesField(required=False, help_text="One per line, in order.")
@@ -111,9 +115,9 @@ class RoleAdminForm(forms.ModelForm):
         data = super().clean() or {}
         for problem in role_field_problems(data):
             self.add_error(None, f"ACODE-ROL-004: {problem}")
-        locked = {"slug": data.get("slug"), "permissions": data.get("permissions")}
+        locked = {key: data.get(key) for key in LOCKED_FIELDS}
         for problem in custom_lock_problems(locked, was_custom=self.instance.custom):
-            self.add_error("permissions", f"{CUSTOM_LOCKED_CODE}: {problem}")
+            self.add_error(None, f"{CUSTOM_LOCKED_CODE}: {problem}")
         findings = role_text_findings(data)
         if findings:
             prompt_rejection_record(

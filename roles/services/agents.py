@@ -23,6 +23,8 @@ from django.utils.text import slugify
 from acode.errors import AcodeError
 from roles.access import CUSTOM_LOCKED
 from roles.models import (
+    CUSTOM_MAX_LLM_CALLS,
+    CUSTOM_MAX_SECONDS,
     DEFAULT_ROLE_SLUG,
     CustomAgent,
     PromptComponent,
@@ -161,8 +163,8 @@ def _agent_role(
         "preferred_model": base.spec.preferred_model,
         "fallback_model": base.spec.fallback_model,
         "queue": base.spec.queue,
-        "max_llm_calls": base.spec.max_llm_calls,
+        "max_llm_calls": min(base.spec.max_llm_calls, CUSTOM_MAX_LLM_CALLS),
         "max_tokens": base.spec.max_tokens,
-        "timeout_seconds": base.spec.timeout_seconds,
+        "timeout_seconds": min(base.spec.timeout_seconds, CUSTOM_MAX_SECONDS),
         "custom": True,
     }

@@ -240,3 +240,36 @@ def test_an_agent_is_suggested_where_the_task_names_its_routing_keywords(maker: 
     page.force_login(maker)
     html = page.get(f"/sessions/{sid}/").content.decode()
     assert 'data-transition="scout"' in html and "suggested: Docs" in html
+
+
+def test_a_custom_agent_never_exceeds_its_hard_limits_a_job(
+    maker: Any, admin_user: Any, admin_client_logged_in: Any
+) -> None:
+    """Seed 004's fixed limits: a custom agent's job makes at most 50 model calls in at most
+    30 minutes, whatever its template allows, whichever way it is edited, and whatever is
+    stored."""
+    admin = _api(admin_user)
+    wide = {"slug": "wide", "name": "Wide", "permissions": ["read_files"],
+            "max_llm_calls": 200, "timeout_seconds": 7200}  # fmt: skip
+    assert admin.post("/api/roles/", wide, format="json").status_code == 201
+    made = _api(maker).post("/api/agents/", {**AGENT, "template": "wide"}, format="json")
+    assert made.status_code == 201, made.json()
+    spec = registry.get("docs-critic").spec
+    assert (spec.max_llm_calls, spec.timeout_seconds) == (50, 1800)
+    for field, value in (("max_llm_calls", 51), ("timeout_seconds", 1801)):
+        refused = admin.patch("/api/roles/docs-critic/", {field: value}, format="json")
+        assert refused.status_code == 400 and refused.json()["code"] == "ACODE-ROL-016"
+        assert f"{field} is at most" in refused.json()["message"]
+    role = Role.objects.get(slug="docs-critic")
+    form = {**_role_form_data(role), "max_llm_calls": "500"}
+    page = admin_client_logged_in.post(f"/admin/roles/role/{role.pk}/change/", form)
+    assert page.status_code == 200 and "ACODE-ROL-016" in page.content.decode()
+    assert (
+        admin.patch("/api/roles/docs-critic/", {"max_llm_calls": 40}, format="json").status_code
+        == 200
+    )
+    # A row written past every check: the limits hold where a job's budget is read.
+    Role.objects.filter(slug="docs-critic").update(max_llm_calls=900, timeout_seconds=99999)
+    registry.invalidate()
+    spec = registry.get("docs-critic").spec
+    assert (spec.max_llm_calls, spec.timeout_seconds) == (50, 1800)
