@@ -10,6 +10,7 @@ from roles.apis.replay import RoleReplayApi
 urlpatterns = [
     path("me/", me.MeApi.as_view(), name="api-me"),
     path("agents/", agents.CustomAgentCollectionApi.as_view(), name="api-agents"),
+    path("agents/<str:role>/", agents.CustomAgentDetailApi.as_view(), name="api-agent"),
     path("roles/", roles.RoleCollectionApi.as_view(), name="api-roles"),
     path("roles/export/", portability.RoleExportApi.as_view(), name="api-roles-export"),
     path("roles/import/", portability.RoleImportApi.as_view(), name="api-roles-import"),

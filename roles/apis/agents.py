@@ -18,7 +18,11 @@ from rest_framework.views import APIView
 from acode.errors import error_responses
 from acode.inputs import Input, Text, body_of
 from roles.registry import registry
-from roles.services.agents import custom_agent_create, custom_agents_visible_to
+from roles.services.agents import (
+    custom_agent_create,
+    custom_agent_delete,
+    custom_agents_visible_to,
+)
 
 
 class CustomAgentInput(Input):
@@ -91,3 +95,22 @@ class CustomAgentCollectionApi(APIView):
         data = body_of(CustomAgentInput, request)
         agent = custom_agent_create(user=request.user, **data)  # type: ignore[arg-type]
         return Response(CustomAgentOutput(agent).data, status=201)
+
+
+class CustomAgentDetailApi(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        responses={
+            204: None,
+            **error_responses("ACODE-ROL-001", "ACODE-API-403", "ACODE-ROL-005"),
+        },
+        operation_id="agents_delete",
+        description="Delete a custom agent: the transition rules into and out of it, its own "
+        "prompt and its role. Its maker (holding roles.configure) or an admin who may delete "
+        "roles; an agent you cannot see is unknown (ACODE-ROL-001). Refused while sessions or "
+        "jobs use it (ACODE-ROL-005), and then nothing is deleted.",
+    )
+    def delete(self, request: Request, role: str) -> Response:
+        custom_agent_delete(user=request.user, slug=role)  # type: ignore[arg-type]
+        return Response(status=204)

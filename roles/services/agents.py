@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils.text import slugify
 
 from acode.errors import AcodeError
@@ -33,8 +33,13 @@ from roles.models import (
     TransitionRule,
 )
 from roles.registry import registry
-from roles.services.catalog import prompt_component_save, transition_rule_save
-from roles.services.roles import role_write
+from roles.services.catalog import (
+    prompt_component_delete,
+    prompt_component_save,
+    transition_rule_delete,
+    transition_rule_save,
+)
+from roles.services.roles import role_delete, role_write
 
 CONFIGURE_PERMISSION = "roles.configure"
 NOT_FOR_CUSTOM = CUSTOM_LOCKED | {"configure"}
@@ -122,6 +127,44 @@ def custom_agent_create(
             created_by_name=actor,
             routing_keywords=list(routing_keywords),
         )
+
+
+def may_delete_agent(user: Any, agent: CustomAgent) -> bool:
+    """Its maker while they hold ``roles.configure``, and admins who may delete roles."""
+    if not user.is_authenticated:
+        return False
+    if user.has_perm("roles.delete_role"):
+        return True
+    return agent.created_by_id == user.pk and may_configure_agents(user)
+
+
+def custom_agent_delete(*, user: AbstractBaseUser, slug: str) -> None:
+    """Delete a custom agent: the transition rules into and out of it (made with it), its
+    own prompt, then its role, which ``role_delete`` refuses while sessions, jobs or roles
+    below it use it (ACODE-ROL-005, and then nothing is deleted). An agent the user cannot
+    see is unknown (ACODE-ROL-001); one they see but may not delete, ACODE-API-403."""
+    agent = custom_agents_visible_to(user).filter(role__slug=slug).first()
+    if agent is None:
+        raise AcodeError("ACODE-ROL-001", f"No custom agent {slug!r} of yours.", {"agent": slug})
+    if not may_delete_agent(user, agent):
+        raise AcodeError(
+            "ACODE-API-403",
+            "Only its maker (holding roles.configure) or an admin who may delete roles "
+            "deletes a custom agent.",
+            {"agent": slug, "permission": "roles.delete_role"},
+        )
+    actor, role = user.get_username(), agent.role
+    with transaction.atomic():
+        rules = TransitionRule.objects.filter(Q(to_role=role) | Q(from_role=role))
+        for rule in rules.select_related("from_role", "to_role"):
+            transition_rule_delete(rule=rule, actor=actor, user=user)
+        own_prompt = PromptComponent.objects.filter(
+            pack__name=settings.ACODE_PROMPT_PACK, key=f"roles/{role.slug}"
+        ).first()
+        if own_prompt is not None and role.prompt_key == role.slug:
+            prompt_component_delete(component=own_prompt, actor=actor)
+        agent.delete()  # the row that makes the role an agent; the role itself next
+        role_delete(role=role, actor=actor, user=user)
 
 
 def _entered_like(agent: Role, template: str, *, actor: str, user: AbstractBaseUser) -> None:

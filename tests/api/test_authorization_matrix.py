@@ -39,6 +39,7 @@ from roles.models import (
     RoleVersion,
 )
 from roles.services import role_write
+from roles.services.agents import custom_agent_create
 from roles.services.mcp import mcp_definitions_record
 from sessions_app.models import (
     AgentSession,
@@ -110,6 +111,10 @@ EXPECTED: dict[str, dict[str, int]] = {
     # (only the superuser here).
     "GET /api/agents/": ANY_USER,
     "POST /api/agents/": ROLE_ADMIN | {"superuser": 201},
+    # Deleting one: its maker (the superuser here) or a role admin; to anyone else who
+    # cannot see it, unknown.
+    "DELETE /api/agents/{role}/": {actor: 404 for actor in ACTORS}
+    | {"anonymous": 401, "superuser": 204},
     "GET /api/roles/": ANY_USER,
     "POST /api/roles/": ROLE_ADMIN | {"superuser": 201},
     "GET /api/roles/{name}/": ANY_USER,
@@ -341,6 +346,8 @@ def world_build(django_user_model: Any) -> dict[str, Any]:
     for user in users.values():
         Token.objects.create(user=user)
     make_role("scratch")
+    custom_agent_create(user=users["superuser"], name="Matrix standing agent", template="planner",
+                        goals=["Read"], checklist=["Cite files"], slug="matrix-standing")  # fmt: skip
     # A protected role with an open draft another user (not an actor here) made.
     make_role("guarded", protected=True)
     drafter = django_user_model.objects.create_user("drafter", password="pw-drafter-123")
@@ -401,6 +408,7 @@ def url_of(operation: str, world: dict[str, Any]) -> str:
         .replace("{agent}", "claude-code")
         .replace("{answer_id}", str(world["answer"].pk))
         .replace("{slug}", "matrix-gate")
+        .replace("{role}", "matrix-standing")
         .replace("{tool}", "issues")
         .replace("{key}", "matrix-task")
         .replace("{name}", "scratch" if "prompt-packs" not in path else "acode-standard")

@@ -13,10 +13,12 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from acode.errors import AcodeError
-from roles.models import CustomAgent, Permission, Role
+from roles.models import CustomAgent, Permission, PromptComponent, Role, TransitionRule
 from roles.portability.definitions import export_definitions, import_definitions
 from roles.registry import registry
 from sessions_app.agent.executor import tool_check
+from sessions_app.models import AgentSession
+from sessions_app.services.plans import plan_set
 from tests.roles.test_registry import _role_form_data
 from tests.sessions_app.apis.apikit import new_session, transition
 
@@ -173,6 +175,7 @@ def test_a_user_makes_an_agent_on_the_dashboard(maker: Any, user: Any) -> None:
     }, follow=True)  # fmt: skip
     page = response.content.decode()
     assert "Agent docs-critic created." in page and "ask_human, read_files" in page
+    assert "Default (when the session has a plan)" in page  # where the Coder is entered
     assert registry.get("docs-critic").spec.capabilities == ("Find stale docs", "Cite them")
     refused = client.post("/agents/", {"name": "Docs Critic", "template": "coder",
                                        "goals": "x", "checklist": "y"})  # fmt: skip
@@ -181,6 +184,10 @@ def test_a_user_makes_an_agent_on_the_dashboard(maker: Any, user: Any) -> None:
     other.force_login(user)  # no roles.configure: sees none of it, and no form
     page = other.get("/agents/").content.decode()
     assert "Make an agent" not in page and "docs-critic" not in page
+    refused = other.post("/agents/", {"delete": "docs-critic"})
+    assert refused.status_code == 400 and "ACODE-ROL-001" in refused.content.decode()
+    deleted = client.post("/agents/", {"delete": "docs-critic"}, follow=True).content.decode()
+    assert "Agent docs-critic deleted." in deleted and not Role.objects.filter(slug="docs-critic")
 
 
 def test_a_session_enters_the_agent_where_it_would_enter_its_template(maker: Any) -> None:
@@ -273,3 +280,29 @@ def test_a_custom_agent_never_exceeds_its_hard_limits_a_job(
     registry.invalidate()
     spec = registry.get("docs-critic").spec
     assert (spec.max_llm_calls, spec.timeout_seconds) == (50, 1800)
+
+
+def test_its_maker_deletes_an_agent_with_its_rules_unless_a_session_uses_it(
+    maker: Any, user: Any
+) -> None:
+    api = _api(maker)
+    used = _made(maker)
+    sid = new_session(api)["id"]
+    plan_set(session=AgentSession.objects.get(pk=sid), steps=["Read the docs"], user=maker)
+    assert transition(api, sid, used).status_code == 200
+    in_use = api.delete(f"/api/agents/{used}/")
+    assert in_use.status_code == 409 and in_use.json()["code"] == "ACODE-ROL-005"
+    assert TransitionRule.objects.filter(to_role__slug=used).exists()  # nothing deleted
+    assert PromptComponent.objects.filter(key=f"roles/{used}").exists()
+
+    made = api.post("/api/agents/", {**AGENT, "name": "Scout"}, format="json")
+    assert made.status_code == 201, made.json()
+    rules = TransitionRule.objects.filter(to_role__slug="scout")
+    assert rules.exists()
+    assert _api(user).delete("/api/agents/scout/").status_code == 404  # not theirs to see
+    deleted = api.delete("/api/agents/scout/")
+    assert deleted.status_code == 204, deleted.json()
+    assert not Role.objects.filter(slug="scout").exists() and not rules.exists()
+    assert not PromptComponent.objects.filter(key="roles/scout").exists()
+    assert [a["role"] for a in api.get("/api/agents/").json()] == [used]
+    assert api.delete("/api/agents/scout/").status_code == 404

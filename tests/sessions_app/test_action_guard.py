@@ -175,6 +175,7 @@ API_NOT_ON_A_SESSION = {
     "DELETE /api/hook-tokens/{token_id}/": "revokes a hook token of the caller",
     # Issue 41: a custom agent is role data; a remembered answer is revoked by an admin.
     "POST /api/agents/": "custom agents (a read-only role; roles app data)",
+    "DELETE /api/agents/{role}/": "deletes a custom agent (roles app data; refused while used)",
     "POST /api/remembered-answers/{answer_id}/revoke/": "decision memory; an admin's, no run's",
 }
 
