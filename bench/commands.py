@@ -30,6 +30,7 @@ from pathlib import Path
 
 from _report import record
 from _setup import django_setup, fmt_time
+from _tools import MemoryJournal  # Django first: the tools below reach models
 
 from roles.access import CHANGE_PERMISSIONS, WritePolicy
 from sessions_app.agent.tools import ToolContext, execute_command
@@ -66,16 +67,6 @@ def make_workspace(root: Path, files: int) -> Path:
     return ws
 
 
-class Journal:
-    """Keeps the writes in memory: the overhead figures measure containment, not rows."""
-
-    def begin(self, writes: list[RecordedWrite], plan: dict[str, object]) -> None:
-        self.writes = writes
-
-    def end(self) -> None:
-        pass
-
-
 def context(ws: Path, layers: Path) -> ToolContext:
     recorded: list[RecordedWrite] = []
     index = SecretIndex(ws, layers.parent / f"{ws.name}-index", live=False)
@@ -84,7 +75,7 @@ def context(ws: Path, layers: Path) -> ToolContext:
         writer=WorkspaceWriter(ws, ContentStore(None), index),
         layers_root=layers,
         pending_diffs={},
-        journal=Journal(),
+        journal=MemoryJournal(),
         record_change=recorded.append,
         approve_changes=lambda summary, digest: 0,
         request_changes=lambda summary, comments: None,

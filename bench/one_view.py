@@ -29,6 +29,7 @@ from pathlib import Path
 
 from _report import record
 from _setup import fmt_time
+from _tools import MemoryJournal  # Django first: the tools below reach models
 
 from roles.access import CHANGE_PERMISSIONS, WritePolicy
 from sessions_app.agent.tools import ToolContext, execute_command
@@ -105,6 +106,7 @@ def context(ws: Path, git_dir: Path, index: SecretIndex, layers: Path) -> ToolCo
         writer=WorkspaceWriter(ws, ContentStore(None), index),
         layers_root=layers,
         pending_diffs={},
+        journal=MemoryJournal(),
         record_change=recorded.append,
         approve_changes=lambda summary, digest: 0,
         request_changes=lambda summary, comments: None,

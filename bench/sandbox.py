@@ -23,7 +23,8 @@ from sessions_app.containment.layer import layer_create
 from sessions_app.containment.process import Limits, run_process
 from sessions_app.containment.safefs import WorkspaceFS
 from sessions_app.containment.safegrep import search
-from sessions_app.containment.sandbox import BASE_ENV, SandboxView, run_sandboxed, sandbox_available
+from sessions_app.containment.sandbox import BASE_ENV, run_sandboxed, sandbox_available
+from sessions_app.containment.view import process_view
 
 RUNS = 40
 
@@ -48,9 +49,8 @@ def command_rows(ws: Path) -> list[tuple[str, float, float, float]]:
         def boxed(argv: list[str] = argv) -> object:
             layer = layer_create(ws.parent / "layers")  # as a write-capable command gets
             try:
-                return run_sandboxed(
-                    argv, workspace=ws, writable=True, timeout=30, view=SandboxView(layer=layer)
-                )
+                view = process_view(None, workspace=ws, layer=layer)  # the one view
+                return run_sandboxed(argv, workspace=ws, writable=True, timeout=30, view=view)
             finally:
                 layer.remove()
 
