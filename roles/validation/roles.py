@@ -20,7 +20,12 @@ from acode.inputs import (
 from roles.access import RoleCycleError, RoleSpec, glob_problem, parent_chain
 from roles.commands import COMMAND_RULE_SCHEMA, command_rule_problems
 from roles.commands.examples import EXAMPLE_COMMON
-from roles.models import ContextStrategy, ReasoningEffort
+from roles.models import (
+    CUSTOM_MAX_LLM_CALLS,
+    CUSTOM_MAX_SECONDS,
+    ContextStrategy,
+    ReasoningEffort,
+)
 from roles.validation.text import text_findings
 
 ROLE_FIELDS = tuple(RoleSpec.__dataclass_fields__)
@@ -199,8 +204,9 @@ ROLE_PROPERTIES: dict[str, dict[str, Any]] = {
     "custom": {
         "type": "boolean",
         "description": "A custom agent: never holds write, execute or network permissions "
-        "(create_files, write_files, delete_files, execute_commands, network); once set, it "
-        "stays set.",
+        "(create_files, write_files, delete_files, execute_commands, network), nor allows a "
+        f"job more than {CUSTOM_MAX_LLM_CALLS} model calls or {CUSTOM_MAX_SECONDS} seconds; "
+        "once set, it stays set.",
     },
 }
 
@@ -216,6 +222,15 @@ def role_schema(*, required: tuple[str, ...], with_slug: bool = True) -> dict[st
     }
     if required:
         schema["required"] = list(required)
+    # A custom agent's fixed limits a job (roles.models), said where the schema can see them:
+    # a body that makes a role custom (the role writes refuse the rest, ACODE-ROL-016).
+    schema["if"] = {"properties": {"custom": {"const": True}}, "required": ["custom"]}
+    schema["then"] = {
+        "properties": {
+            "max_llm_calls": {"maximum": CUSTOM_MAX_LLM_CALLS},
+            "timeout_seconds": {"maximum": CUSTOM_MAX_SECONDS},
+        }
+    }
     return schema
 
 

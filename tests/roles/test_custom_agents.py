@@ -306,3 +306,13 @@ def test_its_maker_deletes_an_agent_with_its_rules_unless_a_session_uses_it(
     assert not PromptComponent.objects.filter(key="roles/scout").exists()
     assert [a["role"] for a in api.get("/api/agents/").json()] == [used]
     assert api.delete("/api/agents/scout/").status_code == 404
+
+
+def test_the_published_schema_says_a_custom_agents_limits(admin_user: Any) -> None:
+    """A body that makes a role custom with a larger budget is refused by the published
+    schema itself (the API fuzz sends only what the schema allows)."""
+    body = {"slug": "mine", "name": "Mine", "custom": True, "timeout_seconds": 1801}
+    refused = _api(admin_user).post("/api/roles/", body, format="json")
+    assert refused.status_code == 400 and "1800" in refused.json()["message"]
+    schema = _api(admin_user).get("/api/schema/", {"format": "json"}).content.decode()
+    assert "1800 seconds" in schema and "maximum: 1800" in schema
