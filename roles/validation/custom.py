@@ -11,6 +11,18 @@ from roles.models import CUSTOM_MAX_LLM_CALLS, CUSTOM_MAX_SECONDS
 
 CUSTOM_LOCKED_CODE = "ACODE-ROL-016"
 
+# A custom agent's fixed limits a job, where the published role schema can see them: a body
+# that makes a role custom (the role writes refuse the rest, ACODE-ROL-016).
+CUSTOM_SCHEMA = {
+    "if": {"properties": {"custom": {"const": True}}, "required": ["custom"]},
+    "then": {
+        "properties": {
+            "max_llm_calls": {"maximum": CUSTOM_MAX_LLM_CALLS},
+            "timeout_seconds": {"maximum": CUSTOM_MAX_SECONDS},
+        }
+    },
+}
+
 
 def custom_lock_problems(content: Mapping[str, Any], *, was_custom: bool) -> list[str]:
     """Why ``content`` cannot be a custom agent's (ACODE-ROL-016): a custom agent never

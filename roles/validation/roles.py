@@ -20,12 +20,8 @@ from acode.inputs import (
 from roles.access import RoleCycleError, RoleSpec, glob_problem, parent_chain
 from roles.commands import COMMAND_RULE_SCHEMA, command_rule_problems
 from roles.commands.examples import EXAMPLE_COMMON
-from roles.models import (
-    CUSTOM_MAX_LLM_CALLS,
-    CUSTOM_MAX_SECONDS,
-    ContextStrategy,
-    ReasoningEffort,
-)
+from roles.models import CUSTOM_MAX_LLM_CALLS, CUSTOM_MAX_SECONDS, ContextStrategy, ReasoningEffort
+from roles.validation.custom import CUSTOM_SCHEMA
 from roles.validation.text import text_findings
 
 ROLE_FIELDS = tuple(RoleSpec.__dataclass_fields__)
@@ -212,25 +208,17 @@ ROLE_PROPERTIES: dict[str, dict[str, Any]] = {
 
 
 def role_schema(*, required: tuple[str, ...], with_slug: bool = True) -> dict[str, Any]:
-    """A role as JSON Schema: every field, ``required`` ones required (no slug for an
-    update, which cannot change it)."""
-    properties = {k: v for k, v in ROLE_PROPERTIES.items() if with_slug or k != "slug"}
-    schema: dict[str, Any] = {
-        "type": "object",
-        "properties": properties,
-        "additionalProperties": False,
+    """A role as JSON Schema: every field, ``required`` ones required (no slug or custom flag
+    for an update: neither changes)."""
+    properties = {
+        k: v for k, v in ROLE_PROPERTIES.items() if with_slug or k not in ("slug", "custom")
     }
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    schema["additionalProperties"] = False
     if required:
         schema["required"] = list(required)
-    # A custom agent's fixed limits a job (roles.models), said where the schema can see them:
-    # a body that makes a role custom (the role writes refuse the rest, ACODE-ROL-016).
-    schema["if"] = {"properties": {"custom": {"const": True}}, "required": ["custom"]}
-    schema["then"] = {
-        "properties": {
-            "max_llm_calls": {"maximum": CUSTOM_MAX_LLM_CALLS},
-            "timeout_seconds": {"maximum": CUSTOM_MAX_SECONDS},
-        }
-    }
+    if with_slug:  # a role becomes custom only when it is made; an update cannot say
+        schema.update(CUSTOM_SCHEMA)
     return schema
 
 

@@ -102,9 +102,10 @@ def test_the_api_cannot_give_a_custom_agent_write_or_execute(maker: Any, admin_u
     for perms in (["read_files", "write_files"], ["read_files", "execute_commands"], ["network"]):
         response = admin.patch(f"/api/roles/{slug}/", {"permissions": perms}, format="json")
         assert response.status_code == 400 and response.json()["code"] == "ACODE-ROL-016"
+    # The flag is set when a role is made; an update cannot name it.
     response = admin.patch(f"/api/roles/{slug}/", {"custom": False}, format="json")
-    assert response.status_code == 400 and response.json()["code"] == "ACODE-ROL-016"
-    assert "stays one" in response.json()["message"]
+    assert response.status_code == 400 and response.json()["code"] == "ACODE-ROL-004"
+    assert "custom" in response.json()["message"]
     # An admin's own role made custom with write: refused as well.
     created = admin.post("/api/roles/", {"slug": "mine", "name": "Mine", "custom": True,
                                          "permissions": ["write_files"]}, format="json")  # fmt: skip
