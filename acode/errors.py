@@ -163,6 +163,9 @@ _ANY_REQUEST = {
     503: ("ACODE-API-503",),  # the database (or, creating a job, Redis) cannot be reached
 }
 _UNSAFE = {"post", "put", "patch", "delete"}
+# What changes a session, its run or its job is refused while the session is archived.
+_ON_A_SESSION = ("/api/sessions/{", "/api/runs/{", "/api/jobs/{")
+_ARCHIVING = ("/archive/", "/restore/")
 
 
 def _common_errors(path: str, method: str, operation: dict[str, Any]) -> dict[int, tuple[str, ...]]:
@@ -174,6 +177,8 @@ def _common_errors(path: str, method: str, operation: dict[str, Any]) -> dict[in
         statuses[403] = ("ACODE-API-403",)  # also CSRF, for cookie sessions
     if "{" in path:
         statuses[404] = ("ACODE-API-404",)
+    if method in _UNSAFE and path.startswith(_ON_A_SESSION) and not path.endswith(_ARCHIVING):
+        statuses[409] = ("ACODE-SES-007",)
     if "requestBody" in operation:
         statuses[400] = (*statuses[400], "ACODE-INP-002", "ACODE-INP-004")
         statuses[415] = ("ACODE-API-415",)

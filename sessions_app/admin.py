@@ -14,6 +14,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from sessions_app.models import (
+    SETTABLE_STATUSES,
     AgentSession,
     AuditEvent,
     DeliveredCommit,
@@ -70,6 +71,11 @@ class AgentSessionForm(forms.ModelForm):
 
     acting_user: Any = None
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "status" in self.fields:  # archived only by archiving (it frees the files)
+            cast(forms.ChoiceField, self.fields["status"]).choices = SETTABLE_STATUSES
+
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         refusal = action_refusal(
@@ -117,7 +123,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
         return False  # sessions are opened through the API, dashboard or CLI
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False  # their history is append-only; archive instead
+        return False  # their history is append-only; archive instead (API, page, CLI)
 
     def get_form(
         self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any

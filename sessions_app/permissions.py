@@ -46,6 +46,7 @@ from acode.logs import bind_log_context
 from roles.registry import registry
 from sessions_app.models import (
     ACTIVE_RUN_STATUSES,
+    FINAL_JOB_STATUSES,
     AgentSession,
     AuditEvent,
     Job,
@@ -53,6 +54,7 @@ from sessions_app.models import (
     Run,
     RunStage,
     RunStatus,
+    SessionStatus,
 )
 
 APPROVE_RUN_PERMISSION = "sessions_app.approve_run"
@@ -136,6 +138,9 @@ class SessionAction(StrEnum):
     RUN_REJECT = "run_reject"
     RUN_CANCEL = "run_cancel"
     CONSENT_ANSWER = "consent_answer"  # allow or deny a tool call a rule put to a person
+    SESSION_ARCHIVE = "session_archive"  # free its checkout: read-only until restored
+    SESSION_RESTORE = "session_restore"
+    SEARCH = "search"  # a read of its workspace, which an archived session no longer has
 
 
 SEE = "see"  # sight of the session: its owner, view_all_sessions, act_on_all_sessions
@@ -152,6 +157,8 @@ class ActionRule:
     ``run_statuses``: an action on a run needs the run in one of these.
     ``starter_may``: whoever started the run may take it (no: separation of duties).
     ``role_permission``: the session's current role must hold it.
+    ``archived``: may be taken on an archived session (every other action is refused).
+    ``idle``: refused while a run executes or a job is queued or running in the session.
     """
 
     access: str = ACT
@@ -160,13 +167,15 @@ class ActionRule:
     run_statuses: tuple[str, ...] = ()
     starter_may: bool = True
     role_permission: str = ""
+    archived: bool = False
+    idle: bool = False
 
 
 _SESSION_ACTION = ActionRule(run_owned=True)
 AWAITING_ANSWER = (RunStatus.AWAITING_INPUT, RunStatus.BLOCKED)
 
 ACTION_RULES: dict[SessionAction, ActionRule] = {
-    SessionAction.VIEW: ActionRule(access=SEE),
+    SessionAction.VIEW: ActionRule(access=SEE, archived=True),
     SessionAction.SESSION_UPDATE: _SESSION_ACTION,
     SessionAction.TRANSITION: _SESSION_ACTION,
     SessionAction.PLAN_SET: _SESSION_ACTION,
@@ -187,6 +196,9 @@ ACTION_RULES: dict[SessionAction, ActionRule] = {
     SessionAction.RUN_CANCEL: ActionRule(run_statuses=ACTIVE_RUN_STATUSES),
     # Answering a job's question about one call is not changing the session: a run's too.
     SessionAction.CONSENT_ANSWER: ActionRule(),
+    SessionAction.SESSION_ARCHIVE: ActionRule(archived=True, idle=True),
+    SessionAction.SESSION_RESTORE: ActionRule(archived=True),
+    SessionAction.SEARCH: ActionRule(access=SEE),
 }
 
 Target = AgentSession | Run | Job  # what an action is taken on: a session, its run or job
@@ -344,6 +356,21 @@ def now_refusal(
 ) -> AcodeError | None:
     """Whether the action may happen now, whoever takes it (asked on locked rows)."""
     rule = ACTION_RULES[action]
+    if session.status == SessionStatus.ARCHIVED and not rule.archived:
+        return AcodeError(
+            "ACODE-SES-007",
+            f"Session {session.pk} is archived: it is read-only until a person restores it "
+            f"({action.value} refused).",
+            {"action": action.value},
+        )
+    live_jobs = session.jobs.exclude(status__in=FINAL_JOB_STATUSES)
+    if rule.idle and (session.active_run_id or live_jobs.exists()):
+        return AcodeError(
+            "ACODE-SES-008",
+            "The session is busy: a run executes or a job is queued or running in it. Wait "
+            "for them to end, or cancel them, then try again.",
+            {"run": str(session.active_run_id or "")},
+        )
     acting_run = run_acting(session, run_id)
     if rule.run_owned and not acting_run and _run_owns(session, action, job):
         return AcodeError(

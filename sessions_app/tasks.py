@@ -119,8 +119,12 @@ def search_index_refresh_task(workspace: str, paths: list[str]) -> int:
 
 @worker_ready.connect
 def _recover_lost_jobs(**kwargs: Any) -> None:
-    # At start too: this worker may be the one that was lost.
+    # At start too: this worker may be the one that was lost. Its host's layers of sessions
+    # archived elsewhere are freed too (services.archive).
+    from sessions_app.services.archive import layers_sweep
+
     try:
         recover_lost_jobs_task()
+        layers_sweep()
     finally:
         close_old_connections()

@@ -75,6 +75,16 @@ urlpatterns = [
     path("sessions/", sessions.SessionListApi.as_view(), name="api-sessions"),
     path("sessions/<uuid:pk>/", sessions.SessionDetailApi.as_view(), name="api-session"),
     path(
+        "sessions/<uuid:pk>/archive/",
+        sessions.SessionArchiveApi.as_view(),
+        name="api-session-archive",
+    ),
+    path(
+        "sessions/<uuid:pk>/restore/",
+        sessions.SessionRestoreApi.as_view(),
+        name="api-session-restore",
+    ),
+    path(
         "sessions/<uuid:pk>/transition/",
         transitions.SessionTransitionApi.as_view(),
         name="api-session-transition",

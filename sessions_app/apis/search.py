@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from acode.errors import error_responses
 from acode.inputs import Input, Text, body_of
 from sessions_app.apis.common import INVALID_CODES, NOT_VISIBLE_CODES, SessionActionApi
-from sessions_app.permissions import SessionAction, session_for
+from sessions_app.permissions import SessionAction, action_check, session_for
 from sessions_app.services.search_index import (
     GLOB_REFUSED,
     MODES,
@@ -99,7 +99,7 @@ def search_body(answer: SearchAnswer) -> dict[str, Any]:
 
 
 class SessionSearchApi(SessionActionApi):
-    actions = {"POST": SessionAction.VIEW}  # a read with a body: whoever may see the session
+    actions = {"POST": SessionAction.SEARCH}  # a read with a body: whoever sees the session
 
     @extend_schema(
         request=SearchInput,
@@ -115,6 +115,7 @@ class SessionSearchApi(SessionActionApi):
     )
     def post(self, request: Request, pk: str) -> Response:
         session = self.access(request, session_for, pk)
+        action_check(SessionAction.SEARCH, session=session)  # not while archived
         found = body_of(SearchInput, request)
         workspace, kind = Path(session.workspace), found["kind"]
         if kind == "text":

@@ -1,4 +1,5 @@
-"""Sessions: list, open, read, change details; history, stats, usage, context, tools."""
+"""Sessions: list, open, read, change details, archive and restore; history, stats, usage,
+context, tools."""
 
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ from sessions_app.selectors.sessions import (
     sessions_listed,
 )
 from sessions_app.selectors.time_in_role import session_usage, usage
+from sessions_app.services.archive import session_archive, session_restore
 from sessions_app.services.sessions import session_create, session_update
 from sessions_app.services.workspaces import session_git_dir
 
@@ -113,7 +115,9 @@ class SessionDetailApi(SessionActionApi):
         request=SessionUpdateInput,
         responses={
             200: SessionOutput,
-            **error_responses(*ACT_CODES, *INVALID_CODES, RUN_OWNS, "ACODE-SES-003"),
+            **error_responses(
+                *ACT_CODES, *INVALID_CODES, RUN_OWNS, "ACODE-SES-003", "ACODE-SES-009"
+            ),
         },
         operation_id="sessions_update",
     )
@@ -128,6 +132,41 @@ class SessionDetailApi(SessionActionApi):
         session = session_update(
             session=session, data=data.validated_data, user=request_user(request)
         )
+        return Response(SessionOutput(session).data)
+
+
+class SessionArchiveApi(SessionActionApi):
+    actions = {"POST": SessionAction.SESSION_ARCHIVE}
+
+    @extend_schema(
+        request=None,
+        responses={200: SessionOutput, **error_responses(*ACT_CODES, "ACODE-SES-008")},
+        operation_id="sessions_archive",
+        description="Archive the session: its checkout, its layer and its indexes are freed "
+        "(its git directory, history and audit chain are kept) and it is read-only until "
+        "restored. Refused while a run executes or a job is queued or running in it. "
+        "Archiving an archived session changes nothing.",
+    )
+    def post(self, request: Request, pk: str) -> Response:
+        session = self.access(request, session_for, pk)
+        session = session_archive(session=session, user=request_user(request))
+        return Response(SessionOutput(session).data)
+
+
+class SessionRestoreApi(SessionActionApi):
+    actions = {"POST": SessionAction.SESSION_RESTORE}
+
+    @extend_schema(
+        request=None,
+        responses={200: SessionOutput, **error_responses(*ACT_CODES, "ACODE-SES-006")},
+        operation_id="sessions_restore",
+        description="Make an archived session active again: its branch is checked out where "
+        "it was, with every pending change on top. A session that is not archived is left "
+        "as it is.",
+    )
+    def post(self, request: Request, pk: str) -> Response:
+        session = self.access(request, session_for, pk)
+        session = session_restore(session=session, user=request_user(request))
         return Response(SessionOutput(session).data)
 
 

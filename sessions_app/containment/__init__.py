@@ -82,7 +82,7 @@ from sessions_app.containment.sandbox import (
 )
 from sessions_app.containment.secretfiles import Hidden, SecretIndex
 from sessions_app.containment.secretscan import SecretRules
-from sessions_app.containment.secretstore import workspace_key
+from sessions_app.containment.secretstore import index_remove, workspace_key
 from sessions_app.containment.sessionlayer import session_layer_path
 from sessions_app.containment.view import (
     BASE_ENV,
@@ -138,6 +138,7 @@ __all__ = [
     "commit_changes",
     "configure_redaction",
     "encodings",
+    "index_remove",
     "init_repository",
     "is_binary",
     "is_secret_file",

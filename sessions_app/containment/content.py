@@ -51,6 +51,12 @@ class ContentStore:
             ).hexdigest()
         return str(self._repository().create_blob(data))
 
+    def get(self, blob: str) -> bytes:
+        """The content stored under ``blob`` (KeyError when this store does not hold it)."""
+        if self.git_dir is None:
+            raise KeyError(blob)
+        return bytes(self._repository()[blob].data)
+
 
 def _sha1_blob_id(fd: int) -> str:
     size = os.fstat(fd).st_size

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,12 @@ CREATE TABLE IF NOT EXISTS verdicts (
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _READY: set[Path] = set()  # index files whose schema this process made sure of
+
+
+def index_remove(home: Path) -> None:
+    """Remove the index kept in ``home`` (a session archived); made again on next use."""
+    _READY.discard(home / "secrets.sqlite3")
+    shutil.rmtree(home, ignore_errors=True)
 
 
 @contextlib.contextmanager

@@ -47,6 +47,7 @@ from sessions_app.models import (
     PendingChange,
     RiskTier,
     RunStatus,
+    SessionStatus,
     StepStatus,
     ToolConsent,
 )
@@ -66,7 +67,7 @@ from sessions_app.selectors.time_in_role import (
     waiting_intervals,
     waiting_seconds,
 )
-from sessions_app.services import transitions
+from sessions_app.services import archive, transitions
 from sessions_app.services.event_catalog import SESSION_PAGE, rerenders
 from sessions_app.services.transitions import transitions_from
 
@@ -293,6 +294,11 @@ class SessionPage:
     @cached_property
     def role(self) -> RoleBadge:
         return role_badge(self.session.current_role.slug)
+
+    @property
+    def archived(self) -> bool:
+        """Archived: read-only until restored; the page offers Restore and nothing else."""
+        return self.session.status == SessionStatus.ARCHIVED
 
     @cached_property
     def role_permissions(self) -> list[str]:
@@ -539,6 +545,28 @@ def session_detail(request: HttpRequest, pk: UUID) -> HttpResponse:
             "ws_url": session_socket_path(pk),
         },
     )
+
+
+@login_required
+@require_POST
+def session_archiving(request: HttpRequest, pk: UUID) -> HttpResponse:
+    """Archive the session, or restore it (``restore`` in the form), through the service; a
+    refusal comes back as a message."""
+    user = cast(User, request.user)
+    page = _visible_page(user, pk)
+    restore = request.POST.get("restore") == "1"
+    act = archive.session_restore if restore else archive.session_archive
+    try:
+        act(session=page.session, user=user)
+    except AcodeError as error:
+        messages.error(request, _refusal_text(error), error.code)
+    else:
+        messages.success(request, RESTORED if restore else ARCHIVED)
+    return HttpResponseRedirect(reverse("dashboard-session", kwargs={"pk": pk}))
+
+
+ARCHIVED = "Session archived: its files are freed, and it is read-only until restored."
+RESTORED = "Session restored: its workspace is back, with every pending change."
 
 
 def _refusal_text(error: AcodeError) -> str:

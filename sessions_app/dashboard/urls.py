@@ -27,6 +27,11 @@ urlpatterns = [
         name="dashboard-session-transition",
     ),
     path(
+        "sessions/<uuid:pk>/archive/",
+        session.session_archiving,
+        name="dashboard-session-archive",
+    ),
+    path(
         "sessions/<uuid:pk>/consents/<uuid:consent_id>/",
         consents.consent_answer,
         name="dashboard-consent-answer",

@@ -55,6 +55,7 @@ from sessions_app.models.runs import (
 )
 from sessions_app.models.secrets import SecretRule, SecretRuleKind
 from sessions_app.models.sessions import (
+    SETTABLE_STATUSES,
     AgentSession,
     ChangeKind,
     IdempotencyRecord,
@@ -72,6 +73,7 @@ __all__ = [
     "FINAL_RUN_STATUSES",
     "GLOBAL_CHAIN",
     "PRIORITY_RANK",
+    "SETTABLE_STATUSES",
     "TIER_ORDER",
     "AgentKind",
     "AgentSession",

@@ -25,6 +25,11 @@ class SessionStatus(models.TextChoices):
     ARCHIVED = "archived", "Archived"
 
 
+# What a session's status may be set to; it is archived and restored only by those actions,
+# which free its files and bring them back (services.archive).
+SETTABLE_STATUSES = [c for c in SessionStatus.choices if c[0] != SessionStatus.ARCHIVED]
+
+
 class StepStatus(models.TextChoices):
     PENDING = "pending", "Pending"
     IN_PROGRESS = "in_progress", "In progress"

@@ -4,17 +4,22 @@ The branch lives in a bare repository in server state (``integration_git_dir``),
 the first merge; each task's session branch is fetched into it and merged in-process
 (``containment.merge_branch``, libgit2). A conflict merges nothing: the task goes back to
 in progress with the conflicting paths shown, and a person sends it to the backlog again
-(``task_unblock``) for a new run.
+(``task_unblock``) for a new run. A done task's session is archived: its checkout,
+layer and indexes are freed, its branch and history kept (``services.archive``).
 """
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
+from acode.errors import AcodeError
 from sessions_app.containment import branch_head, merge_branch
 from sessions_app.models import BacklogProject, BacklogTask, TaskStatus
+from sessions_app.services.archive import session_archive
 from sessions_app.services.backlog import task_move
 from sessions_app.services.workspaces import COMMITTER, branch_push, session_git_dir
 
@@ -39,7 +44,7 @@ def task_integrate(task: BacklogTask) -> BacklogTask:
     session = task.session
     git_dir = session_git_dir(session) if session is not None else None
     if session is None or git_dir is None or not branch_head(git_dir, session.branch):
-        return task_move(task=task, to=TaskStatus.DONE, actor=SCHEDULER, reason="")
+        return _done(task)
     project = task.project
     outcome = merge_branch(
         integration_git_dir(project),
@@ -59,10 +64,18 @@ def task_integrate(task: BacklogTask) -> BacklogTask:
             "Send it to the backlog again for a new run.",
             conflict=outcome.conflicts,
         )
-    done = task_move(
-        task=task, to=TaskStatus.DONE, actor=SCHEDULER, reason="", merged_commit=outcome.commit
-    )
+    done = _done(task, merged_commit=outcome.commit)
     integration_push(project)
+    return done
+
+
+def _done(task: BacklogTask, **fields: Any) -> BacklogTask:
+    """The task is done; its session, whose work is merged (its branch kept), is archived
+    to free its files (a session still busy is left for a person to archive)."""
+    done = task_move(task=task, to=TaskStatus.DONE, actor=SCHEDULER, reason="", **fields)
+    if done.session is not None:
+        with contextlib.suppress(AcodeError):
+            session_archive(session=done.session, actor=SCHEDULER)
     return done
 
 

@@ -24,6 +24,8 @@ class EventKind(StrEnum):
 
     SESSION_CREATED = "session.created"
     SESSION_UPDATED = "session.updated"
+    # Archived or restored: what every panel offers changes (an archived one is read-only).
+    SESSION_ARCHIVED = "session.archived"
     ROLE_CHANGED = "role.changed"
     PLAN_UPDATED = "plan.updated"
     CHANGES_UPDATED = "changes.updated"
@@ -88,6 +90,7 @@ EVERYTHING = Rerenders(SESSION_PAGE.fragments, BOARD_PAGE.fragments, ROLES_PAGE.
 EVENT_CATALOG: Mapping[EventKind, Rerenders] = {
     EventKind.SESSION_CREATED: Rerenders(("header",), _COLUMNS),
     EventKind.SESSION_UPDATED: Rerenders(("header",), _COLUMNS),
+    EventKind.SESSION_ARCHIVED: Rerenders(SESSION_PAGE.fragments, _COLUMNS),
     EventKind.ROLE_CHANGED: Rerenders(("header", "transitions", "timeline", "time"), _COLUMNS),
     EventKind.PLAN_UPDATED: Rerenders(("plan", "transitions"), _COLUMNS),
     EventKind.CHANGES_UPDATED: Rerenders(("changes", "transitions"), _COLUMNS),

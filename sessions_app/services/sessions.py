@@ -1,4 +1,4 @@
-"""Writes to sessions: open one, change its details. Shared helpers for the other services."""
+"""Writes to sessions: open one, change its details (archiving: ``services.archive``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,13 @@ from django.utils import timezone
 
 from acode.errors import AcodeError
 from roles.registry import registry
-from sessions_app.models import AgentSession, AuditEventType, RiskTier, RoleTransition
+from sessions_app.models import (
+    AgentSession,
+    AuditEventType,
+    RiskTier,
+    RoleTransition,
+    SessionStatus,
+)
 from sessions_app.permissions import SessionAction, action_check
 from sessions_app.services.audit import (
     actor_name,
@@ -119,6 +125,13 @@ def session_update(
             "ACODE-SES-003",
             "The role changes only through a transition (POST /api/sessions/{id}/transition/).",
             {"field": "current_role"},
+        )
+    if data.get("status") == SessionStatus.ARCHIVED:
+        raise AcodeError(
+            "ACODE-SES-009",
+            "A session is archived only by archiving it (POST /api/sessions/{id}/archive/, "
+            "`acode session archive`): that frees its files and makes it read-only.",
+            {"field": "status"},
         )
     with lock_session(session.pk) as locked:
         action_check(SessionAction.SESSION_UPDATE, session=locked, user=user)

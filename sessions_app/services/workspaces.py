@@ -96,7 +96,8 @@ def git_dir_of(session_id: uuid.UUID | str) -> Path:
     return Path(settings.ACODE_GIT_ROOT) / f"{session_id}.git"
 
 
-def _git(git_dir: Path, *args: str, work_tree: Path | None = None) -> str:
+def git_checked(git_dir: Path, *args: str, work_tree: Path | None = None) -> str:
+    """git on a session's git directory, its output; refused or failed: ACODE-SES-006."""
     try:
         outcome = run_git(git_dir, list(args), work_tree=work_tree)
     except GitRefused as exc:
@@ -110,7 +111,7 @@ def _git(git_dir: Path, *args: str, work_tree: Path | None = None) -> str:
     return outcome.stdout.strip()
 
 
-def _prepare(git_dir: Path, work_tree: Path) -> None:
+def workspace_prepare(git_dir: Path, work_tree: Path) -> None:
     """What acode keeps beside a git directory: the minimal config commands see through
     the sandbox's read-only git view, and the index of the work tree's secret files."""
     version = run_git(git_dir, ["config", "--get", "core.repositoryformatversion"])
@@ -144,16 +145,16 @@ def workspace_create(session_id: uuid.UUID, repository: Repository | None = None
                     f"{_masked(outcome.stderr.strip(), repository.source)[:500]}",
                     {"repository": repository.name},
                 )
-            _git(git_dir, "config", "core.bare", "false")
-            _git(git_dir, "checkout", "--quiet", "-b", branch, work_tree=path)
-        _prepare(git_dir, path)
+            git_checked(git_dir, "config", "core.bare", "false")
+            git_checked(git_dir, "checkout", "--quiet", "-b", branch, work_tree=path)
+        workspace_prepare(git_dir, path)
     except (AcodeError, GitRefused, OSError) as exc:
         shutil.rmtree(path, ignore_errors=True)
         shutil.rmtree(git_dir, ignore_errors=True)
         if isinstance(exc, AcodeError):
             raise
         raise AcodeError("ACODE-SES-006", f"Could not create the workspace: {exc}", {}) from exc
-    base = _git(git_dir, "rev-parse", "--verify", "--quiet", "HEAD") if repository else ""
+    base = git_checked(git_dir, "rev-parse", "--verify", "--quiet", "HEAD") if repository else ""
     search_index_queue(path)
     return Workspace(path, managed=True, branch=branch, base_commit=base)
 
@@ -177,7 +178,7 @@ def session_git_dir(session: AgentSession) -> Path | None:
     except OSError:
         if not git_dir.is_dir():  # another process moved it meanwhile: fine
             shutil.move(str(legacy), str(git_dir))
-    _prepare(git_dir, Path(session.workspace))
+    workspace_prepare(git_dir, Path(session.workspace))
     return git_dir
 
 
@@ -231,7 +232,7 @@ def workspace_commit(session: AgentSession, changes: Sequence[ApprovedChange], m
     if commit:
         # The repository's own index follows the branch, so `git status` in a command's
         # view shows only what is still pending.
-        _git(git_dir, "reset", "--quiet", "--mixed", work_tree=Path(session.workspace))
+        git_checked(git_dir, "reset", "--quiet", "--mixed", work_tree=Path(session.workspace))
     return commit
 
 
@@ -246,7 +247,7 @@ def workspace_patch(session: AgentSession) -> str:
     if run_git(git_dir, ["rev-parse", "--verify", "--quiet", ref]).exit_code != 0:
         return ""  # nothing committed yet
     span = [f"{session.base_commit}..{ref}"] if session.base_commit else ["--root", ref]
-    return _git(git_dir, "format-patch", "--stdout", *span) + "\n"
+    return git_checked(git_dir, "format-patch", "--stdout", *span) + "\n"
 
 
 def workspace_commit_patch(session: AgentSession, sha: str) -> str:
@@ -257,7 +258,7 @@ def workspace_commit_patch(session: AgentSession, sha: str) -> str:
         raise AcodeError(
             "ACODE-API-409", "Only workspaces acode created have a session branch.", {}
         )
-    return _git(git_dir, "format-patch", "--stdout", "-1", sha) + "\n"
+    return git_checked(git_dir, "format-patch", "--stdout", "-1", sha) + "\n"
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,10 @@ MAX_FUNCTION_LINES = 60
 
 # Path from the project root -> why this concept reads best in one file.
 LONG_MODULES: dict[str, str] = {
+    "sessions_app/permissions.py": "Who may see and do what with sessions, and whether "
+    "it may happen now, is decided in one place (the action table and the functions that "
+    "read it): splitting sight from the state checks would put one security question in "
+    "two rooms.",
     "sessions_app/agent/loop.py": "The agent loop is one story read top to bottom: a job "
     "prepared, each turn with the model, each tool call, the budgets and how it stops; "
     "its state, its model turns and its stops were split out only to fit the cap.",

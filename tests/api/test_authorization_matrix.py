@@ -92,6 +92,7 @@ SESSION_READ = {
 }
 # Acting on it: seeing without acting is 403.
 SESSION_WRITE = {**SESSION_READ, "viewer": 403}
+MAY_ACT = ("owner", "actor", "superuser")
 SESSION_CREATE = {**SESSION_WRITE, "owner": 201, "actor": 201, "superuser": 201}
 # Not about one session: every authenticated caller, each seeing what is theirs to see.
 ANY_USER = {actor: 200 for actor in ACTORS} | {"anonymous": 401}
@@ -159,6 +160,9 @@ EXPECTED: dict[str, dict[str, int]] = {
     "POST /api/sessions/": ANY_USER | {actor: 201 for actor in ACTORS[1:]},
     "GET /api/sessions/{id}/": SESSION_READ,
     "PATCH /api/sessions/{id}/": SESSION_WRITE,
+    # The world's session has a queued job: who may act is told it is busy (ACODE-SES-008).
+    "POST /api/sessions/{id}/archive/": SESSION_WRITE | dict.fromkeys(MAY_ACT, 409),
+    "POST /api/sessions/{id}/restore/": SESSION_WRITE,
     "POST /api/sessions/{id}/transition/": SESSION_WRITE,
     "GET /api/sessions/{id}/transitions/": SESSION_READ,
     "GET /api/sessions/{id}/history/": SESSION_READ,

@@ -87,3 +87,25 @@ def test_invalid_workspace_is_a_usage_error(cli: RunCli) -> None:
     result = cli("session", "new", "x", "--workspace", "relative/path")
     assert result.exit_code == 2
     assert "ACODE-SES-002" in result.stderr
+
+
+def test_session_archive_frees_the_workspace_and_restore_brings_it_back(
+    cli: RunCli, session_id: str
+) -> None:
+    workspace = Path(json.loads(cli("session", "show", "--json").stdout)["workspace"])
+    assert workspace.is_dir()
+    archived = cli("session", "archive")
+    assert archived.exit_code == 0, archived.output
+    assert "Archived session" in archived.stdout and "read-only" in archived.stdout
+    assert not workspace.exists()
+    refused = cli("role", "set", "planner", "--reason", "Starting planning")
+    assert refused.exit_code == 4
+    assert "[ERROR] ACODE-SES-007 Session archived" in refused.stderr
+    assert "restore it first" in refused.stderr
+    listed = json.loads(cli("session", "list", "--status", "archived", "--json").stdout)
+    assert [s["id"] for s in listed] == [session_id]
+    restored = cli("session", "restore", session_id[:8])
+    assert restored.exit_code == 0, restored.output
+    assert f"its workspace is back at {workspace}" in restored.stdout.replace("\n", "")
+    assert workspace.is_dir()
+    assert cli("role", "set", "planner", "--reason", "Starting planning").exit_code == 0

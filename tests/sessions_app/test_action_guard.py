@@ -38,6 +38,7 @@ from sessions_app.containment.writes import RecordedWrite
 from sessions_app.dashboard import urls as dashboard_urls
 from sessions_app.models import AgentSession
 from sessions_app.services import (
+    archive,
     changes,
     deliveries,
     job_recovery,
@@ -75,6 +76,13 @@ ANSWER |= {"awaiting_input": OK, "blocked": OK}
 DECIDE = {"none": NO_RUN, "finished": NOT_NOW} | dict.fromkeys(ACTIVE, NOT_NOW)
 DECIDE |= {"awaiting_approval": OK}
 CANCEL = {"none": NO_RUN, "finished": NOT_NOW} | dict.fromkeys(ACTIVE, OK)
+# Archiving waits for the session to be idle, and every world holds a queued job
+# (tests/sessions_app/apis/test_archive.py archives idle ones); restoring a session that is
+# not archived changes nothing.
+IDLE = {"none": "ACODE-SES-008", "finished": "ACODE-SES-008"} | dict.fromkeys(
+    ACTIVE, "ACODE-SES-008"
+)
+ANY_TIME = {"none": OK, "finished": OK} | dict.fromkeys(ACTIVE, OK)
 
 TRANSITION_DENIED = "TransitionDenied"  # a refused transition is audited
 RUN_DECISION = "RunDecision"  # so is a refused decision at a run's gate
@@ -102,6 +110,8 @@ def _digest(world: World) -> dict[str, Any]:
 
 API: dict[str, Action] = {
     "PATCH /api/sessions/{id}/": Action(SESSION_OWNED, lambda w: {"title": "Renamed"}),
+    "POST /api/sessions/{id}/archive/": Action(IDLE),
+    "POST /api/sessions/{id}/restore/": Action(ANY_TIME),
     "POST /api/sessions/{id}/transition/": Action(
         SESSION_OWNED,
         lambda w: {"to_role": "coder", "reason": "By hand"},
@@ -303,6 +313,7 @@ DASHBOARD: dict[str, Action] = {
         DECIDE, lambda w: {"reason": "Not now"}, by="approver", audited_as=RUN_DECISION
     ),
     "dashboard-run-cancel": Action(CANCEL),
+    "dashboard-session-archive": Action(IDLE),
 }
 DASHBOARD_NOT_ON_A_SESSION = {
     "dashboard-session-new": "opens a new session",
@@ -361,7 +372,7 @@ def test_dashboard_view_in_every_run_state(name: str, state: str, cast_: Any) ->
     assert isinstance(pattern, URLPattern)
     url = reverse(name, kwargs=_dashboard_kwargs(pattern, world))
     before = written(world)
-    if name == "dashboard-session-transition":
+    if name in ("dashboard-session-transition", "dashboard-session-archive"):
         response = client.post(url, action.body(world), follow=True)
     else:
         response = client.post(url, action.body(world), **HX)
@@ -448,6 +459,14 @@ def _on_run(world: World) -> Any:
 
 
 SERVICES: dict[str, tuple[Action, Callable[[World], object]]] = {
+    "session_archive": (
+        Action(IDLE),
+        lambda w: archive.session_archive(session=w.session, user=w.owner),
+    ),
+    "session_restore": (
+        Action(ANY_TIME),
+        lambda w: archive.session_restore(session=w.session, user=w.owner),
+    ),
     "session_update": (
         Action(SESSION_OWNED),
         lambda w: sessions.session_update(session=w.session, data={"title": "X"}, user=w.owner),
@@ -527,6 +546,10 @@ SERVICES: dict[str, tuple[Action, Callable[[World], object]]] = {
 # Public functions of the services that change no session on a person's behalf.
 SERVICES_NOT_ACTIONS = {
     "lock_session": "a helper",
+    "git_checked": "a helper (git on a session's git directory)",
+    "workspace_prepare": "a helper (what acode keeps beside a new checkout)",
+    "workspace_free": "session_archive's (the files it frees, once committed)",
+    "workspace_restore": "session_restore's (the checkout it brings back, under its lock)",
     "lock_job": "a helper (the job row, inside the calling service's transaction)",
     "lock_session_found": "a helper (an outside agent's session found and locked at once)",
     "template_chosen": "a read (the template a run of a request would use)",
@@ -605,7 +628,7 @@ def test_every_service_is_in_the_table() -> None:
     found: set[str] = set()
     for module in (
         sessions, locks, transitions, plans, changes, deliveries, jobs, job_recovery,
-        workspaces, runs,
+        workspaces, runs, archive,
     ):  # fmt: skip
         found |= _public_functions(module)
     assert found == set(SERVICES) | set(SERVICES_NOT_ACTIONS)

@@ -1,4 +1,5 @@
-"""``acode session new|list|use|show``: sessions and the current-session pointer."""
+"""``acode session new|list|use|show|archive|restore``: sessions and the current-session
+pointer."""
 
 from __future__ import annotations
 
@@ -234,3 +235,38 @@ def show(
         mark = STEP_MARKS.get(step.get("status", ""), "·")
         console.print(f"  {mark} {step['number']}. {esc(step['title'])} ({esc(step['status'])})")
     console.print(f"Created: {fmt_time(session['created_at'])}")
+
+
+SessionArg = Annotated[
+    str | None,
+    typer.Argument(help="Session id or prefix (default: the current session).", show_default=False),
+]
+
+
+@app.command("archive")
+@handles_errors
+def archive(ctx: typer.Context, session_id: SessionArg = None, as_json: JsonOption = False) -> None:
+    """Archive a session: its checkout, layer and indexes are freed (its branch, commits and
+    history are kept) and it is read-only until restored."""
+    _archiving(ctx, session_id, as_json, "archive", "Archived session {short} {title}: its "
+               "files are freed and it is read-only. `acode session restore` brings it back.")  # fmt: skip
+
+
+@app.command("restore")
+@handles_errors
+def restore(ctx: typer.Context, session_id: SessionArg = None, as_json: JsonOption = False) -> None:
+    """Restore an archived session: its branch is checked out again with every pending
+    change, and it is active."""
+    _archiving(ctx, session_id, as_json, "restore",
+               "Restored session {short} {title}: its workspace is back at {workspace}.")  # fmt: skip
+
+
+def _archiving(ctx: typer.Context, session_id: str | None, as_json: bool, action: str,
+               said: str) -> None:  # fmt: skip
+    with session_client(ctx, session_id) as (client, full):
+        session = client.post(f"/api/sessions/{full}/{action}/")
+    if as_json:
+        emit_json(session)
+        return
+    out().print(said.format(short=f"[bold]{esc(short_id(session['id']))}[/]",
+                            title=esc(session["title"]), workspace=esc(session["workspace"])))  # fmt: skip

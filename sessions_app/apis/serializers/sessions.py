@@ -14,6 +14,7 @@ from roles.registry import registry
 from roles.selectors import role_version_number
 from sessions_app.containment import FILE_NAME_PATTERN
 from sessions_app.models import (
+    SETTABLE_STATUSES,
     AgentSession,
     ChangeKind,
     PendingChange,
@@ -209,7 +210,12 @@ class SessionUpdateInput(Input):
     title = Text(max_length=TITLE_MAX_CHARS, required=False)
     task = Text(max_length=TASK_MAX_CHARS, required=False, allow_blank=True)
     risk_tier = serializers.ChoiceField(choices=RiskTier.choices, required=False)
-    status = serializers.ChoiceField(choices=SessionStatus.choices, required=False)
+    status = serializers.ChoiceField(
+        choices=SETTABLE_STATUSES,
+        required=False,
+        help_text="active, paused or completed. Archiving frees the session's files and "
+        "makes it read-only: POST /api/sessions/{id}/archive/ (and /restore/).",
+    )
 
 
 class TransitionInput(Input):

@@ -29,7 +29,14 @@ from django.db import transaction
 from acode.errors import AcodeError
 from roles.commands.workspace import KnownWorkspace, LiveWorkspace, WorkspaceFacts
 from sessions_app.containment import redact_text
-from sessions_app.models import AgentKind, AgentSession, AuditEventType, ConsentStatus, HookToken
+from sessions_app.models import (
+    AgentKind,
+    AgentSession,
+    AuditEventType,
+    ConsentStatus,
+    HookToken,
+    SessionStatus,
+)
 from sessions_app.services.audit import audit_record, current_role_of, publish_session_event
 from sessions_app.services.consents import consent_refusal, tool_consent_ask, tool_consent_await
 from sessions_app.services.event_catalog import EventKind
@@ -88,6 +95,8 @@ def hook_event(
         token=token, agent=agent, agent_session_id=agent_session_id, cwd=os.path.normpath(cwd),
         machine=machine[:200], repository=repository[:500],
     ) as session:  # fmt: skip
+        if session.status == SessionStatus.ARCHIVED:
+            return _archived(name, event, session)
         transaction.on_commit(
             lambda: publish_session_event(session.pk, EventKind.OUTSIDE_EVENT, within=PUSH_WITHIN)
         )
@@ -101,6 +110,18 @@ def hook_event(
         if decision.outcome != "ask" or agent in ASKS_ITS_USER:
             return _answer(name, session, decision)
     return _answer(name, session, _held(session, event, decision, audited))
+
+
+def _archived(name: str, event: dict[str, Any], session: AgentSession) -> HookAnswer:
+    """An archived session is read-only: nothing is recorded, and a call is denied until a
+    person restores it (the same refusal as every other change, ACODE-SES-007)."""
+    if name in OUTCOME_EVENTS or (name not in DECIDED_EVENTS and "tool_name" not in event):
+        return HookAnswer(name, str(session.pk))
+    reason = (
+        f"acode: session {session.pk} is archived, so it is read-only. A person restores it "
+        f"(acode session restore {session.pk}, or Restore on its page) to go on (ACODE-SES-007)."
+    )
+    return HookAnswer(name, str(session.pk), "deny", "", reason)
 
 
 def _answer(name: str, session: AgentSession, decision: OutsideDecision) -> HookAnswer:

@@ -31,6 +31,7 @@ from sessions_app.models import (
 from sessions_app.services.backlog import backlog_import, task_unblock
 from sessions_app.services.backlog_integration import integration_git_dir, integration_head
 from sessions_app.services.backlog_scheduler import backlog_schedule, project_schedule, task_start
+from sessions_app.services.workspaces import git_dir_of
 from tests.conftest import needs_postgres
 from tests.sessions_app.backlog.kit import (
     coded,
@@ -60,7 +61,7 @@ def integrated_files(project: BacklogProject) -> list[str]:
 
 
 def test_independent_tasks_run_together_the_dependent_one_after_and_all_merge(
-    user: User, tmp_path: Path
+    user: User, tmp_path: Path, django_capture_on_commit_callbacks: Any
 ) -> None:
     templates = coded(**{k: [coder_writes(k)] for k in ("hello", "bye", "both")})
     project = project_with_spec(user, tmp_path, templates, max_concurrent_runs=2)
@@ -76,9 +77,16 @@ def test_independent_tasks_run_together_the_dependent_one_after_and_all_merge(
     assert backlog_schedule() == ["both"]
     assert statuses(project) == {"hello": "done", "bye": "done", "both": "in_progress"}
     assert drive(run_of("both")).status == RunStatus.SUCCEEDED
-    backlog_schedule()
+    with django_capture_on_commit_callbacks(execute=True):
+        backlog_schedule()
 
     assert statuses(project) == {"hello": "done", "bye": "done", "both": "done"}
+    # A done task's session is archived: its checkout freed, its branch kept.
+    done = [BacklogTask.objects.get(key=k).session for k in ("hello", "bye", "both")]
+    assert [s.status for s in done if s is not None] == ["archived"] * 3
+    both = done[2]
+    assert both is not None and not Path(both.workspace).exists()
+    assert git_dir_of(both.pk).is_dir()
     assert integrated_files(project) == ["README.md", "both.py", "bye.py", "hello.py"]
     assert BacklogTask.objects.get(key="both").merged_commit == integration_head(project)
     # The repository is pushable: the integration branch is pushed like a session branch.

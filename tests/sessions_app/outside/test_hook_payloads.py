@@ -14,6 +14,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from sessions_app.models import AuditEvent, OutsideSession, ToolConsent
+from sessions_app.services.archive import session_archive, session_restore
 from sessions_app.services.transitions import session_transition
 from tests.sessions_app.outside.kit import (
     decision,
@@ -318,3 +319,21 @@ def test_the_board_shows_an_outside_sessions_agent_kind(
     card = page[page.index(f'data-session="{session.pk}"') :].split("</article>")[0]
     assert 'data-agent="claude-code"' in card and "Claude Code" in card
     assert page.count("data-agent=") == 1  # acode's own sessions carry no agent badge
+
+
+def test_an_archived_outside_session_denies_calls_and_records_nothing_until_restored(
+    hooks: APIClient, root: Path, user: Any
+) -> None:
+    read = pre(root, "Read", {"file_path": str(root / "src/app.py")})
+    assert decision(hooks.post(URL, read, format="json"))[0] == "allow"
+    session = OutsideSession.objects.select_related("session").get().session
+    session_archive(session=session, user=user)
+    assert (root / "src").is_dir(), "the agent's own directory is never removed"
+    rows = AuditEvent.objects.filter(session=session).count()
+    outcome, reason = decision(hooks.post(URL, read, format="json"))
+    assert outcome == "deny" and "archived" in reason and "ACODE-SES-007" in reason
+    done = {**read, "hook_event_name": "PostToolUse", "tool_response": {"ok": True}}
+    assert hooks.post(URL, done, format="json").status_code == 200
+    assert AuditEvent.objects.filter(session=session).count() == rows, "nothing recorded"
+    session_restore(session=session, user=user)
+    assert decision(hooks.post(URL, read, format="json"))[0] == "allow"
