@@ -132,9 +132,11 @@ class BoardFilters:
         return [r.slug for r in roles if wanted in (r.slug.lower(), r.name.lower())]
 
     def sessions(self, user: User) -> QuerySet[AgentSession]:
-        """Sessions the user may see that match; the role is left to the columns."""
+        """Sessions the user may see that match; the role is left to the columns. Archived
+        ones only when asked for: a backlog archives a session per done task."""
         data = {"q": self.q, "owner": self.owner, "status": self.status}
-        return SessionFilter(data, queryset=sessions_visible_to(user)).qs
+        found = SessionFilter(data, queryset=sessions_visible_to(user)).qs
+        return found if self.status else found.exclude(status=SessionStatus.ARCHIVED)
 
 
 def board_columns(

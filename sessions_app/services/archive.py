@@ -116,6 +116,7 @@ def workspace_free(session: AgentSession) -> None:
     indexes, freed = [layer.with_name(f"{layer.name}.index")], [layer]
     path = Path(session.workspace)
     if session.workspace_managed and path.is_dir():
+        session_git_dir(session)  # a checkout of the old layout: its .git moved out first
         indexes.append(Path(settings.ACODE_INDEX_ROOT) / workspace_key(path))
         gone = path.with_name(f".{path.name}.freed-{uuid.uuid4().hex[:8]}")
         freed += [index_dir(path), gone]

@@ -195,9 +195,13 @@ def test_the_dashboard_archives_and_restores(
         "no index of a freed checkout is polled or made"
     )
     assert not Path(session.workspace).exists()
+    board = browser.get("/").content.decode()
+    assert str(session.pk) not in board, "the board leaves archived sessions out"
+    assert str(session.pk) in browser.get("/", {"status": "archived"}).content.decode()
     back = browser.post(f"/sessions/{session.pk}/archive/", {"restore": "1"}, follow=True)
     assert "Session restored" in back.content.decode()
     assert Path(session.workspace).is_dir()
+    assert str(session.pk) in browser.get("/").content.decode()
 
 
 def test_a_worker_host_frees_its_layers_of_archived_sessions(post: Archive, user: User) -> None:
