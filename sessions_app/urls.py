@@ -156,6 +156,7 @@ urlpatterns = [
     path("jobs/<uuid:pk>/", jobs.JobDetailApi.as_view(), name="api-job"),
     path("jobs/<uuid:pk>/events/", jobs.JobEventsApi.as_view(), name="api-job-events"),
     path("jobs/<uuid:pk>/cancel/", jobs.JobCancelApi.as_view(), name="api-job-cancel"),
+    path("jobs/<uuid:pk>/resume/", jobs.JobResumeApi.as_view(), name="api-job-resume"),
     path("sessions/<uuid:pk>/runs/", runs.SessionRunsApi.as_view(), name="api-session-runs"),
     path("runs/", runs.RunListApi.as_view(), name="api-runs"),
     path("runs/<uuid:pk>/", runs.RunDetailApi.as_view(), name="api-run"),

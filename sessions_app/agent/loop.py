@@ -39,6 +39,7 @@ from sessions_app.agent.context import build_context, role_gains
 from sessions_app.agent.executor import tool_execute
 from sessions_app.agent.mcp.tool import mcp_servers_close
 from sessions_app.agent.plans import PLAN_ANSWER_SCHEMA, plan_from_answer
+from sessions_app.agent.progress import resumed_section
 from sessions_app.agent.project import job_project
 from sessions_app.agent.tool_context import run_of, tool_context
 from sessions_app.agent.tools import TOOL_IMPLEMENTATIONS, ToolContext
@@ -252,7 +253,11 @@ def _prepare(job: Job) -> LoopState:
     job_event(job, JobEventKind.CONTEXT, context.as_dict())
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": model_text(prompt.text)},
-        {"role": "user", "content": f"{context.text}\n\n## Your task\n{model_text(job.request)}"},
+        {
+            "role": "user",
+            "content": f"{context.text}\n\n## Your task\n{model_text(job.request)}"
+            + resumed_section(job),
+        },
     ]
     asked: list[str] = []
     return LoopState(

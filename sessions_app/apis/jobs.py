@@ -29,7 +29,7 @@ from sessions_app.apis.serializers import (
 )
 from sessions_app.permissions import SessionAction, job_for, session_for
 from sessions_app.selectors.jobs import job_events, session_jobs_listed
-from sessions_app.services.jobs import job_cancel, job_create, job_queue_consumed
+from sessions_app.services.jobs import job_cancel, job_create, job_queue_consumed, job_resume
 
 
 class SessionJobsApi(SessionActionApi):
@@ -109,3 +109,28 @@ class JobCancelApi(SessionActionApi):
     def post(self, request: Request, pk: str) -> Response:
         job = self.access(request, job_for, pk)
         return Response(JobOutput(job_cancel(job=job, user=request_user(request))).data)
+
+
+class JobResumeApi(SessionActionApi):
+    actions = {"POST": SessionAction.JOB_CREATE}  # a new job in the job's session
+
+    @extend_schema(
+        request=None,
+        responses={
+            201: JobOutput,
+            **error_responses(*ACT_CODES, RUN_OWNS, "ACODE-JOB-013", "ACODE-API-503"),
+        },
+        parameters=[IDEMPOTENCY],
+        operation_id="jobs_resume",
+        description="Continue a job that stopped at a limit (its budget, or a loop) with a "
+        "fresh budget: a new job in the same session and role, on the same request, shown "
+        "what the stopped one did. The answer is the new job (`resumed_from` names this one).",
+    )
+    def post(self, request: Request, pk: str) -> Response:
+        job = self.access(request, job_for, pk)
+
+        def resume() -> Response:
+            resumed = job_resume(job=job, user=request_user(request))
+            return Response(JobOutput(resumed).data, status=status.HTTP_201_CREATED)
+
+        return idempotent(request, resume)

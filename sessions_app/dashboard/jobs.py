@@ -71,6 +71,8 @@ class JobView:
     endpoint: str = ""  # a scripted job's endpoint name (its model is "scripted")
     parent: str = ""  # a sub-agent's (issue 41): the short id of the job that delegated it
     escalation: str = ""  # a block on its way up the chain (issue 41), in words
+    resumed_from: str = ""  # the short id of the job that stopped at a limit and this continues
+    resumable: bool = False  # stopped at a limit, outside a run and delegation: may resume
 
 
 # Each describes one kind of job event as (tone, summary, detail).
@@ -173,6 +175,10 @@ def _job_view(job: Job, events: list[JobEventView]) -> JobView:
         endpoint=job.endpoint.removeprefix("scripted:") if job.provider == "scripted" else "",
         parent=str(job.parent_id)[:8] if job.parent_id else "",
         escalation=escalation_words(job),
+        resumed_from=str(job.resumed_from_id)[:8] if job.resumed_from_id else "",
+        resumable=job.status == JobStatus.LIMIT_EXCEEDED
+        and job.run_stage_id is None
+        and job.parent_id is None,
     )
 
 

@@ -51,7 +51,7 @@ from sessions_app.models import (
     StepStatus,
     ToolConsent,
 )
-from sessions_app.permissions import can_act, can_see, session_for
+from sessions_app.permissions import SessionAction, can_act, can_see, job_for, session_for
 from sessions_app.selectors.consents import session_consents
 from sessions_app.selectors.sessions import (
     HistoryRow,
@@ -67,7 +67,7 @@ from sessions_app.selectors.time_in_role import (
     waiting_intervals,
     waiting_seconds,
 )
-from sessions_app.services import archive, transitions
+from sessions_app.services import archive, jobs, transitions
 from sessions_app.services.event_catalog import SESSION_PAGE, rerenders
 from sessions_app.services.transitions import transitions_from
 
@@ -563,6 +563,29 @@ def session_archiving(request: HttpRequest, pk: UUID) -> HttpResponse:
     else:
         messages.success(request, RESTORED if restore else ARCHIVED)
     return HttpResponseRedirect(reverse("dashboard-session", kwargs={"pk": pk}))
+
+
+@login_required
+@require_POST
+def job_resuming(request: HttpRequest, pk: UUID) -> HttpResponse:
+    """Resume a job that stopped at a limit, with a fresh budget, through the service; back
+    to its session's page with what happened."""
+    user = cast(User, request.user)
+    try:
+        job = job_for(user, pk, SessionAction.JOB_CREATE)
+    except AcodeError as error:
+        if error.code == "ACODE-API-404":
+            raise Http404("No such job, or it is not yours to see.") from None
+        messages.error(request, _refusal_text(error), error.code)
+        return HttpResponseRedirect(reverse("dashboard-board"))
+    back = HttpResponseRedirect(reverse("dashboard-session", kwargs={"pk": job.session_id}))
+    try:
+        resumed = jobs.job_resume(job=job, user=user)
+    except AcodeError as error:
+        messages.error(request, _refusal_text(error), error.code)
+    else:
+        messages.success(request, f"Job {str(resumed.pk)[:8]} resumes it with a fresh budget.")
+    return back
 
 
 ARCHIVED = "Session archived: its files are freed, and it is read-only until restored."

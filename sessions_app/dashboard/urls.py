@@ -43,6 +43,7 @@ urlpatterns = [
     ),
     path("sessions/<uuid:pk>/runs/", runs.run_start, name="dashboard-run-start"),
     path("sessions/<uuid:pk>/jobs/<uuid:job_id>/", runs.stage_job, name="dashboard-session-job"),
+    path("jobs/<uuid:pk>/resume/", session.job_resuming, name="dashboard-job-resume"),
     path("runs/<uuid:pk>/answer/", runs.run_answer, name="dashboard-run-answer"),
     path("runs/<uuid:pk>/approve/", runs.run_approve, name="dashboard-run-approve"),
     path("runs/<uuid:pk>/reject/", runs.run_reject, name="dashboard-run-reject"),

@@ -82,6 +82,15 @@ class Job(models.Model):
         related_name="children",
         help_text="The job that delegated this one (issue 41); empty: started otherwise.",
     )
+    resumed_from = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="resumptions",
+        help_text="The job that stopped at a limit and this one continues with a fresh "
+        "budget (services.jobs.job_resume); empty: started otherwise.",
+    )
     collected = models.BooleanField(default=False, help_text="Its parent collected its result.")
     escalation = models.JSONField(
         default=dict,

@@ -35,7 +35,7 @@ from django.utils import timezone
 from acode.broker import broker_reachable
 from acode.errors import AcodeError
 from acode.workers import queue_has_consumer
-from roles.registry import registry
+from roles.registry import RoleDef, registry
 from sessions_app.models import (
     FINAL_JOB_STATUSES,
     AgentSession,
@@ -182,8 +182,10 @@ def job_create(
     actor: str | None = None,
     run_stage: RunStage | None = None,
     limits: JobLimits | None = None,
+    resumed_from: Job | None = None,
 ) -> Job:
-    """Queue a job in the session's current role, pinned to that role's version.
+    """Queue a job in the session's current role, pinned to that role's version
+    (``resumed_from``: the job it continues, which must have been in that role).
 
     While a run is in progress only the run queues jobs (``run_stage``), with its
     stage's share of the run's budget and model (``limits``): ``permissions.action_refusal``."""
@@ -199,6 +201,7 @@ def job_create(
         run_id = run_stage.run_id if run_stage is not None else None
         action_check(SessionAction.JOB_CREATE, session=session, user=user, run_id=run_id)
         role = registry.by_id(session.current_role_id)
+        _resumes_in(resumed_from, role)
         job = Job.objects.create(
             session=session,
             role_id=role.id,
@@ -210,12 +213,12 @@ def job_create(
             limit_tokens=limits.tokens,
             limit_seconds=limits.seconds,
             model_override=limits.model,
+            resumed_from=resumed_from,
         )
-        job_event(
-            job,
-            JobEventKind.STATUS,
-            {"status": JobStatus.QUEUED, "role": role.slug, "queue": role.spec.queue},
-        )
+        queued = {"status": JobStatus.QUEUED, "role": role.slug, "queue": role.spec.queue}
+        if resumed_from is not None:
+            queued["resumes"] = str(resumed_from.pk)
+        job_event(job, JobEventKind.STATUS, queued)
         audit_record(
             event_type=AuditEventType.JOB_EVENT,
             actor=who,
@@ -228,6 +231,41 @@ def job_create(
         transaction.on_commit(lambda: _enqueue(job, role.spec.queue))
         transaction.on_commit(lambda: _warn_if_unconsumed(job, role.spec.queue))
     return job
+
+
+def job_resume(*, job: Job, user: User | None = None, actor: str | None = None) -> Job:
+    """Continue a job that stopped at a limit (its budget, or a loop) with a fresh budget:
+    a new job in the same session and role, on the same request, whose model is shown
+    what the stopped one did (``agent.progress``). Seed 004's "resume with a fresh budget";
+    a person decides, as for any job. Refused (ACODE-JOB-013) for a job that did not stop
+    at a limit, a run's stage (its run retries it) or a sub-agent's (its parent decides)."""
+    why = ""
+    if job.status != JobStatus.LIMIT_EXCEEDED:
+        why = f"it ended {job.status}; only a job stopped at a limit resumes"
+    elif job.run_stage_id is not None:
+        why = "it is a run's stage: the run retries or stops it"
+    elif job.parent_id is not None:
+        why = "it is a sub-agent's: the job that delegated it decides"
+    if why:
+        raise AcodeError(
+            "ACODE-JOB-013", f"Job {job.pk} cannot be resumed: {why}.", {"status": job.status}
+        )
+    return job_create(
+        session=job.session, request=job.request, user=user, actor=actor, resumed_from=job
+    )
+
+
+def _resumes_in(resumed_from: Job | None, role: RoleDef) -> None:
+    """A job resumes in its own role: refused (ACODE-JOB-013) when the session left it."""
+    if resumed_from is None or resumed_from.role_id == role.id:
+        return
+    ran = registry.by_id(resumed_from.role_id)
+    raise AcodeError(
+        "ACODE-JOB-013",
+        f"Job {resumed_from.pk} ran in role {ran.name} and resumes there; the session is in "
+        f"{role.name} now. Change its role first.",
+        {"role": ran.slug, "current_role": role.slug},
+    )
 
 
 def job_start(job_id: Any, *, worker: Mapping[str, str] | None = None) -> Job | None:

@@ -183,6 +183,8 @@ EXPECTED: dict[str, dict[str, int]] = {
     "GET /api/jobs/{id}/": SESSION_READ,
     "GET /api/jobs/{id}/events/": SESSION_READ,
     "POST /api/jobs/{id}/cancel/": SESSION_WRITE,
+    # The world's job is queued, not stopped at a limit: who may act is told so (JOB-013).
+    "POST /api/jobs/{id}/resume/": SESSION_WRITE | dict.fromkeys(MAY_ACT, 409),
     # A tool call a rule put to a person: who may act on the session answers it.
     "GET /api/sessions/{id}/consents/": SESSION_READ,
     "POST /api/sessions/{id}/consents/{consent_id}/": SESSION_WRITE,

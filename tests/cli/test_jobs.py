@@ -57,3 +57,26 @@ def test_job_cancel_and_unknown_job(cli: RunCli, session_id: str) -> None:
     assert again.exit_code == 4 and "ACODE-JOB-006" in again.stderr
     unknown = cli("job", "show", "zzzz")
     assert unknown.exit_code == 3 and "Unknown job" in unknown.stderr
+
+
+def test_job_resume_continues_a_stopped_job_with_a_fresh_budget(
+    cli: RunCli, session_id: str
+) -> None:
+    looping = {"tool_calls": [{"name": "list_directory", "arguments": {"path": "."}}]}
+    scripted_model("explorer", [[looping] * 3, [{"content": "Nothing here yet."}]])
+    cli("role", "set", "explorer", "--reason", "look")
+    job_id = queue_job(cli)
+    assert run_job(job_id).status == "limit_exceeded"
+    refused = cli("job", "resume", "ffffffff")
+    assert refused.exit_code == 3
+    resumed = cli("job", "resume", job_id[:8], "--no-wait", "--json")
+    assert resumed.exit_code == 0, resumed.output
+    import json
+
+    new = json.loads(resumed.stdout)
+    assert new["resumed_from"] == job_id and new["status"] == "queued"
+    run_job(new["id"])
+    shown = cli("job", "show", new["id"][:8])
+    assert "Nothing here yet." in shown.stdout
+    again = cli("job", "resume", new["id"])
+    assert again.exit_code == 4 and "ACODE-JOB-013" in again.stderr

@@ -83,6 +83,10 @@ IDLE = {"none": "ACODE-SES-008", "finished": "ACODE-SES-008"} | dict.fromkeys(
     ACTIVE, "ACODE-SES-008"
 )
 ANY_TIME = {"none": OK, "finished": OK} | dict.fromkeys(ACTIVE, OK)
+# Every world's job is queued or running, not stopped at a limit: resuming it is refused
+# before anything (tests/sessions_app/agent/test_job_resume.py resumes a stopped one).
+RESUME = {"none": "ACODE-JOB-013", "finished": "ACODE-JOB-013"}
+RESUME |= dict.fromkeys(ACTIVE, "ACODE-JOB-013")
 
 TRANSITION_DENIED = "TransitionDenied"  # a refused transition is audited
 RUN_DECISION = "RunDecision"  # so is a refused decision at a run's gate
@@ -129,6 +133,7 @@ API: dict[str, Action] = {
     ),
     "POST /api/sessions/{id}/jobs/": Action(SESSION_OWNED, lambda w: {"request": "Explain"}),
     "POST /api/jobs/{id}/cancel/": Action(SESSION_OWNED),
+    "POST /api/jobs/{id}/resume/": Action(RESUME),
     "POST /api/sessions/{id}/runs/": Action(
         ONE_RUN, lambda w: {"request": "Another greeting", "template": "guarded"}
     ),
@@ -314,6 +319,7 @@ DASHBOARD: dict[str, Action] = {
     ),
     "dashboard-run-cancel": Action(CANCEL),
     "dashboard-session-archive": Action(IDLE),
+    "dashboard-job-resume": Action(RESUME),
 }
 DASHBOARD_NOT_ON_A_SESSION = {
     "dashboard-session-new": "opens a new session",
@@ -329,6 +335,7 @@ def _dashboard_kwargs(pattern: URLPattern, world: World) -> dict[str, Any]:
     kwargs: dict[str, Any] = {}
     if "<uuid:pk>" in route:
         kwargs["pk"] = world.run.pk if route.startswith("runs/") and world.run else world.session.pk
+        kwargs["pk"] = world.job.pk if route.startswith("jobs/") else kwargs["pk"]
     if "<uuid:job_id>" in route:
         kwargs["job_id"] = world.job.pk
     if "<uuid:consent_id>" in route:
@@ -372,7 +379,11 @@ def test_dashboard_view_in_every_run_state(name: str, state: str, cast_: Any) ->
     assert isinstance(pattern, URLPattern)
     url = reverse(name, kwargs=_dashboard_kwargs(pattern, world))
     before = written(world)
-    if name in ("dashboard-session-transition", "dashboard-session-archive"):
+    if name in (
+        "dashboard-session-transition",
+        "dashboard-session-archive",
+        "dashboard-job-resume",
+    ):
         response = client.post(url, action.body(world), follow=True)
     else:
         response = client.post(url, action.body(world), **HX)
@@ -520,6 +531,10 @@ SERVICES: dict[str, tuple[Action, Callable[[World], object]]] = {
         Action(SESSION_OWNED),
         lambda w: jobs.job_cancel(job=w.job, user=w.owner),
     ),
+    "job_resume": (
+        Action(RESUME),
+        lambda w: jobs.job_resume(job=w.job, user=w.owner),
+    ),
     "run_start": (
         Action(ONE_RUN),
         lambda w: runs.run_start(
@@ -550,6 +565,7 @@ SERVICES_NOT_ACTIONS = {
     "workspace_prepare": "a helper (what acode keeps beside a new checkout)",
     "workspace_free": "session_archive's (the files it frees, once committed)",
     "workspace_restore": "session_restore's (the checkout it brings back, under its lock)",
+    "layers_sweep": "a worker freeing its host's layers of sessions already archived",
     "lock_job": "a helper (the job row, inside the calling service's transaction)",
     "lock_session_found": "a helper (an outside agent's session found and locked at once)",
     "template_chosen": "a read (the template a run of a request would use)",

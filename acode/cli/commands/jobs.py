@@ -1,4 +1,5 @@
-"""``acode job list|show|follow|cancel``: jobs of the current session, after ``agent --no-wait``."""
+"""``acode job list|show|follow|cancel|resume``: jobs of the current session, after ``agent
+--no-wait``."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from acode.cli.runtime import (
 )
 
 app = typer.Typer(
-    help="List, show, follow and cancel the session's agent jobs.", no_args_is_help=True
+    help="List, show, follow, cancel and resume the session's agent jobs.", no_args_is_help=True
 )
 
 JobArgument = Annotated[
@@ -135,6 +136,34 @@ def cancel(ctx: typer.Context, job: JobArgument, session: SessionOption = None) 
         f"Job {esc(short_id(job_id))}: {esc(said(data['status']))}"
         + (" (stops at its next step)" if data["status"] == "running" else "")
     )
+
+
+@app.command("resume")
+@handles_errors
+def resume(
+    ctx: typer.Context,
+    job: JobArgument,
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Follow the new job.")] = True,
+    interval: IntervalOption = 0.5,
+    session: SessionOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Continue a job that stopped at a limit (its budget, or a loop) with a fresh budget:
+    a new job in the same role, on the same request, shown what the stopped one did."""
+    with runtime(ctx).client(session) as client:
+        stopped = _resolve(client, job)
+        data = client.post(f"/api/jobs/{stopped}/resume/")
+        if not as_json:
+            out().print(
+                f"Job {esc(short_id(data['id']))} resumes job {esc(short_id(stopped))} in role "
+                f"{esc(data['role'])} with a fresh budget."
+            )
+        if wait:
+            data = _follow(client, data, out(), interval)
+    if wait:
+        _finish(data, out(), as_json)
+    elif as_json:
+        emit_json(data)
 
 
 __all__ = ["app"]

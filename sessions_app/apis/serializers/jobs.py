@@ -29,6 +29,11 @@ class JobOutput(serializers.ModelSerializer):
         source="parent_id", allow_null=True, read_only=True,
         help_text="The job that delegated this one (a sub-agent's); null otherwise.",
     )  # fmt: skip
+    resumed_from = serializers.UUIDField(
+        source="resumed_from_id", allow_null=True, read_only=True,
+        help_text="The job that stopped at a limit and this one continues (POST "
+        "/api/jobs/{id}/resume/); null otherwise.",
+    )  # fmt: skip
     escalation = serializers.JSONField(
         read_only=True,
         help_text="A block on its way up the chain: kind (question or failed), from (the "
@@ -68,6 +73,7 @@ class JobOutput(serializers.ModelSerializer):
             "attempts",
             "cancel_requested",
             "parent",
+            "resumed_from",
             "escalation",
             "created_by",
             "created_at",
