@@ -8,11 +8,12 @@ from uuid import UUID
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from acode.errors import AcodeError
+from sessions_app.dashboard.live import back_to
 from sessions_app.permissions import session_for
 from sessions_app.services.consents import tool_consent_answer
 
@@ -36,4 +37,4 @@ def consent_answer(request: HttpRequest, pk: UUID, consent_id: UUID) -> HttpResp
         messages.error(request, error.message, error.code)
     else:
         messages.success(request, "The call was allowed." if allow else "The call was refused.")
-    return HttpResponseRedirect(reverse("dashboard-session", kwargs={"pk": pk}))
+    return back_to(request, reverse("dashboard-session", kwargs={"pk": pk}))

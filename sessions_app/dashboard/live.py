@@ -1,9 +1,12 @@
 """What the live pages share with their websocket consumers (``sessions_app.consumers``):
-the socket paths and the data version that tells whether a rendering is still current."""
+the socket paths and the data version that tells whether a rendering is still current;
+and how a form in a pushed fragment is answered (``back_to``)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
 from roles.registry import current_stamp
 from sessions_app.selectors.sessions import newest_audit_id
@@ -22,3 +25,13 @@ def data_version() -> tuple[int, str]:
     service write appends one in its transaction) and the role registry's stamp (every
     change to role data moves it)."""
     return (newest_audit_id(), current_stamp())
+
+
+def back_to(request: HttpRequest, url: str) -> HttpResponse:
+    """After a form's POST, the page at ``url``, with its messages. A fragment a socket
+    pushed is rendered without a request, so its forms carry no CSRF token: they post
+    through htmx (``hx-post``, whose header carries the page's token) and are answered
+    with a full navigation (``HX-Redirect``); a plain POST gets a redirect."""
+    if request.headers.get("HX-Request") == "true":
+        return HttpResponse(headers={"HX-Redirect": url})
+    return HttpResponseRedirect(url)

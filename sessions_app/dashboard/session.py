@@ -38,7 +38,7 @@ from sessions_app.dashboard.formatting import (
     stamp_of,
 )
 from sessions_app.dashboard.jobs import JobView, session_jobs
-from sessions_app.dashboard.live import session_socket_path
+from sessions_app.dashboard.live import back_to, session_socket_path
 from sessions_app.dashboard.runs.panel import run_panel
 from sessions_app.dashboard.runs.shapes import RunPanel
 from sessions_app.dashboard.search import SearchIndexPanel, search_index_panel
@@ -562,7 +562,7 @@ def session_archiving(request: HttpRequest, pk: UUID) -> HttpResponse:
         messages.error(request, _refusal_text(error), error.code)
     else:
         messages.success(request, RESTORED if restore else ARCHIVED)
-    return HttpResponseRedirect(reverse("dashboard-session", kwargs={"pk": pk}))
+    return back_to(request, reverse("dashboard-session", kwargs={"pk": pk}))
 
 
 @login_required
@@ -577,15 +577,14 @@ def job_resuming(request: HttpRequest, pk: UUID) -> HttpResponse:
         if error.code == "ACODE-API-404":
             raise Http404("No such job, or it is not yours to see.") from None
         messages.error(request, _refusal_text(error), error.code)
-        return HttpResponseRedirect(reverse("dashboard-board"))
-    back = HttpResponseRedirect(reverse("dashboard-session", kwargs={"pk": job.session_id}))
+        return back_to(request, reverse("dashboard-board"))
     try:
         resumed = jobs.job_resume(job=job, user=user)
     except AcodeError as error:
         messages.error(request, _refusal_text(error), error.code)
     else:
         messages.success(request, f"Job {str(resumed.pk)[:8]} resumes it with a fresh budget.")
-    return back
+    return back_to(request, reverse("dashboard-session", kwargs={"pk": job.session_id}))
 
 
 ARCHIVED = "Session archived: its files are freed, and it is read-only until restored."

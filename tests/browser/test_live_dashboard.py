@@ -12,6 +12,7 @@ import functools
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
@@ -321,3 +322,38 @@ def test_running_scripted_job_streams_live(
     session_page.screenshot(path=str(ARTIFACTS / "session-job.png"), full_page=True)
     assert errors == []
     context.close()
+
+
+def test_archiving_shows_live_and_restoring_brings_the_buttons_back(
+    live_server_url: str, browser: Any, django_user_model: Any
+) -> None:
+    base = live_server_url
+    django_user_model.objects.create_user("dev", "d@example.com", "pw-dev-12345")
+    session = session_create(owner=User.objects.get(username="dev"), title="Old work")
+    sid, workspace = str(session.id), Path(session.workspace)
+    pages = []
+    for _ in range(2):  # one page archives; the other, open beside it, follows live
+        context = browser.new_context(viewport={"width": 1366, "height": 800})
+        page = context.new_page()
+        log_in(page, base, "dev", "pw-dev-12345")
+        page.goto(f"{base}/sessions/{sid}/")
+        wait_live(page)
+        pages.append(page)
+    acting, watching = pages
+    assert watching.locator("button[data-transition]").count() > 0
+
+    acting.click("button[data-archive]")
+    acting.locator("[data-archived]").wait_for(timeout=5000)
+    watching.locator("[data-archived]").wait_for(timeout=2000)
+    assert watching.locator("button[data-transition]").count() == 0
+    assert watching.locator("button[data-restore]").count() == 1
+    assert not workspace.exists(), "its checkout is freed"
+    watching.screenshot(path=str(ARTIFACTS / "session-archived.png"), full_page=True)
+
+    watching.click("button[data-restore]")
+    acting.locator("button[data-archive]").wait_for(timeout=2000)
+    assert acting.locator("[data-archived]").count() == 0
+    acting.locator("button[data-transition]").first.wait_for(timeout=2000)
+    assert workspace.is_dir()
+    for page in pages:
+        page.context.close()
