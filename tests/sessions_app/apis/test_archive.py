@@ -221,6 +221,8 @@ def test_a_worker_host_frees_its_layers_of_archived_sessions(post: Archive, user
         (layer / "build").mkdir(parents=True)
     out = io.StringIO()
     call_command("acode_free_layers", stdout=out)
-    assert "Freed the layers of 2 archived session(s)." in out.getvalue()
+    said = out.getvalue()  # (and any layer an earlier test's rolled-back session left)
+    assert f"  {archived.pk}\n" in said and f"  {gone.name}\n" in said
+    assert str(active.pk) not in said
     assert not layers[archived.pk].exists() and not gone.exists()
     assert (layers[active.pk] / "build").is_dir(), "an active session's layer stays"
