@@ -36,6 +36,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from acode.errors import AcodeError
 from sessions_app.containment import (
     ContentStore,
     WorkspaceFS,
@@ -136,19 +137,37 @@ def workspace_restore(session: AgentSession) -> None:
     git_dir = session_git_dir(session) or git_dir_of(session.pk)
     if not session.workspace_managed or path.exists() or not git_dir.is_dir():
         return
-    path.mkdir(parents=True)
-    if session.branch and branch_head(git_dir, session.branch):
-        git_checked(git_dir, "checkout", "--quiet", "--force", session.branch, work_tree=path)
+    # Built beside it and renamed into place: a restore that fails leaves nothing behind
+    # that a second one would take for a checkout never freed.
+    staging = path.with_name(f".{path.name}.restoring-{uuid.uuid4().hex[:8]}")
+    staging.mkdir(parents=True)
+    try:
+        if session.branch and branch_head(git_dir, session.branch):
+            git_checked(
+                git_dir, "checkout", "--quiet", "--force", session.branch, work_tree=staging
+            )
+        _pending_written(session, git_dir, staging)
+        staging.rename(path)
+    except (AcodeError, KeyError, OSError) as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(exc, AcodeError):
+            raise
+        raise AcodeError("ACODE-SES-006", f"Could not restore the workspace: {exc!r}", {}) from exc
+    workspace_prepare(git_dir, path)
+    search_index_queue(path)
+
+
+def _pending_written(session: AgentSession, git_dir: Path, root: Path) -> None:
+    """Every pending change's recorded content (a delete: the file gone) under ``root``."""
     store = ContentStore(git_dir)
-    with WorkspaceFS(path) as fs:
+    with WorkspaceFS(root) as fs:
         for change in session.pending_changes.filter(content_recorded=True):
             if change.kind == ChangeKind.DELETED or not change.content:
                 with contextlib.suppress(FileNotFoundError):
                     fs.delete(change.path)
             else:
-                fs.write_bytes(change.path, store.get(change.content), mode=change.mode & 0o777)
-    workspace_prepare(git_dir, path)
-    search_index_queue(path)
+                mode = 0o755 if change.mode & 0o111 else 0o644
+                fs.write_bytes(change.path, store.get(change.content), mode=mode)
 
 
 def layers_sweep() -> list[str]:

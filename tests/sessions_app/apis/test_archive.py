@@ -19,7 +19,7 @@ from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
 from sessions_app.containment import session_layer_path, workspace_key
-from sessions_app.models import AgentSession, AuditEvent, Job, JobStatus
+from sessions_app.models import AgentSession, AuditEvent, Job, JobStatus, PendingChange
 from sessions_app.services.changes import changes_approve, pending_digest
 from sessions_app.services.jobs import job_create
 from sessions_app.services.search_index import index_dir
@@ -226,3 +226,22 @@ def test_a_worker_host_frees_its_layers_of_archived_sessions(post: Archive, user
     assert str(active.pk) not in said
     assert not layers[archived.pk].exists() and not gone.exists()
     assert (layers[active.pk] / "build").is_dir(), "an active session's layer stays"
+
+
+def test_a_restore_that_fails_leaves_nothing_and_can_be_tried_again(
+    post: Archive, user: User
+) -> None:
+    session = delivered_session(user)
+    workspace = Path(session.workspace)
+    assert post(session.pk, "archive").status_code == 200
+    change = PendingChange.objects.get(session=session, path="src/app.py")
+    blob = change.content
+    PendingChange.objects.filter(pk=change.pk).update(content="0" * 40)  # a lost object
+    failed = post(session.pk, "restore")
+    assert failed.status_code == 500 and failed.json()["code"] == "ACODE-SES-006"
+    assert AgentSession.objects.get(pk=session.pk).status == "archived"
+    assert not workspace.exists(), "no half-made checkout to be taken for a whole one"
+    assert not list(workspace.parent.glob(f".{workspace.name}.restoring-*"))
+    PendingChange.objects.filter(pk=change.pk).update(content=blob)
+    assert post(session.pk, "restore").status_code == 200
+    assert (workspace / "src/app.py").read_text() == "print('hi')\n"
