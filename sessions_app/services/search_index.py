@@ -178,6 +178,8 @@ def search_index_refresh(workspace: Path, paths: Iterable[str], *, locked: bool 
     ``locked``: the caller holds the index's write lock."""
     workspace = Path(workspace)
     wanted = sorted(set(paths))
+    if not workspace.is_dir():  # archived meanwhile (its files freed): nothing to index
+        return 0
     with contextlib.nullcontext() if locked else _writing(workspace):
         index = code_index(workspace)
         if index.progress().state in ("missing", "failed"):
