@@ -21,8 +21,10 @@ from django.contrib.auth.models import User
 from django.db import connection
 from rest_framework.authtoken.models import Token
 
-from sessions_app.models import AgentSession
+from roles.models import Role
+from sessions_app.models import AgentSession, Job
 from sessions_app.services.changes import change_record
+from sessions_app.services.consents import tool_consent_ask
 from sessions_app.services.plans import plan_set
 from sessions_app.services.sessions import session_create
 from sessions_app.services.transitions import session_transition
@@ -357,3 +359,31 @@ def test_archiving_shows_live_and_restoring_brings_the_buttons_back(
     assert workspace.is_dir()
     for page in pages:
         page.context.close()
+
+
+def test_a_consent_is_answered_from_a_page_whose_jobs_panel_was_pushed(
+    live_server_url: str, browser: Any, django_user_model: Any
+) -> None:
+    """A pushed fragment has no CSRF token of its own: its forms post through htmx, whose
+    header carries the page's (a plain form there was refused with 403)."""
+    base = live_server_url
+    dev = django_user_model.objects.create_user("dev", "d@example.com", "pw-dev-12345")
+    session = session_create(owner=dev, title="Clean the build")
+    job = Job.objects.create(session=session, role=Role.objects.get(slug="tester"),
+                             request="t", created_by="dev", status="running")  # fmt: skip
+    consent = tool_consent_ask(
+        session=session, job=job, role="tester", tool="execute_command", target="rm build/x",
+        rule="command_rules[0]: rm", reason="needs a person", arguments={"argv": ["rm", "build/x"]},
+        asked_audit_id=None,
+    )  # fmt: skip
+    context = browser.new_context(viewport={"width": 1366, "height": 800})
+    page = context.new_page()
+    log_in(page, base, "dev", "pw-dev-12345")
+    page.goto(f"{base}/sessions/{session.pk}/")
+    wait_live(page)  # the connect's resync pushed every fragment, the jobs panel too
+    assert page.locator('.consent-form input[name="csrfmiddlewaretoken"]').count() == 0
+    page.click('button[data-answer="allow"]')
+    page.get_by_text("The call was allowed.").wait_for(timeout=5000)
+    consent.refresh_from_db()
+    assert consent.status == "allowed"
+    context.close()
