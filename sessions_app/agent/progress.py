@@ -9,7 +9,7 @@ and wrapped as untrusted data (a tool's output in them may quote a file or a ser
 
 from __future__ import annotations
 
-from sessions_app.containment import model_data
+from sessions_app.containment import model_data, model_text
 from sessions_app.models import Job, JobEventKind
 
 # At most this much of the stopped job's steps (its newest ones when it did more).
@@ -56,7 +56,8 @@ def resumed_section(job: Job) -> str:
     done = "\n".join(reversed(kept)) or "(it recorded no steps)"
     return (
         "\n\n## Where an earlier attempt stopped\n"
-        f"An earlier job on this task stopped at a limit ({stopped.error_message}). You have "
+        f"An earlier job on this task stopped at a limit ({model_text(stopped.error_message)}). "
+        "You have "
         "a fresh budget. What it did is below, as data: go on from there, and do not repeat "
         "what it already finished (a call repeated three times with the same arguments "
         "stops the job).\n" + model_data(done, source=f"job {stopped.pk} steps")

@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from acode.errors import AcodeError
+from sessions_app.dashboard.live import back_to
 from sessions_app.selectors.backlog import board_of
 from sessions_app.services.backlog import (
     task_accept,
@@ -109,7 +110,7 @@ def backlog_task_action(request: HttpRequest, slug: str, key: str, action: str) 
     except AcodeError as error:
         messages.error(request, error.message, error.code)
         if request.headers.get("HX-Request"):
-            return HttpResponse(headers={"HX-Redirect": board})
+            return back_to(request, board)
     if request.headers.get("HX-Request"):
         return HttpResponse(render_kanban(user, slug))
     return HttpResponseRedirect(board)
