@@ -31,7 +31,7 @@ from _report import record
 from _setup import fmt_time
 from _tools import MemoryJournal  # Django first: the tools below reach models
 
-from roles.access import CHANGE_PERMISSIONS, WritePolicy
+from roles.writes import CHANGE_PERMISSIONS, WritePolicy
 from sessions_app.agent.tools import ToolContext, execute_command
 from sessions_app.containment.content import ContentStore
 from sessions_app.containment.gitview import GitSource, git_view

@@ -1,5 +1,5 @@
-"""What a role may do: the one computation of effective permissions and tools, and the one
-rule on what it may write.
+"""What a role may do: the one computation of effective permissions and tools (what it may
+write is ``roles.writes``).
 
 Everything here works on plain, immutable specs (built from the database and the tool
 declarations by ``roles.registry``), so the registry, admin, API, executor, containment
@@ -18,7 +18,7 @@ from typing import Any
 from roles.commands import CommandRule
 from roles.gitpaths import git_path_problem, is_git_path
 from roles.globs import glob_matches
-from roles.tools import ToolDeclaration
+from roles.tools import ToolDeclaration, tool_group_of
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,17 @@ class RoleSpec:
     custom: bool = False  # a user's custom agent: never holds ``CUSTOM_LOCKED`` (issue 41)
     max_sub_agents: int = 4  # delegation (issue 41): sub-agents one job may start
     max_delegation_depth: int = 2  # and how many levels of them below a job
+    allowed_tool_groups: tuple[str, ...] = ()  # the allow-list's groups (``roles.tools``)
+
+    def allow_list(self, tools: Sequence[ToolSpec]) -> frozenset[str] | None:
+        """The tool names the role's allow-list lets through, its groups' members among
+        ``tools`` included; None when it has no allow-list (every tool its permissions
+        unlock)."""
+        if not self.allowed_tools and not self.allowed_tool_groups:
+            return None
+        groups = set(self.allowed_tool_groups)
+        named = {t.name for t in tools if tool_group_of(t.declaration) in groups}
+        return frozenset(self.allowed_tools) | named
 
     def content(self) -> dict[str, Any]:
         """The role's stored content as plain JSON-able data (import/export, snapshots)."""
@@ -118,6 +129,8 @@ class RoleSpec:
             data["reasoning_effort"] = self.reasoning_effort
         if self.custom:  # likewise
             data["custom"] = True
+        if self.allowed_tool_groups:  # likewise
+            data["allowed_tool_groups"] = sorted(self.allowed_tool_groups)
         for name, default in DELEGATION_DEFAULTS.items():  # likewise: only when not default
             if getattr(self, name) != default:
                 data[name] = getattr(self, name)
@@ -197,7 +210,7 @@ def compute_access(
 
     A child never exceeds its parent: permissions are intersected along the parent
     chain and a tool the parent does not get is withheld from the child. The role's
-    allow-list, when set, narrows the result further. A custom agent, and every role
+    allow-list (tools and tool groups), when set, narrows the result further. A custom agent, and every role
     below one, never holds ``CUSTOM_LOCKED``.
     """
     role = roles[slug]
@@ -210,8 +223,8 @@ def compute_access(
         for perm in effective - set(roles[ancestor].permissions):
             limiting_parent.setdefault(perm, ancestor)
         effective &= set(roles[ancestor].permissions)
-    allow = set(role.allowed_tools)
-    ancestor_allow = [(a, set(roles[a].allowed_tools)) for a in chain if roles[a].allowed_tools]
+    allow = role.allow_list(tools)
+    ancestor_allow = [(a, roles[a].allow_list(tools)) for a in chain]
 
     granted: list[ToolDeclaration] = []
     withheld: list[WithheldTool] = []
@@ -236,11 +249,11 @@ def compute_access(
                 + ", ".join(parents)
             )
             missing = inherited_missing
-        elif allow and tool.name not in allow:
+        elif allow is not None and tool.name not in allow:
             reason = "not in the role's tool allow-list"
         else:
             for ancestor, ancestor_list in ancestor_allow:
-                if tool.name not in ancestor_list:
+                if ancestor_list is not None and tool.name not in ancestor_list:
                     reason = f"not in parent role {ancestor}'s tool allow-list"
                     break
         if reason:
@@ -276,125 +289,3 @@ def content_hash(data: Mapping[str, Any]) -> str:
     """A stable SHA-256 of JSON content (sorted keys, no whitespace)."""
     encoded = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
-
-
-# -- what a role may write --------------------------------------------------------------
-# The permission each kind of change needs, whichever way it is made: by a file tool
-# (``write_file`` modifies, ``create_file`` creates, ``delete_file`` deletes) or by a
-# command, whose layer the server applies change by change.
-CHANGE_PERMISSIONS: Mapping[str, str] = {
-    "created": "create_files",
-    "modified": "write_files",
-    "deleted": "delete_files",
-}
-_CHANGE_VERBS = {"created": "create", "modified": "write", "deleted": "delete"}
-# C0 and C1 control characters and DEL: a newline or escape in a file name could forge
-# the lines of a diff shown to a reviewer.
-CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-FILE_NAME_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*$"  # the same rule, for the API schema
-GIT_PATH_REFUSED = "ACODE-CHG-001"
-
-
-@dataclass(frozen=True)
-class WriteRule:
-    """Whether a path may change; ``rule`` names what decided (for the audit)."""
-
-    allowed: bool
-    rule: str
-    reason: str = ""
-    code: str = ""  # the ACODE code of a refusal, when it is not the role's (ROL-003)
-
-
-@dataclass(frozen=True)
-class WritePolicy:
-    """What one role may write: the one write-path rule.
-
-    The executor asks it before a file tool runs, and the server asks it for every entry a
-    command left in its copy-on-write layer, so a path gets the same answer either way.
-    """
-
-    permissions: frozenset[str] = frozenset()
-    write_paths: tuple[str, ...] = ()
-    role_name: str = "this role"
-
-    @property
-    def may_write(self) -> bool:
-        """Whether the role may make any change at all (a command then gets a writable
-        layer; each change it leaves is still checked)."""
-        return not self.permissions.isdisjoint(CHANGE_PERMISSIONS.values())
-
-    def check(self, path: str, *, change: str, kind: str = "file", mode: int = 0o644) -> WriteRule:
-        """May ``path`` (workspace-relative) be ``change``d (created, modified, deleted) to
-        become a ``kind`` with ``mode``?
-
-        Refusal rules, in order: ``git_dir`` (git metadata, anywhere), ``git_path`` (a name
-        git cannot store, ``roles.gitpaths``: ACODE-CHG-001), ``write_permission``
-        (the change's permission, ``CHANGE_PERMISSIONS``), ``file_name`` (not UTF-8, or
-        control characters), ``write_paths`` (outside the role's globs), ``file_kind``
-        (links, devices, FIFOs, sockets: only regular files are kept), ``file_mode``
-        (setuid, setgid or sticky bits).
-        """
-        if is_git_path(path):
-            return WriteRule(False, "git_dir", f"{path!r}: git metadata is never written")
-        if problem := git_path_problem(path):
-            return WriteRule(False, "git_path", problem, GIT_PATH_REFUSED)
-        needed = CHANGE_PERMISSIONS.get(change)
-        if needed is None or needed not in self.permissions:
-            verb = _CHANGE_VERBS.get(change, "write")
-            return WriteRule(
-                False, "write_permission", f"Role {self.role_name} may not {verb} files."
-            )
-        problem = _file_name_problem(path)
-        if problem:
-            return WriteRule(False, "file_name", problem)
-        matched = next((g for g in self.write_paths if path_allowed(path, [g])), None)
-        if self.write_paths and matched is None:
-            return WriteRule(
-                False,
-                "write_paths",
-                f"Role {self.role_name} may write only {', '.join(self.write_paths)}; "
-                f"{path!r} is outside those paths.",
-            )
-        if kind != "file":
-            return WriteRule(
-                False, "file_kind", f"{path!r} is a {kind}: only regular files are kept"
-            )
-        if mode & 0o7000:
-            return WriteRule(
-                False,
-                "file_mode",
-                f"{path!r} has mode {mode:o}: setuid, setgid and sticky bits are refused",
-            )
-        return WriteRule(True, f"write_paths: {matched}" if matched else "write_paths: anywhere")
-
-
-def _file_name_problem(path: str) -> str:
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return "the file name is not valid UTF-8"
-    if CONTROL.search(path):
-        return f"{path!r}: file names with control characters are refused"
-    return ""
-
-
-def path_allowed(relative_path: str, write_paths: Sequence[str]) -> bool:
-    """True when ``relative_path`` (POSIX, inside the workspace) matches a write glob.
-
-    ``**`` matches any number of directories, ``*`` stays within one (``roles.globs``). No
-    globs: anywhere.
-    """
-    if not write_paths:
-        return True
-    return any(glob_matches(glob, relative_path) for glob in write_paths)
-
-
-def glob_problem(glob: str) -> str | None:
-    """Why a write-path glob is unusable, or None."""
-    if not glob.strip():
-        return "empty glob"
-    if glob.startswith("/") or glob.startswith("~"):
-        return f"{glob!r} must be relative to the workspace"
-    if any(part == ".." for part in glob.split("/")):
-        return f"{glob!r} must not contain '..'"
-    return None

@@ -90,7 +90,14 @@ class Role(models.Model):
         Tool,
         related_name="allowing_roles",
         blank=True,
-        help_text="Optional allow-list. Empty: every tool the permissions unlock.",
+        help_text="Optional allow-list, with the tool groups below. Both empty: every tool "
+        "the permissions unlock.",
+    )
+    allowed_tool_groups = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Tool groups (roles.tools.TOOL_GROUPS) the allow-list lets through whole, "
+        "the tools added to a group later included.",
     )
     capabilities = models.JSONField(default=list, blank=True)
     constraints = models.JSONField(default=list, blank=True)

@@ -147,6 +147,7 @@ def read_specs(using: str = "default") -> tuple[list[tuple[int, RoleSpec]], list
                     colour=r.colour,
                     permissions=tuple(sorted(p.code for p in r.permissions.all())),
                     allowed_tools=tuple(sorted(t.name for t in r.allowed_tools.all())),
+                    allowed_tool_groups=tuple(sorted(r.allowed_tool_groups or ())),
                     capabilities=tuple(r.capabilities),
                     constraints=tuple(r.constraints),
                     prompt_key=r.prompt_key,

@@ -12,6 +12,7 @@ from acode.inputs import Query, Text
 from roles import selectors
 from roles.models import RoleDraft, RoleDraftStatus
 from roles.registry import RoleDef, RuleDef, registry
+from roles.tools import TOOL_GROUP_NAMES, tool_group_of
 
 
 class ToolOutput(serializers.Serializer):
@@ -20,6 +21,10 @@ class ToolOutput(serializers.Serializer):
     required_permissions = serializers.ListField(child=serializers.CharField())
     argument_schema = serializers.DictField()
     enabled = serializers.BooleanField()
+    group = serializers.CharField(
+        help_text="The tool group a role's allowed_tool_groups names to let it through "
+        "(empty: none)."
+    )
 
 
 class WithheldToolOutput(serializers.Serializer):
@@ -81,6 +86,10 @@ class RoleOutput(serializers.Serializer):
 
 class RoleDetailOutput(RoleOutput):
     allowed_tools = serializers.ListField(child=serializers.CharField())
+    allowed_tool_groups = serializers.ListField(
+        child=serializers.ChoiceField(choices=list(TOOL_GROUP_NAMES)),
+        help_text="Tool groups the allow-list lets through whole.",
+    )
     write_paths = serializers.ListField(child=serializers.CharField())
     command_patterns = serializers.ListField(child=serializers.JSONField())
     preferred_model = serializers.CharField()
@@ -109,6 +118,7 @@ class RoleDetailOutput(RoleOutput):
         data.update(
             {
                 "allowed_tools": list(spec.allowed_tools),
+                "allowed_tool_groups": list(spec.allowed_tool_groups),
                 "write_paths": list(spec.write_paths),
                 "command_patterns": list(spec.command_patterns),
                 "preferred_model": spec.preferred_model,
@@ -143,6 +153,7 @@ def tool_data(tool: Any) -> dict[str, Any]:
         "required_permissions": list(tool.required_permissions),
         "argument_schema": dict(tool.argument_schema),
         "enabled": tool.enabled,
+        "group": tool_group_of(tool.declaration),
     }
 
 

@@ -32,7 +32,7 @@ class ToolDeclaration:
 
     ``path``: how its ``path`` argument is read ("file"; "directory", where the workspace
     root is allowed; "" for no path). ``writes``: the change it makes at that path, which
-    the write-path rule (``roles.access.WritePolicy``) decides. ``command``: its ``argv``
+    the write-path rule (``roles.writes.WritePolicy``) decides. ``command``: its ``argv``
     is a command, checked against the role's command rules and run in the sandbox;
     ``default_argv`` is run when none is given. ``kind``: which implementation runs it
     ("builtin": the one bound to its name).
@@ -316,6 +316,59 @@ BUILTIN_TOOLS: tuple[ToolDeclaration, ...] = (
         writes="modified",
     ),
 )
+
+
+@dataclass(frozen=True)
+class ToolGroup:
+    """A named set of tools a role's allow-list can name instead of each tool (seed 004's
+    tool groups). Its members are declared here, in code, like the tools themselves: a
+    role's data names a group, never what is in it."""
+
+    name: str
+    description: str
+    members: tuple[str, ...] = ()  # built-in tools
+    mcp: bool = False  # every MCP server's tool (each still needs its server permission)
+
+
+TOOL_GROUPS: tuple[ToolGroup, ...] = (
+    ToolGroup(
+        "file_tools",
+        "Read and search the workspace",
+        (
+            "analyze_diff",
+            "find_references",
+            "grep_search",
+            "list_directory",
+            "read_file",
+            "search_code",
+            "semantic_search",
+        ),
+    ),
+    ToolGroup(
+        "write_tools",
+        "Create, change and delete files",
+        ("create_file", "delete_file", "write_file"),
+    ),
+    ToolGroup(
+        "command_tools", "Run commands and the test command", ("execute_command", "run_tests")
+    ),
+    ToolGroup("spawn_tools", "Delegate sub-tasks and collect them", ("collect", "delegate")),
+    ToolGroup(
+        "workflow_tools",
+        "Reach people and the run: ask a question, give a review verdict, propose backlog tasks",
+        ("ask_human", "propose_backlog", "submit_review"),
+    ),
+    ToolGroup("mcp_tools", "Every approved tool of the MCP servers", mcp=True),
+)
+TOOL_GROUP_NAMES: tuple[str, ...] = tuple(group.name for group in TOOL_GROUPS)
+
+
+def tool_group_of(declaration: ToolDeclaration) -> str:
+    """The group a declared tool belongs to ("" for none)."""
+    for group in TOOL_GROUPS:
+        if (group.mcp and declaration.kind == "mcp") or declaration.name in group.members:
+            return group.name
+    return ""
 
 
 def declared_tools() -> Mapping[str, ToolDeclaration]:

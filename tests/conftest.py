@@ -109,6 +109,14 @@ def api(user: Any) -> APIClient:
     return client
 
 
+@pytest.fixture
+def boss_api(admin_user: Any) -> APIClient:
+    """An API client signed in as the superuser ``boss`` (role writes, admin-only routes)."""
+    client = APIClient()
+    client.force_authenticate(admin_user)
+    return client
+
+
 ON_POSTGRES = settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
 # Tests that hold a row or table lock from a second connection and watch the worker wait
 # for it (pg_stat_activity) make their moments exact with PostgreSQL's row locks; SQLite

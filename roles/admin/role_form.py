@@ -14,6 +14,7 @@ from roles.mcp.tools import argument_limits
 from roles.models import DEFAULT_ROLE_SLUG, ModelEndpoint, Role
 from roles.registry import read_specs
 from roles.services import examples_refusal, prompt_rejection_record
+from roles.tools import TOOL_GROUPS
 from roles.validation import (
     CUSTOM_LOCKED_CODE,
     custom_lock_problems,
@@ -60,6 +61,17 @@ class RoleAdminForm(forms.ModelForm):
         "could not finish (blocked after its attempts) to the next one. Empty: a person "
         "decides. Not the fallback model, which is tried when the model does not answer.",
     )
+    allowed_tool_groups = forms.TypedMultipleChoiceField(
+        required=False,
+        choices=[
+            (g.name, f"{g.name}: {g.description} ({', '.join(g.members) or 'MCP tools'})")
+            for g in TOOL_GROUPS
+        ],
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Groups the allow-list lets through whole, with the allowed tools above "
+        "(tools added to a group later included). Neither set: every tool the permissions "
+        "unlock.",
+    )
     command_patterns = CommandRulesField(
         required=False,
         help_text='Command rules, one per line: a JSON object such as {"program": "python", '
@@ -87,6 +99,7 @@ class RoleAdminForm(forms.ModelForm):
             "parent",
             "permissions",
             "allowed_tools",
+            "allowed_tool_groups",
             "write_paths",
             "command_patterns",
             "examples",
@@ -167,6 +180,7 @@ class RoleAdminForm(forms.ModelForm):
             "slug": slug, "name": data.get("name"), "parent": parent.slug if parent else None,
             "permissions": [p.code for p in data.get("permissions") or []],
             "allowed_tools": [t.name for t in data.get("allowed_tools") or []],
+            "allowed_tool_groups": data.get("allowed_tool_groups") or [],
             "write_paths": data.get("write_paths") or [],
             "command_patterns": data.get("command_patterns") or [],
             "examples": data.get("examples") or [],

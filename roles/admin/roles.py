@@ -71,6 +71,7 @@ class RoleAdmin(ServiceAdmin):
                 "fields": (
                     "permissions",
                     "allowed_tools",
+                    "allowed_tool_groups",
                     "write_paths",
                     "command_patterns",
                     "examples",

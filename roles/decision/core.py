@@ -25,7 +25,8 @@ from typing import Any, Protocol
 
 from jsonschema.exceptions import best_match
 
-from roles.access import RoleAccess, RoleSpec, WritePolicy
+from roles.access import RoleAccess, RoleSpec
+from roles.writes import WritePolicy
 from roles.commands import command_rule_check
 from roles.commands.workspace import WorkspaceFacts
 from roles.decision.arguments import Refused, RuleRefused, check_argv, normalised_path

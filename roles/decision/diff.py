@@ -24,7 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from roles.access import CHANGE_PERMISSIONS, DELEGATION_DEFAULTS, WritePolicy
+from roles.access import DELEGATION_DEFAULTS
+from roles.writes import CHANGE_PERMISSIONS, WritePolicy
 from roles.decision.diff_commands import any_allowed, command_gains
 from roles.decision.diff_limits import (
     limit_key,

@@ -1,7 +1,7 @@
 """Write globs and legacy command patterns as automata: which paths (or joined commands) one
 list of patterns matches that another does not, decided exactly, with the shortest example.
 
-A write glob is the regular language ``roles.access.path_allowed`` matches (``**`` any
+A write glob is the regular language ``roles.writes.path_allowed`` matches (``**`` any
 directories, ``*`` and ``?`` within one); a legacy command pattern is ``fnmatch``'s
 (``*`` anything, ``?`` one character, ``[...]`` a class). Both become finite automata
 (``interegular``: a kept, pure-Python library, about 30 times faster to build automata with

@@ -46,6 +46,7 @@ def document_role(document: Mapping[str, Any], known: Mapping[str, ToolDeclarati
         slug=str(document.get("slug") or ""), name=str(document.get("name") or document.get("slug") or ""),
         description="", colour="", permissions=tuple(document.get("permissions") or ()),
         allowed_tools=tuple(document.get("allowed_tools") or ()), capabilities=(), constraints=(),
+        allowed_tool_groups=tuple(document.get("allowed_tool_groups") or ()),
         prompt_key="", context_strategy="", preferred_model="", fallback_model="", queue="",
         max_llm_calls=int(document.get("max_llm_calls") or 0), max_tokens=int(document.get("max_tokens") or 0),
         timeout_seconds=int(document.get("timeout_seconds") or 0), parent=document.get("parent"),

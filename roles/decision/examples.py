@@ -20,10 +20,10 @@ from roles.access import (
     RoleCycleError,
     RoleSpec,
     ToolSpec,
-    WritePolicy,
     compute_access,
     parent_chain,
 )
+from roles.writes import WritePolicy
 from roles.commands.workspace import KnownWorkspace
 from roles.decision.core import Decision, PolicyRole, decide
 from roles.decision.denial import Route

@@ -66,7 +66,7 @@ def role_draft_route(
 # made before each existed keep their content hash): a diff of contents ignores them unset.
 OPTIONAL_CONTENT: Mapping[str, Any] = {
     "examples": [], "protected": False, "reassign_models": [], "reasoning_effort": "",
-    "custom": False, **DELEGATION_DEFAULTS,
+    "custom": False, "allowed_tool_groups": [], **DELEGATION_DEFAULTS,
 }  # fmt: skip
 
 
@@ -74,7 +74,7 @@ def _normalised(content: Mapping[str, Any]) -> dict[str, Any]:
     """``content`` as ``RoleSpec.content`` gives it (sorted names, optional keys only
     when set), so a diff lists only what really changes."""
     data = dict(content)
-    for key in ("permissions", "allowed_tools"):
+    for key in ("permissions", "allowed_tools", "allowed_tool_groups"):
         data[key] = sorted(data.get(key) or [])
     for key in ("capabilities", "constraints", "write_paths", "command_patterns"):
         data[key] = list(data.get(key) or [])

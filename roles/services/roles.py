@@ -45,6 +45,7 @@ NEW_ROLE: Mapping[str, Any] = {
     "colour": "#64748b",
     "permissions": [],
     "allowed_tools": [],
+    "allowed_tool_groups": [],
     "capabilities": [],
     "constraints": [],
     "context_strategy": ContextStrategy.ADAPTIVE.value,
@@ -285,6 +286,7 @@ def _model_content(
 
 
 _MODEL_LISTS = (
+    "allowed_tool_groups",
     "capabilities",
     "constraints",
     "write_paths",

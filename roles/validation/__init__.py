@@ -1,11 +1,12 @@
 """Checks on role data: the one place admin forms, the API, imports and services ask.
 
-Below the services and the registry: it imports only the models, ``roles.access`` and the
-tool declarations, so every other module of the app can use it without an import cycle.
+Below the services and the registry: it imports only the models, ``roles.access``,
+``roles.writes`` and the tool declarations, so every other module of the app can use it without an import cycle.
 Checks return problems as plain strings (or dangerous-text findings as dicts); callers
 decide whether that is a form error or an ``AcodeError``.
 
-``text``: dangerous prompt text; ``roles``: one role's definition; ``relations``: tools
+``text``: dangerous prompt text; ``roles``: one role's own fields; ``relations``: what a
+role names (permissions, tools, model endpoints, parent, a name another role holds), tools
 named by a document, transition rules, what still uses a role; ``custom``: the lock on
 custom agents.
 """
@@ -14,7 +15,12 @@ from __future__ import annotations
 
 from roles.validation.custom import CUSTOM_LOCKED_CODE, custom_lock_problems
 from roles.validation.relations import (
+    model_name_problems,
+    parent_chain_problems,
     role_delete_refusal,
+    role_name_problems,
+    role_parent_problems,
+    role_reference_problems,
     role_uses,
     tool_name_problems,
     transition_rule_problems,
@@ -26,13 +32,8 @@ from roles.validation.roles import (
     ROLE_LISTS,
     ROLE_PROPERTIES,
     ROLE_SCALARS,
-    model_name_problems,
-    parent_chain_problems,
     role_field_problems,
     role_format_problems,
-    role_name_problems,
-    role_parent_problems,
-    role_reference_problems,
     role_schema,
     role_spec,
     role_text_findings,

@@ -1,18 +1,22 @@
-"""Checks on what links role data: the tools a document names, transition rules, and what
-still uses a role that is to be deleted."""
+"""Checks on what links role data: what a role names (permissions, tools, model endpoints,
+its parent, a name another role holds), the tools a document names, transition rules, and
+what still uses a role that is to be deleted."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from dataclasses import replace
 from typing import Any
 
 from django.db import models
 from django.db.models import ForeignObjectRel, Q
 
 from acode.errors import AcodeError
+from roles.access import RoleCycleError, RoleSpec, parent_chain
 from roles.mcp.tools import mcp_tool_registered
 from roles.models import DEFAULT_ROLE_SLUG, Precondition, Role, TransitionRule
 from roles.tools import declared_tools
+from roles.validation.roles import string_list
 
 
 def tool_name_problems(name: str) -> list[str]:
@@ -115,3 +119,84 @@ def _kind(model: type[models.Model], count: int) -> str:
         return "child role" if count == 1 else "child roles"
     meta = model._meta
     return str(meta.verbose_name if count == 1 else meta.verbose_name_plural)
+
+
+def role_reference_problems(
+    item: Mapping[str, Any],
+    *,
+    known_permissions: Collection[str],
+    known_tools: Collection[str],
+    known_endpoints: Collection[str] | None = None,
+) -> list[str]:
+    """The permissions, tools and (given ``known_endpoints``) model endpoints a role names
+    that do not exist: a preferred or fallback model naming no endpoint would otherwise
+    fail only when a job of the role asks it (ACODE-LLM-001)."""
+    slug = item.get("slug")
+    problems = [
+        f"role {slug}: unknown permission {code!r}"
+        for code in string_list(item.get("permissions"))
+        if code not in known_permissions
+    ]
+    problems += [
+        f"role {slug}: unknown tool {name!r} in allowed_tools"
+        for name in string_list(item.get("allowed_tools"))
+        if name not in known_tools
+    ]
+    if known_endpoints is not None:
+        problems += model_name_problems(item, known_endpoints)
+    return problems
+
+
+def model_name_problems(item: Mapping[str, Any], known_endpoints: Collection[str]) -> list[str]:
+    """A preferred, fallback or reassign model that names no model endpoint (empty: the
+    default)."""
+    problems = []
+    named = [(field, item.get(field)) for field in ("preferred_model", "fallback_model")]
+    named += [("reassign_models", name) for name in string_list(item.get("reassign_models"))]
+    for field, name in named:
+        if isinstance(name, str) and name and name not in known_endpoints:
+            known = ", ".join(sorted(known_endpoints)) or "none yet"
+            problems.append(
+                f"role {item.get('slug')}: {field} {name!r} names no model endpoint (known: "
+                f"{known}); add it first (`acode model add`, or admin's Model endpoints), "
+                "or leave it empty for the default"
+            )
+    return problems
+
+
+def parent_chain_problems(specs: Mapping[str, RoleSpec]) -> list[str]:
+    """Roles whose parent is unknown or whose parent chain loops back on itself.
+
+    A child never gets more than its parent (``roles.access.compute_access``), so the
+    chain must reach a root.
+    """
+    problems: list[str] = []
+    for slug, spec in specs.items():
+        if spec.parent is not None and spec.parent not in specs:
+            problems.append(f"role {slug}: unknown parent {spec.parent!r}")
+            continue
+        try:
+            parent_chain(slug, specs)
+        except (RoleCycleError, KeyError) as exc:
+            problems.append(f"role {slug}: {exc}")
+    return problems
+
+
+def role_name_problems(specs: Mapping[str, RoleSpec]) -> list[str]:
+    """Roles named like another role (lookups by name ignore case, so those clash too)."""
+    problems: list[str] = []
+    holders: dict[str, str] = {}
+    for slug, spec in specs.items():
+        if not spec.name:
+            continue
+        holder = holders.setdefault(spec.name.lower(), slug)
+        if holder != slug:
+            problems.append(f"role {slug}: the name {spec.name!r} is taken by role {holder}")
+    return problems
+
+
+def role_parent_problems(
+    *, slug: str, parent_slug: str | None, specs: Mapping[str, RoleSpec]
+) -> list[str]:
+    """Problems that giving role ``slug`` the parent ``parent_slug`` would make."""
+    return parent_chain_problems({**specs, slug: replace(specs[slug], parent=parent_slug)})

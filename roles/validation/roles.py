@@ -4,8 +4,7 @@ names and parent chain."""
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
-from dataclasses import replace
+from collections.abc import Mapping
 from typing import Any
 
 from jsonschema import ValidationError
@@ -17,12 +16,14 @@ from acode.inputs import (
     json_schema_errors,
     json_schema_problems,
 )
-from roles.access import RoleCycleError, RoleSpec, glob_problem, parent_chain
+from roles.access import RoleSpec
 from roles.commands import COMMAND_RULE_SCHEMA, command_rule_problems
 from roles.commands.examples import EXAMPLE_COMMON
 from roles.models import CUSTOM_MAX_LLM_CALLS, CUSTOM_MAX_SECONDS, ContextStrategy, ReasoningEffort
+from roles.tools import TOOL_GROUP_NAMES
 from roles.validation.custom import CUSTOM_SCHEMA
 from roles.validation.text import text_findings
+from roles.writes import glob_problem
 
 ROLE_FIELDS = tuple(RoleSpec.__dataclass_fields__)
 ROLE_SCALARS: dict[str, type] = {
@@ -47,6 +48,7 @@ ROLE_SCALARS: dict[str, type] = {
 ROLE_LISTS = (
     "permissions",
     "allowed_tools",
+    "allowed_tool_groups",
     "capabilities",
     "constraints",
     "write_paths",
@@ -110,6 +112,13 @@ def role_field_problems(data: Mapping[str, Any]) -> list[str]:
         f"role {slug}: examples: {p}"
         for p in json_schema_problems(ROLE_EXAMPLES_SCHEMA, data.get("examples") or [])
     ]
+    groups = data.get("allowed_tool_groups") or []
+    unknown = [g for g in groups if g not in TOOL_GROUP_NAMES] if isinstance(groups, list) else []
+    if unknown:
+        problems.append(
+            f"role {slug}: allowed_tool_groups: unknown tool group "
+            f"{', '.join(map(repr, unknown))} (known: {', '.join(TOOL_GROUP_NAMES)})"
+        )
     for limit, most in (("max_sub_agents", 50), ("max_delegation_depth", 10)):
         value = data.get(limit)
         if value is not None and (not isinstance(value, int) or not 0 <= value <= most):
@@ -143,6 +152,13 @@ ROLE_PROPERTIES: dict[str, dict[str, Any]] = {
     "colour": {"type": "string", "pattern": _COLOUR.pattern},
     "permissions": {**_NAMES, "description": "Permission codes (unknown ones are 404)."},
     "allowed_tools": {**_NAMES, "description": "Tool names (unknown ones are 404)."},
+    "allowed_tool_groups": {
+        "type": "array",
+        "uniqueItems": True,
+        "items": {"type": "string", "enum": list(TOOL_GROUP_NAMES)},
+        "description": "Tool groups the allow-list lets through whole (GET /api/tools/ says "
+        "each tool's group).",
+    },
     "capabilities": _TEXTS,
     "constraints": _TEXTS,
     "prompt_key": {"type": "string", "minLength": 1, "maxLength": 100},
@@ -283,54 +299,11 @@ def role_format_problems(item: Mapping[str, Any]) -> list[str]:
     return [f"role {slug}: {p}" for p in problems] + role_field_problems(item)
 
 
-def role_reference_problems(
-    item: Mapping[str, Any],
-    *,
-    known_permissions: Collection[str],
-    known_tools: Collection[str],
-    known_endpoints: Collection[str] | None = None,
-) -> list[str]:
-    """The permissions, tools and (given ``known_endpoints``) model endpoints a role names
-    that do not exist: a preferred or fallback model naming no endpoint would otherwise
-    fail only when a job of the role asks it (ACODE-LLM-001)."""
-    slug = item.get("slug")
-    problems = [
-        f"role {slug}: unknown permission {code!r}"
-        for code in _strings(item.get("permissions"))
-        if code not in known_permissions
-    ]
-    problems += [
-        f"role {slug}: unknown tool {name!r} in allowed_tools"
-        for name in _strings(item.get("allowed_tools"))
-        if name not in known_tools
-    ]
-    if known_endpoints is not None:
-        problems += model_name_problems(item, known_endpoints)
-    return problems
-
-
-def model_name_problems(item: Mapping[str, Any], known_endpoints: Collection[str]) -> list[str]:
-    """A preferred, fallback or reassign model that names no model endpoint (empty: the
-    default)."""
-    problems = []
-    named = [(field, item.get(field)) for field in ("preferred_model", "fallback_model")]
-    named += [("reassign_models", name) for name in _strings(item.get("reassign_models"))]
-    for field, name in named:
-        if isinstance(name, str) and name and name not in known_endpoints:
-            known = ", ".join(sorted(known_endpoints)) or "none yet"
-            problems.append(
-                f"role {item.get('slug')}: {field} {name!r} names no model endpoint (known: "
-                f"{known}); add it first (`acode model add`, or admin's Model endpoints), "
-                "or leave it empty for the default"
-            )
-    return problems
-
-
 def role_spec(item: Mapping[str, Any]) -> RoleSpec:
     """A spec of ``item`` good enough to check names and parent chains, even if invalid."""
     parent = item.get("parent")
     fields: dict[str, Any] = {k: kind() for k, kind in ROLE_SCALARS.items()}
-    fields.update({k: tuple(_strings(item.get(k))) for k in ROLE_LISTS})
+    fields.update({k: tuple(string_list(item.get(k))) for k in ROLE_LISTS})
     rules = item.get("command_patterns")
     fields["command_patterns"] = tuple(rules) if isinstance(rules, list) else ()
     examples = item.get("examples")
@@ -346,44 +319,6 @@ def role_spec(item: Mapping[str, Any]) -> RoleSpec:
     return RoleSpec(**fields)
 
 
-def parent_chain_problems(specs: Mapping[str, RoleSpec]) -> list[str]:
-    """Roles whose parent is unknown or whose parent chain loops back on itself.
-
-    A child never gets more than its parent (``roles.access.compute_access``), so the
-    chain must reach a root.
-    """
-    problems: list[str] = []
-    for slug, spec in specs.items():
-        if spec.parent is not None and spec.parent not in specs:
-            problems.append(f"role {slug}: unknown parent {spec.parent!r}")
-            continue
-        try:
-            parent_chain(slug, specs)
-        except (RoleCycleError, KeyError) as exc:
-            problems.append(f"role {slug}: {exc}")
-    return problems
-
-
-def role_name_problems(specs: Mapping[str, RoleSpec]) -> list[str]:
-    """Roles named like another role (lookups by name ignore case, so those clash too)."""
-    problems: list[str] = []
-    holders: dict[str, str] = {}
-    for slug, spec in specs.items():
-        if not spec.name:
-            continue
-        holder = holders.setdefault(spec.name.lower(), slug)
-        if holder != slug:
-            problems.append(f"role {slug}: the name {spec.name!r} is taken by role {holder}")
-    return problems
-
-
-def role_parent_problems(
-    *, slug: str, parent_slug: str | None, specs: Mapping[str, RoleSpec]
-) -> list[str]:
-    """Problems that giving role ``slug`` the parent ``parent_slug`` would make."""
-    return parent_chain_problems({**specs, slug: replace(specs[slug], parent=parent_slug)})
-
-
 def role_text_findings(data: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Dangerous prompt patterns in role text that flows into prompts (constraints etc.)."""
     out: list[dict[str, Any]] = []
@@ -394,7 +329,8 @@ def role_text_findings(data: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _strings(value: Any) -> list[str]:
+def string_list(value: Any) -> list[str]:
+    """``value`` when it is a list of strings, else no strings."""
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return value
     return []

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from roles.access import WritePolicy
+from roles.writes import WritePolicy
 from sessions_app.containment import (
     ApplyJournal,
     LayerLimits,

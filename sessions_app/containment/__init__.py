@@ -20,7 +20,7 @@ list.
 
 from __future__ import annotations
 
-from roles.access import CONTROL, FILE_NAME_PATTERN
+from roles.writes import CONTROL, FILE_NAME_PATTERN
 from sessions_app.containment.applying import ApplyJournal
 from sessions_app.containment.applymoves import apply_resume, staging_leftovers
 from sessions_app.containment.bwrap import GIT_VIEW_CONFIG, SYSTEM_DIRS, SandboxView

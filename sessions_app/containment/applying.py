@@ -2,7 +2,7 @@
 
 ``layer_apply`` takes what ``layerscan`` read from a command's layer and:
 
-1. **decides** every change by the role's write rule (``roles.access.WritePolicy``, the one
+1. **decides** every change by the role's write rule (``roles.writes.WritePolicy``, the one
    the file tools are checked by too); a refused change refuses its ``group`` with it (a
    directory replaced by a file stands or falls with what the replacement deleted), and
    the refusal says which;
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from roles.access import WritePolicy
+from roles.writes import WritePolicy
 from sessions_app.containment.applymoves import STAGING_PREFIX, DirCache, apply_resume
 from sessions_app.containment.layer import remove_tree
 from sessions_app.containment.layerscan import LayerChange, LayerScan

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from roles.access import WritePolicy
+from roles.writes import WritePolicy
 from sessions_app.containment.applying import ApplyJournal, layer_apply
 from sessions_app.containment.layer import Layer
 from sessions_app.containment.layerscan import (

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from roles.access import path_allowed
+from roles.writes import path_allowed
 from sessions_app.containment.safefs import walk_tree
 from sessions_app.containment.secretscan import (
     NO_RULES,

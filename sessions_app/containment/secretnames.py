@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from roles.access import path_allowed
+from roles.writes import path_allowed
 
 _SECRET_NAMES = re.compile(
     r"""^(?:

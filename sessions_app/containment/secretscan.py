@@ -38,7 +38,7 @@ from detect_secrets.plugins.base import BasePlugin
 from detect_secrets.util.code_snippet import get_code_snippet
 
 from acode.patterns import compile_re2
-from roles.access import path_allowed
+from roles.writes import path_allowed
 from sessions_app.containment.secretforms import (
     BASE64_RUN,
     CANDIDATE_FORMS,

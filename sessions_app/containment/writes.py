@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from roles.access import CONTROL
+from roles.writes import CONTROL
 from sessions_app.containment.content import ContentStore
 from sessions_app.containment.nofollow import read_head
 from sessions_app.containment.safefs import Refused, WorkspaceFS

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET
 
 from roles.commands import rule_label
 from roles.registry import RoleDef, registry
+from roles.tools import tool_group_of
 from sessions_app.dashboard.formatting import RoleBadge, badge_of, role_badge
 from sessions_app.dashboard.live import ROLES_SOCKET_PATH
 from sessions_app.services.event_catalog import ROLES_PAGE
@@ -49,6 +50,7 @@ class MatrixRow:
     required: tuple[str, ...]
     enabled: bool
     cells: list[MatrixCell]
+    group: str = ""  # the tool group an allow-list names to let it through
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,14 @@ def tool_matrix(roles: list[RoleDef]) -> list[MatrixRow]:
             else:
                 cells.append(MatrixCell(False, withheld.reason, withheld.missing_permissions))
         rows.append(
-            MatrixRow(tool.name, tool.description, tool.required_permissions, tool.enabled, cells)
+            MatrixRow(
+                tool.name,
+                tool.description,
+                tool.required_permissions,
+                tool.enabled,
+                cells,
+                tool_group_of(tool.declaration),
+            )
         )
     return rows
 

@@ -35,7 +35,7 @@ class SecretRule(models.Model):
 
     def clean(self) -> None:
         from acode.patterns import compile_re2
-        from roles.access import glob_problem
+        from roles.writes import glob_problem
 
         if self.kind == SecretRuleKind.ALLOW_PATH:
             problem = glob_problem(self.value)

@@ -81,13 +81,6 @@ def test_openapi_schema_validates(api: APIClient) -> None:
     assert "/api/roles/{name}/" in schema["paths"]
 
 
-@pytest.fixture
-def boss_api(admin_user: Any) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(admin_user)
-    return client
-
-
 @pytest.mark.django_db
 def test_role_write_needs_model_permission(api: APIClient) -> None:
     response = api.post("/api/roles/", {"slug": "docs", "name": "Docs"}, format="json")

@@ -35,13 +35,6 @@ READS_README = {
 }
 
 
-@pytest.fixture
-def boss_api(admin_user: Any) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(admin_user)
-    return client
-
-
 def _planner_examples() -> list[Any]:
     return list(Role.objects.get(slug="planner").examples)
 

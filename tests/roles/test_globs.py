@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from roles.access import path_allowed
 from roles.decision.diff_paths import fnmatch_regex, glob_regex
+from roles.writes import path_allowed
 
 # Pieces globs are made of: wildcards, separators, and characters that are special to some
 # glob language (brackets, "!", backslashes, braces, extglob and negation marks).

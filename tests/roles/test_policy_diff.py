@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 
-from roles.access import RoleSpec, ToolSpec, WritePolicy, compute_access, role_snapshot
+from roles.access import RoleSpec, ToolSpec, compute_access, role_snapshot
 from roles.commands.workspace import KnownWorkspace
 from roles.decision import HostFacts, RoleView, decide
 from roles.decision.diff import PolicyDiff, policy_diff
 from roles.decision.diff_commands import argv_outcome
 from roles.decision.limits import limits_of
 from roles.tools import ToolDeclaration, declared_tools
+from roles.writes import WritePolicy
 
 ALL = ("read_files", "write_files", "create_files", "delete_files", "execute_commands",
        "network", "read_secrets")  # fmt: skip

@@ -10,9 +10,10 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from roles.access import CHANGE_PERMISSIONS, RoleSpec
+from roles.access import RoleSpec
 from roles.commands.workspace import KnownWorkspace
 from roles.decision import HostFacts, RoleView, decide
+from roles.writes import CHANGE_PERMISSIONS
 from tests.roles.test_policy_diff import ALL, PYTEST, TRACKER, diff, spec, view
 
 GLOBS = ["src/**", "docs/*.md", "**/*.py", "tests/*", "README.md", "*.md", "src/*/x.py"]

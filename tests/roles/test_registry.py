@@ -194,6 +194,7 @@ def _role_form_data(role: Role) -> dict[str, object]:
         "parent": role.parent_id or "",
         "permissions": [str(p.pk) for p in role.permissions.all()] if role.pk else [],
         "allowed_tools": [str(t.pk) for t in role.allowed_tools.all()] if role.pk else [],
+        "allowed_tool_groups": list(role.allowed_tool_groups or []),
         "write_paths": "\n".join(role.write_paths),
         "command_patterns": "\n".join(
             json.dumps(r, sort_keys=True) if isinstance(r, dict) else r

@@ -16,13 +16,6 @@ from tests.factories import make_role
 from tests.sessions_app.jobkit import session_in
 
 
-@pytest.fixture
-def boss_api(admin_user: Any) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(admin_user)
-    return client
-
-
 def _rules() -> set[str]:
     return {str(rule) for rule in TransitionRule.objects.select_related("from_role", "to_role")}
 

@@ -16,7 +16,6 @@ from rest_framework.test import APIClient
 from acode.errors import AcodeError
 from acode.inputs import JSON_VALUE, json_schema_problems
 from acode.yamldoc import integral_numbers
-from roles.access import glob_problem
 from roles.commands import COMMAND_RULE_SCHEMA, command_rule_problems
 from roles.portability.definitions import export_definitions
 from roles.portability.document import DOCUMENT_SCHEMA
@@ -28,6 +27,7 @@ from roles.validation import (
     role_format_problems,
     role_schema,
 )
+from roles.writes import glob_problem
 from sessions_app.services.runs.portability import DOCUMENT_SCHEMA as WORKFLOWS_SCHEMA
 from sessions_app.services.runs.portability import workflows_export
 

@@ -6,13 +6,13 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from acode.errors import AcodeError
-from roles.access import CHANGE_PERMISSIONS, WritePolicy, path_allowed
 from roles.models import Tool
 from roles.portability.definitions import SEED_FILE, export_definitions, import_definitions
 from roles.portability.document import load_yaml
 from roles.registry import registry
 from roles.services import role_write, tool_save
 from roles.tools import BUILTIN_TOOLS, declared_tools
+from roles.writes import CHANGE_PERMISSIONS, WritePolicy, path_allowed
 
 SEED = load_yaml(SEED_FILE.read_text(encoding="utf-8"))
 

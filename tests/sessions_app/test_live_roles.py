@@ -42,13 +42,6 @@ ROLES_CHANGED = (events.ROLES_GROUP, "roles.changed")
 PAGE_WAIT = 10
 
 
-@pytest.fixture
-def boss_api(admin_user: User) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(admin_user)
-    return client
-
-
 # -- publishing -----------------------------------------------------------------------
 def test_a_role_edit_over_the_api_publishes_one_event(
     sent: list[tuple[str, str]], boss_api: APIClient

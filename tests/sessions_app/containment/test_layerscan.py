@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from roles.access import CHANGE_PERMISSIONS, WritePolicy
+from roles.writes import CHANGE_PERMISSIONS, WritePolicy
 from sessions_app.containment import layerscan
 from sessions_app.containment.commandwrites import WriteTarget, command_writes
 from sessions_app.containment.content import ContentStore

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from roles.access import CHANGE_PERMISSIONS, WritePolicy, WriteRule
+from roles.writes import CHANGE_PERMISSIONS, WritePolicy, WriteRule
 from sessions_app.containment.commandwrites import WriteTarget, command_writes
 from sessions_app.containment.content import ContentStore
 from sessions_app.containment.layer import layer_create
