@@ -85,7 +85,10 @@ def test_tool_list_without_a_role_lists_every_tool(cli: RunCli) -> None:
     result = cli("tool", "list")
     assert result.exit_code == 0, result.output
     assert "write_file" in result.stdout and "write_files" in result.stdout
-    assert len(json.loads(cli("tool", "list", "--json").stdout)) >= 10
+    assert "Group" in result.stdout and "write_tools" in result.stdout
+    listed = json.loads(cli("tool", "list", "--json").stdout)
+    assert len(listed) >= 10
+    assert {t["name"]: t["group"] for t in listed}["read_file"] == "file_tools"
 
 
 def test_tool_list_role_and_current_role_conflict(cli: RunCli) -> None:

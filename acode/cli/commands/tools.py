@@ -51,11 +51,18 @@ def list_tools(
                 emit_json(tools)
                 return
             listed = table(
-                "Tool", "Description", "Requires", "Enabled", title="Tools", title_justify="left"
+                "Tool",
+                "Group",
+                "Description",
+                "Requires",
+                "Enabled",
+                title="Tools",
+                title_justify="left",
             )
             for tool in tools:
                 listed.add_row(
                     esc(tool["name"]),
+                    esc(tool.get("group") or "-"),
                     esc(tool["description"]),
                     esc(", ".join(tool["required_permissions"]) or "-"),
                     "yes" if tool["enabled"] else "no",
