@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from roles.commands import CommandRule
-from roles.gitpaths import git_path_problem, is_git_path
-from roles.globs import glob_matches
 from roles.tools import ToolDeclaration, tool_group_of
 
 

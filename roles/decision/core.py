@@ -26,7 +26,6 @@ from typing import Any, Protocol
 from jsonschema.exceptions import best_match
 
 from roles.access import RoleAccess, RoleSpec
-from roles.writes import WritePolicy
 from roles.commands import command_rule_check
 from roles.commands.workspace import WorkspaceFacts
 from roles.decision.arguments import Refused, RuleRefused, check_argv, normalised_path
@@ -34,6 +33,7 @@ from roles.decision.denial import Route, role_denial
 from roles.decision.facts import HostSource, host_facts, sandbox_problem
 from roles.decision.schemas import argument_validator, limit_validator, non_finite, workspace_links
 from roles.tools import ToolDeclaration
+from roles.writes import WritePolicy
 
 DENIED = "ACODE-ROL-003"
 BAD_ARGUMENTS = "ACODE-TOL-001"

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from roles.access import DELEGATION_DEFAULTS
-from roles.writes import CHANGE_PERMISSIONS, WritePolicy
 from roles.decision.diff_commands import any_allowed, command_gains
 from roles.decision.diff_limits import (
     limit_key,
@@ -43,6 +42,7 @@ from roles.decision.diff_role import (
     verified_call,
 )
 from roles.tools import ToolDeclaration, declared_tools
+from roles.writes import CHANGE_PERMISSIONS, WritePolicy
 
 BUDGETS = ("max_llm_calls", "max_tokens", "timeout_seconds", "max_sub_agents",
            "max_delegation_depth")  # fmt: skip

@@ -23,12 +23,12 @@ from roles.access import (
     compute_access,
     parent_chain,
 )
-from roles.writes import WritePolicy
 from roles.commands.workspace import KnownWorkspace
 from roles.decision.core import Decision, PolicyRole, decide
 from roles.decision.denial import Route
 from roles.decision.facts import HostFacts
 from roles.decision.limits import limits_of
+from roles.writes import WritePolicy
 
 EXAMPLE_FAILED = "ACODE-ROL-008"
 

@@ -32,8 +32,8 @@ from referencing.exceptions import NoSuchResource
 
 from acode.patterns import compile_re2, re2_problem
 from acode.yamldoc import integral_numbers
-from roles.writes import glob_problem, path_allowed
 from roles.decision.arguments import Refused, split_path
+from roles.writes import glob_problem, path_allowed
 
 __all__ = [
     "PATH_KEYWORD",
