@@ -37,7 +37,7 @@ from sessions_app.permissions import (
     runs_visible_to,
     sessions_visible_to,
 )
-from sessions_app.services.runs.portability import stage_order_problems
+from sessions_app.services.runs.portability import stage_commands_problems, stage_order_problems
 from sessions_app.services.secrets import secret_rule_delete, secret_rule_save
 from sessions_app.services.sessions import session_update
 from sessions_app.services.workspaces import masked_remote
@@ -254,34 +254,35 @@ class WorkflowStageFormSet(forms.BaseInlineFormSet):
 
     def clean(self) -> None:
         super().clean()
-        stages = []
+        stages, problems = [], []
         for form in self.forms:
             data = getattr(form, "cleaned_data", None)
             if not data or data.get("DELETE") or data.get("position") is None:
                 continue
             role = data.get("role")
-            stages.append((data["position"], data.get("purpose", ""), role.slug if role else None))
+            stage = (data["position"], data.get("purpose", ""), role.slug if role else None)
+            stages.append(stage)
+            problems += stage_commands_problems(*stage, data.get("commands"))
         if not stages:
             return
-        problems = stage_order_problems(stages)
+        problems += stage_order_problems(stages)
         if problems:
             raise ValidationError(problems)
 
 
+class WorkflowStageForm(forms.ModelForm):
+    def clean_commands(self) -> list[Any]:
+        return self.cleaned_data.get("commands") or []  # left empty: a model decides
+
+
 class WorkflowStageInline(admin.TabularInline):
     model = WorkflowStage
+    form = WorkflowStageForm
     formset = WorkflowStageFormSet
     extra = 0
     ordering = ("position",)
-    fields = (
-        "position",
-        "purpose",
-        "role",
-        "max_llm_calls",
-        "max_tokens",
-        "timeout_seconds",
-        "model",
-    )
+    fields = ("position", "purpose", "role", "max_llm_calls", "max_tokens", "timeout_seconds",
+              "model", "commands")  # fmt: skip
 
 
 @admin.register(WorkflowTemplate)

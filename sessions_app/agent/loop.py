@@ -4,7 +4,8 @@ Compose the role prompt, build the role's context, offer the model only the role
 effective tools, run each tool call through the executor, feed results back, and stop
 on a final answer, a budget (LLM calls, tokens, wall time), a loop (the same call three
 times), a cancel, or the session leaving the role. A Planner-like role's final answer
-(``answer_sets_plan``) becomes the session plan.
+(``answer_sets_plan``) becomes the session plan. A job with commands (a test stage's, the
+host-validation lane) asks no model: its commands are its calls (``_run_commands``).
 
 One story, read top to bottom: the loop's state and how it stops (``LoopState``,
 ``Stop``), preparing a job, each turn with the model (the endpoints tried in order, usage
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 import threading
 import time
 from collections import Counter
@@ -30,13 +32,13 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from acode.errors import AcodeError
-from acode.llm import Completion, EndpointUnavailable, Provider, provider_for
+from acode.llm import Completion, EndpointUnavailable, Provider, ToolCall, provider_for
 from acode.logs import bind_log_context, restore_log_context
 from acode.metrics import observe_llm_call
 from roles.registry import RoleDef, registry
 from roles.selectors import endpoint_for
 from sessions_app.agent.context import build_context, role_gains
-from sessions_app.agent.executor import tool_execute
+from sessions_app.agent.executor import ToolOutcome, tool_execute
 from sessions_app.agent.mcp.tool import mcp_servers_close
 from sessions_app.agent.plans import PLAN_ANSWER_SCHEMA, plan_from_answer
 from sessions_app.agent.progress import resumed_section
@@ -167,9 +169,12 @@ def run_job(
 
 
 def _loop(job: Job, provider_override: Provider | None) -> None:
-    run = _prepare(job)
+    run = _commands_state(job) if job.commands else _prepare(job)
     try:
-        _steps(job, run, provider_override)
+        if job.commands:
+            _run_commands(job, run)
+        else:
+            _steps(job, run, provider_override)
     except Stop as stop:  # a job that fails after a refusal says what would have worked
         if run.suggestion and stop.status != JobStatus.SUCCEEDED:
             stop.message += f" After a refused tool: {run.suggestion}"
@@ -211,6 +216,44 @@ def _steps(job: Job, run: LoopState, provider_override: Provider | None) -> None
                 return
         now = pending_snapshot(run.session)
         run.tool_ctx.pending_diffs, run.tool_ctx.review.current = now.diffs, now.digest
+
+
+def _run_commands(job: Job, run: LoopState) -> None:
+    """A job with commands (``Job.commands``: a test stage's) runs them instead of asking a
+    model: each one a ``run_tests`` call through the executor, which decides and audits it
+    as any call, in order, stopping at the first that does not pass, so the stage's
+    evidence (the last command's) says how the checks ended. A refused command fails the
+    job: the stage's role or its rules do not fit its commands, and no retry changes that."""
+    said = []
+    for index, argv in enumerate(job.commands, start=1):
+        _guard(run)
+        _check_budgets(job, run.role, run.deadline)  # its wall time, between commands
+        arguments = {"argv": [str(part) for part in argv]}
+        call = ToolCall(f"command-{index}", "run_tests", json.dumps(arguments), arguments)
+        outcome = _run_tool_call(run, call)
+        shown = shlex.join(arguments["argv"])
+        if outcome.status == "denied":
+            raise Stop(
+                JobStatus.FAILED,
+                outcome.code or "ACODE-ROL-003",
+                f"The stage's command {shown} was refused: {outcome.reason}",
+            )
+        ended = outcome.summary or outcome.status
+        said.append(f"{shown}: {ended}")
+        if outcome.status != "ok" or ended.strip() != "exit 0":
+            break
+    job_finish(job, JobStatus.SUCCEEDED, result="\n".join(said))
+
+
+def _commands_state(job: Job) -> LoopState:
+    """What a job with commands works with: its tools' context and its time, no model."""
+    session: AgentSession = job.session
+    role = registry.get(job.role.slug)
+    return LoopState(
+        job=job, session=session, role=role, endpoints=[], tools=[], messages=[],
+        tool_ctx=tool_context(job, session, [], pending_snapshot(session)),
+        deadline=time.monotonic() + _limit(role.spec.timeout_seconds, job.limit_seconds),
+    )  # fmt: skip
 
 
 def _prepare(job: Job) -> LoopState:
@@ -461,7 +504,7 @@ def no_model_message(endpoints: list[Any], failures: list[str]) -> str:
     )
 
 
-def _run_tool_call(run: LoopState, call: Any) -> None:
+def _run_tool_call(run: LoopState, call: Any) -> ToolOutcome:
     """One tool call through the executor (which re-checks and audits it); stop on a loop."""
     job = run.job
     arguments = (
@@ -507,6 +550,7 @@ def _run_tool_call(run: LoopState, call: Any) -> None:
         }
         job_event(job, JobEventKind.TOOL_RESULT, data)
     run.messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome.for_model()})
+    return outcome
 
 
 def _limit(own: int, cap: int | None) -> int:

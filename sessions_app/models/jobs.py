@@ -91,6 +91,13 @@ class Job(models.Model):
         help_text="The job that stopped at a limit and this one continues with a fresh "
         "budget (services.jobs.job_resume); empty: started otherwise.",
     )
+    commands = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Commands (argument lists) the job runs in order instead of asking a model: "
+        "a test stage's (WorkflowStage.commands), copied when it started. Empty: a model "
+        "decides.",
+    )
     collected = models.BooleanField(default=False, help_text="Its parent collected its result.")
     escalation = models.JSONField(
         default=dict,

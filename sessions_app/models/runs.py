@@ -112,6 +112,15 @@ class WorkflowStage(models.Model):
         help_text="Model endpoint for this stage's jobs (empty: the role's). A review routed "
         "to a different endpoint than the Coder's is 'a different engineer reviews'.",
     )
+    commands = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Test stages only: commands, each a JSON list of arguments such as "
+        '["python", "manage.py", "migrate", "--check"], that the stage\'s job runs in order '
+        "without a model, stopping at the first that does not pass; its role's command rules "
+        "still decide each one. Seed 002's host-validation lane: give the stage a role whose "
+        "queue only the workers on hosts with the services consume.",
+    )
 
     class Meta:
         ordering = ["template_id", "position"]

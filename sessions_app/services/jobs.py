@@ -183,9 +183,11 @@ def job_create(
     run_stage: RunStage | None = None,
     limits: JobLimits | None = None,
     resumed_from: Job | None = None,
+    commands: list[list[str]] | None = None,
 ) -> Job:
     """Queue a job in the session's current role, pinned to that role's version
-    (``resumed_from``: the job it continues, which must have been in that role).
+    (``resumed_from``: the job it continues, which must have been in that role;
+    ``commands``: a test stage's, which the job runs instead of asking a model).
 
     While a run is in progress only the run queues jobs (``run_stage``), with its
     stage's share of the run's budget and model (``limits``): ``permissions.action_refusal``."""
@@ -214,6 +216,7 @@ def job_create(
             limit_seconds=limits.seconds,
             model_override=limits.model,
             resumed_from=resumed_from,
+            commands=commands or [],
         )
         queued = {"status": JobStatus.QUEUED, "role": role.slug, "queue": role.spec.queue}
         if resumed_from is not None:

@@ -36,6 +36,7 @@ from sessions_app.models import (
     Run,
     RunStage,
     RunStatus,
+    WorkflowStage,
 )
 from sessions_app.services.runs import run_start
 from sessions_app.services.sessions import session_create
@@ -299,3 +300,44 @@ def test_a_late_redelivery_of_a_finished_job_changes_nothing(
     time.sleep(2)  # the redelivered task goes on to run_after_job: let it end
     assert seen() == before
     assert_ran_once_each(run, killed=None)
+
+
+def test_a_test_stages_checks_wait_for_and_run_on_the_host_validation_lanes_worker(
+    user: User, run_queue: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """Seed 002's host-validation lane: the Tester's stage runs the template's commands,
+    on a queue only a worker on a host with the services consumes. Until one starts, the
+    run waits at that stage, its job saying no worker consumes the queue; then that worker
+    runs the checks (no model) and the run ends as any run."""
+    lane = f"{run_queue}-host"
+    role_write(data={"queue": lane}, create=False, slug="tester", actor="test")
+    stage = WorkflowStage.objects.get(template__slug="medium", purpose="test")
+    stage.commands = [["python", "-m", "pytest", "-q", "test_greet.py"]]
+    stage.save(update_fields=["commands"])
+    scripted_model("planner", [[{"content": PLAN_ONE_STEP}]])
+    test = "from greet import greet\n\n\ndef test_greet():\n    assert greet() == 'hi'\n"
+    scripted_model("coder", [calls(("create_file", {"path": "greet.py", "content": FIRST}),
+                                   ("create_file", {"path": "test_greet.py", "content": test}))])  # fmt: skip
+    scripted_model("reviewer", [review("approve", "looks right")])
+    workers.append(Worker(run_queue, tmp_path / "agents.log", beat=True))
+    run = start_run(user)
+
+    checks = stage_job(run, "test", (JobStatus.QUEUED,), 60)
+    deadline = time.monotonic() + 30
+    while not checks.events.filter(data__warning="no_consumer", data__queue=lane).exists():
+        assert time.monotonic() < deadline, list(checks.events.values_list("kind", "data"))
+        time.sleep(0.2)
+    time.sleep(2)
+    run.refresh_from_db()
+    checks.refresh_from_db()
+    assert run.status == RunStatus.RUNNING and checks.status == JobStatus.QUEUED
+
+    workers.append(Worker(lane, tmp_path / "host.log"))
+    run = wait_run(run, 120)
+    assert run.status == RunStatus.SUCCEEDED, (run.error_code, run.message)
+    assert history(run) == EXPECTED_HISTORY
+    checks.refresh_from_db()
+    assert checks.llm_calls == 0 and checks.result == "python -m pytest -q test_greet.py: exit 0"
+    started = checks.events.filter(data__status=JobStatus.RUNNING).get()
+    assert started.data["queue"] == lane
+    assert run.stages.get(purpose="test").evidence["result"] == "passed"

@@ -22,6 +22,24 @@ from acode.cli.runtime import (
 app = typer.Typer(help="Tools and which roles may use them.", no_args_is_help=True)
 
 
+def _every_tool(tools: list[dict[str, Any]], *, as_json: bool) -> None:
+    """Every tool, with its group and what it needs."""
+    if as_json:
+        emit_json(tools)
+        return
+    listed = table("Tool", "Group", "Description", "Requires", "Enabled", title="Tools",
+                   title_justify="left")  # fmt: skip
+    for tool in tools:
+        listed.add_row(
+            esc(tool["name"]),
+            esc(tool.get("group") or "-"),
+            esc(tool["description"]),
+            esc(", ".join(tool["required_permissions"]) or "-"),
+            "yes" if tool["enabled"] else "no",
+        )
+    out().print(listed)
+
+
 @app.command("list")
 @handles_errors
 def list_tools(
@@ -46,28 +64,7 @@ def list_tools(
             sid = selected_session_id(client)
             role = client.get(f"/api/sessions/{sid}/")["current_role"]["slug"]
         if not role:
-            tools = client.get("/api/tools/")
-            if as_json:
-                emit_json(tools)
-                return
-            listed = table(
-                "Tool",
-                "Group",
-                "Description",
-                "Requires",
-                "Enabled",
-                title="Tools",
-                title_justify="left",
-            )
-            for tool in tools:
-                listed.add_row(
-                    esc(tool["name"]),
-                    esc(tool.get("group") or "-"),
-                    esc(tool["description"]),
-                    esc(", ".join(tool["required_permissions"]) or "-"),
-                    "yes" if tool["enabled"] else "no",
-                )
-            out().print(listed)
+            _every_tool(client.get("/api/tools/"), as_json=as_json)
             return
         data = client.get(f"/api/roles/{role}/")
     available, withheld = data["available_tools"], data["withheld_tools"]

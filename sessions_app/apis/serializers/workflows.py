@@ -25,6 +25,11 @@ class WorkflowStageOutput(serializers.Serializer):
     max_tokens = serializers.IntegerField(help_text="0: the role's own limit.")
     timeout_seconds = serializers.IntegerField(help_text="0: the role's own limit.")
     model = serializers.CharField(help_text="Model endpoint override; empty: the role's.")
+    commands = serializers.ListField(
+        child=serializers.ListField(child=serializers.CharField()),
+        help_text="Test stages: argument lists the stage's job runs in order without a model "
+        "(the host-validation lane); empty: a model decides.",
+    )
 
     @extend_schema_field(NULLABLE_TEXT)
     def get_role(self, obj: WorkflowStage) -> str | None:

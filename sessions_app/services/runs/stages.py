@@ -28,6 +28,7 @@ import fnmatch
 import hashlib
 import json
 import re
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -190,8 +191,13 @@ def stage_start(
             session=session, number=plan_step.number, status="in_progress",
             actor=ORCHESTRATOR, run_id=run.pk,
         )  # fmt: skip
-    request = stage_request(run, session, stage, plan_step, note=note)
-    _stage_job(run, session, stage, request, limits)
+    commands = list(template_stage.commands or [])
+    if commands:  # no model: the job runs them (the host-validation lane)
+        request = "Run the test stage's commands in order, stopping at the first that does "
+        request += "not pass:\n" + "\n".join(f"- {shlex.join(argv)}" for argv in commands)
+    else:
+        request = stage_request(run, session, stage, plan_step, note=note)
+    _stage_job(run, session, stage, request, limits, commands=commands)
     return stage
 
 
@@ -248,10 +254,18 @@ def _ref(stage: RunStage) -> dict[str, Any]:
     return {"run": str(stage.run_id), "seq": stage.seq}
 
 
-def _stage_job(run: Run, session: AgentSession, stage: RunStage, request: str, limits: Any) -> None:
+def _stage_job(
+    run: Run,
+    session: AgentSession,
+    stage: RunStage,
+    request: str,
+    limits: Any,
+    commands: list[list[str]] | None = None,
+) -> None:
     job = job_create(
-        session=session, request=request, actor=ORCHESTRATOR, run_stage=stage, limits=limits
-    )
+        session=session, request=request, actor=ORCHESTRATOR, run_stage=stage, limits=limits,
+        commands=commands,
+    )  # fmt: skip
     stage.job = job
     stage.save(update_fields=["job"])
 

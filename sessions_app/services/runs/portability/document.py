@@ -13,10 +13,13 @@ service, so each role stage must be reachable from the one before it.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from acode.inputs import NOT_WHITESPACE
+from acode.errors import AcodeError
+from acode.inputs import NO_NUL, NOT_WHITESPACE, json_schema_problems
+from roles.decision.diff_commands import argv_outcome
 from roles.models import DEFAULT_ROLE_SLUG, ModelEndpoint, Role
 from roles.portability.document import load_yaml
 from roles.registry import registry
@@ -45,6 +48,17 @@ TEMPLATE_INTS = {
 # What a template gets for a number the document leaves out (the model's defaults).
 TEMPLATE_DEFAULTS = {key: getattr(WorkflowTemplate(), key) for key in TEMPLATE_INTS}
 STAGE_INTS = {"max_llm_calls": INT, "max_tokens": INT, "timeout_seconds": INT}
+# A test stage's commands (``WorkflowStage.commands``): argument lists its job runs in order.
+COMMANDS_SCHEMA: dict[str, Any] = {
+    "type": "array",
+    "maxItems": 20,
+    "items": {
+        "type": "array",
+        "minItems": 1,
+        "maxItems": 64,
+        "items": {"type": "string", "minLength": 1, "maxLength": 2000, "pattern": NO_NUL},
+    },
+}
 COUNTING_KINDS = (SignalKind.PLAN_STEPS, SignalKind.FAILED_RUNS)
 BARE_KINDS = (SignalKind.UNATTENDED,)  # neither patterns nor a threshold
 
@@ -98,6 +112,7 @@ DOCUMENT_SCHEMA: dict[str, Any] = _object(
                                 "purpose": {"type": "string", "enum": list(StagePurpose.values)},
                                 "role": _NULLABLE_TEXT,
                                 "model": {**_NULLABLE_TEXT, "maxLength": 100},
+                                "commands": COMMANDS_SCHEMA,
                                 **_ints(STAGE_INTS),
                             },
                         ),
@@ -178,6 +193,8 @@ def workflows_export() -> dict[str, Any]:
                         "role": stage.role.slug if stage.role is not None else None,
                         **{key: getattr(stage, key) for key in STAGE_INTS},
                         "model": stage.model,
+                        # named only when set, so documents from before stay as they were
+                        **({"commands": stage.commands} if stage.commands else {}),
                     }
                     for stage in sorted(template.stages.all(), key=lambda s: s.position)
                 ],
@@ -251,6 +268,34 @@ def stage_order_problems(stages: Sequence[tuple[int, str, str | None]]) -> list[
     return problems
 
 
+def stage_commands_problems(
+    position: int, purpose: str, role: str | None, commands: Any
+) -> list[str]:
+    """What keeps a stage from running its commands: only a test stage runs them, each an
+    argument list (``COMMANDS_SCHEMA``), and each one its role lets it run, through its
+    run_tests tool and command rules (one that asks a person first is allowed: the job
+    waits for the consent). The executor decides each call again when it runs."""
+    if not commands:
+        return []
+    at = f"stage {position}"
+    if purpose != StagePurpose.TEST:
+        return [f"{at}: only a test stage runs commands (this one is a {purpose} stage)"]
+    shape = json_schema_problems(COMMANDS_SCHEMA, commands)
+    if shape or role is None:  # no role: stage_order_problems says so
+        return [f"{at}: commands: {problem}" for problem in shape]
+    try:
+        found = registry.get(role)
+    except AcodeError:
+        return []  # an unknown role is said where the stage names it
+    if not found.access.allows("run_tests"):
+        return [f"{at}: role {role} lacks the run_tests tool its commands run through"]
+    return [
+        f"{at}: role {role}'s command rules refuse {shlex.join(argv)}"
+        for argv in commands
+        if argv_outcome(argv, found.spec.command_patterns) == "deny"
+    ]
+
+
 def _duplicates(values: list[str], what: str) -> list[str]:
     return [
         f"{what} {value!r} appears twice"
@@ -270,6 +315,14 @@ def _stage_problems(stages: list[dict[str, Any]], where: str) -> list[str]:
             problems.append(f"{at}: unknown role {role!r}; known roles: {', '.join(sorted(roles))}")
         if model and model not in endpoints:
             problems.append(f"{at}: unknown model endpoint {model!r}")
+        if not role or role in roles:
+            position = stage.get("position", index)
+            problems += [
+                f"{where}: {p}"
+                for p in stage_commands_problems(
+                    position, stage["purpose"], role, stage.get("commands")
+                )
+            ]
     if problems:
         return problems
     order = [

@@ -133,6 +133,7 @@ def _write_templates(templates: list[dict[str, Any]], summary: WorkflowImportSum
                 purpose=stage["purpose"],
                 role=roles[stage["role"]] if stage.get("role") else None,
                 model=stage.get("model") or "",
+                commands=stage.get("commands") or [],
                 **{key: stage.get(key, 0) for key in STAGE_INTS},
             )
             summary.stages += 1
