@@ -56,7 +56,7 @@ def _tester_jobs(run: Any) -> list[Job]:
 
 
 def test_the_checks_run_without_a_model_on_the_roles_queue_and_failing_ones_go_back_to_the_coder(
-    user: User,
+    user: User, client: Any
 ) -> None:
     role_write(data={"queue": "host-validation"}, create=False, slug="tester", actor="test")
     _checks(PYTEST, PYTEST_K)
@@ -85,6 +85,9 @@ def test_the_checks_run_without_a_model_on_the_roles_queue_and_failing_ones_go_b
     # each check was decided and audited as any call, before it ran
     decided = AuditEvent.objects.filter(actor=f"job:{str(passed.pk)[:8]}", role="tester")
     assert decided.filter(details__tool="run_tests").count() >= 2
+    client.force_login(user)
+    page = client.get(f"/sessions/{run.session_id}/").content.decode()
+    assert "python -m pytest -q test_greet.py: exit 1" in page  # the failed check's job
     retry = Job.objects.filter(run_stage__run=run, role__slug="coder").order_by("created_at")
     assert "tests failed (exit 1)" in str(getattr(retry.last(), "request", ""))
 
