@@ -148,3 +148,11 @@ def test_admin_offers_groups_with_their_tools_and_saves_them(admin_client_logged
     form["allowed_tool_groups"] = ["no_such_group"]
     refused = admin_client_logged_in.post(f"/admin/roles/role/{reader.pk}/change/", form)
     assert refused.status_code == 200 and "no_such_group" in refused.content.decode()
+
+
+@pytest.mark.django_db
+def test_the_dashboards_tool_matrix_names_each_tools_group(client: Any, user: Any) -> None:
+    client.force_login(user)
+    page = client.get("/roles/").content.decode()
+    assert "in <code>file_tools</code> · needs" in page
+    assert "in <code>spawn_tools</code>" in page
