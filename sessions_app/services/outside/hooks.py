@@ -96,7 +96,7 @@ def hook_event(
         machine=machine[:200], repository=repository[:500],
     ) as session:  # fmt: skip
         if session.status == SessionStatus.ARCHIVED:
-            return _archived(name, event, session)
+            return _archived(name, event, session, token)
         transaction.on_commit(
             lambda: publish_session_event(session.pk, EventKind.OUTSIDE_EVENT, within=PUSH_WITHIN)
         )
@@ -112,16 +112,26 @@ def hook_event(
     return _answer(name, session, _held(session, event, decision, audited))
 
 
-def _archived(name: str, event: dict[str, Any], session: AgentSession) -> HookAnswer:
-    """An archived session is read-only: nothing is recorded, and a call is denied until a
-    person restores it (the same refusal as every other change, ACODE-SES-007)."""
+def _archived(
+    name: str, event: dict[str, Any], session: AgentSession, token: HookToken
+) -> HookAnswer:
+    """An archived session is read-only: a call is denied until a person restores it (the
+    same refusal as every other change, ACODE-SES-007), and the denial is in its audit
+    chain like any (an agent that keeps trying shows); other events are not recorded."""
     if name in OUTCOME_EVENTS or (name not in DECIDED_EVENTS and "tool_name" not in event):
         return HookAnswer(name, str(session.pk))
     reason = (
         f"acode: session {session.pk} is archived, so it is read-only. A person restores it "
         f"(acode session restore {session.pk}, or Restore on its page) to go on (ACODE-SES-007)."
     )
-    return HookAnswer(name, str(session.pk), "deny", "", reason)
+    audit_record(
+        event_type=AuditEventType.TOOL_DENIED, actor=session.owner.get_username(),
+        session=session, role=current_role_of(session).slug,
+        target=redact_text(str(event.get("tool_name", "")))[:1000], result="ACODE-SES-007",
+        details={**_details(event, token), "phase": "decision", "rule": "session archived",
+                 "reason": reason},
+    )  # fmt: skip
+    return HookAnswer(name, str(session.pk), "deny", "session archived", reason)
 
 
 def _answer(name: str, session: AgentSession, decision: OutsideDecision) -> HookAnswer:

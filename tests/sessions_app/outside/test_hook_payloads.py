@@ -321,7 +321,7 @@ def test_the_board_shows_an_outside_sessions_agent_kind(
     assert page.count("data-agent=") == 1  # acode's own sessions carry no agent badge
 
 
-def test_an_archived_outside_session_denies_calls_and_records_nothing_until_restored(
+def test_an_archived_outside_session_denies_calls_and_audits_the_denials_until_restored(
     hooks: APIClient, root: Path, user: Any
 ) -> None:
     read = pre(root, "Read", {"file_path": str(root / "src/app.py")})
@@ -334,6 +334,11 @@ def test_an_archived_outside_session_denies_calls_and_records_nothing_until_rest
     assert outcome == "deny" and "archived" in reason and "ACODE-SES-007" in reason
     done = {**read, "hook_event_name": "PostToolUse", "tool_response": {"ok": True}}
     assert hooks.post(URL, done, format="json").status_code == 200
-    assert AuditEvent.objects.filter(session=session).count() == rows, "nothing recorded"
+    after = AuditEvent.objects.filter(session=session).order_by("seq")
+    assert after.count() == rows + 1, "the denial only; not the outcome"
+    denied = after.last()
+    assert denied is not None and denied.event_type == "ToolDenied"
+    assert (denied.result, denied.details["rule"], denied.target) == (
+        "ACODE-SES-007", "session archived", "Read")  # fmt: skip
     session_restore(session=session, user=user)
     assert decision(hooks.post(URL, read, format="json"))[0] == "allow"
