@@ -41,6 +41,17 @@ MODELS_AND_BUDGETS = (
 )
 
 
+# What a role may do: fields of the form, one section of the admin page.
+WHAT_IT_MAY_DO = (
+    "permissions",
+    "allowed_tools",
+    "allowed_tool_groups",
+    "write_paths",
+    "command_patterns",
+    "examples",
+)
+
+
 # What the custom-agent lock reads of a form (roles.validation.custom_lock_problems).
 LOCKED_FIELDS = ("slug", "permissions", "max_llm_calls", "timeout_seconds")
 
@@ -97,12 +108,7 @@ class RoleAdminForm(forms.ModelForm):
             "description",
             "colour",
             "parent",
-            "permissions",
-            "allowed_tools",
-            "allowed_tool_groups",
-            "write_paths",
-            "command_patterns",
-            "examples",
+            *WHAT_IT_MAY_DO,
             "capabilities",
             "constraints",
             "prompt_key",

@@ -16,7 +16,7 @@ from acode.errors import AcodeError
 from roles.admin.base import ServiceAdmin
 from roles.admin.drafts import draft_admin_url
 from roles.admin.preview import preview_view
-from roles.admin.role_form import MODELS_AND_BUDGETS, RoleAdminForm
+from roles.admin.role_form import MODELS_AND_BUDGETS, WHAT_IT_MAY_DO, RoleAdminForm
 from roles.models import DEFAULT_ROLE_SLUG, Role, RoleVersion
 from roles.registry import registry
 from roles.selectors import role_drafts
@@ -67,17 +67,7 @@ class RoleAdmin(ServiceAdmin):
         ("Custom agent", {"fields": ("made_by",)}),
         (
             "What it may do",
-            {
-                "fields": (
-                    "permissions",
-                    "allowed_tools",
-                    "allowed_tool_groups",
-                    "write_paths",
-                    "command_patterns",
-                    "examples",
-                    "access_table",
-                )
-            },
+            {"fields": (*WHAT_IT_MAY_DO, "access_table")},
         ),
         (
             "Behaviour",
