@@ -49,6 +49,12 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     *[(TRACKER.name, {"project": p}) for p in ("acode", "docs", "other", "acode-long")],
 ]
 PERMISSIONS = [*ALL, "mcp-tracker"]
+# An allow-list: none (every tool the permissions unlock), or groups and tools (issue: tool
+# groups), so a group's members gained or lost are found like any tool.
+GROUPS = st.lists(st.sampled_from(["file_tools", "write_tools", "command_tools", "mcp_tools"]),
+                  unique=True, max_size=2)  # fmt: skip
+NAMED = st.lists(st.sampled_from(["read_file", "write_file", "execute_command"]), unique=True,
+                 max_size=1)  # fmt: skip
 
 
 @st.composite
@@ -60,11 +66,14 @@ def versions(draw: st.DrawFn) -> tuple[list[RoleSpec], dict[str, Any]]:
         "write_paths": tuple(draw(st.lists(st.sampled_from(GLOBS), unique=True, max_size=3))),
         "command_patterns": tuple(draw(st.lists(st.sampled_from(RULES), max_size=3))),
         "parent": "base" if parent else None,
+        "allowed_tool_groups": tuple(draw(GROUPS)),
+        "allowed_tools": tuple(draw(NAMED)),
     }
     specs = [spec(**fields)]
     if parent:
         held = draw(st.lists(st.sampled_from(PERMISSIONS), unique=True))
-        specs.append(spec("base", held, write_paths=(), command_patterns=()))
+        specs.append(spec("base", held, write_paths=(), command_patterns=(),
+                          allowed_tool_groups=tuple(draw(GROUPS))))  # fmt: skip
     limit = draw(st.sampled_from([None, *LIMITS]))
     limits = {"coder": {TRACKER.name: limit}} if limit is not None else {}
     return specs, limits
@@ -77,7 +86,7 @@ def pairs(draw: st.DrawFn) -> tuple[RoleView, RoleView]:
     new_specs, new_limits = draw(versions())
     if draw(st.booleans()):  # a small change: one field (or the parent, or the limit) moved
         which = draw(st.sampled_from(["permissions", "write_paths", "command_patterns", "parent",
-                                      "limit"]))  # fmt: skip
+                                      "limit", "allowed_tool_groups"]))  # fmt: skip
         role = old_specs[0]
         if which == "limit":
             new_specs = old_specs

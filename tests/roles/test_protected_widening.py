@@ -126,6 +126,30 @@ def test_widening_an_unprotected_parent_is_refused_when_it_widens_a_protected_ch
     assert _tools("scout") == capped
 
 
+def test_a_tool_group_added_to_an_unprotected_parents_allow_list_is_refused_for_its_protected_child() -> (
+    None
+):
+    base = {"slug": "base", "name": "Base", "permissions": ["read_files", "write_files"],
+            "allowed_tool_groups": ["file_tools"]}  # fmt: skip
+    role_write(data=base, create=True, actor="test")
+    child = {"slug": "scout", "name": "Scout", "parent": "base",
+             "permissions": ["read_files", "write_files"], "protected": True}  # fmt: skip
+    role_write(data=child, create=True, actor="test")
+    capped = _tools("scout")
+    assert "read_file" in capped and "write_file" not in capped  # the parent's groups narrow
+    with pytest.raises(AcodeError) as refused:
+        role_write(data={"allowed_tool_groups": ["file_tools", "write_tools"]}, create=False,
+                   slug="base", actor="test")  # fmt: skip
+    assert refused.value.code == "ACODE-ROL-015"
+    assert "scout would gain tools write_file" in refused.value.message
+    assert Role.objects.get(slug="base").allowed_tool_groups == ["file_tools"]  # nothing kept
+    assert _tools("scout") == capped
+    # dropping the parent's allow-list altogether widens too: refused the same way
+    with pytest.raises(AcodeError) as dropped:
+        role_write(data={"allowed_tool_groups": []}, create=False, slug="base", actor="test")
+    assert dropped.value.code == "ACODE-ROL-015" and _tools("scout") == capped
+
+
 def test_an_argument_limit_of_a_protected_role_can_be_added_not_removed(admin_user: Any) -> None:
     boss = APIClient()
     boss.force_authenticate(admin_user)
