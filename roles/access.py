@@ -207,8 +207,8 @@ def compute_access(
 
     A child never exceeds its parent: permissions are intersected along the parent
     chain and a tool the parent does not get is withheld from the child. The role's
-    allow-list (tools and tool groups), when set, narrows the result further. A custom agent, and every role
-    below one, never holds ``CUSTOM_LOCKED``.
+    allow-list (tools and tool groups), when set, narrows the result further. A custom
+    agent, and every role below one, never holds ``CUSTOM_LOCKED``.
     """
     role = roles[slug]
     chain = parent_chain(slug, roles)
