@@ -57,7 +57,7 @@ from sessions_app.services.jobs import (
     job_start,
 )
 from sessions_app.services.plans import plan_set
-from sessions_app.services.runs import PASSED, outcome_of_tests
+from sessions_app.services.runs.stages import PASSED, outcome_of_tests
 from sessions_app.services.workspaces import session_git_dir
 
 logger = logging.getLogger(__name__)

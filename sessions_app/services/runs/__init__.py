@@ -19,19 +19,11 @@ from sessions_app.services.runs.engine import (
 )
 from sessions_app.services.runs.people import run_answer, run_approve, run_cancel, run_reject
 from sessions_app.services.runs.seed import runs_seed_defaults
-from sessions_app.services.runs.stages import (
-    PASSED,
-    outcome_of_tests,
-    run_question_ask,
-    run_review_record,
-    stage_request,
-)
+from sessions_app.services.runs.stages import run_question_ask, run_review_record, stage_request
 from sessions_app.services.runs.start import run_start, template_chosen
 
 __all__ = [
-    "PASSED",
     "approval_digest",
-    "outcome_of_tests",
     "run_advance",
     "run_after_job",
     "run_answer",
